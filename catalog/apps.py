@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class CatalogConfig(AppConfig):
+    name = "catalog"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+
+from config.celery import app as celery_app
+from tests.support.worker import WorkerProcess, database_url
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+
+def pytest_report_header(config):
+    db = django_settings.DATABASES["default"]
+    where = f"{db.get('HOST') or 'localhost'}:{db.get('PORT') or 5432}" if db.get("HOST") else ""
+    engine = db["ENGINE"].rsplit(".", 1)[-1]
+    broker = os.environ.get("CELERY_BROKER_URL") or "in-process (eager), no Redis"
+    return [f"database: {engine} {where}".rstrip(), f"broker: {broker}"]
+
+
+def real_services_available() -> tuple[bool, str]:
+    if "postgresql" not in django_settings.DATABASES["default"]["ENGINE"]:
+        return False, "PostgreSQL is not configured (DATABASE_URL)"
+    if not os.environ.get("CELERY_BROKER_URL", "").startswith("redis"):
+        return False, "Redis is not configured (CELERY_BROKER_URL)"
+    return True, ""
+
+
+def pytest_collection_modifyitems(config, items):
+    ok, why = real_services_available()
+    if ok:
+        return
+    if os.environ.get("CI") == "true":
+        raise pytest.UsageError(f"CI=true but {why}: integration tests cannot be skipped in CI.")
+    skip = pytest.mark.skip(reason=why)
+    for item in items:
+        if "integration" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _celery_mode(request):
+    """Unit tests run tasks in-process; integration tests send them through the real broker."""
+    eager = "integration" not in request.keywords
+    previous = (celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates)
+    celery_app.conf.task_always_eager = eager
+    celery_app.conf.task_eager_propagates = True
+    yield
+    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = previous
+
+
+@pytest.fixture(scope="session")
+def artifacts_dir() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def _celery_worker_session(django_db_setup, django_db_blocker, artifacts_dir):
+    from django.db import connection
+
+    worker = WorkerProcess(
+        database_url=database_url(connection.settings_dict),
+        broker_url=os.environ["CELERY_BROKER_URL"],
+        queue=django_settings.CELERY_TASK_DEFAULT_QUEUE,
+        log_dir=artifacts_dir,
+        extra_env=_worker_extra_env(),
+    )
+    worker.start()
+    yield worker
+    worker.stop()
+
+
+def _worker_extra_env() -> dict[str, str]:
+    # Anything the test session points at (a fake Hub, say) must reach the worker too.
+    keys = ("HF_ENDPOINT", "HF_TOKEN", "HF_TIMEOUT_SECONDS", "CELERY_VISIBILITY_TIMEOUT")
+    return {key: os.environ[key] for key in keys if key in os.environ}
+
+
+@pytest.fixture
+def celery_worker(_celery_worker_session, transactional_db):
+    """A real worker consuming this session's own queue; the test's writes are committed."""
+    worker = _celery_worker_session
+    if worker.process is None or worker.process.poll() is not None:
+        worker.start()
+    return worker
