@@ -1,0 +1,249 @@
+"""The engine's inputs and outputs: frozen pydantic models, no Django.
+
+Field names of EstimateRequest and EstimateResult are a contract (../shared/design.md, v1):
+fields may be added, never renamed. The catalog reaches the engine as the *Spec models below,
+built by the catalog app (`catalog.selectors.engine_catalog()`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Task = Literal["inference", "full_finetune", "lora", "qlora", "pretrain"]
+Precision = Literal["fp32", "fp16", "bf16", "int8", "int4"]
+Optimizer = Literal["adamw", "adamw_8bit", "sgd"]
+# What a researcher may ask for; the engine may also choose "single" (one GPU) or
+# "tensor_parallel" (within a node) for an option.
+RequestStrategy = Literal["ddp", "fsdp", "zero1", "zero2", "zero3", "zero3_offload"]
+Strategy = Literal[
+    "single", "ddp", "fsdp", "zero1", "zero2", "zero3", "zero3_offload", "tensor_parallel"
+]
+SystemKind = Literal["hpc_batch", "interactive", "cloud"]
+SystemStatus = Literal["active", "limited", "retired"]
+DataSensitivity = Literal["public", "internal", "confidential", "restricted"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --- The catalog, as the engine sees it -------------------------------------------------------
+
+
+class AcceleratorSpec(_Frozen):
+    name: str  # catalog key, e.g. "a100-80-sxm4"
+    display_name: str
+    vendor: str
+    memory_gb: float  # decimal GB as vendors state it (80 GB = 80e9 bytes)
+    memory_bandwidth_gb_s: float
+    # Dense peaks (never with sparsity) in TFLOP/s; None where the hardware lacks the precision.
+    fp64_tflops: float | None = None
+    fp32_tflops: float | None = None  # non-tensor
+    tf32_tflops: float | None = None
+    fp16_tflops: float | None = None  # tensor, fp32 accumulate
+    bf16_tflops: float | None = None
+    int8_tops: float | None = None
+    fp16_nontensor_tflops: float | None = None
+    bf16_supported: bool = False
+    tensor_cores: bool = False
+    tdp_w: float | None = None
+
+
+class NodeTypeSpec(_Frozen):
+    name: str
+    count: int
+    gpus_per_node: int
+    accelerator: str  # AcceleratorSpec.name
+    cpu_cores: int | None = None
+    ram_gb: float | None = None
+    # "nvlink" | "xelink" | "infinity_fabric" | "pcie" | "none"
+    intra_node_interconnect: str = "pcie"
+    # "infiniband" | "omnipath" | "ethernet" | "none"
+    inter_node_interconnect: str = "none"
+    inter_node_gbit_s: float | None = None
+
+
+class PartitionSpec(_Frozen):
+    name: str
+    node_types: list[str]  # NodeTypeSpec.name
+    max_wall_hours: float | None = None
+    max_gpus_per_job: int | None = None
+    max_nodes_per_job: int | None = None
+    # How to ask for GPUs, with {n} for the count: "--gres=gpu:{n}", "--gpus={n}".
+    gpu_request: str = "--gres=gpu:{n}"
+    constraint: str | None = None  # "-C a100_80" / "--constraint=a100_80"
+    qos: str | None = None
+    notes: str = ""
+
+
+class SystemSpec(_Frozen):
+    name: str  # catalog key, e.g. "baskerville"
+    display_name: str
+    operator: str = ""
+    kind: SystemKind = "hpc_batch"
+    scheduler: str = "slurm"
+    status: SystemStatus = "active"
+    status_note: str = ""
+    notebooks: bool = False
+    data_sensitivity: list[DataSensitivity] = Field(default_factory=lambda: ["public"])
+    trial_gpu_hours: float | None = None
+    price_per_gpu_hour: float | None = None
+    currency: str = ""
+    typical_queue_wait_hours: float | None = None
+    access_route: str = ""
+    queue_guidance: str = ""
+    modules: list[str] = Field(default_factory=list)  # e.g. ["module load PyTorch/2.1"]
+    container: str | None = None
+    tooling: dict[str, bool | None] = Field(default_factory=dict)
+    node_types: list[NodeTypeSpec] = Field(default_factory=list)
+    partitions: list[PartitionSpec] = Field(default_factory=list)
+
+
+class BenchmarkSpec(_Frozen):
+    """A measured run, used to calibrate utilisation (achieved / dense peak)."""
+
+    accelerator: str
+    system: str | None = None
+    model: str
+    params: int | None = None
+    task: Task | None = None
+    strategy: str | None = None
+    precision: Precision | None = None
+    num_gpus: int = 1
+    batch_size: int | None = None
+    seq_len: int | None = None
+    tokens_per_second: float | None = None  # whole job
+    peak_memory_gb: float | None = None
+    mfu: float | None = None  # model FLOPs utilisation, when the source states it
+    source: str
+
+
+class CatalogSpec(_Frozen):
+    accelerators: list[AcceleratorSpec]
+    systems: list[SystemSpec]
+    benchmarks: list[BenchmarkSpec] = Field(default_factory=list)
+
+
+# --- Hugging Face metadata, as the lookup stores it ------------------------------------------
+
+
+class HubModelMetadata(_Frozen):
+    """What a Hub lookup found; the engine prefers these counts over counting the config."""
+
+    repo_id: str
+    sha: str | None = None
+    # safetensors parameter counts per dtype ("BF16": 7241732096, "I32": ...). They include
+    # buffers and count packed quantised integers as stored (../shared/hf-hub-notes.md).
+    safetensors_parameters: dict[str, int] = Field(default_factory=dict)
+    safetensors_total: int | None = None
+    quantization_config: dict[str, Any] | None = None
+    config: dict[str, Any] | None = None
+    pipeline_tag: str | None = None
+    library_name: str | None = None
+
+
+# --- Request ----------------------------------------------------------------------------------
+
+
+class Constraints(_Frozen):
+    """What the researcher's situation rules out, from the flowchart's answers."""
+
+    data_sensitivity: DataSensitivity = "public"
+    needs_notebooks: bool = False
+    needs_cloud: bool | None = None  # True: cloud only; False: no cloud; None: either
+    max_gpus: int | None = Field(default=None, ge=1)
+    max_wall_hours: float | None = Field(default=None, gt=0)
+    systems: list[str] | None = None  # limit to these catalog systems (an institute's own)
+
+
+class EstimateRequest(_Frozen):
+    # One of model_id / config / params (model_id may come with hub metadata from a lookup).
+    model_id: str | None = None
+    config: dict[str, Any] | None = None
+    params: int | None = Field(default=None, gt=0)
+    hub: HubModelMetadata | None = None
+
+    task: Task
+    precision: Precision = "bf16"
+    batch_size: int = Field(default=1, ge=1)  # per GPU
+    seq_len: int = Field(default=2048, ge=1)
+    # Tokens processed per epoch (training), or prompt+generated tokens in total (inference).
+    tokens: int | None = Field(default=None, ge=0)
+    new_tokens: int | None = Field(default=None, ge=0)  # inference: generated per request
+    epochs: float = Field(default=1, gt=0)
+    gradient_checkpointing: bool = False
+    flash_attention: bool = True
+    mixed_precision: bool = True
+    optimizer: Optimizer = "adamw"
+    lora_rank: int | None = Field(default=None, ge=1)
+    strategy: RequestStrategy | None = None
+    num_gpus: int | None = Field(default=None, ge=1)
+    system: str | None = None
+    accelerator: str | None = None
+    constraints: Constraints = Field(default_factory=Constraints)
+
+
+# --- Result -----------------------------------------------------------------------------------
+
+
+class MemoryBreakdown(_Frozen):
+    """Peak bytes per GPU by component; total_bytes is what nvidia-smi would show."""
+
+    weights: int = 0
+    gradients: int = 0
+    optimizer_states: int = 0
+    activations: int = 0
+    logits: int = 0
+    kv_cache: int = 0
+    quantization: int = 0
+    cuda_context: int = 0
+    allocator_reserve: int = 0
+    total_bytes: int = 0
+
+
+class Option(_Frozen):
+    system: str
+    accelerator: str
+    num_gpus: int
+    nodes: int
+    strategy: Strategy
+    memory_per_gpu_bytes: int
+    memory: MemoryBreakdown | None = None
+    capacity_bytes: int | None = None
+    fits: bool
+    gpu_hours: float | None  # compute alone
+    contingency_gpu_hours: float | None
+    requested_gpu_hours: float | None  # gpu_hours + contingency: what a request asks for
+    wall_hours: float | None
+    cost: float | None = None
+    currency: str = ""
+    reasons: list[str] = Field(default_factory=list)
+    rank: int | None = None
+
+
+class Recommendation(Option):
+    pass
+
+
+class Assumption(_Frozen):
+    name: str
+    value: str
+    source: str = ""
+
+
+class EstimateResult(_Frozen):
+    params_total: int
+    params_active: int
+    params_source: str = ""  # "hub safetensors", "config.json (llama)", "typed by researcher"
+    architecture: str | None = None
+    memory: MemoryBreakdown
+    options: list[Option]
+    recommendation: Recommendation | None
+    justification: str
+    slurm_script: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+    assumptions: list[Assumption] = Field(default_factory=list)
+    uncertainty: dict[str, float] = Field(default_factory=dict)
+    engine_version: str
