@@ -42,6 +42,8 @@ class WorkerProcess:
             "CELERY_TASK_DEFAULT_QUEUE": self.queue,
             "DJANGO_DB_CONN_MAX_AGE": "0",
             "PYTHONUNBUFFERED": "1",
+            # bin/start-worker runs `celery` from PATH: this interpreter's environment.
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
             **(extra_env or {}),
         }
         self.process: subprocess.Popen | None = None
@@ -53,8 +55,9 @@ class WorkerProcess:
         log.write(f"\n--- start #{self.starts} ---\n")
         log.flush()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo",
-             "-Q", self.queue, "-l", "INFO", "--without-gossip", "--without-mingle",
+            # The production entry point (docker-compose "worker"), one process, our queue.
+            [str(ROOT / "bin" / "start-worker"), "--pool=solo", "-Q", self.queue,
+             "--without-gossip", "--without-mingle",
              "--hostname", f"{self.name}-{self.starts}@localhost"],
             cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
