@@ -5,9 +5,10 @@ family on top of shared decoder-block arithmetic:
 
 * A count is the number of elements in the model's parameters (nn.Parameter), tied weights once.
   Buffers (rotary inv_freq, causal masks) are not parameters, so they are not counted.
-* Encoder-only models (BERT, RoBERTa, DistilBERT, ViT) are counted as the bare model transformers
-  loads with AutoModel (BERT/RoBERTa/ViT with their pooler); task heads are left out, and a note says
-  so. Causal and sequence-to-sequence language models include the LM head (0 when tied).
+* Encoder-only models (BERT, RoBERTa, DistilBERT, ViT) are counted as the bare model that
+  transformers loads with AutoModel (BERT/RoBERTa/ViT with their pooler); task heads are left out,
+  and a note says so. Causal and sequence-to-sequence language models include the LM head (0 when
+  tied).
 * The expected numbers and their sources live in tests/engine/test_architecture.py.
 """
 
@@ -44,7 +45,9 @@ class LinearShape(_Frozen):
 
     @property
     def params(self) -> int:
-        return self.count_per_layer * (self.in_features * self.out_features + self.out_features * self.bias)
+        return self.count_per_layer * (
+            self.in_features * self.out_features + self.out_features * self.bias
+        )
 
 
 class ModelArchitecture(_Frozen):
@@ -181,17 +184,27 @@ def _heads(c: _Config, d: int, heads_field: tuple[str, ...], kv_field: tuple[str
 
 
 def _lin(name: str, i: int, o: int, bias: bool, role: str, count: int = 1) -> LinearShape:
-    return LinearShape(name=name, in_features=i, out_features=o, bias=bias, role=role,
-                       count_per_layer=count)
+    return LinearShape(
+        name=name, in_features=i, out_features=o, bias=bias, role=role, count_per_layer=count
+    )
 
 
 def _sum(linears: Iterable[LinearShape]) -> int:
     return sum(x.params for x in linears)
 
 
-def _attention(d: int, h: int, kv: int, hd: int, *, names=("q_proj", "k_proj", "v_proj", "o_proj"),
-               qkv_bias: bool = False, out_bias: bool = False, prefix: str = "",
-               role: str = "attn") -> list[LinearShape]:
+def _attention(
+    d: int,
+    h: int,
+    kv: int,
+    hd: int,
+    *,
+    names=("q_proj", "k_proj", "v_proj", "o_proj"),
+    qkv_bias: bool = False,
+    out_bias: bool = False,
+    prefix: str = "",
+    role: str = "attn",
+) -> list[LinearShape]:
     """Separate q/k/v/o projections (grouped-query when kv < h)."""
     q, k, v, o = names
     return [
@@ -202,9 +215,13 @@ def _attention(d: int, h: int, kv: int, hd: int, *, names=("q_proj", "k_proj", "
     ]
 
 
-def _fused_attention(d: int, h: int, kv: int, hd: int, *, qkv: str, out: str,
-                     bias: bool) -> list[LinearShape]:
-    return [_lin(qkv, d, (h + 2 * kv) * hd, bias, "attn_qkv"), _lin(out, h * hd, d, bias, "attn_out")]
+def _fused_attention(
+    d: int, h: int, kv: int, hd: int, *, qkv: str, out: str, bias: bool
+) -> list[LinearShape]:
+    return [
+        _lin(qkv, d, (h + 2 * kv) * hd, bias, "attn_qkv"),
+        _lin(out, h * hd, d, bias, "attn_out"),
+    ]
 
 
 def _mlp(d: int, inter: int, *, names=("fc1", "fc2"), bias: bool) -> list[LinearShape]:
@@ -212,8 +229,16 @@ def _mlp(d: int, inter: int, *, names=("fc1", "fc2"), bias: bool) -> list[Linear
     return [_lin(up, d, inter, bias, "mlp_in"), _lin(down, inter, d, bias, "mlp_out")]
 
 
-def _gated_mlp(d: int, inter: int, *, names=("gate_proj", "up_proj", "down_proj"), bias=False,
-               prefix: str = "", role: str = "mlp", count: int = 1) -> list[LinearShape]:
+def _gated_mlp(
+    d: int,
+    inter: int,
+    *,
+    names=("gate_proj", "up_proj", "down_proj"),
+    bias=False,
+    prefix: str = "",
+    role: str = "mlp",
+    count: int = 1,
+) -> list[LinearShape]:
     gate, up, down = names
     return [
         _lin(prefix + gate, d, inter, bias, f"{role}_gate", count),
@@ -226,12 +251,32 @@ def _ln(d: int) -> int:  # LayerNorm: weight and bias
     return 2 * d
 
 
-def _assemble(c: _Config, family: str, *, d: int, layers: int, h: int, kv: int, hd: int,
-              inter: int, gated: bool, vocab: int, positions: int | None, tied: bool,
-              block: list[LinearShape], block_other: int, embedding: int, lm_head: int,
-              other: int = 0, encoder: int = 0, encoder_layers: int = 0,
-              moe: dict | None = None, notes: list[str] | None = None,
-              exact: bool = True, source: str | None = None) -> ModelArchitecture:
+def _assemble(
+    c: _Config,
+    family: str,
+    *,
+    d: int,
+    layers: int,
+    h: int,
+    kv: int,
+    hd: int,
+    inter: int,
+    gated: bool,
+    vocab: int,
+    positions: int | None,
+    tied: bool,
+    block: list[LinearShape],
+    block_other: int,
+    embedding: int,
+    lm_head: int,
+    other: int = 0,
+    encoder: int = 0,
+    encoder_layers: int = 0,
+    moe: dict | None = None,
+    notes: list[str] | None = None,
+    exact: bool = True,
+    source: str | None = None,
+) -> ModelArchitecture:
     """Total = embeddings + layers x (linears + norms) + encoder + other + LM head.
 
     `block_other` is what one block holds besides its Linear layers (norms, biases of fused
@@ -292,10 +337,25 @@ def _gpt2(c: _Config, family: str) -> ModelArchitecture:
         _lin("c_fc", d, inter, True, "mlp_in"),
         _lin("mlp.c_proj", inter, d, True, "mlp_out"),
     ]
-    return _assemble(c, family, d=d, layers=layers, h=h, kv=kv, hd=hd, inter=inter, gated=False,
-                     vocab=vocab, positions=positions, tied=tied, block=block,
-                     block_other=2 * _ln(d), embedding=(vocab + positions) * d,
-                     lm_head=0 if tied else vocab * d, other=_ln(d))
+    return _assemble(
+        c,
+        family,
+        d=d,
+        layers=layers,
+        h=h,
+        kv=kv,
+        hd=hd,
+        inter=inter,
+        gated=False,
+        vocab=vocab,
+        positions=positions,
+        tied=tied,
+        block=block,
+        block_other=2 * _ln(d),
+        embedding=(vocab + positions) * d,
+        lm_head=0 if tied else vocab * d,
+        other=_ln(d),
+    )
 
 
 def _bert(c: _Config, family: str) -> ModelArchitecture:
@@ -307,18 +367,42 @@ def _bert(c: _Config, family: str) -> ModelArchitecture:
     positions = c.int("max_position_embeddings")
     types = c.int("type_vocab_size", default=2, minimum=0)
     block = [
-        *_attention(d, h, kv, hd, names=("query", "key", "value", "attention.output.dense"),
-                    qkv_bias=True, out_bias=True),
+        *_attention(
+            d,
+            h,
+            kv,
+            hd,
+            names=("query", "key", "value", "attention.output.dense"),
+            qkv_bias=True,
+            out_bias=True,
+        ),
         _lin("intermediate.dense", d, inter, True, "mlp_in"),
         _lin("output.dense", inter, d, True, "mlp_out"),
     ]
     pooler = d * d + d
-    return _assemble(c, family, d=d, layers=layers, h=h, kv=kv, hd=hd, inter=inter, gated=False,
-                     vocab=vocab, positions=positions, tied=True, block=block,
-                     block_other=2 * _ln(d), embedding=(vocab + positions + types) * d,
-                     lm_head=0, other=_ln(d) + pooler,
-                     notes=[f"Counted as {family.title()}Model with its pooler ({pooler:,} "
-                            "parameters); task heads (masked-LM, classifier) are not counted."])
+    return _assemble(
+        c,
+        family,
+        d=d,
+        layers=layers,
+        h=h,
+        kv=kv,
+        hd=hd,
+        inter=inter,
+        gated=False,
+        vocab=vocab,
+        positions=positions,
+        tied=True,
+        block=block,
+        block_other=2 * _ln(d),
+        embedding=(vocab + positions + types) * d,
+        lm_head=0,
+        other=_ln(d) + pooler,
+        notes=[
+            f"Counted as {family.title()}Model with its pooler ({pooler:,} "
+            "parameters); task heads (masked-LM, classifier) are not counted."
+        ],
+    )
 
 
 def _distilbert(c: _Config, family: str) -> ModelArchitecture:
@@ -329,29 +413,44 @@ def _distilbert(c: _Config, family: str) -> ModelArchitecture:
     vocab = c.int("vocab_size")
     positions = c.int("max_position_embeddings")
     block = [
-        *_attention(d, h, kv, hd, names=("q_lin", "k_lin", "v_lin", "out_lin"), qkv_bias=True,
-                    out_bias=True),
+        *_attention(
+            d, h, kv, hd, names=("q_lin", "k_lin", "v_lin", "out_lin"), qkv_bias=True, out_bias=True
+        ),
         *_mlp(d, inter, names=("lin1", "lin2"), bias=True),
     ]
-    return _assemble(c, family, d=d, layers=layers, h=h, kv=kv, hd=hd, inter=inter, gated=False,
-                     vocab=vocab, positions=positions, tied=True, block=block,
-                     block_other=2 * _ln(d), embedding=(vocab + positions) * d, lm_head=0,
-                     other=_ln(d),
-                     notes=["Counted as DistilBertModel; task heads (masked-LM, classifier) "
-                            "are not counted."])
+    return _assemble(
+        c,
+        family,
+        d=d,
+        layers=layers,
+        h=h,
+        kv=kv,
+        hd=hd,
+        inter=inter,
+        gated=False,
+        vocab=vocab,
+        positions=positions,
+        tied=True,
+        block=block,
+        block_other=2 * _ln(d),
+        embedding=(vocab + positions) * d,
+        lm_head=0,
+        other=_ln(d),
+        notes=["Counted as DistilBertModel; task heads (masked-LM, classifier) are not counted."],
+    )
 
 
 # Llama-like decoders: RMSNorm, rotary positions, gated MLP, optional grouped-query attention.
 # The defaults are those of each family's transformers config class.
 _LLAMA_LIKE = {
     #           tie default, q/k/v bias default, extra norms per layer (in head_dim units)
-    "llama": dict(tied=False, qkv_bias=False),
-    "mistral": dict(tied=False, qkv_bias=False),
-    "qwen2": dict(tied=False, qkv_bias=True),  # Qwen2 always has q/k/v biases
-    "qwen3": dict(tied=False, qkv_bias=False, qk_norm=True),
-    "gemma": dict(tied=True, qkv_bias=False),
-    "gemma2": dict(tied=True, qkv_bias=False, norms=4),
-    "phi3": dict(tied=False, qkv_bias=False, fused=True),
+    "llama": {"tied": False, "qkv_bias": False},
+    "mistral": {"tied": False, "qkv_bias": False},
+    "qwen2": {"tied": False, "qkv_bias": True},  # Qwen2 always has q/k/v biases
+    "qwen3": {"tied": False, "qkv_bias": False, "qk_norm": True},
+    "gemma": {"tied": True, "qkv_bias": False},
+    "gemma2": {"tied": True, "qkv_bias": False, "norms": 4},
+    "phi3": {"tied": False, "qkv_bias": False, "fused": True},
 }
 
 
@@ -366,18 +465,36 @@ def _llama(c: _Config, family: str) -> ModelArchitecture:
     attn_bias = c.bool("attention_bias", default=False)
     mlp_bias = c.bool("mlp_bias", default=False)
     if spec.get("fused"):
-        block = [*_fused_attention(d, h, kv, hd, qkv="qkv_proj", out="o_proj", bias=False),
-                 _lin("gate_up_proj", d, 2 * inter, False, "mlp_gate_up"),
-                 _lin("down_proj", inter, d, False, "mlp_down")]
+        block = [
+            *_fused_attention(d, h, kv, hd, qkv="qkv_proj", out="o_proj", bias=False),
+            _lin("gate_up_proj", d, 2 * inter, False, "mlp_gate_up"),
+            _lin("down_proj", inter, d, False, "mlp_down"),
+        ]
     else:
-        block = [*_attention(d, h, kv, hd, qkv_bias=attn_bias or spec["qkv_bias"],
-                             out_bias=attn_bias),
-                 *_gated_mlp(d, inter, bias=mlp_bias)]
+        block = [
+            *_attention(d, h, kv, hd, qkv_bias=attn_bias or spec["qkv_bias"], out_bias=attn_bias),
+            *_gated_mlp(d, inter, bias=mlp_bias),
+        ]
     block_other = spec.get("norms", 2) * d + (2 * hd if spec.get("qk_norm") else 0)
-    return _assemble(c, family, d=d, layers=layers, h=h, kv=kv, hd=hd, inter=inter, gated=True,
-                     vocab=vocab, positions=c.opt_int("max_position_embeddings"), tied=tied,
-                     block=block, block_other=block_other, embedding=vocab * d,
-                     lm_head=0 if tied else vocab * d, other=d)
+    return _assemble(
+        c,
+        family,
+        d=d,
+        layers=layers,
+        h=h,
+        kv=kv,
+        hd=hd,
+        inter=inter,
+        gated=True,
+        vocab=vocab,
+        positions=c.opt_int("max_position_embeddings"),
+        tied=tied,
+        block=block,
+        block_other=block_other,
+        embedding=vocab * d,
+        lm_head=0 if tied else vocab * d,
+        other=d,
+    )
 
 
 def _phi(c: _Config, family: str) -> ModelArchitecture:
@@ -388,14 +505,38 @@ def _phi(c: _Config, family: str) -> ModelArchitecture:
     inter = c.int("intermediate_size")
     vocab = c.int("vocab_size")
     tied = c.bool("tie_word_embeddings", default=False)
-    block = [*_attention(d, h, kv, hd, names=("q_proj", "k_proj", "v_proj", "dense"),
-                         qkv_bias=True, out_bias=True),
-             *_mlp(d, inter, bias=True)]
+    block = [
+        *_attention(
+            d,
+            h,
+            kv,
+            hd,
+            names=("q_proj", "k_proj", "v_proj", "dense"),
+            qkv_bias=True,
+            out_bias=True,
+        ),
+        *_mlp(d, inter, bias=True),
+    ]
     qk_norm = 2 * _ln(hd) if c.bool("qk_layernorm", default=False) else 0
-    return _assemble(c, family, d=d, layers=layers, h=h, kv=kv, hd=hd, inter=inter, gated=False,
-                     vocab=vocab, positions=c.opt_int("max_position_embeddings"), tied=tied,
-                     block=block, block_other=_ln(d) + qk_norm, embedding=vocab * d,
-                     lm_head=0 if tied else vocab * d + vocab, other=_ln(d))
+    return _assemble(
+        c,
+        family,
+        d=d,
+        layers=layers,
+        h=h,
+        kv=kv,
+        hd=hd,
+        inter=inter,
+        gated=False,
+        vocab=vocab,
+        positions=c.opt_int("max_position_embeddings"),
+        tied=tied,
+        block=block,
+        block_other=_ln(d) + qk_norm,
+        embedding=vocab * d,
+        lm_head=0 if tied else vocab * d + vocab,
+        other=_ln(d),
+    )
 
 
 def _moe(c: _Config, family: str) -> ModelArchitecture:
@@ -412,8 +553,9 @@ def _moe(c: _Config, family: str) -> ModelArchitecture:
         inter = c.int("intermediate_size")
         moe_inter = inter
         attention = _attention(d, h, kv, hd)
-        routed = _gated_mlp(d, moe_inter, names=("w1", "w3", "w2"), prefix="experts.",
-                            role="expert", count=experts)
+        routed = _gated_mlp(
+            d, moe_inter, names=("w1", "w3", "w2"), prefix="experts.", role="expert", count=experts
+        )
         shared: list[LinearShape] = []
         sparse_layers, dense_mlp = layers, 0
     else:  # qwen2_moe
@@ -423,9 +565,12 @@ def _moe(c: _Config, family: str) -> ModelArchitecture:
         shared_inter = c.int("shared_expert_intermediate_size", default=0, minimum=0)
         attention = _attention(d, h, kv, hd, qkv_bias=True)
         routed = _gated_mlp(d, moe_inter, prefix="experts.", role="expert", count=experts)
-        shared = (_gated_mlp(d, shared_inter, prefix="shared_expert.", role="shared_expert")
-                  + [_lin("shared_expert_gate", d, 1, False, "shared_expert_router")]
-                  if shared_inter else [])
+        shared = (
+            _gated_mlp(d, shared_inter, prefix="shared_expert.", role="shared_expert")
+            + [_lin("shared_expert_gate", d, 1, False, "shared_expert_router")]
+            if shared_inter
+            else []
+        )
         step = c.int("decoder_sparse_step", default=1)
         dense_only = set(c.int_list("mlp_only_layers"))
         sparse = [i for i in range(layers) if i not in dense_only and (i + 1) % step == 0]
@@ -436,19 +581,42 @@ def _moe(c: _Config, family: str) -> ModelArchitecture:
     if per_token > experts:
         raise ConfigError(
             f"config.json field 'num_experts_per_tok' ({per_token}) exceeds the number of "
-            f"experts ({experts})", field="num_experts_per_tok")
+            f"experts ({experts})",
+            field="num_experts_per_tok",
+        )
     block = [*attention, _lin("gate", d, experts, False, "router"), *routed, *shared]
     per_expert = _sum(routed) // experts
     # Dense layers (if any) have attention + dense MLP instead of router + experts.
     moe_part = _sum(block) - _sum(attention)
     other = d + dense_mlp - (layers - sparse_layers) * moe_part
-    return _assemble(c, family, d=d, layers=layers, h=h, kv=kv, hd=hd, inter=inter, gated=True,
-                     vocab=vocab, positions=c.opt_int("max_position_embeddings"), tied=tied,
-                     block=block, block_other=2 * d, embedding=vocab * d,
-                     lm_head=0 if tied else vocab * d, other=other, notes=notes,
-                     moe=dict(layers=sparse_layers, inactive=(experts - per_token) * per_expert,
-                              experts=experts, per_token=per_token, shared=1 if shared else 0,
-                              intermediate=moe_inter))
+    return _assemble(
+        c,
+        family,
+        d=d,
+        layers=layers,
+        h=h,
+        kv=kv,
+        hd=hd,
+        inter=inter,
+        gated=True,
+        vocab=vocab,
+        positions=c.opt_int("max_position_embeddings"),
+        tied=tied,
+        block=block,
+        block_other=2 * d,
+        embedding=vocab * d,
+        lm_head=0 if tied else vocab * d,
+        other=other,
+        notes=notes,
+        moe={
+            "layers": sparse_layers,
+            "inactive": (experts - per_token) * per_expert,
+            "experts": experts,
+            "per_token": per_token,
+            "shared": 1 if shared else 0,
+            "intermediate": moe_inter,
+        },
+    )
 
 
 def _deepseek(c: _Config, family: str) -> ModelArchitecture:
@@ -473,8 +641,10 @@ def _deepseek(c: _Config, family: str) -> ModelArchitecture:
     bias = c.bool("attention_bias", default=False)
     q_dim = h * (nope + rope)
     if q_rank:
-        attention = [_lin("q_a_proj", d, q_rank, bias, "attn_q"),
-                     _lin("q_b_proj", q_rank, q_dim, False, "attn_q")]
+        attention = [
+            _lin("q_a_proj", d, q_rank, bias, "attn_q"),
+            _lin("q_b_proj", q_rank, q_dim, False, "attn_q"),
+        ]
         attn_norms = q_rank + kv_rank
     else:
         attention = [_lin("q_proj", d, q_dim, False, "attn_q")]
@@ -485,8 +655,11 @@ def _deepseek(c: _Config, family: str) -> ModelArchitecture:
         _lin("o_proj", h * v_dim, d, bias, "attn_out"),
     ]
     routed = _gated_mlp(d, moe_inter, prefix="experts.", role="expert", count=experts)
-    shared_mlp = _gated_mlp(d, moe_inter * shared, prefix="shared_experts.",
-                            role="shared_expert") if shared else []
+    shared_mlp = (
+        _gated_mlp(d, moe_inter * shared, prefix="shared_experts.", role="shared_expert")
+        if shared
+        else []
+    )
     router = _lin("gate", d, experts, False, "router")
     # DeepSeek-V3's router also learns a per-expert score correction bias.
     router_bias = experts if family == "deepseek_v3" else 0
@@ -497,16 +670,38 @@ def _deepseek(c: _Config, family: str) -> ModelArchitecture:
     other = d + dense_layers * (_sum(_gated_mlp(d, inter)) - moe_part)
     notes = [f"{dense_layers} of {layers} layers use a dense MLP."] if dense_layers else []
     if c.opt_int("num_nextn_predict_layers", minimum=0):
-        notes.append("The multi-token-prediction module stored in the checkpoint is not counted "
-                     "(transformers does not load it).")
-    return _assemble(c, family, d=d, layers=layers, h=h, kv=h, hd=nope + rope, inter=inter,
-                     gated=True, vocab=vocab, positions=c.opt_int("max_position_embeddings"),
-                     tied=tied, block=block, block_other=2 * d + attn_norms + router_bias,
-                     embedding=vocab * d, lm_head=0 if tied else vocab * d, other=other,
-                     notes=notes,
-                     moe=dict(layers=sparse_layers, inactive=(experts - per_token) * _sum(routed)
-                              // experts, experts=experts, per_token=per_token, shared=shared,
-                              intermediate=moe_inter))
+        notes.append(
+            "The multi-token-prediction module stored in the checkpoint is not counted "
+            "(transformers does not load it)."
+        )
+    return _assemble(
+        c,
+        family,
+        d=d,
+        layers=layers,
+        h=h,
+        kv=h,
+        hd=nope + rope,
+        inter=inter,
+        gated=True,
+        vocab=vocab,
+        positions=c.opt_int("max_position_embeddings"),
+        tied=tied,
+        block=block,
+        block_other=2 * d + attn_norms + router_bias,
+        embedding=vocab * d,
+        lm_head=0 if tied else vocab * d,
+        other=other,
+        notes=notes,
+        moe={
+            "layers": sparse_layers,
+            "inactive": (experts - per_token) * _sum(routed) // experts,
+            "experts": experts,
+            "per_token": per_token,
+            "shared": shared,
+            "intermediate": moe_inter,
+        },
+    )
 
 
 def _falcon(c: _Config, family: str) -> ModelArchitecture:
@@ -522,16 +717,33 @@ def _falcon(c: _Config, family: str) -> ModelArchitecture:
     inter = c.int("ffn_hidden_size", default=4 * d)
     vocab = c.int("vocab_size")
     tied = c.bool("tie_word_embeddings", default=True)
-    block = [*_fused_attention(d, h, kv, hd, qkv="query_key_value", out="dense", bias=bias),
-             *_mlp(d, inter, names=("dense_h_to_4h", "dense_4h_to_h"), bias=bias)]
+    block = [
+        *_fused_attention(d, h, kv, hd, qkv="query_key_value", out="dense", bias=bias),
+        *_mlp(d, inter, names=("dense_h_to_4h", "dense_4h_to_h"), bias=bias),
+    ]
     if new_arch:
         norms = c.int("num_ln_in_parallel_attn", default=2)
     else:
         norms = 1 if c.bool("parallel_attn", default=True) else 2
-    return _assemble(c, "falcon", d=d, layers=layers, h=h, kv=kv, hd=hd, inter=inter,
-                     gated=False, vocab=vocab, positions=c.opt_int("max_position_embeddings"),
-                     tied=tied, block=block, block_other=norms * _ln(d), embedding=vocab * d,
-                     lm_head=0 if tied else vocab * d, other=_ln(d))
+    return _assemble(
+        c,
+        "falcon",
+        d=d,
+        layers=layers,
+        h=h,
+        kv=kv,
+        hd=hd,
+        inter=inter,
+        gated=False,
+        vocab=vocab,
+        positions=c.opt_int("max_position_embeddings"),
+        tied=tied,
+        block=block,
+        block_other=norms * _ln(d),
+        embedding=vocab * d,
+        lm_head=0 if tied else vocab * d,
+        other=_ln(d),
+    )
 
 
 def _gpt_neox(c: _Config, family: str) -> ModelArchitecture:
@@ -542,12 +754,29 @@ def _gpt_neox(c: _Config, family: str) -> ModelArchitecture:
     vocab = c.int("vocab_size")
     tied = c.bool("tie_word_embeddings", default=False)
     bias = c.bool("attention_bias", default=True)
-    block = [*_fused_attention(d, h, kv, hd, qkv="query_key_value", out="dense", bias=bias),
-             *_mlp(d, inter, names=("dense_h_to_4h", "dense_4h_to_h"), bias=True)]
-    return _assemble(c, family, d=d, layers=layers, h=h, kv=kv, hd=hd, inter=inter, gated=False,
-                     vocab=vocab, positions=c.opt_int("max_position_embeddings"), tied=tied,
-                     block=block, block_other=2 * _ln(d), embedding=vocab * d,
-                     lm_head=0 if tied else vocab * d, other=_ln(d))
+    block = [
+        *_fused_attention(d, h, kv, hd, qkv="query_key_value", out="dense", bias=bias),
+        *_mlp(d, inter, names=("dense_h_to_4h", "dense_4h_to_h"), bias=True),
+    ]
+    return _assemble(
+        c,
+        family,
+        d=d,
+        layers=layers,
+        h=h,
+        kv=kv,
+        hd=hd,
+        inter=inter,
+        gated=False,
+        vocab=vocab,
+        positions=c.opt_int("max_position_embeddings"),
+        tied=tied,
+        block=block,
+        block_other=2 * _ln(d),
+        embedding=vocab * d,
+        lm_head=0 if tied else vocab * d,
+        other=_ln(d),
+    )
 
 
 def _gptj(c: _Config, family: str) -> ModelArchitecture:
@@ -557,12 +786,29 @@ def _gptj(c: _Config, family: str) -> ModelArchitecture:
     inter = c.int("n_inner", default=4 * d)
     vocab = c.int("vocab_size")
     tied = c.bool("tie_word_embeddings", default=False)
-    block = [*_attention(d, h, kv, hd, names=("q_proj", "k_proj", "v_proj", "out_proj")),
-             *_mlp(d, inter, names=("fc_in", "fc_out"), bias=True)]
-    return _assemble(c, family, d=d, layers=layers, h=h, kv=kv, hd=hd, inter=inter, gated=False,
-                     vocab=vocab, positions=c.opt_int("n_positions", "max_position_embeddings"),
-                     tied=tied, block=block, block_other=_ln(d), embedding=vocab * d,
-                     lm_head=0 if tied else vocab * d + vocab, other=_ln(d))
+    block = [
+        *_attention(d, h, kv, hd, names=("q_proj", "k_proj", "v_proj", "out_proj")),
+        *_mlp(d, inter, names=("fc_in", "fc_out"), bias=True),
+    ]
+    return _assemble(
+        c,
+        family,
+        d=d,
+        layers=layers,
+        h=h,
+        kv=kv,
+        hd=hd,
+        inter=inter,
+        gated=False,
+        vocab=vocab,
+        positions=c.opt_int("n_positions", "max_position_embeddings"),
+        tied=tied,
+        block=block,
+        block_other=_ln(d),
+        embedding=vocab * d,
+        lm_head=0 if tied else vocab * d + vocab,
+        other=_ln(d),
+    )
 
 
 def _opt(c: _Config, family: str) -> ModelArchitecture:
@@ -577,9 +823,18 @@ def _opt(c: _Config, family: str) -> ModelArchitecture:
     bias = c.bool("enable_bias", default=True)
     affine = c.bool("layer_norm_elementwise_affine", default=True)
     norm = _ln(d) if affine else 0
-    block = [*_attention(d, h, kv, hd, names=("q_proj", "k_proj", "v_proj", "out_proj"),
-                         qkv_bias=bias, out_bias=bias),
-             *_mlp(d, inter, bias=bias)]
+    block = [
+        *_attention(
+            d,
+            h,
+            kv,
+            hd,
+            names=("q_proj", "k_proj", "v_proj", "out_proj"),
+            qkv_bias=bias,
+            out_bias=bias,
+        ),
+        *_mlp(d, inter, bias=bias),
+    ]
     # OPT's learned positions keep 2 extra rows (an offset inherited from fairseq).
     embedding = vocab * proj + (positions + 2) * d
     other = 2 * d * proj if proj != d else 0  # project_in / project_out, no bias
@@ -587,10 +842,25 @@ def _opt(c: _Config, family: str) -> ModelArchitecture:
         "_remove_final_layer_norm", default=False
     ):
         other += norm
-    return _assemble(c, family, d=d, layers=layers, h=h, kv=kv, hd=hd, inter=inter, gated=False,
-                     vocab=vocab, positions=positions, tied=tied, block=block,
-                     block_other=2 * norm, embedding=embedding,
-                     lm_head=0 if tied else vocab * proj, other=other)
+    return _assemble(
+        c,
+        family,
+        d=d,
+        layers=layers,
+        h=h,
+        kv=kv,
+        hd=hd,
+        inter=inter,
+        gated=False,
+        vocab=vocab,
+        positions=positions,
+        tied=tied,
+        block=block,
+        block_other=2 * norm,
+        embedding=embedding,
+        lm_head=0 if tied else vocab * proj,
+        other=other,
+    )
 
 
 def _bloom(c: _Config, family: str) -> ModelArchitecture:
@@ -600,15 +870,30 @@ def _bloom(c: _Config, family: str) -> ModelArchitecture:
     vocab = c.int("vocab_size")
     tied = c.bool("tie_word_embeddings", default=True)
     inter = 4 * d
-    block = [*_fused_attention(d, h, kv, hd, qkv="query_key_value", out="dense", bias=True),
-             *_mlp(d, inter, names=("dense_h_to_4h", "dense_4h_to_h"), bias=True)]
-    return _assemble(c, family, d=d, layers=layers, h=h, kv=kv, hd=hd, inter=inter, gated=False,
-                     vocab=vocab, positions=None, tied=tied, block=block,
-                     block_other=2 * _ln(d), embedding=vocab * d,
-                     lm_head=0 if tied else vocab * d,
-                     other=_ln(d) + _ln(d),  # embedding LayerNorm + final LayerNorm
-                     notes=["BLOOM uses ALiBi: no position embeddings, no length limit in the "
-                            "config."])
+    block = [
+        *_fused_attention(d, h, kv, hd, qkv="query_key_value", out="dense", bias=True),
+        *_mlp(d, inter, names=("dense_h_to_4h", "dense_4h_to_h"), bias=True),
+    ]
+    return _assemble(
+        c,
+        family,
+        d=d,
+        layers=layers,
+        h=h,
+        kv=kv,
+        hd=hd,
+        inter=inter,
+        gated=False,
+        vocab=vocab,
+        positions=None,
+        tied=tied,
+        block=block,
+        block_other=2 * _ln(d),
+        embedding=vocab * d,
+        lm_head=0 if tied else vocab * d,
+        other=_ln(d) + _ln(d),  # embedding LayerNorm + final LayerNorm
+        notes=["BLOOM uses ALiBi: no position embeddings, no length limit in the config."],
+    )
 
 
 def _vit(c: _Config, family: str) -> ModelArchitecture:
@@ -621,20 +906,46 @@ def _vit(c: _Config, family: str) -> ModelArchitecture:
     channels = c.int("num_channels", default=3)
     qkv_bias = c.bool("qkv_bias", default=True)
     patches = (image // patch) ** 2
-    block = [*_attention(d, h, kv, hd, names=("query", "key", "value", "attention.output.dense"),
-                         qkv_bias=qkv_bias, out_bias=True),
-             _lin("intermediate.dense", d, inter, True, "mlp_in"),
-             _lin("output.dense", inter, d, True, "mlp_out")]
+    block = [
+        *_attention(
+            d,
+            h,
+            kv,
+            hd,
+            names=("query", "key", "value", "attention.output.dense"),
+            qkv_bias=qkv_bias,
+            out_bias=True,
+        ),
+        _lin("intermediate.dense", d, inter, True, "mlp_in"),
+        _lin("output.dense", inter, d, True, "mlp_out"),
+    ]
     # [CLS] token + position per patch and [CLS] + the patch projection (a strided Conv2d).
     embedding = d + (patches + 1) * d + channels * patch * patch * d + d
     pooler = d * d + d
-    return _assemble(c, family, d=d, layers=layers, h=h, kv=kv, hd=hd, inter=inter, gated=False,
-                     vocab=0, positions=patches + 1, tied=False, block=block,
-                     block_other=2 * _ln(d), embedding=embedding, lm_head=0,
-                     other=_ln(d) + pooler,
-                     notes=[f"Counted as ViTModel with its pooler ({pooler:,} parameters); "
-                            "a classification head is not counted. One image is "
-                            f"{patches + 1} tokens."])
+    return _assemble(
+        c,
+        family,
+        d=d,
+        layers=layers,
+        h=h,
+        kv=kv,
+        hd=hd,
+        inter=inter,
+        gated=False,
+        vocab=0,
+        positions=patches + 1,
+        tied=False,
+        block=block,
+        block_other=2 * _ln(d),
+        embedding=embedding,
+        lm_head=0,
+        other=_ln(d) + pooler,
+        notes=[
+            f"Counted as ViTModel with its pooler ({pooler:,} parameters); "
+            "a classification head is not counted. One image is "
+            f"{patches + 1} tokens."
+        ],
+    )
 
 
 def _t5(c: _Config, family: str) -> ModelArchitecture:
@@ -648,25 +959,43 @@ def _t5(c: _Config, family: str) -> ModelArchitecture:
     buckets = c.int("relative_attention_num_buckets", default=32)
     tied = c.bool("tie_word_embeddings", default=True)
     gated = c.str("feed_forward_proj", "relu").startswith("gated-")
-    mlp = (_gated_mlp(d, inter, names=("wi_0", "wi_1", "wo")) if gated
-           else _mlp(d, inter, names=("wi", "wo"), bias=False))
+    mlp = (
+        _gated_mlp(d, inter, names=("wi_0", "wi_1", "wo"))
+        if gated
+        else _mlp(d, inter, names=("wi", "wo"), bias=False)
+    )
     self_attn = _attention(d, h, h, hd, names=("q", "k", "v", "o"), prefix="SelfAttention.")
-    cross_attn = _attention(d, h, h, hd, names=("q", "k", "v", "o"), prefix="EncDecAttention.",
-                            role="cross_attn")
+    cross_attn = _attention(
+        d, h, h, hd, names=("q", "k", "v", "o"), prefix="EncDecAttention.", role="cross_attn"
+    )
     # RMSNorm without bias; the relative position bias lives in the first block of each stack
     # (every block in UMT5).
     rel_blocks_enc = enc_layers if family == "umt5" else 1
     rel_blocks_dec = dec_layers if family == "umt5" else 1
-    encoder = (enc_layers * (_sum(self_attn) + _sum(mlp) + 2 * d)
-               + rel_blocks_enc * buckets * h + d)
+    encoder = enc_layers * (_sum(self_attn) + _sum(mlp) + 2 * d) + rel_blocks_enc * buckets * h + d
     block = [*self_attn, *cross_attn, *mlp]
-    return _assemble(c, family, d=d, layers=dec_layers, h=h, kv=h, hd=hd, inter=inter,
-                     gated=gated, vocab=vocab, positions=c.opt_int("n_positions"), tied=tied,
-                     block=block, block_other=3 * d, embedding=vocab * d,
-                     lm_head=0 if tied else vocab * d, other=rel_blocks_dec * buckets * h + d,
-                     encoder=encoder, encoder_layers=enc_layers,
-                     notes=["T5 uses relative position buckets: sequence length is not fixed by "
-                            "the config."])
+    return _assemble(
+        c,
+        family,
+        d=d,
+        layers=dec_layers,
+        h=h,
+        kv=h,
+        hd=hd,
+        inter=inter,
+        gated=gated,
+        vocab=vocab,
+        positions=c.opt_int("n_positions"),
+        tied=tied,
+        block=block,
+        block_other=3 * d,
+        embedding=vocab * d,
+        lm_head=0 if tied else vocab * d,
+        other=rel_blocks_dec * buckets * h + d,
+        encoder=encoder,
+        encoder_layers=enc_layers,
+        notes=["T5 uses relative position buckets: sequence length is not fixed by the config."],
+    )
 
 
 def _bart_like(c: _Config, family: str) -> ModelArchitecture:
@@ -684,14 +1013,18 @@ def _bart_like(c: _Config, family: str) -> ModelArchitecture:
     names = ("q_proj", "k_proj", "v_proj", "out_proj")
 
     def attention(prefix: str, role: str) -> list[LinearShape]:
-        linears = _attention(d, h, kv, hd, names=names, prefix=prefix, qkv_bias=True,
-                             out_bias=True, role=role)
+        linears = _attention(
+            d, h, kv, hd, names=names, prefix=prefix, qkv_bias=True, out_bias=True, role=role
+        )
         if whisper:  # Whisper's k_proj has no bias
             linears[1] = linears[1].model_copy(update={"bias": False})
         return linears
 
-    block = [*attention("self_attn.", "attn"), *attention("encoder_attn.", "cross_attn"),
-             *_mlp(d, inter, bias=True)]
+    block = [
+        *attention("self_attn.", "attn"),
+        *attention("encoder_attn.", "cross_attn"),
+        *_mlp(d, inter, bias=True),
+    ]
     enc_block = _sum(attention("self_attn.", "attn")) + _sum(_mlp(d, enc_inter, bias=True))
     encoder = enc_layers * (enc_block + 2 * _ln(d))
     if whisper:
@@ -715,11 +1048,28 @@ def _bart_like(c: _Config, family: str) -> ModelArchitecture:
             encoder += _ln(d)
             other += _ln(d)
         notes = []
-    return _assemble(c, family, d=d, layers=dec_layers, h=h, kv=kv, hd=hd, inter=inter,
-                     gated=False, vocab=vocab, positions=positions, tied=tied, block=block,
-                     block_other=3 * _ln(d), embedding=embedding,
-                     lm_head=0 if tied else vocab * d, other=other, encoder=encoder,
-                     encoder_layers=enc_layers, notes=notes)
+    return _assemble(
+        c,
+        family,
+        d=d,
+        layers=dec_layers,
+        h=h,
+        kv=kv,
+        hd=hd,
+        inter=inter,
+        gated=False,
+        vocab=vocab,
+        positions=positions,
+        tied=tied,
+        block=block,
+        block_other=3 * _ln(d),
+        embedding=embedding,
+        lm_head=0 if tied else vocab * d,
+        other=other,
+        encoder=encoder,
+        encoder_layers=enc_layers,
+        notes=notes,
+    )
 
 
 _Family = Callable[[_Config, str], ModelArchitecture]
@@ -755,22 +1105,39 @@ _FAMILIES: dict[str, tuple[str, _Family]] = {
 
 # architectures[0] -> model_type, for configs without (or with an unknown) model_type.
 _ARCHITECTURES = {
-    "GPT2LMHeadModel": "gpt2", "GPT2Model": "gpt2",
-    "BertModel": "bert", "BertForMaskedLM": "bert", "BertForPreTraining": "bert",
-    "RobertaModel": "roberta", "RobertaForMaskedLM": "roberta",
-    "DistilBertModel": "distilbert", "DistilBertForMaskedLM": "distilbert",
-    "T5ForConditionalGeneration": "t5", "T5Model": "t5",
-    "BartForConditionalGeneration": "bart", "BartModel": "bart",
-    "LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral",
-    "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3",
-    "GemmaForCausalLM": "gemma", "Gemma2ForCausalLM": "gemma2",
-    "PhiForCausalLM": "phi", "Phi3ForCausalLM": "phi3",
-    "MixtralForCausalLM": "mixtral", "Qwen2MoeForCausalLM": "qwen2_moe",
-    "DeepseekV2ForCausalLM": "deepseek_v2", "DeepseekV3ForCausalLM": "deepseek_v3",
-    "FalconForCausalLM": "falcon", "RWForCausalLM": "RefinedWebModel",
-    "GPTNeoXForCausalLM": "gpt_neox", "GPTJForCausalLM": "gptj",
-    "OPTForCausalLM": "opt", "BloomForCausalLM": "bloom",
-    "ViTModel": "vit", "ViTForImageClassification": "vit",
+    "GPT2LMHeadModel": "gpt2",
+    "GPT2Model": "gpt2",
+    "BertModel": "bert",
+    "BertForMaskedLM": "bert",
+    "BertForPreTraining": "bert",
+    "RobertaModel": "roberta",
+    "RobertaForMaskedLM": "roberta",
+    "DistilBertModel": "distilbert",
+    "DistilBertForMaskedLM": "distilbert",
+    "T5ForConditionalGeneration": "t5",
+    "T5Model": "t5",
+    "BartForConditionalGeneration": "bart",
+    "BartModel": "bart",
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "mistral",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen3",
+    "GemmaForCausalLM": "gemma",
+    "Gemma2ForCausalLM": "gemma2",
+    "PhiForCausalLM": "phi",
+    "Phi3ForCausalLM": "phi3",
+    "MixtralForCausalLM": "mixtral",
+    "Qwen2MoeForCausalLM": "qwen2_moe",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
+    "DeepseekV3ForCausalLM": "deepseek_v3",
+    "FalconForCausalLM": "falcon",
+    "RWForCausalLM": "RefinedWebModel",
+    "GPTNeoXForCausalLM": "gpt_neox",
+    "GPTJForCausalLM": "gptj",
+    "OPTForCausalLM": "opt",
+    "BloomForCausalLM": "bloom",
+    "ViTModel": "vit",
+    "ViTForImageClassification": "vit",
     "WhisperForConditionalGeneration": "whisper",
 }
 
@@ -803,11 +1170,18 @@ def architecture_from_config(config: dict) -> ModelArchitecture:
     text_config = c.raw.get("text_config")
     if isinstance(text_config, dict) and text_config:
         inner = architecture_from_config(
-            {"architectures": c.raw.get("architectures"), **text_config})
-        return inner.model_copy(update={
-            "exact": False,
-            "notes": [*inner.notes, "Only the language model inside this multimodal config is "
-                      "counted; its vision/audio encoder is not."]})
+            {"architectures": c.raw.get("architectures"), **text_config}
+        )
+        return inner.model_copy(
+            update={
+                "exact": False,
+                "notes": [
+                    *inner.notes,
+                    "Only the language model inside this multimodal config is "
+                    "counted; its vision/audio encoder is not.",
+                ],
+            }
+        )
     return _generic(c)
 
 
@@ -822,21 +1196,47 @@ def _generic(c: _Config) -> ModelArchitecture:
     kv = c.int("num_key_value_heads", "num_kv_heads", default=h)
     hd = c.int("head_dim", default=max(1, d // h))
     gated = c.str("hidden_act", c.str("activation_function")) in {"silu", "swiglu", "swish"}
-    inter = c.int("intermediate_size", "n_inner", "ffn_dim", "d_ff", "hidden_dim",
-                  default=4 * d if not gated else int(8 * d / 3))
+    inter = c.int(
+        "intermediate_size",
+        "n_inner",
+        "ffn_dim",
+        "d_ff",
+        "hidden_dim",
+        default=4 * d if not gated else int(8 * d / 3),
+    )
     tied = c.bool("tie_word_embeddings", default=False)
-    block = [*_attention(d, h, kv, hd),
-             *(_gated_mlp(d, inter) if gated else _mlp(d, inter, bias=False))]
-    return _assemble(c, "unknown", d=d, layers=layers, h=h, kv=kv, hd=hd, inter=inter,
-                     gated=gated, vocab=vocab, positions=c.opt_int("max_position_embeddings"),
-                     tied=tied, block=block, block_other=2 * d, embedding=vocab * d,
-                     lm_head=0 if tied else vocab * d, other=d, exact=False,
-                     source="config.json (generic estimate)",
-                     notes=[f"Architecture {label} is not one the estimator knows "
-                            f"(known: {', '.join(sorted(set(f for f, _ in _FAMILIES.values())))}"
-                            "). The count is an estimate from hidden_size, num_hidden_layers, "
-                            "vocab_size and intermediate_size, assuming a Llama-like block; "
-                            "enter the parameter count from the model card if you know it."])
+    block = [
+        *_attention(d, h, kv, hd),
+        *(_gated_mlp(d, inter) if gated else _mlp(d, inter, bias=False)),
+    ]
+    return _assemble(
+        c,
+        "unknown",
+        d=d,
+        layers=layers,
+        h=h,
+        kv=kv,
+        hd=hd,
+        inter=inter,
+        gated=gated,
+        vocab=vocab,
+        positions=c.opt_int("max_position_embeddings"),
+        tied=tied,
+        block=block,
+        block_other=2 * d,
+        embedding=vocab * d,
+        lm_head=0 if tied else vocab * d,
+        other=d,
+        exact=False,
+        source="config.json (generic estimate)",
+        notes=[
+            f"Architecture {label} is not one the estimator knows "
+            f"(known: {', '.join(sorted({f for f, _ in _FAMILIES.values()}))}"
+            "). The count is an estimate from hidden_size, num_hidden_layers, "
+            "vocab_size and intermediate_size, assuming a Llama-like block; "
+            "enter the parameter count from the model card if you know it."
+        ],
+    )
 
 
 # --- A number typed by the researcher --------------------------------------------------------
@@ -844,8 +1244,18 @@ def _generic(c: _Config) -> ModelArchitecture:
 # Decoder shapes of well-known models (hidden size, layers), from which a typed count borrows the
 # nearest: GPT-2 124M/355M/774M/1.5B, Llama-2 7B/13B/70B, GPT-3 175B (Brown et al. 2020, table 2.1).
 _REFERENCE_SHAPES = [
-    (768, 12), (1024, 24), (1280, 36), (1600, 48), (2048, 24), (2560, 32), (4096, 32),
-    (5120, 40), (6656, 60), (8192, 80), (12288, 96), (16384, 126),
+    (768, 12),
+    (1024, 24),
+    (1280, 36),
+    (1600, 48),
+    (2048, 24),
+    (2560, 32),
+    (4096, 32),
+    (5120, 40),
+    (6656, 60),
+    (8192, 80),
+    (12288, 96),
+    (16384, 126),
 ]
 
 
@@ -856,8 +1266,9 @@ def architecture_from_params(params: int, *, hint: dict | None = None) -> ModelA
     intermediate_size, max_position_embeddings and params_active (MoE).
     """
     if isinstance(params, bool) or not isinstance(params, int) or params <= 0:
-        raise ConfigError(f"The parameter count must be a positive integer, got {params!r}",
-                          field="params")
+        raise ConfigError(
+            f"The parameter count must be a positive integer, got {params!r}", field="params"
+        )
     hint = dict(hint or {})
     h_cfg = _Config(hint)
     vocab = h_cfg.int("vocab_size", default=32000)
@@ -874,29 +1285,59 @@ def architecture_from_params(params: int, *, hint: dict | None = None) -> ModelA
         layers = max(1, round((params - 2 * vocab * d) / (12 * d * d)))
     h = h_cfg.int("num_attention_heads", default=max(1, d // 128))
     if d % h:
-        raise ConfigError(f"hint field 'num_attention_heads' ({h}) must divide the hidden size "
-                          f"({d})", field="num_attention_heads")
+        raise ConfigError(
+            f"hint field 'num_attention_heads' ({h}) must divide the hidden size ({d})",
+            field="num_attention_heads",
+        )
     inter = h_cfg.int("intermediate_size", default=4 * d)
     active = h_cfg.int("params_active", default=params)
     block = [*_attention(d, h, h, d // h), *_mlp(d, inter, bias=False)]
     return ModelArchitecture(
-        family="unknown", architecture=None, num_layers=layers, hidden_size=d,
-        num_attention_heads=h, num_kv_heads=h, head_dim=d // h, intermediate_size=inter,
-        gated_mlp=False, vocab_size=vocab,
-        max_position_embeddings=h_cfg.opt_int("max_position_embeddings"), tied_embeddings=False,
-        layer_linears=block, params_total=params, params_active=min(active, params),
-        params_embedding=vocab * d, params_lm_head=vocab * d, source="typed by researcher",
+        family="unknown",
+        architecture=None,
+        num_layers=layers,
+        hidden_size=d,
+        num_attention_heads=h,
+        num_kv_heads=h,
+        head_dim=d // h,
+        intermediate_size=inter,
+        gated_mlp=False,
+        vocab_size=vocab,
+        max_position_embeddings=h_cfg.opt_int("max_position_embeddings"),
+        tied_embeddings=False,
+        layer_linears=block,
+        params_total=params,
+        params_active=min(active, params),
+        params_embedding=vocab * d,
+        params_lm_head=vocab * d,
+        source="typed by researcher",
         exact=False,
-        notes=[f"The count {params:,} is as typed; the shape ({layers} layers of width {d}) is "
-               "a guess derived from it, so activation memory and FLOPs are approximate."],
+        notes=[
+            f"The count {params:,} is as typed; the shape ({layers} layers of width {d}) is "
+            "a guess derived from it, so activation memory and FLOPs are approximate."
+        ],
     )
 
 
 # --- Hugging Face Hub metadata ---------------------------------------------------------------
 
 DTYPE_BYTES = {
-    "F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2,
-    "U16": 2, "I8": 1, "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1,
+    "F64": 8,
+    "I64": 8,
+    "U64": 8,
+    "F32": 4,
+    "I32": 4,
+    "U32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I16": 2,
+    "U16": 2,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "F8_E8M0": 1,
 }
 
 # Relative difference under which the Hub's count and ours are "the same model".
@@ -945,18 +1386,28 @@ def architecture_from_hub(metadata: HubModelMetadata) -> ModelArchitecture:
     packed several to an integer (../shared/hf-hub-notes.md §3.2), so a difference is explained in
     the notes rather than silently taken. With no usable config the Hub count is used as is.
     """
-    bits = _quant_bits(metadata.quantization_config or (metadata.config or {}).get(
-        "quantization_config"))
-    stored_bytes = sum(DTYPE_BYTES.get(dtype, 2) * count
-                       for dtype, count in metadata.safetensors_parameters.items()) or None
-    hub_count = (_unpacked_count(metadata, bits) if metadata.safetensors_parameters
-                 else metadata.safetensors_total)
+    bits = _quant_bits(
+        metadata.quantization_config or (metadata.config or {}).get("quantization_config")
+    )
+    stored_bytes = (
+        sum(
+            DTYPE_BYTES.get(dtype, 2) * count
+            for dtype, count in metadata.safetensors_parameters.items()
+        )
+        or None
+    )
+    hub_count = (
+        _unpacked_count(metadata, bits)
+        if metadata.safetensors_parameters
+        else metadata.safetensors_total
+    )
     extra = {"stored_weight_bytes": stored_bytes, "quantization_bits": bits}
 
     arch: ModelArchitecture | None = None
     config_problem = ""
-    if metadata.config and any(k in metadata.config for k in (
-            "hidden_size", "n_embd", "d_model", "dim")):
+    if metadata.config and any(
+        k in metadata.config for k in ("hidden_size", "n_embd", "d_model", "dim")
+    ):
         try:
             arch = architecture_from_config(metadata.config)
         except ConfigError as error:
@@ -964,24 +1415,35 @@ def architecture_from_hub(metadata: HubModelMetadata) -> ModelArchitecture:
     if arch is None and not hub_count:
         if config_problem:
             raise ConfigError(config_problem, field="config.json")
-        raise ConfigError(f"The Hub has neither safetensors counts nor a config.json with "
-                          f"dimensions for {metadata.repo_id}; type the parameter count instead.",
-                          field="config.json")
-    quant_note = (f"Quantised to {bits} bits: the Hub's packed integer counts were unpacked."
-                  if bits else "")
+        raise ConfigError(
+            f"The Hub has neither safetensors counts nor a config.json with "
+            f"dimensions for {metadata.repo_id}; type the parameter count instead.",
+            field="config.json",
+        )
+    quant_note = (
+        f"Quantised to {bits} bits: the Hub's packed integer counts were unpacked." if bits else ""
+    )
     if arch is None:
         # No shape from the config: a guessed shape around the Hub's count.
         guess = architecture_from_params(hub_count)
-        notes = [f"Parameter count {hub_count:,} from the Hub's safetensors metadata"
-                 + (" (quantised weights unpacked, an estimate)" if bits and bits < 8 else "")
-                 + "; it may include stored buffers.",
-                 "No usable config.json: the layer shape is a guess from the count."]
+        notes = [
+            f"Parameter count {hub_count:,} from the Hub's safetensors metadata"
+            + (" (quantised weights unpacked, an estimate)" if bits and bits < 8 else "")
+            + "; it may include stored buffers.",
+            "No usable config.json: the layer shape is a guess from the count.",
+        ]
         if config_problem:
             notes.append(f"config.json was not usable: {config_problem}")
         if quant_note:
             notes.append(quant_note)
-        return guess.model_copy(update={"source": "hub safetensors", "notes": notes,
-                                        "exact": not (bits and bits < 8), **extra})
+        return guess.model_copy(
+            update={
+                "source": "hub safetensors",
+                "notes": notes,
+                "exact": not (bits and bits < 8),
+                **extra,
+            }
+        )
 
     notes = list(arch.notes)
     if quant_note:
@@ -990,31 +1452,53 @@ def architecture_from_hub(metadata: HubModelMetadata) -> ModelArchitecture:
         return arch.model_copy(update={"notes": notes, **extra})
     if arch.family == "unknown":
         # The Hub's count is a real count; the config only gave a generic estimate.
-        notes.append(f"Parameter count {hub_count:,} from the Hub's safetensors metadata "
-                     "(it may include stored buffers); the shape is from config.json.")
+        notes.append(
+            f"Parameter count {hub_count:,} from the Hub's safetensors metadata "
+            "(it may include stored buffers); the shape is from config.json."
+        )
         ratio = arch.params_active / arch.params_total
-        return arch.model_copy(update={
-            "params_total": hub_count, "params_active": round(hub_count * ratio),
-            "source": "hub safetensors", "exact": not (bits and bits < 8), "notes": notes,
-            **extra})
+        return arch.model_copy(
+            update={
+                "params_total": hub_count,
+                "params_active": round(hub_count * ratio),
+                "source": "hub safetensors",
+                "exact": not (bits and bits < 8),
+                "notes": notes,
+                **extra,
+            }
+        )
     ours = arch.params_total
     difference = hub_count - ours
     untied_lm_head = arch.vocab_size * arch.hidden_size
     if difference == 0:
         notes.append("The Hub's safetensors count agrees exactly.")
     elif arch.tied_embeddings and difference == untied_lm_head:
-        notes.append("The checkpoint stores the tied embedding twice (as the LM head too); it is "
-                     "counted once.")
+        notes.append(
+            "The checkpoint stores the tied embedding twice (as the LM head too); it is "
+            "counted once."
+        )
     elif abs(difference) <= _AGREEMENT * ours:
-        notes.append(f"The Hub's safetensors count ({hub_count:,}) differs by {difference:+,} "
-                     f"({difference / ours:+.2%}): "
-                     + ("scales and zero points of the quantisation." if bits else
-                        "stored buffers (masks, rotary tables) or task heads, which are not "
-                        "parameters of the model counted here."))
+        notes.append(
+            f"The Hub's safetensors count ({hub_count:,}) differs by {difference:+,} "
+            f"({difference / ours:+.2%}): "
+            + (
+                "scales and zero points of the quantisation."
+                if bits
+                else "stored buffers (masks, rotary tables) or task heads, which are not "
+                "parameters of the model counted here."
+            )
+        )
     else:
-        notes.append(f"The Hub's safetensors count ({hub_count:,}) differs from the config count "
-                     f"by {difference / ours:+.1%}: the config may not describe these weights. "
-                     "Check the repository before relying on the estimate.")
+        notes.append(
+            f"The Hub's safetensors count ({hub_count:,}) differs from the config count "
+            f"by {difference / ours:+.1%}: the config may not describe these weights. "
+            "Check the repository before relying on the estimate."
+        )
         return arch.model_copy(update={"notes": notes, "exact": False, **extra})
-    return arch.model_copy(update={
-        "notes": notes, "source": f"{arch.source}, checked against hub safetensors", **extra})
+    return arch.model_copy(
+        update={
+            "notes": notes,
+            "source": f"{arch.source}, checked against hub safetensors",
+            **extra,
+        }
+    )
