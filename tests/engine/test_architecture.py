@@ -30,6 +30,11 @@ def load(repo_id: str) -> dict:
     return json.loads((CONFIGS / repo_id.replace("/", "__") / "config.json").read_text())
 
 
+def as_architecture(repo_id: str, architecture: str) -> dict:
+    """The same config naming another class (the bare model instead of a task head)."""
+    return {**load(repo_id), "architectures": [architecture]}
+
+
 # --- Configs of families with no file in ../shared/hf-configs, from the public config.json files
 # on the Hub (huggingface.co/<repo>/blob/main/config.json); only the fields counting needs.
 
@@ -257,21 +262,31 @@ CASES = [
     Case(
         "google-bert/bert-base-uncased",
         load("google-bert/bert-base-uncased"),
-        109_482_240,
-        110e6,
-        0.005,
-        "Devlin et al. 2019 (BERT) §3: BERT-BASE 'Total Parameters=110M'; "
-        "AutoModel num_parameters() = 109482240 (printed in public code)",
+        109_514_298,
+        109_514_298,
+        0,
+        "config names BertForMaskedLM: AutoModelForMaskedLM('bert-base-uncased') "
+        "trainable_params 109514298 (printed in public code)",
         "bert",
     ),
     Case(
-        "google-bert/bert-large-uncased",
-        load("google-bert/bert-large-uncased"),
+        "google-bert/bert-base-uncased as BertModel",
+        as_architecture("google-bert/bert-base-uncased", "BertModel"),
+        109_482_240,
+        110e6,
+        0.005,
+        "Devlin et al. 2019 (BERT) §3: BERT-BASE 'Total Parameters=110M'; AutoModel "
+        "num_parameters() = 109482240 (printed in public code)",
+        "bert",
+    ),
+    Case(
+        "google-bert/bert-large-uncased as BertModel",
+        as_architecture("google-bert/bert-large-uncased", "BertModel"),
         335_141_888,
         335_141_888,
         0,
-        "AutoModel num_parameters() = 335141888 (printed in public code; the "
-        "BERT paper rounds it to 340M)",
+        "AutoModel num_parameters() = 335141888 (printed in public code; the BERT paper rounds it "
+        "to 340M)",
     ),
     Case(
         "FacebookAI/roberta-base",
@@ -286,6 +301,16 @@ CASES = [
     Case(
         "distilbert/distilbert-base-uncased",
         load("distilbert/distilbert-base-uncased"),
+        66_985_530,
+        66_985_530,
+        0,
+        "config names DistilBertForMaskedLM: 66985530 parameters (printed in public benchmark "
+        "code beside BERT base 109514298)",
+        "distilbert",
+    ),
+    Case(
+        "distilbert/distilbert-base-uncased as DistilBertModel",
+        as_architecture("distilbert/distilbert-base-uncased", "DistilBertModel"),
         66_362_880,
         66_362_880,
         0,
@@ -563,11 +588,21 @@ CASES = [
     Case(
         "google/vit-base-patch16-224",
         load("google/vit-base-patch16-224"),
+        86_567_656,
+        86_567_656,
+        0,
+        "config names ViTForImageClassification (1000 classes): torchvision vit_b_16 "
+        "'num_params': 86567656, the same network; Dosovitskiy et al. 2021, Table 1: ViT-Base 86M",
+        "vit",
+    ),
+    Case(
+        "google/vit-base-patch16-224 as ViTModel",
+        as_architecture("google/vit-base-patch16-224", "ViTModel"),
         86_389_248,
         86e6,
         0.005,
-        "Dosovitskiy et al. 2021, Table 1: ViT-Base 86M; ViTModel num_parameters() = "
-        "86389248 (printed in public code)",
+        "Dosovitskiy et al. 2021, Table 1: ViT-Base 86M; ViTModel num_parameters() = 86389248 "
+        "(printed in public code)",
         "vit",
     ),
     Case(
@@ -788,6 +823,37 @@ def test_encoder_decoder_reports_both_stacks():
     assert (arch.encoder_layers, arch.num_layers) == (12, 12)
     roles = [x.role for x in arch.layer_linears]
     assert roles.count("cross_attn_q") == 1
+
+
+def test_task_heads_follow_architectures():
+    roberta = load("FacebookAI/roberta-base")
+    base = architecture_from_config(roberta).params_total
+    pooler = 768 * 768 + 768
+
+    classifier = architecture_from_config(
+        {
+            **roberta,
+            "architectures": ["RobertaForSequenceClassification"],
+            "id2label": {"0": "neg", "1": "neutral", "2": "pos"},
+        }
+    )
+    unknown_head = architecture_from_config(
+        {**roberta, "architectures": ["RobertaForSomethingNew"]}
+    )
+
+    # RoBERTa's classification head: dense d x d and out_proj d x 3, no pooler.
+    assert classifier.params_total == base - pooler + (768 * 768 + 768) + (768 * 3 + 3)
+    assert "3-label classification head" in classifier.notes[0]
+    assert unknown_head.params_total == base
+    assert "the head of RobertaForSomethingNew is not counted" in unknown_head.notes[0]
+
+
+def test_encoder_decoder_embeddings_include_both_position_tables():
+    bart = architecture_from_config(BART_LARGE)
+    whisper = architecture_from_config(WHISPER_TINY)
+
+    assert bart.params_embedding == 50265 * 1024 + 2 * 1026 * 1024
+    assert whisper.params_embedding == (51865 + 448 + 1500) * 384
 
 
 def test_family_detected_from_architectures_when_model_type_is_missing():
