@@ -1381,8 +1381,10 @@ DTYPE_BYTES = {
     "F8_E8M0": 1,
 }
 
-# Relative difference under which the Hub's count and ours are "the same model".
+# Relative difference under which the Hub's count and ours are "the same model". Unpacked
+# quantised counts carry scales, zero points and (bitsandbytes) absmax statistics: a few per cent.
 _AGREEMENT = 0.01
+_AGREEMENT_QUANTISED = 0.05
 
 
 def _quant_bits(q: dict[str, Any] | None) -> int | None:
@@ -1498,8 +1500,15 @@ def architecture_from_hub(metadata: HubModelMetadata) -> ModelArchitecture:
             notes.append(f"config.json was not usable: {config_problem}")
         if quant_note:
             notes.append(quant_note)
+        summary = metadata.config or {}
+        architectures = summary.get("architectures")
         return guess.model_copy(
             update={
+                "architecture": architectures[0]
+                if isinstance(architectures, list)
+                and architectures
+                and isinstance(architectures[0], str)
+                else None,
                 "source": "hub safetensors",
                 "notes": notes,
                 "exact": not (bits and bits < 8),
@@ -1539,7 +1548,7 @@ def architecture_from_hub(metadata: HubModelMetadata) -> ModelArchitecture:
             f"The Hub's safetensors count ({hub_count:,}) is {difference:+,} because the "
             f"checkpoint also stores {explained}; those are not counted as parameters."
         )
-    elif abs(difference) <= _AGREEMENT * ours:
+    elif abs(difference) <= (_AGREEMENT_QUANTISED if bits else _AGREEMENT) * ours:
         notes.append(
             f"The Hub's safetensors count ({hub_count:,}) differs by {difference:+,} "
             f"({difference / ours:+.2%}): "

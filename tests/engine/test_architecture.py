@@ -210,6 +210,49 @@ DEEPSEEK_V3 = {
     "vocab_size": 129280,
     "num_nextn_predict_layers": 1,
 }
+GEMMA2_9B = {
+    "model_type": "gemma2",
+    "architectures": ["Gemma2ForCausalLM"],
+    "hidden_size": 3584,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 42,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 8,
+    "head_dim": 256,
+    "vocab_size": 256000,
+}
+QWEN3_8B = {
+    "model_type": "qwen3",
+    "architectures": ["Qwen3ForCausalLM"],
+    "hidden_size": 4096,
+    "intermediate_size": 12288,
+    "num_hidden_layers": 36,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "vocab_size": 151936,
+    "tie_word_embeddings": False,
+    "attention_bias": False,
+}
+PHI3_MINI = {
+    "model_type": "phi3",
+    "architectures": ["Phi3ForCausalLM"],
+    "hidden_size": 3072,
+    "intermediate_size": 8192,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 32,
+    "vocab_size": 32064,
+    "tie_word_embeddings": False,
+}
+OPT_350M = {
+    **load("facebook/opt-1.3b"),
+    "hidden_size": 1024,
+    "num_attention_heads": 16,
+    "ffn_dim": 4096,
+    "word_embed_proj_dim": 512,
+    "do_layer_norm_before": False,
+}
 BLOOM_176B = {**load("bigscience/bloom-560m"), "hidden_size": 14336, "n_layer": 70, "n_head": 112}
 
 
@@ -500,6 +543,45 @@ CASES = [
         "Hub safetensors {'F16': 2779683840} (recorded in public Hub fixtures); model card "
         "'2.7 billion parameters'",
         "phi",
+    ),
+    Case(
+        "google/gemma-2-9b",
+        GEMMA2_9B,
+        9_241_705_984,
+        9_241_705_984,
+        0,
+        "keras-hub Gemma presets '9 billion parameter, 42-layer' 'params': 9241705984; llama.cpp "
+        "general.parameter_count",
+        "gemma2",
+    ),
+    Case(
+        "Qwen/Qwen3-8B",
+        QWEN3_8B,
+        8_190_735_360,
+        8_190_735_360,
+        0,
+        "Hub safetensors {'BF16': 8190735360} (recorded in public Hub fixtures); "
+        "llama.cpp n_params",
+        "qwen3",
+    ),
+    Case(
+        "microsoft/Phi-3-mini-4k-instruct",
+        PHI3_MINI,
+        3_821_079_552,
+        3_821_079_552,
+        0,
+        "keras-hub Phi-3 presets 'params': 3821079552; model card '3.8B parameters'",
+        "phi3",
+    ),
+    Case(
+        "facebook/opt-350m",
+        OPT_350M,
+        331_196_416,
+        331_196_416,
+        0,
+        "public benchmark code: '--n_elements 331196416  # OPT-350M' (project_in/out 512<->1024, "
+        "no final LayerNorm; Zhang et al. 2022 call it 350M)",
+        "opt",
     ),
     Case(
         "tiiuae/falcon-7b",
@@ -1143,6 +1225,42 @@ def test_hub_without_config_uses_the_hub_count_and_guesses_the_shape():
     assert arch.source == "hub safetensors"
     assert arch.exact is True
     assert any("shape is a guess" in note for note in arch.notes)
+
+
+def test_hub_bnb_4bit_with_config_keeps_the_exact_count():
+    # bitsandbytes 4-bit Mistral-7B: linear weights two per U8 plus nested absmax (one U8 per 64
+    # weights), embeddings / head / norms in F16.
+    config = {
+        **load("mistralai/Mistral-7B-v0.1"),
+        "quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": True},
+    }
+    dense = 2 * 32000 * 4096 + 65 * 4096
+    linear = 7_241_732_096 - dense
+    metadata = HubModelMetadata(
+        repo_id="unsloth/mistral-7b-bnb-4bit",
+        safetensors_parameters={"U8": linear // 2 + linear // 64, "F16": dense},
+        config=config,
+    )
+
+    arch = architecture_from_hub(metadata)
+
+    assert arch.params_total == 7_241_732_096
+    assert arch.exact is True
+    assert arch.quantization_bits == 4
+    assert "scales and zero points" in arch.notes[-1]
+
+
+def test_hub_summary_config_keeps_the_architecture_name():
+    metadata = HubModelMetadata(
+        repo_id="someone/new-lm",
+        safetensors_parameters={"BF16": 1_000_000_000},
+        config={"architectures": ["NewLMForCausalLM"], "model_type": "new_lm"},
+    )
+
+    arch = architecture_from_hub(metadata)
+
+    assert arch.architecture == "NewLMForCausalLM"
+    assert arch.params_total == 1_000_000_000
 
 
 def test_hub_bnb_4bit_without_config_is_an_estimate():
