@@ -830,10 +830,11 @@ def test_deepseek_counts_match_the_papers():
 # --block_size 128 and trains on char-rnn's shakespeare_input.txt (4,573,338 characters, its
 # data.py MAX_DATA), whose 67 distinct characters are the vocabulary: 67 + 128 = 195.
 # The "16 bit Size (MB)" column is 2 bytes x (the same count + the lm_head, 67 x d, + 67) / 1e6
-# for the first five rows: the whole module including lm_head, plus 67 elements more, the size of
-# an lm_head bias (karpathy/minGPT's lm_head has none; whoever made the table may have used a
-# version with one). No other vocabulary/block split fits all five rows. The sixth row's
-# 12219.00 is 1000 MB below that rule's 13219.00, so we take it for a typo.
+# for the first five rows: the whole module including its 67 x d lm_head, which confirms the
+# vocabulary (no other value fits), plus a few dozen elements more that the table does not pin
+# down (anything from 20 to 284 fits; 67, an lm_head bias, is what the test uses, though
+# karpathy/minGPT's lm_head has no bias). The sixth row's 12219.00 is exactly 1000 MB below that
+# rule's 13219.00, so we take it for a typo.
 SEED_001_TABLE = [
     # name, layers, heads, width, "Parameters (M)", "16 bit Size (MB)"
     ("GPT2", 12, 12, 768, 85.21, 170.51),
