@@ -83,6 +83,9 @@ class ModelArchitecture(_Frozen):
     # quantisation width in bits (None when not quantised).
     stored_weight_bytes: int | None = None
     quantization_bits: int | None = None
+    # Values the KV cache holds per token and layer when that is not 2 x num_kv_heads x head_dim:
+    # DeepSeek's multi-head latent attention caches kv_lora_rank + qk_rope_head_dim.
+    kv_cache_width: int | None = None
 
 
 # --- Reading config.json ---------------------------------------------------------------------
@@ -714,12 +717,13 @@ def _deepseek(c: _Config, family: str) -> ModelArchitecture:
     moe_part = _sum([router, *routed, *shared_mlp]) + router_bias
     other = d + dense_layers * (_sum(_gated_mlp(d, inter)) - moe_part)
     notes = [f"{dense_layers} of {layers} layers use a dense MLP."] if dense_layers else []
+    notes.append(f"Multi-head latent attention caches {kv_rank + rope} values per token and layer.")
     if c.opt_int("num_nextn_predict_layers", minimum=0):
         notes.append(
             "The multi-token-prediction module stored in the checkpoint is not counted "
             "(transformers does not load it)."
         )
-    return _assemble(
+    arch = _assemble(
         c,
         family,
         d=d,
@@ -747,6 +751,7 @@ def _deepseek(c: _Config, family: str) -> ModelArchitecture:
             "intermediate": moe_inter,
         },
     )
+    return arch.model_copy(update={"kv_cache_width": kv_rank + rope})
 
 
 def _falcon(c: _Config, family: str) -> ModelArchitecture:

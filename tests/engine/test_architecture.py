@@ -816,6 +816,7 @@ def test_deepseek_counts_match_the_papers():
     assert abs(v3.params_total - 671e9) <= 0.005 * 671e9
     assert abs((v3.params_active - v3.params_embedding) - 37e9) <= 0.015 * 37e9
     assert any("multi-token" in note for note in v3.notes)
+    assert v3.kv_cache_width == 512 + 64  # the latent, not 2 x 128 heads x 192
 
 
 # --- The GPT-2 size table of seed 001 (../shared/seeds/001_*.txt) --------------------------------
