@@ -492,10 +492,9 @@ CASES = [
         "Qwen/Qwen2.5-0.5B",
         load("Qwen/Qwen2.5-0.5B"),
         494_032_768,
-        0.49e9,
-        0.01,
-        "model card: 'Number of Parameters: 0.49B' (2 significant figures); llama.cpp "
-        "n_params 494032768",
+        494_032_768,
+        0,
+        "llama.cpp n_params 494032768 (the model card rounds: 'Number of Parameters: 0.49B')",
         "qwen2",
     ),
     Case(
@@ -872,6 +871,14 @@ def test_seed_001_gpt2_table_reproduced_with_mingpt_convention(
     assert round(mingpt_reported / 1e6, 2) == millions
     assert arch.params_lm_head == MINGPT_VOCAB * width
     assert round(2 * (arch.params_total + MINGPT_VOCAB) / 1e6, 2) == size_mb
+
+
+def test_bloom_embedding_count_matches_its_model_card():
+    # BLOOM model card: '176,247,271,424 parameters: 3,596,615,680 embedding parameters'.
+    arch = architecture_from_config(BLOOM_176B)
+
+    assert arch.params_embedding == 3_596_615_680
+    assert arch.params_lm_head == 0  # tied
 
 
 def test_gpt2_count_splits_into_embeddings_blocks_and_head():
