@@ -197,10 +197,7 @@ def _record_success(lookup_id: int, claimed_at, fetched: hub.FetchedModel) -> Hf
 def _record_failure(lookup_id: int, claimed_at, error: hub.HubError, *, final: bool) -> None:
     """Keep any earlier metadata (stale data beats none); say what happened and what to do."""
     if final and error.temporary:
-        message = (
-            "The Hub could not be reached after several tries. Try again later. "
-            f"{hub.TYPE_BY_HAND}"
-        )
+        message = f"{error.message.split(';')[0]}. Try again later. {hub.TYPE_BY_HAND}"
     else:
         message = error.message
     with transaction.atomic():

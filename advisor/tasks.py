@@ -30,7 +30,9 @@ def hf_model_lookup_refresh(self, lookup_id: int) -> None:
     from advisor.services import LookupBusy
     from advisor.services import hf_model_lookup_refresh as refresh
 
-    final_attempt = self.request.retries >= self.max_retries
+    # Run in-process (no broker: local development), Celery cannot retry later without raising
+    # into the caller, so one attempt is all there is and a failure is stored, never raised.
+    final_attempt = self.request.is_eager or self.request.retries >= self.max_retries
     try:
         refresh(
             lookup_id=lookup_id,
