@@ -356,7 +356,7 @@ class FakeHub:
 
     def _delay_for(self, repo_id: str) -> float:
         with self._lock:
-            return self._delays.get(repo_id.lower(), 0.0) + self.latency
+            return self._delays.get(repo_id.lower(), 0.0)
 
 
 _MODEL_INFO = re.compile(r"^/api/models/(?P<repo>[^/]+(?:/[^/]+)?)(?:/revision/(?P<rev>[^/]+))?$")
@@ -419,6 +419,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(401, "Invalid credentials in Authorization header", head=head)
             return
 
+        if hub.latency:
+            time.sleep(hub.latency)
         if path == "/api/models":
             self._search(query, head=head)
             return
