@@ -8,11 +8,13 @@ redelivered task (acks_late after a worker died) changes nothing.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -24,6 +26,8 @@ logger = logging.getLogger(__name__)
 
 Status = HfModelLookup.Status
 _SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+# How long a done lookup is served from Django's cache without a database read.
+LOOKUP_CACHE_SECONDS = 300
 
 
 class LookupBusy(Exception):
@@ -65,6 +69,44 @@ def _stale_condition(revision: str) -> Q:
     return stale
 
 
+def _looks_stale(lookup: HfModelLookup) -> bool:
+    """The row as read matches the stale condition; the conditional update re-checks it."""
+    now = timezone.now()
+    if lookup.status == Status.FAILED:
+        return lookup.updated_at < now - timedelta(
+            seconds=settings.HF_LOOKUP_FAILED_MAX_AGE_SECONDS
+        )
+    if lookup.status == Status.RUNNING:
+        return lookup.started_at is None or lookup.started_at < now - _running_is_stale_after()
+    if lookup.status == Status.DONE and not _SHA_RE.match(lookup.revision):
+        max_age = timedelta(hours=settings.HF_LOOKUP_MAX_AGE_HOURS)
+        return lookup.fetched_at is None or lookup.fetched_at < now - max_age
+    return False
+
+
+def _cache_key(repo_id: str, revision: str) -> str:
+    digest = hashlib.sha256(f"{revision}\0{repo_id.lower()}".encode()).hexdigest()
+    return f"hf-lookup:{digest}"
+
+
+def _cache_if_done(cache_key: str, lookup: HfModelLookup) -> None:
+    """Keep a done lookup in the cache, never past the moment it would go stale."""
+    if lookup.status != Status.DONE or lookup.fetched_at is None:
+        return
+    ttl = float(LOOKUP_CACHE_SECONDS)
+    if not _SHA_RE.match(lookup.revision):
+        fresh_until = lookup.fetched_at + timedelta(hours=settings.HF_LOOKUP_MAX_AGE_HOURS)
+        ttl = min(ttl, (fresh_until - timezone.now()).total_seconds())
+    if ttl >= 1:
+        cache.set(cache_key, lookup, int(ttl))
+
+
+def _forget_cached(lookup: HfModelLookup) -> None:
+    cache.delete_many(
+        [_cache_key(repo_id, lookup.revision) for repo_id in {lookup.repo_id, lookup.requested_id}]
+    )
+
+
 def _enqueue(lookup_id: int) -> None:
     from advisor.tasks import hf_model_lookup_refresh as hf_model_lookup_refresh_task
 
@@ -78,6 +120,10 @@ def hf_model_lookup_request(*, repo_id: str, revision: str = "main") -> HfModelL
     """
     hub.validate_repo_id(repo_id)
     hub.validate_revision(revision)
+    cache_key = _cache_key(repo_id, revision)
+    cached = cache.get(cache_key)
+    if cached is not None:
+        return cached
 
     lookup = _find(repo_id, revision)
     if lookup is None:
@@ -95,6 +141,9 @@ def hf_model_lookup_request(*, repo_id: str, revision: str = "main") -> HfModelL
             _enqueue(lookup.pk)
             return lookup
 
+    if lookup.status == Status.PENDING or not _looks_stale(lookup):
+        _cache_if_done(cache_key, lookup)
+        return lookup  # fresh or already queued: the common, read-only path
     became_pending = (
         HfModelLookup.objects.filter(pk=lookup.pk)
         .filter(_stale_condition(revision))
@@ -190,6 +239,7 @@ def _record_success(lookup_id: int, claimed_at, fetched: hub.FetchedModel) -> Hf
         lookup.suggestions = []
         lookup.fetched_at = timezone.now()
         lookup.save()
+    _forget_cached(lookup)
     logger.info("Hub lookup %s done: %s@%s", lookup_id, lookup.repo_id, lookup.sha)
     return lookup
 

@@ -57,7 +57,7 @@ def test_worker_waits_as_long_as_retry_after_says_then_completes(fake_hub, celer
 
 
 def test_lookup_survives_its_worker_being_killed_mid_lookup(
-    fake_hub, transactional_db, _celery_worker_session, artifacts_dir
+    fake_hub, transactional_db, _celery_worker_session, artifacts_dir  # noqa: PT019
 ):
     # The shared worker would take the task too; this test needs one whose death it controls,
     # with a short visibility timeout (redelivery) and a short time limit (stale "running").

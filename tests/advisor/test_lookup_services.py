@@ -60,6 +60,21 @@ def test_second_request_shares_the_stored_lookup_without_asking_the_hub(
     assert (first.repo_id, first.requested_id) == ("openai-community/gpt2", "gpt2")
 
 
+def test_done_lookup_is_served_from_the_cache_without_a_query(
+    fake_hub, django_capture_on_commit_callbacks, django_assert_num_queries
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        first = hf_model_lookup_request(repo_id="gpt2")
+    hf_model_lookup_request(repo_id="gpt2")  # reads the done row and caches it
+
+    with django_assert_num_queries(0):
+        cached = hf_model_lookup_request(repo_id="gpt2")
+
+    assert cached.pk == first.pk
+    assert cached.status == Status.DONE
+    assert cached.metadata["params_total"] == 137022720
+
+
 def test_invalid_id_changes_nothing(fake_hub):
     with pytest.raises(hub.InvalidRepoIdError, match="not a web address"):
         hf_model_lookup_request(repo_id="https://huggingface.co/gpt2")
