@@ -41,6 +41,9 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils import build_hf_headers, parse_ratelimit_headers
 
+from advisor.engine.architecture import architecture_from_config
+from advisor.engine.errors import ConfigError
+
 logger = logging.getLogger(__name__)
 
 # Error kinds stored on a lookup (HfModelLookup.error_kind) and shown as the way forward.
@@ -344,17 +347,16 @@ def _safetensors_counts(api: HfApi, repo_id: str, revision: str) -> dict[str, in
     return dict(meta.parameter_count)
 
 
-def _count_from_config(config: dict[str, Any]) -> tuple[int | None, str]:
+def _count_from_config(config: dict[str, Any]) -> tuple[int | None, str, list[str]]:
     """Last resort: count parameters from config.json with the engine."""
     try:
-        from advisor.engine.architecture import architecture_from_config
-    except ImportError:  # the engine's counter is not merged in yet
-        return None, "config.json (no counter available)"
-    try:
         arch = architecture_from_config(config)
-    except (NotImplementedError, ValueError, KeyError, TypeError) as exc:
-        return None, f"config.json (not counted: {type(exc).__name__})"
-    return arch.params_total, arch.source or "config.json"
+    except ConfigError as exc:
+        return None, "", [f"config.json could not be counted: {exc.message}"]
+    notes = list(arch.notes)
+    if not arch.exact:
+        notes.append("The parameter count from config.json is approximate.")
+    return arch.params_total, arch.source, notes
 
 
 def fetch_model(repo_id: str, revision: str = "main") -> FetchedModel:
@@ -411,7 +413,8 @@ def fetch_model(repo_id: str, revision: str = "main") -> FetchedModel:
 
     params_total: int | None = total
     if total is None and config is not None:
-        params_total, params_source = _count_from_config(config)
+        params_total, params_source, count_notes = _count_from_config(config)
+        notes.extend(count_notes)
 
     quantization = None
     if config is not None and isinstance(config.get("quantization_config"), dict):

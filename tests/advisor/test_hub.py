@@ -109,7 +109,10 @@ def test_fetch_without_safetensors_falls_back_to_config(fake_hub):
 
     assert fetched.metadata["safetensors_parameters"] == {}
     assert fetched.metadata["config"]["model_type"] == "opt"
-    assert fetched.metadata["params_source"].startswith("config.json")
+    # OPT-1.3b: 1,315,758,080 parameters, counted by the engine from config.json.
+    assert fetched.metadata["params_total"] == 1315758080
+    assert fetched.metadata["params_source"] == "config.json (opt)"
+    assert fetched.metadata["notes"] == []
 
 
 def test_fetch_of_gated_model_keeps_public_counts_and_says_how_to_get_access(fake_hub):

@@ -272,3 +272,25 @@ def test_concurrent_requests_for_one_model_make_one_hub_call(fake_hub):
     assert len(set(seen)) == 1
     assert HfModelLookup.objects.get().status == Status.DONE
     assert fake_hub.model_info_requests("acme/bench-model") == 1
+
+
+def test_server_token_is_used_but_never_logged_stored_or_shown(
+    fake_hub, settings, caplog, client, django_capture_on_commit_callbacks
+):
+    import logging
+
+    token = "hf_server_secret_granted_0123456789"
+    settings.HF_TOKEN = token
+    fake_hub.granted_tokens.add(token)
+    caplog.set_level(logging.DEBUG)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        lookup = hf_model_lookup_request(repo_id="meta-llama/Llama-3.2-1B")
+    lookup.refresh_from_db()
+    page = client.get(f"/lookups/{lookup.pk}/")
+
+    assert f"Bearer {token}" in fake_hub.authorizations()
+    assert lookup.metadata["config"]["hidden_size"] == 2048  # the gated file was readable
+    assert token not in caplog.text
+    assert token not in str(lookup.metadata) + lookup.message
+    assert token not in page.content.decode()
