@@ -319,9 +319,9 @@ def _license(info) -> str | None:
     return None
 
 
-def _fetch_config(api: HfApi, repo_id: str, revision: str) -> dict[str, Any] | None:
-    """config.json at a fixed revision: one bounded GET, None if the repo has none."""
-    url = f"{api.endpoint}/{repo_id}/resolve/{revision}/config.json"
+def _fetch_json(api: HfApi, repo_id: str, revision: str, filename: str) -> dict | None:
+    """A small JSON file at a fixed revision: one bounded GET, None if the repo has none."""
+    url = f"{api.endpoint}/{repo_id}/resolve/{revision}/{filename}"
     response = get_session().get(
         url, headers=build_hf_headers(token=_token()), timeout=_timeout(), follow_redirects=True
     )
@@ -330,21 +330,44 @@ def _fetch_config(api: HfApi, repo_id: str, revision: str) -> dict[str, Any] | N
     except EntryNotFoundError:
         return None
     try:
-        config = response.json()
+        data = response.json()
     except ValueError:
         return None
-    return config if isinstance(config, dict) else None
+    return data if isinstance(data, dict) else None
 
 
-def _safetensors_counts(api: HfApi, repo_id: str, revision: str) -> dict[str, int] | None:
-    """Counts per dtype from the safetensors headers (Range GETs), when the metadata had none."""
-    try:
-        meta = api.get_safetensors_metadata(
-            repo_id, revision=revision, token=_token(), timeout=_timeout()
-        )
-    except (NotASafetensorsRepoError, SafetensorsParsingError):
+SINGLE_FILE = "model.safetensors"
+INDEX_FILE = "model.safetensors.index.json"
+
+
+def _safetensors_counts(
+    api: HfApi, repo_id: str, revision: str, filenames: set[str]
+) -> dict[str, int] | None:
+    """Counts per dtype from the safetensors headers (Range GETs), when the metadata had none.
+
+    Reads the file list model_info already gave instead of probing with HEADs, and calls the
+    header parser with our timeout: get_safetensors_metadata would download the index through
+    hf_hub_download, whose retries can take minutes (../shared/hf-hub-notes.md §6).
+    """
+    if SINGLE_FILE in filenames:
+        shards = [SINGLE_FILE]
+    elif INDEX_FILE in filenames:
+        index = _fetch_json(api, repo_id, revision, INDEX_FILE) or {}
+        weight_map = index.get("weight_map") or {}
+        shards = sorted({name for name in weight_map.values() if isinstance(name, str)})
+    else:
         return None
-    return dict(meta.parameter_count)
+    counts: dict[str, int] = {}
+    for shard in shards:
+        try:
+            header = api.parse_safetensors_file_metadata(
+                repo_id, shard, revision=revision, token=_token(), timeout=_timeout()
+            )
+        except (NotASafetensorsRepoError, SafetensorsParsingError):
+            return None
+        for dtype, count in header.parameter_count.items():
+            counts[dtype] = counts.get(dtype, 0) + count
+    return counts or None
 
 
 def _count_from_config(config: dict[str, Any]) -> tuple[int | None, str, list[str]]:
@@ -381,7 +404,7 @@ def fetch_model(repo_id: str, revision: str = "main") -> FetchedModel:
 
     config: dict[str, Any] | None = None
     try:
-        config = _fetch_config(api, canonical, pinned)
+        config = _fetch_json(api, canonical, pinned, "config.json")
     except GatedRepoError:
         gated_files = True
         notes.append(
@@ -400,7 +423,8 @@ def fetch_model(repo_id: str, revision: str = "main") -> FetchedModel:
         params_source = "hub safetensors metadata"
     elif not gated_files:
         try:
-            header_counts = _safetensors_counts(api, canonical, pinned)
+            filenames = {sibling.rfilename for sibling in info.siblings or []}
+            header_counts = _safetensors_counts(api, canonical, pinned, filenames)
         except GatedRepoError:
             header_counts = None
             gated_files = True

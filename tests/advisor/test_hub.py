@@ -92,6 +92,7 @@ def test_fetch_reads_a_single_safetensors_header_when_metadata_has_no_counts(fak
     # Qwen2.5-0.5B: 494,032,768 parameters (tied embeddings), all BF16.
     assert fetched.metadata["safetensors_parameters"] == {"BF16": 494032768}
     assert fetched.metadata["params_source"] == "safetensors headers"
+    assert fake_hub.requests_for(f"/Qwen/Qwen2.5-0.5B/resolve/{fetched.sha}/model.safetensors") == 1
 
 
 def test_fetch_reads_sharded_safetensors_headers(fake_hub):
@@ -100,8 +101,10 @@ def test_fetch_reads_sharded_safetensors_headers(fake_hub):
     # Mistral-7B-v0.1: 7,241,732,096 parameters over two shards.
     assert fetched.metadata["safetensors_parameters"] == {"BF16": 7241732096}
     assert fetched.metadata["bytes_per_dtype"] == {"BF16": 14483464192}
-    shard = "/mistralai/Mistral-7B-v0.1/resolve/"
-    assert fake_hub.requests_for(shard) >= 3  # index + each shard's header, by Range
+    # config.json, the index, and one Range GET per shard header: no weights, no HEAD probes.
+    resolve = f"/mistralai/Mistral-7B-v0.1/resolve/{fetched.sha}/"
+    assert fake_hub.requests_for(resolve) == 4
+    assert fake_hub.requests_for(resolve + "model-00001-of-00002.safetensors") == 1
 
 
 def test_fetch_without_safetensors_falls_back_to_config(fake_hub):
