@@ -95,6 +95,15 @@ def test_fetch_reads_a_single_safetensors_header_when_metadata_has_no_counts(fak
     assert fake_hub.requests_for(f"/Qwen/Qwen2.5-0.5B/resolve/{fetched.sha}/model.safetensors") == 1
 
 
+def test_fetch_reads_a_header_longer_than_the_first_range_read(fake_hub):
+    fetched = hub.fetch_model("acme/many-tensors")
+
+    assert fetched.metadata["safetensors_parameters"] == {"F16": 300000}
+    header = fake_hub.find("acme/many-tensors").files["model.safetensors"].header
+    assert len(header) > 100_000
+    assert fake_hub.requests_for(f"/acme/many-tensors/resolve/{fetched.sha}/model.safetensors") == 2
+
+
 def test_fetch_reads_sharded_safetensors_headers(fake_hub):
     fetched = hub.fetch_model("mistralai/Mistral-7B-v0.1")
 
@@ -137,6 +146,23 @@ def test_fetch_of_gated_model_with_granted_server_token_reads_config(fake_hub, s
     assert fetched.gated_files is False
     assert fetched.metadata["config"]["hidden_size"] == 2048
     assert "Bearer hf_server_token_granted" in fake_hub.authorizations()
+
+
+def test_gated_model_with_a_token_not_yet_granted_says_to_request_access(fake_hub, settings):
+    settings.HF_TOKEN = "hf_server_token_not_granted"
+
+    fetched = hub.fetch_model("meta-llama/Llama-3.2-1B")
+
+    assert fetched.gated_files is True
+    assert fake_hub.requests_for("/meta-llama/Llama-3.2-1B/resolve/") == 1  # a 403, not retried
+
+
+def test_unknown_revision_is_permanent(fake_hub):
+    with pytest.raises(hub.HubPermanentError) as caught:
+        hub.fetch_model("gpt2", revision="no-such-branch")
+
+    assert caught.value.kind == hub.REVISION_NOT_FOUND
+    assert "try main" in caught.value.message
 
 
 def test_no_token_is_sent_when_none_is_configured(fake_hub):

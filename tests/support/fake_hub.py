@@ -239,6 +239,12 @@ def default_models() -> list[FakeModel]:
             downloads=2000000, safetensors_parameters={"BF16": 1235814400},
             files={"model.safetensors": SafetensorsFile(header=b"", size=2471645608)},
         ),
+        # A header over the client's first 100 kB Range read: it needs the second Range GET.
+        FakeModel(
+            "acme/many-tensors", qwen, downloads=2,
+            files={"model.safetensors": SafetensorsFile.build(
+                [(f"blocks.{i}.weight", [10, 10]) for i in range(3000)], "F16")},
+        ),
         # A model that the tests make slow or faulty on purpose.
         FakeModel("acme/slow-model", qwen, downloads=5,
                   safetensors_parameters={"BF16": 494032768}),
