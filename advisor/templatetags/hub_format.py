@@ -9,13 +9,13 @@ register = template.Library()
 
 @register.filter
 def count_short(value) -> str:
-    """1235814400 -> "1.24 B"; 124439808 -> "124.4 M"."""
+    """1235814400 -> "1.24 B"; 124439808 -> "124 M"."""
     if value is None or value == "":
         return "unknown"
     n = int(value)
     for size, unit in ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "k")):
         if n >= size:
-            return f"{n / size:.3g} {unit}" if n < 100 * size else f"{n / size:.1f} {unit}"
+            return f"{n / size:.3g} {unit}"
     return str(n)
 
 
