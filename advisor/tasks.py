@@ -40,6 +40,8 @@ def hf_model_lookup_refresh(self, lookup_id: int) -> None:
             temporary_exceptions=(SoftTimeLimitExceeded,),
         )
     except LookupBusy as busy:
+        if self.request.is_eager:
+            return  # in-process, "later" would be now, again: the holder will finish it
         # A delivery that may still be alive holds the row; come back once it must be dead.
         self.apply_async(args=(lookup_id,), countdown=busy.retry_in)
     except HubTemporaryError as exc:

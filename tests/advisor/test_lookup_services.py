@@ -294,3 +294,17 @@ def test_server_token_is_used_but_never_logged_stored_or_shown(
     assert token not in caplog.text
     assert token not in str(lookup.metadata) + lookup.message
     assert token not in page.content.decode()
+
+
+def test_in_process_task_leaves_a_lookup_running_elsewhere_alone(fake_hub):
+    from advisor.tasks import hf_model_lookup_refresh as task
+
+    lookup = HfModelLookup.objects.create(
+        repo_id="gpt2", requested_id="gpt2", status=Status.RUNNING, started_at=timezone.now()
+    )
+
+    task.delay(lookup.pk)  # eager here: must neither loop nor ask the Hub
+
+    lookup.refresh_from_db()
+    assert lookup.status == Status.RUNNING
+    assert fake_hub.requests_for() == 0
