@@ -35,3 +35,22 @@ def hf_model_suggestion_list(*, query: str) -> tuple[list[dict], str]:
     answer = (results, "" if results else "No models on the Hub match that yet.")
     cache.set(key, answer, settings.HF_SEARCH_CACHE_SECONDS)
     return answer
+
+
+def hf_model_lookup_metadata(*, repo_id: str, revision: str = "main"):
+    """The engine's HubModelMetadata for a model already looked up, else None (starts nothing).
+
+    Matches the canonical id or the id first typed, case-insensitively, as the Hub does.
+    """
+    from django.db.models import Q
+
+    from advisor.models import HfModelLookup
+
+    lookup = (
+        HfModelLookup.objects.filter(revision=revision)
+        .filter(Q(repo_id__iexact=repo_id) | Q(requested_id__iexact=repo_id))
+        .exclude(metadata=None)
+        .order_by("pk")
+        .first()
+    )
+    return lookup.to_hub_metadata() if lookup is not None else None

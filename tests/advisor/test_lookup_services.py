@@ -308,3 +308,20 @@ def test_in_process_task_leaves_a_lookup_running_elsewhere_alone(fake_hub):
     lookup.refresh_from_db()
     assert lookup.status == Status.RUNNING
     assert fake_hub.requests_for() == 0
+
+
+def test_metadata_selector_finds_a_lookup_by_either_id(
+    fake_hub, django_capture_on_commit_callbacks
+):
+    from advisor.selectors import hf_model_lookup_metadata
+
+    assert hf_model_lookup_metadata(repo_id="gpt2") is None
+    with django_capture_on_commit_callbacks(execute=True):
+        hf_model_lookup_request(repo_id="gpt2")
+
+    by_alias = hf_model_lookup_metadata(repo_id="gpt2")
+    by_canonical = hf_model_lookup_metadata(repo_id="OpenAI-Community/gpt2")
+
+    assert by_alias == by_canonical
+    assert by_alias.repo_id == "openai-community/gpt2"
+    assert by_alias.safetensors_parameters == {"F32": 137022720}
