@@ -114,3 +114,9 @@ def test_page_without_a_catalog_says_how_to_load_one(client, db):
     response = client.get(reverse("catalog:systems"))
     assert response.status_code == 200
     assertContains(response, "No catalog has been loaded yet.")
+
+
+def test_page_takes_a_fixed_number_of_queries(client, default_catalog, django_assert_num_queries):
+    # Profiles, systems, node types with accelerators, partitions and their node types, tooling.
+    with django_assert_num_queries(6):
+        client.get(reverse("catalog:systems") + "?sort=-fp16")
