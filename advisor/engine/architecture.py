@@ -14,6 +14,7 @@ family on top of shared decoder-block arithmetic:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -1378,6 +1379,27 @@ def _unpacked_count(metadata: HubModelMetadata, bits: int | None) -> int:
     return total
 
 
+def _explain_difference(arch: ModelArchitecture, difference: int) -> str:
+    """Name the stored extras that make up `difference` exactly, or return ""."""
+    positions = arch.max_position_embeddings or 0
+    extras = {
+        # A tied embedding saved a second time as lm_head.weight.
+        "the tied embedding a second time (as the LM head)": (
+            arch.vocab_size * arch.hidden_size if arch.tied_embeddings else 0
+        ),
+        # GPT-2-era checkpoints: h.N.attn.bias, a (1, 1, n_positions, n_positions) causal mask.
+        "a causal-mask buffer per layer": arch.num_layers * positions * positions,
+        # Older Llama conversions: rotary_emb.inv_freq, head_dim / 2 per layer.
+        "a rotary inv_freq buffer per layer": arch.num_layers * (arch.head_dim // 2),
+    }
+    names = [name for name, size in extras.items() if size]
+    for r in range(1, len(names) + 1):
+        for combo in itertools.combinations(names, r):
+            if sum(extras[name] for name in combo) == difference:
+                return " and ".join(combo)
+    return ""
+
+
 def architecture_from_hub(metadata: HubModelMetadata) -> ModelArchitecture:
     """Combine the Hub's safetensors counts with config.json's shape.
 
@@ -1469,13 +1491,13 @@ def architecture_from_hub(metadata: HubModelMetadata) -> ModelArchitecture:
         )
     ours = arch.params_total
     difference = hub_count - ours
-    untied_lm_head = arch.vocab_size * arch.hidden_size
+    explained = _explain_difference(arch, difference)
     if difference == 0:
         notes.append("The Hub's safetensors count agrees exactly.")
-    elif arch.tied_embeddings and difference == untied_lm_head:
+    elif explained:
         notes.append(
-            "The checkpoint stores the tied embedding twice (as the LM head too); it is "
-            "counted once."
+            f"The Hub's safetensors count ({hub_count:,}) is {difference:+,} because the "
+            f"checkpoint also stores {explained}; those are not counted as parameters."
         )
     elif abs(difference) <= _AGREEMENT * ours:
         notes.append(
