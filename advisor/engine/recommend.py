@@ -59,7 +59,8 @@ class Candidate:
 def counts_for(node: NodeTypeSpec, partition: PartitionSpec | None, limit: int | None) -> list[int]:
     """GPU counts a job may ask for: powers of two within a node, then whole nodes."""
     gpn = max(node.gpus_per_node, 1)
-    max_nodes = node.count if node.count > 0 else 1
+    # A cloud VM size with count 0 is on demand: as many nodes as the job limits allow.
+    max_nodes = node.count if node.count > 0 else c.MAX_GPUS_SEARCHED
     max_gpus = c.MAX_GPUS_SEARCHED
     if partition is not None:
         if partition.max_nodes_per_job:
@@ -173,6 +174,8 @@ def evaluate(
             if acc is None:
                 continue
             node_reasons = list(sys_reasons)
+            if node.status == "retired":
+                node_reasons.append(f"{node.name} on {system.display_name} is retired.")
             if request.accelerator is not None and acc.name != request.accelerator:
                 node_reasons.append(f"You asked for {request.accelerator}.")
             dtype = compute_dtype_for(acc, wl)

@@ -129,7 +129,8 @@ def test_slurm_script_for_baskerville_a100_80_uses_the_constraint_and_launcher()
     )
     script = result.slurm_script
     assert "#SBATCH --account=YOUR_PROJECT_ACCOUNT" in script
-    assert "#SBATCH --partition=baskerville-a100_80" in script
+    assert "--partition" not in script  # Baskerville picks nodes by constraint and QoS
+    assert "#SBATCH --qos=YOUR_QOS" in script
     assert "#SBATCH --constraint=a100_80" in script
     assert "#SBATCH --gpus-per-node=4" in script
     assert "#SBATCH --nodes=1" in script
