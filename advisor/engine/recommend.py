@@ -121,7 +121,8 @@ def system_rejections(request: EstimateRequest, system: SystemSpec) -> list[str]
     cons = request.constraints
     reasons = []
     if system.status == "retired":
-        note = f" ({system.status_note})" if system.status_note else ""
+        first = system.status_note.split(". ")[0].rstrip(".")
+        note = f" ({first})" if first else ""
         reasons.append(f"{system.display_name} is retired{note}.")
     if cons.data_sensitivity not in system.data_sensitivity:
         reasons.append(
@@ -191,6 +192,8 @@ def evaluate(
             capacity = int(acc.memory_gb * 1e9)
             util = utilisation.get((acc.name, wl.training)) or default_utilisation(wl)
             for strategy, unavailable in strategies_for(request, wl, system):
+                if not _allowed(strategy, counts, node) and strategy != "single":
+                    continue  # e.g. multi-GPU strategies where a job gets one GPU: not tried
                 reasons = list(node_reasons)
                 if unavailable:
                     reasons.append(unavailable + ".")
@@ -268,7 +271,15 @@ def _size(
         wall = gpu_hours / n
         price = node.price_per_gpu_hour or system.price_per_gpu_hour
         if price is not None:
-            cost = round(requested * price, 2)
+            billed = n
+            if system.kind == "cloud":
+                # A cloud VM is rented whole: a 2-GPU job on an 8-GPU size pays for 8.
+                billed = nodes * node.gpus_per_node
+                if billed > n:
+                    reasons.append(
+                        f"billed for the whole {node.name} ({billed} GPUs) while using {n}."
+                    )
+            cost = round(requested / n * billed * price, 2)
     eligible = not hard
     max_wall = request.constraints.max_wall_hours
     if wall is not None and max_wall is not None and wall * (1 + c.CONTINGENCY.value) > max_wall:
