@@ -98,9 +98,16 @@ def training_flops_per_token(shape: ModelShape, wl: Workload) -> float:
 
 
 def training_gpu_hours(
-    shape: ModelShape, wl: Workload, tokens: float, peak: float, util: float, eff: float
+    shape: ModelShape,
+    wl: Workload,
+    tokens: float,
+    peak: float,
+    util: float,
+    eff: float,
+    flops_per_token: float | None = None,
 ) -> float:
-    seconds = tokens * training_flops_per_token(shape, wl) / (peak * 1e12 * util * eff)
+    per_token = flops_per_token or training_flops_per_token(shape, wl)
+    seconds = tokens * per_token / (peak * 1e12 * util * eff)
     return seconds / 3600
 
 

@@ -228,67 +228,101 @@ def kv_cache_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
 
 def memory_per_gpu(shape: ModelShape, wl: Workload, strategy: str, n: int) -> dict[str, int]:
     """Peak bytes per GPU by component for `n` GPUs under `strategy`."""
-    tp = n if strategy == "tensor_parallel" else 1
-    dp = n if strategy not in ("single", "tensor_parallel") else 1
-    weights, quant = base_weight_bytes(shape, wl.weight_format)
-    grads = optim = 0.0
-    if wl.training:
-        if wl.adapters:
-            trainable = lora_trainable_params(shape, wl)
-            w_b, g_b, o_b = _ADAPTER_STATE[(wl.state_mode, wl.optimizer)]
-            weights += trainable * w_b
-        else:
-            trainable = shape.params_total
-            g_b, o_b = _FULL_STATE[(wl.state_mode, wl.optimizer)]
-            if wl.state_mode == "fp32":
-                weights = shape.params_total * 4.0
-        grads = trainable * g_b
-        optim = trainable * o_b
-    quant += dequant_workspace_bytes(shape, wl)
+    return MemoryModel(shape, wl).per_gpu(strategy, n)
 
-    if wl.training:
-        activations = training_activations(shape, wl, tp=tp)
-    else:
-        activations = inference_activations(shape, wl, tp=tp)
-    logits = logits_bytes(shape, wl, tp=tp)
-    kv = kv_cache_bytes(shape, wl, tp=tp)
 
-    gathered = c.ZERO3_LIVE_LAYERS.value * shape.params_per_layer * c.BYTES[wl.compute_dtype]
-    if strategy == "tensor_parallel":
-        weights, grads, optim = weights / tp, grads / tp, optim / tp
-        quant /= tp
-    elif strategy == "ddp" and dp > 1:
-        grads *= 1 + c.DDP_BUCKET_COPY.value
-    elif strategy == "zero1":
-        optim /= dp
-    elif strategy == "zero2":
-        optim /= dp
-        grads /= dp
-    elif strategy in ("zero3", "fsdp"):
-        weights = weights / dp + (gathered if dp > 1 else 0)
-        grads /= dp
-        optim /= dp
-    elif strategy == "zero3_offload":
-        weights = gathered
-        grads = min(grads, gathered)
-        optim = 0.0
+class MemoryModel:
+    """The components that do not depend on the parallel layout, computed once per request;
+    `per_gpu` then shards them for a strategy and GPU count (the ranking calls it often)."""
 
-    context = c.CUDA_CONTEXT.value + (c.NCCL_BUFFERS.value if n > 1 else 0)
-    # Fragmentation hits what is allocated and freed every step; tensors allocated once keep
-    # only the allocator's rounding (up to 2 MiB per block).
-    dynamic = grads + activations + logits + kv + dequant_workspace_bytes(shape, wl)
-    static = weights + optim + quant - dequant_workspace_bytes(shape, wl)
-    reserve = dynamic * c.ALLOCATOR_FRAGMENTATION.value + static * c.ALLOCATOR_STATIC_ROUNDING.value
-    parts = {
-        "weights": int(weights),
-        "gradients": int(grads),
-        "optimizer_states": int(optim),
-        "activations": int(activations),
-        "logits": int(logits),
-        "kv_cache": int(kv),
-        "quantization": int(quant),
-        "cuda_context": int(context),
-        "allocator_reserve": int(reserve),
-    }
-    parts["total_bytes"] = sum(parts.values())
-    return parts
+    __slots__ = (
+        "_flows", "constants", "gathered", "grads", "optim", "shape", "weights", "wl",
+        "workspace",
+    )
+
+    def __init__(self, shape: ModelShape, wl: Workload) -> None:
+        self.shape, self.wl = shape, wl
+        weights, constants = base_weight_bytes(shape, wl.weight_format)
+        grads = optim = 0.0
+        if wl.training:
+            if wl.adapters:
+                trainable = lora_trainable_params(shape, wl)
+                w_b, g_b, o_b = _ADAPTER_STATE[(wl.state_mode, wl.optimizer)]
+                weights += trainable * w_b
+            else:
+                trainable = shape.params_total
+                g_b, o_b = _FULL_STATE[(wl.state_mode, wl.optimizer)]
+                if wl.state_mode == "fp32":
+                    weights = shape.params_total * 4.0
+            grads = trainable * g_b
+            optim = trainable * o_b
+        self.weights, self.constants, self.grads, self.optim = weights, constants, grads, optim
+        self.workspace = dequant_workspace_bytes(shape, wl)
+        self.gathered = (
+            c.ZERO3_LIVE_LAYERS.value * shape.params_per_layer * c.BYTES[wl.compute_dtype]
+        )
+        self._flows: dict[int, tuple[float, float, float]] = {}
+
+    def _flow(self, tp: int) -> tuple[float, float, float]:
+        """(activations, logits, KV cache) per GPU with `tp`-way tensor parallelism."""
+        found = self._flows.get(tp)
+        if found is None:
+            shape, wl = self.shape, self.wl
+            if wl.training:
+                activations = training_activations(shape, wl, tp=tp)
+            else:
+                activations = inference_activations(shape, wl, tp=tp)
+            found = self._flows[tp] = (
+                activations,
+                logits_bytes(shape, wl, tp=tp),
+                kv_cache_bytes(shape, wl, tp=tp),
+            )
+        return found
+
+    def per_gpu(self, strategy: str, n: int) -> dict[str, int]:
+        tp = n if strategy == "tensor_parallel" else 1
+        dp = n if strategy not in ("single", "tensor_parallel") else 1
+        weights, constants, workspace = self.weights, self.constants, self.workspace
+        grads, optim, gathered = self.grads, self.optim, self.gathered
+        activations, logits, kv = self._flow(tp)
+        if strategy == "tensor_parallel":
+            weights, grads, optim = weights / tp, grads / tp, optim / tp
+            constants, workspace = constants / tp, workspace / tp
+        elif strategy == "ddp" and dp > 1:
+            grads *= 1 + c.DDP_BUCKET_COPY.value
+        elif strategy == "zero1":
+            optim /= dp
+        elif strategy == "zero2":
+            optim /= dp
+            grads /= dp
+        elif strategy in ("zero3", "fsdp"):
+            weights = weights / dp + (gathered if dp > 1 else 0)
+            grads /= dp
+            optim /= dp
+        elif strategy == "zero3_offload":
+            weights = gathered
+            grads = min(grads, gathered)
+            optim = 0.0
+
+        context = c.CUDA_CONTEXT.value + (c.NCCL_BUFFERS.value if n > 1 else 0)
+        # Fragmentation hits what is allocated and freed every step; tensors allocated once
+        # keep only the allocator's rounding (up to 2 MiB per block).
+        dynamic = grads + activations + logits + kv + workspace
+        static = weights + optim + constants
+        reserve = (
+            dynamic * c.ALLOCATOR_FRAGMENTATION.value
+            + static * c.ALLOCATOR_STATIC_ROUNDING.value
+        )
+        parts = {
+            "weights": int(weights),
+            "gradients": int(grads),
+            "optimizer_states": int(optim),
+            "activations": int(activations),
+            "logits": int(logits),
+            "kv_cache": int(kv),
+            "quantization": int(constants + workspace),
+            "cuda_context": int(context),
+            "allocator_reserve": int(reserve),
+        }
+        parts["total_bytes"] = sum(parts.values())
+        return parts

@@ -18,9 +18,10 @@ from advisor.engine.compute import (
     inference_gpu_hours,
     peak_tflops,
     scaling_efficiency,
+    training_flops_per_token,
     training_gpu_hours,
 )
-from advisor.engine.memory import Workload, memory_per_gpu
+from advisor.engine.memory import MemoryModel, Workload
 from advisor.engine.models import (
     AcceleratorSpec,
     EstimateRequest,
@@ -34,6 +35,21 @@ from advisor.engine.shape import ModelShape
 
 TRAINING_STRATEGIES = ("single", "ddp", "zero2", "zero3", "zero3_offload")
 SENSITIVITY_ORDER = ("public", "internal", "confidential", "restricted")
+
+
+def trusted(cls, values: dict):
+    """Build a pydantic model from values the engine computed itself, every field present.
+
+    Equivalent to `cls.model_construct(**values)` without its per-field default lookup: the
+    ranking builds a hundred of these per estimate, and validation would only re-check our own
+    arithmetic. Results still round-trip through `model_validate_json` (tested).
+    """
+    obj = cls.__new__(cls)
+    object.__setattr__(obj, "__dict__", values)
+    object.__setattr__(obj, "__pydantic_fields_set__", set(values))
+    object.__setattr__(obj, "__pydantic_extra__", None)
+    object.__setattr__(obj, "__pydantic_private__", None)
+    return obj
 
 
 def gb(value: float) -> str:
@@ -159,14 +175,36 @@ def evaluate(
     candidates: list[Candidate] = []
     # Memory per GPU depends on the strategy and the GPU count only, not on the system.
     cache: dict[tuple[str, int], tuple[dict[str, int], MemoryBreakdown]] = {}
+    model = MemoryModel(shape, wl)
 
     def memory(strategy: str, n: int) -> tuple[dict[str, int], MemoryBreakdown]:
         key = (strategy, n)
         found = cache.get(key)
         if found is None:
-            parts = memory_per_gpu(shape, wl, strategy, n)
-            found = cache[key] = (parts, MemoryBreakdown.model_construct(**parts))
+            parts = model.per_gpu(strategy, n)
+            found = cache[key] = (parts, trusted(MemoryBreakdown, dict(parts)))
         return found
+
+    sized: dict[tuple[str, tuple[int, ...], int], tuple[int | None, int | None]] = {}
+
+    def sizing(strategy: str, allowed: tuple[int, ...], capacity: int):
+        """(smallest count that fits, smallest that fits with the margin to spare)."""
+        key = (strategy, allowed, capacity)
+        found = sized.get(key)
+        if found is None:
+            limit = capacity / (1 + c.MEMORY_MARGIN.value)
+            counts = list(allowed)
+
+            def total(k: int) -> int:
+                return memory(strategy, k)[0]["total_bytes"]
+
+            found = sized[key] = (
+                _first(counts, lambda k: total(k) <= capacity),
+                _first(counts, lambda k: total(k) <= limit),
+            )
+        return found
+
+    sizing.flops_per_token = training_flops_per_token(shape, wl) if wl.training else None
 
     for system in systems:
         sys_reasons = system_rejections(request, system)
@@ -192,7 +230,8 @@ def evaluate(
             capacity = int(acc.memory_gb * 1e9)
             util = utilisation.get((acc.name, wl.training)) or default_utilisation(wl)
             for strategy, unavailable in strategies_for(request, wl, system):
-                if not _allowed(strategy, counts, node) and strategy != "single":
+                allowed = _allowed(strategy, counts, node)
+                if not allowed and strategy != "single":
                     continue  # e.g. multi-GPU strategies where a job gets one GPU: not tried
                 reasons = list(node_reasons)
                 if unavailable:
@@ -200,7 +239,7 @@ def evaluate(
                 candidates.append(
                     _size(
                         request, shape, wl, system, node, acc, partition, strategy, counts,
-                        capacity, dtype, util, tokens, reasons, memory,
+                        capacity, dtype, util, tokens, reasons, memory, sizing, allowed,
                     )
                 )
     return candidates
@@ -216,21 +255,15 @@ def _allowed(strategy: str, counts: list[int], node: NodeTypeSpec) -> list[int]:
 
 def _size(
     request, shape, wl, system, node, acc, partition, strategy, counts, capacity, dtype, util,
-    tokens, reasons, memory,
+    tokens, reasons, memory, sizing, allowed,
 ) -> Candidate:
     hard = bool(reasons)  # system/accelerator-level rejections
-    allowed = _allowed(strategy, counts, node)
     if not allowed:
         allowed = [counts[-1]]
         hard = True
         reasons.append(f"{strategy} needs more than the {counts[-1]} GPU(s) allowed here.")
     headroom_limit = capacity / (1 + c.MEMORY_MARGIN.value)
-
-    def total(k: int) -> int:
-        return memory(strategy, k)[0]["total_bytes"]
-
-    n_fit = _first(allowed, lambda k: total(k) <= capacity)
-    n_head = _first(allowed, lambda k: total(k) <= headroom_limit)
+    n_fit, n_head = sizing(strategy, tuple(allowed), capacity)
     n = n_head or n_fit or allowed[-1]
     mem, breakdown = memory(strategy, n)
     need = mem["total_bytes"]
@@ -263,7 +296,9 @@ def _size(
     if tokens is not None and peak:
         eff = scaling_efficiency(node, n, strategy)
         if wl.training:
-            gpu_hours = training_gpu_hours(shape, wl, tokens, peak, util.value, eff)
+            gpu_hours = training_gpu_hours(
+                shape, wl, tokens, peak, util.value, eff, sizing.flops_per_token
+            )
         else:
             gpu_hours = inference_gpu_hours(shape, wl, acc, tokens, peak, util.value, n, eff)
         contingency = gpu_hours * c.CONTINGENCY.value
@@ -379,5 +414,5 @@ def rank(candidates: list[Candidate]) -> list[Candidate]:
         if cand.eligible:
             position += 1
             cand.fields["rank"] = position
-        cand.option = Option.model_construct(**cand.fields)
+        cand.option = trusted(Option, cand.fields)
     return ordered

@@ -185,3 +185,10 @@ def test_results_are_deterministic():
     a = run(task="lora", tokens=10**8)
     b = run(task="lora", tokens=10**8)
     assert a.model_dump() == b.model_dump()
+
+
+def test_options_built_without_validation_are_valid_options():
+    result = run(task="full_finetune", tokens=10**8)
+    for option in result.options:
+        assert set(option.__dict__) == set(type(option).model_fields)
+        assert type(option).model_validate(option.model_dump()) == option
