@@ -201,7 +201,7 @@ def _assumptions(request: EstimateRequest, shape: ModelShape, wl: Workload) -> l
         c.MEMORY_MARGIN.assumption(f"+-{c.MEMORY_MARGIN.value:.0%}"),
     ]
     if wl.weight_format == "int4":
-        out.append(c.NF4_DOUBLE_QUANT.assumption(f"{c.NF4_DOUBLE_QUANT.value:.4f} B/param"))
+        out.append(c.NF4_CONSTANTS.assumption(f"{c.NF4_CONSTANTS.value:.4f} B/param"))
         out.append(c.DEQUANT_WORKSPACE_LAYERS.assumption())
     if wl.weight_format == "int8":
         out.append(c.INT8_ROW_SCALE.assumption())

@@ -79,7 +79,7 @@ def scaling_efficiency(node: NodeTypeSpec, n: int, strategy: str) -> float:
         inter = c.SCALING_EFFICIENCY.get(node.inter_node_interconnect, 0.6)
         if node.inter_node_interconnect == "none":
             inter = 0.5
-        eff *= inter * max(0.5, 1 - 0.03 * math.log2(nodes))
+        eff *= inter * max(0.5, 1 - 0.01 * math.log2(nodes))
     if strategy in ("zero3", "fsdp", "zero3_offload"):
         eff *= c.ZERO3_COMM_FACTOR.value
     if strategy == "zero3_offload":

@@ -92,6 +92,11 @@ class Workload:
     def act_bytes(self) -> int:
         return 4 if self.compute_dtype == "fp32" else 2
 
+    @property
+    def autocast(self) -> bool:
+        """PyTorch AMP: 16-bit matmuls, fp32 softmax/norms (HF Trainer fp16/bf16=True)."""
+        return self.training and self.mixed_precision and self.compute_dtype != "fp32"
+
 
 def lora_trainable_params(shape: ModelShape, wl: Workload) -> int:
     """r * (in + out) for every targeted linear layer in every block."""
@@ -120,7 +125,7 @@ def base_weight_bytes(shape: ModelShape, weight_format: str) -> tuple[float, flo
         if weight_format == "int8":
             rows = _quantised_rows(shape)
             return linear * 1 + kept * 2, rows * c.INT8_ROW_SCALE.value
-        return linear * 0.5 + kept * 2, linear * c.NF4_DOUBLE_QUANT.value
+        return linear * 0.5 + kept * 2, linear * c.NF4_CONSTANTS.value
     return total * c.BYTES[weight_format], 0.0
 
 
@@ -144,12 +149,18 @@ def training_activations_per_layer(
 ) -> float:
     """Bytes autograd keeps for one transformer layer (Korthikanti et al. 2022, generalised).
 
-    16-bit tensors: norm inputs 2*2sbh, attention/MLP inputs 2*2sbh (never sharded by tensor
-    parallelism); Q 2sbh, K and V 2*2*s*b*kv_dim, attention output 2sbh; MLP inner tensors
-    2*s*b*f each (gated: gate, up, act(gate), product = 4; GELU: input, output = 2); dropout
-    masks 1 byte per element; eager attention keeps the softmax 2*a*s^2*b (plus a 4-byte fp32
+    With e bytes per activation (2 in 16-bit, 4 in fp32): norm inputs 2*r*sbh (r: bytes of
+    the residual stream) and attention/MLP inputs 2*e*sbh, never sharded by tensor
+    parallelism; Q, K, V and the attention output e*s*b*(h_attn + 2*kv_dim + h); MLP inner
+    tensors e*s*b*f each (gated: gate, up, act(gate), product = 4; GELU: input, output = 2);
+    dropout masks 1 byte per element; eager attention keeps the softmax output (plus an fp32
     copy where the implementation upcasts, plus mask and dropout output where dropout is on).
-    With h=kv_dim, f=4h, GELU, dropout and eager attention this is exactly s*b*h*(34+5as/h).
+    With e=r=2, h=kv_dim, f=4h, GELU, dropout and eager attention this is exactly
+    s*b*h*(34+5as/h).
+
+    Under PyTorch autocast (mixed precision) softmax and layer norm run in fp32: the residual
+    stream is fp32 (r=4) and eager attention keeps its probabilities in fp32 plus the 16-bit
+    cast the next matmul saves (PyTorch AMP docs, "CUDA ops that can autocast to float32").
     """
     b = wl.batch_size if batch is None else batch
     s = wl.seq_len
@@ -157,31 +168,36 @@ def training_activations_per_layer(
     a = shape.num_attention_heads
     kv = shape.kv_dim
     dropout = shape.family in c.DROPOUT_FAMILIES
+    e = wl.act_bytes
+    amp = wl.autocast
+    r = 4 if amp else e
     sb = s * b
-    unsharded = 8 * sb * h + (2 * sb * h if dropout else 0)
-    attn = 2 * sb * shape.attn_dim + 4 * sb * kv + 2 * sb * h  # Q, K, V, output
+    unsharded = 2 * r * sb * h + 2 * e * sb * h + (2 * sb * h if dropout else 0)
+    attn = e * sb * (shape.attn_dim + 2 * kv + h)  # Q, K, V, output
     if shape.num_experts and shape.experts_per_token:
         f = shape.moe_intermediate_size or shape.intermediate_size
         routed = shape.experts_per_token + shape.shared_experts
-        mlp = (8 if shape.gated_mlp else 4) * sb * f * routed + 2 * sb * h * routed
+        mlp = (4 if shape.gated_mlp else 2) * e * sb * f * routed + e * sb * h * routed
     else:
-        mlp = (8 if shape.gated_mlp else 4) * sb * shape.intermediate_size
+        mlp = (4 if shape.gated_mlp else 2) * e * sb * shape.intermediate_size
     if wl.flash_attention:
         scores = 4 * b * a * s  # logsumexp in fp32
     else:
-        per_score = 2 + (4 if shape.family in c.FP32_SOFTMAX_FAMILIES else 0) + (
-            3 if dropout else 0
-        )
+        if amp:
+            per_score = 4 + 2 + (1 + 4 if dropout else 0)
+        else:
+            upcast = 4 if e == 2 and shape.family in c.FP32_SOFTMAX_FAMILIES else 0
+            per_score = e + upcast + (1 + e if dropout else 0)
         scores = per_score * a * s * s * b
     sharded = attn + mlp + scores
-    total = unsharded + sharded / tp
-    return total * wl.act_bytes / 2
+    return unsharded + sharded / tp
 
 
 def training_activations(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
     layers = shape.total_layers
     per_layer = training_activations_per_layer(shape, wl, tp=tp)
-    sbh = wl.seq_len * wl.batch_size * shape.hidden_size * wl.act_bytes
+    residual_bytes = 4 if wl.autocast else wl.act_bytes  # autocast keeps the stream in fp32
+    sbh = wl.seq_len * wl.batch_size * shape.hidden_size * residual_bytes
     embeddings_and_final_norm = 2 * sbh
     if wl.gradient_checkpointing:
         # Each layer keeps only its input; one layer is recomputed in full during backward.
@@ -236,8 +252,8 @@ class MemoryModel:
     `per_gpu` then shards them for a strategy and GPU count (the ranking calls it often)."""
 
     __slots__ = (
-        "_flows", "constants", "gathered", "grads", "optim", "shape", "weights", "wl",
-        "workspace",
+        "_flows", "amp_states", "constants", "gathered", "grads", "optim", "shape", "weights",
+        "wl", "workspace",
     )
 
     def __init__(self, shape: ModelShape, wl: Workload) -> None:
@@ -257,6 +273,13 @@ class MemoryModel:
             grads = trainable * g_b
             optim = trainable * o_b
         self.weights, self.constants, self.grads, self.optim = weights, constants, grads, optim
+        # PyTorch AMP without DeepSpeed/FSDP keeps the parameters and their gradients in fp32
+        # and caches a 16-bit cast of each weight while autocast runs: 4 + 2 weights, 4
+        # gradients, optimizer states without a separate master copy (18 B/param with AdamW).
+        self.amp_states = None
+        if wl.training and not wl.adapters and wl.state_mode == "mixed":
+            p = shape.params_total
+            self.amp_states = (p * (4 + c.AMP_CAST_CACHE.value), p * 4.0, optim - p * 4.0)
         self.workspace = dequant_workspace_bytes(shape, wl)
         self.gathered = (
             c.ZERO3_LIVE_LAYERS.value * shape.params_per_layer * c.BYTES[wl.compute_dtype]
@@ -285,6 +308,8 @@ class MemoryModel:
         weights, constants, workspace = self.weights, self.constants, self.workspace
         grads, optim, gathered = self.grads, self.optim, self.gathered
         activations, logits, kv = self._flow(tp)
+        if self.amp_states is not None and strategy in ("single", "ddp", "tensor_parallel"):
+            weights, grads, optim = self.amp_states
         if strategy == "tensor_parallel":
             weights, grads, optim = weights / tp, grads / tp, optim / tp
             constants, workspace = constants / tp, workspace / tp

@@ -68,6 +68,7 @@ class Candidate:
     node: NodeTypeSpec
     accelerator: AcceleratorSpec
     compute_dtype: str | None
+    slow: bool = False  # wall time beyond the target even on the most GPUs tried
     notes: list[str] = field(default_factory=list)
     option: Option | None = None
 
@@ -205,6 +206,10 @@ def evaluate(
         return found
 
     sizing.flops_per_token = training_flops_per_token(shape, wl) if wl.training else None
+    max_wall = request.constraints.max_wall_hours
+    sizing.target_wall_hours = (
+        max_wall / (1 + c.CONTINGENCY.value) if max_wall else c.TARGET_WALL_HOURS.value
+    )
 
     for system in systems:
         sys_reasons = system_rejections(request, system)
@@ -265,6 +270,31 @@ def _size(
     headroom_limit = capacity / (1 + c.MEMORY_MARGIN.value)
     n_fit, n_head = sizing(strategy, tuple(allowed), capacity)
     n = n_head or n_fit or allowed[-1]
+    peak = peak_tflops(acc, dtype) if dtype else None
+
+    def hours(k: int) -> float:
+        eff = scaling_efficiency(node, k, strategy)
+        if wl.training:
+            return training_gpu_hours(
+                shape, wl, tokens, peak, util.value, eff, sizing.flops_per_token
+            )
+        return inference_gpu_hours(shape, wl, acc, tokens, peak, util.value, k, eff)
+
+    target = sizing.target_wall_hours
+    gpu_hours = None
+    if tokens is not None and peak:
+        gpu_hours = hours(n)
+        if gpu_hours / n > target and (n_fit is not None):
+            # Widen to more GPUs (memory per GPU only falls) until the run fits the target.
+            for k in allowed:
+                if k > n:
+                    n, gpu_hours = k, hours(k)
+                    if gpu_hours / k <= target:
+                        break
+            reasons.append(
+                f"uses {n} GPUs to bring the wall time to about {gpu_hours / n:,.0f} h "
+                f"(target {target:g} h)."
+            )
     mem, breakdown = memory(strategy, n)
     need = mem["total_bytes"]
     fits = need <= capacity
@@ -291,16 +321,8 @@ def _size(
         reasons.append(f"{shape.num_attention_heads} attention heads do not split over {n} GPUs.")
 
     nodes = math.ceil(n / max(node.gpus_per_node, 1))
-    gpu_hours = wall = contingency = requested = cost = None
-    peak = peak_tflops(acc, dtype) if dtype else None
-    if tokens is not None and peak:
-        eff = scaling_efficiency(node, n, strategy)
-        if wl.training:
-            gpu_hours = training_gpu_hours(
-                shape, wl, tokens, peak, util.value, eff, sizing.flops_per_token
-            )
-        else:
-            gpu_hours = inference_gpu_hours(shape, wl, acc, tokens, peak, util.value, n, eff)
+    wall = contingency = requested = cost = None
+    if gpu_hours is not None:
         contingency = gpu_hours * c.CONTINGENCY.value
         requested = gpu_hours + contingency
         wall = gpu_hours / n
@@ -358,6 +380,7 @@ def _size(
     }
     queue = system.typical_queue_wait_hours if system.typical_queue_wait_hours is not None else 24
     return Candidate(
+        slow=wall is not None and wall > sizing.target_wall_hours,
         fields=fields,
         eligible=eligible and fits,
         headroom=headroom,
@@ -398,6 +421,9 @@ def rank(candidates: list[Candidate]) -> list[Candidate]:
         return (
             not cand.eligible,
             not cand.headroom,
+            cand.slow,
+            # CPU offload trades much speed for memory: only when nothing else fits.
+            opt["strategy"] == "zero3_offload",
             opt["num_gpus"],
             opt["nodes"],
             # "Fastest" is time to result: expected queue wait + wall time (seed 002).

@@ -93,8 +93,8 @@ def test_shape_from_the_real_config_matches_the_test_shape():
         # int8: 6,476,005,376 linear weights x 1 B + 262,410,240 kept in 16-bit x 2 B;
         # one fp32 scale per output row: 32 x (3x4096 + 4096 + 2x11008... ) rows.
         ("int8", 7_000_825_856, 32 * (4096 * 4 + 11008 * 2 + 4096) * 4),
-        # int4 NF4: half a byte per linear weight; 0.127 bits of constants per weight.
-        ("int4", 3_762_823_168, 6_476_005_376 * 0.127 / 8),
+        # int4 NF4: half a byte per linear weight; an fp32 absmax per 64 weights.
+        ("int4", 3_762_823_168, 6_476_005_376 * 4 / 64),
     ],
 )
 def test_weight_bytes_by_precision(weight_format, weights, constants):
@@ -121,21 +121,36 @@ def test_kv_cache_bytes(shape, batch, prompt, new, expected):
 def test_korthikanti_formula_for_a_gpt_block_with_eager_attention_and_dropout():
     shape = gpt2_like()
     s, b, h, a = 1024, 2, 768, 12
-    wl = workload(task="full_finetune", batch_size=b, seq_len=s, flash_attention=False)
+    wl = workload(
+        task="full_finetune", batch_size=b, seq_len=s, flash_attention=False,
+        mixed_precision=False,
+    )
     assert training_activations_per_layer(shape, wl) == s * b * h * 34 + 5 * a * s * s * b
+
+
+def test_autocast_keeps_softmax_and_the_residual_stream_in_fp32():
+    """Mixed precision (torch.autocast): norm inputs 4 bytes, eager attention keeps fp32
+    probabilities (4), mask (1), fp32 dropout output (4) and the fp16 cast for AV (2)."""
+    shape = gpt2_like()
+    s, b, h, a = 512, 4, 768, 12
+    wl = workload(task="full_finetune", batch_size=b, seq_len=s, flash_attention=False)
+    assert training_activations_per_layer(shape, wl) == s * b * h * (34 + 4) + 11 * a * s * s * b
 
 
 def test_tensor_parallel_activations_follow_korthikanti_table_2():
     shape = gpt2_like()
     s, b, h, a, t = 1024, 1, 768, 12, 4
-    wl = workload(task="full_finetune", batch_size=b, seq_len=s, flash_attention=False)
+    wl = workload(
+        task="full_finetune", batch_size=b, seq_len=s, flash_attention=False,
+        mixed_precision=False,
+    )
     expected = s * b * h * (10 + 24 / t + 5 * a * s / (h * t))
     assert training_activations_per_layer(shape, wl, tp=t) == pytest.approx(expected)
 
 
 def test_flash_attention_drops_the_quadratic_term():
     shape = llama2_7b()
-    wl = workload(task="full_finetune", seq_len=4096)
+    wl = workload(task="full_finetune", seq_len=4096, mixed_precision=False)
     s, h, f = 4096, 4096, 11008
     # norms and inputs 8sbh, Q/K/V/O 8sbh (no GQA), SwiGLU inner 8sbf, logsumexp 4bas
     expected = 8 * s * h + 8 * s * h + 8 * s * f + 4 * 32 * s
@@ -156,25 +171,39 @@ def test_lora_trainable_parameters(targets, rank, expected):
 
 
 @pytest.mark.parametrize(
-    ("mixed", "precision", "optimizer", "grads", "optim"),
+    ("mixed", "precision", "optimizer", "weights", "grads", "optim"),
     [
-        (True, "bf16", "adamw", 2, 12),  # ZeRO paper: 2 + 2 + 12
-        (True, "bf16", "adamw_8bit", 2, 6),  # fp32 master 4 + two 8-bit moments
-        (True, "bf16", "sgd", 2, 8),
-        (False, "bf16", "adamw", 2, 4),  # pure 16-bit (torchtune)
-        (True, "fp32", "adamw", 4, 8),
+        # PyTorch AMP on one GPU: fp32 weights + 16-bit cast cache, fp32 grads, fp32 moments
+        (True, "bf16", "adamw", 6, 4, 8),
+        (True, "bf16", "adamw_8bit", 6, 4, 2),
+        (True, "bf16", "sgd", 6, 4, 4),
+        (False, "bf16", "adamw", 2, 2, 4),  # pure 16-bit (torchtune)
+        (True, "fp32", "adamw", 4, 4, 8),
     ],
 )
-def test_full_training_state_per_parameter(mixed, precision, optimizer, grads, optim):
+def test_full_training_state_per_parameter(mixed, precision, optimizer, weights, grads, optim):
     shape = llama2_7b()
     wl = workload(
         task="full_finetune", precision=precision, weight_format=precision,
         compute_dtype=precision, mixed_precision=mixed, optimizer=optimizer,
     )
     parts = memory_per_gpu(shape, wl, "single", 1)
+    assert parts["weights"] == shape.params_total * weights
     assert parts["gradients"] == shape.params_total * grads
     assert parts["optimizer_states"] == shape.params_total * optim
-    assert parts["weights"] == shape.params_total * (4 if precision == "fp32" else 2)
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "optim"), [("adamw", 12), ("adamw_8bit", 6), ("sgd", 8)]
+)
+def test_deepspeed_mixed_precision_follows_the_zero_paper(optimizer, optim):
+    """ZeRO's accounting: 2 (16-bit weights) + 2 (16-bit grads) + K (fp32 master + states)."""
+    shape = llama2_7b()
+    wl = workload(task="full_finetune", optimizer=optimizer)
+    parts = memory_per_gpu(shape, wl, "zero1", 2)
+    assert parts["weights"] == shape.params_total * 2
+    assert parts["gradients"] == shape.params_total * 2
+    assert parts["optimizer_states"] == shape.params_total * optim // 2
 
 
 def test_zero_stages_shard_what_the_paper_says():
@@ -219,7 +248,7 @@ def test_qlora_keeps_the_base_model_in_4_bit_and_adds_the_dequantisation_workspa
     adapters = lora_trainable_params(shape, wl)
     assert parts["weights"] == 3_762_823_168 + adapters * 4
     assert parts["quantization"] == int(
-        6_476_005_376 * 0.127 / 8 + 2 * (4096 * 11008) * 2
+        6_476_005_376 * 4 / 64 + 2 * (4096 * 11008) * 2
     )
     assert parts["optimizer_states"] == adapters * 8
 
