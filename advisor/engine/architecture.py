@@ -83,6 +83,9 @@ class ModelArchitecture(_Frozen):
     # quantisation width in bits (None when not quantised).
     stored_weight_bytes: int | None = None
     quantization_bits: int | None = None
+    # Values the KV cache holds per token and layer when that is not 2 x num_kv_heads x head_dim:
+    # DeepSeek's multi-head latent attention caches kv_lora_rank + qk_rope_head_dim.
+    kv_cache_width: int | None = None
 
 
 # --- Reading config.json ---------------------------------------------------------------------
@@ -359,6 +362,52 @@ def _gpt2(c: _Config, family: str) -> ModelArchitecture:
     )
 
 
+def _encoder_head(c: _Config, family: str, d: int, vocab: int) -> tuple[int, str]:
+    """Parameters of the pooler and task head that architectures[0] names, and a note.
+
+    design.md counts "the model named by the config's architectures[0]": BertForMaskedLM has a
+    masked-LM head (its decoder weight tied to the embedding) and no pooler, BertModel has a
+    pooler, a classifier has num_labels outputs. Heads not listed get the bare model + a note.
+    """
+    name = c.architecture() or ""
+    labels = c.raw.get("id2label")
+    num_labels = (
+        len(labels) if isinstance(labels, dict) and labels else c.int("num_labels", default=2)
+    )
+    pooler = 0 if family == "distilbert" else d * d + d
+    transform = d * d + d + _ln(d)  # dense + LayerNorm before the tied vocabulary projection
+    head_of = {
+        "Model": (pooler, "its pooler"),
+        "ForMaskedLM": (transform + vocab, "its masked-LM head"),
+        "ForPreTraining": (
+            pooler + transform + vocab + 2 * d + 2,
+            "its pooler, masked-LM and next-sentence heads",
+        ),
+        "ForQuestionAnswering": (2 * d + 2, "its span head"),
+        "ForTokenClassification": (
+            num_labels * d + num_labels,
+            f"its {num_labels}-label token classifier",
+        ),
+        "ForImageClassification": (
+            num_labels * d + num_labels,
+            f"its {num_labels}-class classifier",
+        ),
+    }
+    classifier = num_labels * d + num_labels
+    head_of["ForSequenceClassification"] = {
+        "roberta": (d * d + d + classifier, f"its {num_labels}-label classification head"),
+        "distilbert": (d * d + d + classifier, f"its {num_labels}-label classification head"),
+    }.get(family, (pooler + classifier, f"its pooler and {num_labels}-label classifier"))
+    for suffix, (params, what) in head_of.items():
+        if name.endswith(suffix):
+            return params, f"Counted as {name} with {what} ({params:,} parameters)."
+    return pooler, (
+        f"Counted as the bare {family} model"
+        + (f" with its pooler ({pooler:,} parameters)" if pooler else "")
+        + (f"; the head of {name} is not counted." if name else ".")
+    )
+
+
 def _bert(c: _Config, family: str) -> ModelArchitecture:
     d = c.int("hidden_size")
     layers = c.int("num_hidden_layers")
@@ -380,7 +429,7 @@ def _bert(c: _Config, family: str) -> ModelArchitecture:
         _lin("intermediate.dense", d, inter, True, "mlp_in"),
         _lin("output.dense", inter, d, True, "mlp_out"),
     ]
-    pooler = d * d + d
+    head, note = _encoder_head(c, family, d, vocab)
     return _assemble(
         c,
         family,
@@ -398,11 +447,8 @@ def _bert(c: _Config, family: str) -> ModelArchitecture:
         block_other=2 * _ln(d),
         embedding=(vocab + positions + types) * d,
         lm_head=0,
-        other=_ln(d) + pooler,
-        notes=[
-            f"Counted as {family.title()}Model with its pooler ({pooler:,} "
-            "parameters); task heads (masked-LM, classifier) are not counted."
-        ],
+        other=_ln(d) + head,
+        notes=[note],
     )
 
 
@@ -419,6 +465,7 @@ def _distilbert(c: _Config, family: str) -> ModelArchitecture:
         ),
         *_mlp(d, inter, names=("lin1", "lin2"), bias=True),
     ]
+    head, note = _encoder_head(c, family, d, vocab)
     return _assemble(
         c,
         family,
@@ -436,8 +483,8 @@ def _distilbert(c: _Config, family: str) -> ModelArchitecture:
         block_other=2 * _ln(d),
         embedding=(vocab + positions) * d,
         lm_head=0,
-        other=_ln(d),
-        notes=["Counted as DistilBertModel; task heads (masked-LM, classifier) are not counted."],
+        other=_ln(d) + head,
+        notes=[note],
     )
 
 
@@ -670,12 +717,13 @@ def _deepseek(c: _Config, family: str) -> ModelArchitecture:
     moe_part = _sum([router, *routed, *shared_mlp]) + router_bias
     other = d + dense_layers * (_sum(_gated_mlp(d, inter)) - moe_part)
     notes = [f"{dense_layers} of {layers} layers use a dense MLP."] if dense_layers else []
+    notes.append(f"Multi-head latent attention caches {kv_rank + rope} values per token and layer.")
     if c.opt_int("num_nextn_predict_layers", minimum=0):
         notes.append(
             "The multi-token-prediction module stored in the checkpoint is not counted "
             "(transformers does not load it)."
         )
-    return _assemble(
+    arch = _assemble(
         c,
         family,
         d=d,
@@ -703,6 +751,7 @@ def _deepseek(c: _Config, family: str) -> ModelArchitecture:
             "intermediate": moe_inter,
         },
     )
+    return arch.model_copy(update={"kv_cache_width": kv_rank + rope})
 
 
 def _falcon(c: _Config, family: str) -> ModelArchitecture:
@@ -922,7 +971,7 @@ def _vit(c: _Config, family: str) -> ModelArchitecture:
     ]
     # [CLS] token + position per patch and [CLS] + the patch projection (a strided Conv2d).
     embedding = d + (patches + 1) * d + channels * patch * patch * d + d
-    pooler = d * d + d
+    head, note = _encoder_head(c, family, d, 0)
     return _assemble(
         c,
         family,
@@ -940,12 +989,8 @@ def _vit(c: _Config, family: str) -> ModelArchitecture:
         block_other=2 * _ln(d),
         embedding=embedding,
         lm_head=0,
-        other=_ln(d) + pooler,
-        notes=[
-            f"Counted as ViTModel with its pooler ({pooler:,} parameters); "
-            "a classification head is not counted. One image is "
-            f"{patches + 1} tokens."
-        ],
+        other=_ln(d) + head,
+        notes=[note, f"One image is {patches + 1} tokens."],
     )
 
 
@@ -1033,17 +1078,17 @@ def _bart_like(c: _Config, family: str) -> ModelArchitecture:
         source_positions = c.int("max_source_positions")
         positions = c.int("max_target_positions")
         # Two 1-D convolutions (kernel 3) over the mel spectrogram, then fixed sinusoidal
-        # positions stored as an embedding, and a final LayerNorm.
-        encoder += (mels * d * 3 + d) + (d * d * 3 + d) + source_positions * d + _ln(d)
-        embedding = vocab * d + positions * d
+        # positions stored as an embedding (counted with the embeddings), and a final LayerNorm.
+        encoder += (mels * d * 3 + d) + (d * d * 3 + d) + _ln(d)
+        embedding = vocab * d + positions * d + source_positions * d
         other = _ln(d)  # decoder final LayerNorm
         notes = ["Whisper's encoder always sees 30 s of audio: 1500 positions."]
     else:
         positions = c.int("max_position_embeddings")
         # Learned positions with 2 extra rows (fairseq offset) in each stack, and a LayerNorm
         # after each stack's embeddings; mBART adds a final LayerNorm per stack.
-        encoder += (positions + 2) * d + _ln(d)
-        embedding = vocab * d + (positions + 2) * d
+        encoder += _ln(d)
+        embedding = vocab * d + 2 * (positions + 2) * d
         other = _ln(d)
         if family == "mbart":
             encoder += _ln(d)
@@ -1341,8 +1386,10 @@ DTYPE_BYTES = {
     "F8_E8M0": 1,
 }
 
-# Relative difference under which the Hub's count and ours are "the same model".
+# Relative difference under which the Hub's count and ours are "the same model". Unpacked
+# quantised counts carry scales, zero points and (bitsandbytes) absmax statistics: a few per cent.
 _AGREEMENT = 0.01
+_AGREEMENT_QUANTISED = 0.05
 
 
 def _quant_bits(q: dict[str, Any] | None) -> int | None:
@@ -1458,8 +1505,15 @@ def architecture_from_hub(metadata: HubModelMetadata) -> ModelArchitecture:
             notes.append(f"config.json was not usable: {config_problem}")
         if quant_note:
             notes.append(quant_note)
+        summary = metadata.config or {}
+        architectures = summary.get("architectures")
         return guess.model_copy(
             update={
+                "architecture": architectures[0]
+                if isinstance(architectures, list)
+                and architectures
+                and isinstance(architectures[0], str)
+                else None,
                 "source": "hub safetensors",
                 "notes": notes,
                 "exact": not (bits and bits < 8),
@@ -1499,7 +1553,7 @@ def architecture_from_hub(metadata: HubModelMetadata) -> ModelArchitecture:
             f"The Hub's safetensors count ({hub_count:,}) is {difference:+,} because the "
             f"checkpoint also stores {explained}; those are not counted as parameters."
         )
-    elif abs(difference) <= _AGREEMENT * ours:
+    elif abs(difference) <= (_AGREEMENT_QUANTISED if bits else _AGREEMENT) * ours:
         notes.append(
             f"The Hub's safetensors count ({hub_count:,}) differs by {difference:+,} "
             f"({difference / ours:+.2%}): "
