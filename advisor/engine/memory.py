@@ -144,6 +144,31 @@ def dequant_workspace_bytes(shape: ModelShape, wl: Workload) -> float:
     return 0.0
 
 
+_ATTN_IN_ROLES = ("attn_q", "attn_k", "attn_v", "attn_qkv", "attn_kv")
+_MLP_IN_SUFFIXES = ("_gate", "_up", "_gate_up", "mlp_in")
+_MLP_DOWN_SUFFIXES = ("_down", "mlp_out")
+
+
+def stored_linear_inputs(shape: ModelShape, wl: Workload) -> tuple[bool, bool, bool]:
+    """Which linear-layer inputs autograd keeps: (attention input, MLP input, MLP down input).
+
+    A linear layer keeps its input only when its weight needs a gradient. Full training keeps
+    all of them; bitsandbytes' 4-bit and 8-bit matmuls keep their input whenever the input
+    needs a gradient (MatMul4Bit: `ctx.tensors = (A, B)`), so quantised LoRA keeps all too. A
+    frozen 16-bit layer keeps its input only where a LoRA adapter on it needs that input.
+    """
+    if not wl.adapters or wl.weight_format in ("int4", "int8") or not wl.lora_targets:
+        return True, True, True
+    targets = set(wl.lora_targets)
+    roles = [lin.role for lin in shape.linears if _short(lin.name) in targets]
+    if not roles or not all(roles):  # a target we cannot place: keep everything (safe side)
+        return True, True, True
+    attn = any(role in _ATTN_IN_ROLES or role.startswith("cross_attn") for role in roles)
+    mlp = any(role.endswith(_MLP_IN_SUFFIXES) for role in roles)
+    down = any(role.endswith(_MLP_DOWN_SUFFIXES) for role in roles)
+    return attn, mlp, down
+
+
 def training_activations_per_layer(
     shape: ModelShape, wl: Workload, *, tp: int = 1, batch: int | None = None
 ) -> float:
@@ -172,14 +197,18 @@ def training_activations_per_layer(
     amp = wl.autocast
     r = 4 if amp else e
     sb = s * b
-    unsharded = 2 * r * sb * h + 2 * e * sb * h + (2 * sb * h if dropout else 0)
+    attn_in, mlp_in, down_in = stored_linear_inputs(shape, wl)
+    unsharded = 2 * r * sb * h + (attn_in + mlp_in) * e * sb * h + (2 * sb * h if dropout else 0)
     attn = e * sb * (shape.attn_dim + 2 * kv + h)  # Q, K, V, output
+    # Gated: gate, up and act(gate) always (SiLU and product backward), the product when the
+    # down projection keeps its input. GELU: its input always, its output likewise.
+    inner = (3 if shape.gated_mlp else 1) + down_in
     if shape.num_experts and shape.experts_per_token:
         f = shape.moe_intermediate_size or shape.intermediate_size
         routed = shape.experts_per_token + shape.shared_experts
-        mlp = (4 if shape.gated_mlp else 2) * e * sb * f * routed + e * sb * h * routed
+        mlp = inner * e * sb * f * routed + e * sb * h * routed
     else:
-        mlp = (4 if shape.gated_mlp else 2) * e * sb * shape.intermediate_size
+        mlp = inner * e * sb * shape.intermediate_size
     if wl.flash_attention:
         scores = 4 * b * a * s  # logsumexp in fp32
     else:
@@ -236,10 +265,9 @@ def kv_cache_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
     if wl.training or shape.family in ENCODER_ONLY_FAMILIES:
         return 0.0
     tokens = wl.seq_len + wl.new_tokens
-    kv_heads_per_gpu = math.ceil(shape.num_kv_heads / tp)
-    return (
-        2 * shape.num_layers * kv_heads_per_gpu * shape.head_dim * wl.batch_size * tokens
-    ) * wl.act_bytes
+    # A latent cache (DeepSeek MLA) is replicated, not split by head.
+    per_token = shape.kv_cache_width or 2 * math.ceil(shape.num_kv_heads / tp) * shape.head_dim
+    return shape.num_layers * per_token * wl.batch_size * tokens * wl.act_bytes
 
 
 def memory_per_gpu(shape: ModelShape, wl: Workload, strategy: str, n: int) -> dict[str, int]:

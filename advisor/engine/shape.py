@@ -16,6 +16,7 @@ class Linear:
     in_features: int
     out_features: int
     count_per_layer: int = 1
+    role: str = ""  # "attn_q", "mlp_down", ... as architecture.LinearShape.role
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,8 @@ class ModelShape:
     shared_experts: int = 0
     moe_intermediate_size: int | None = None
     max_position_embeddings: int | None = None
+    # Values cached per token and layer when not 2 x KV heads x head dim (DeepSeek MLA).
+    kv_cache_width: int | None = None
     linears: tuple[Linear, ...] = field(default_factory=tuple)
     source: str = ""
     exact: bool = True
@@ -97,6 +100,7 @@ def shape_from_architecture(arch: Any) -> ModelShape:
             in_features=lin.in_features,
             out_features=lin.out_features,
             count_per_layer=lin.count_per_layer,
+            role=getattr(lin, "role", "") or "",
         )
         for lin in (arch.layer_linears or [])
     )
@@ -123,6 +127,7 @@ def shape_from_architecture(arch: Any) -> ModelShape:
         shared_experts=arch.shared_experts,
         moe_intermediate_size=arch.moe_intermediate_size,
         max_position_embeddings=arch.max_position_embeddings,
+        kv_cache_width=getattr(arch, "kv_cache_width", None),
         linears=linears,
         source=arch.source,
         exact=arch.exact,
@@ -148,13 +153,13 @@ def llama_like_shape(
     head_dim = hidden_size // num_attention_heads
     kv_dim = kv_heads * head_dim
     linears = (
-        Linear("q_proj", hidden_size, hidden_size),
-        Linear("k_proj", hidden_size, kv_dim),
-        Linear("v_proj", hidden_size, kv_dim),
-        Linear("o_proj", hidden_size, hidden_size),
-        Linear("gate_proj", hidden_size, intermediate_size),
-        Linear("up_proj", hidden_size, intermediate_size),
-        Linear("down_proj", intermediate_size, hidden_size),
+        Linear("q_proj", hidden_size, hidden_size, role="attn_q"),
+        Linear("k_proj", hidden_size, kv_dim, role="attn_k"),
+        Linear("v_proj", hidden_size, kv_dim, role="attn_v"),
+        Linear("o_proj", hidden_size, hidden_size, role="attn_out"),
+        Linear("gate_proj", hidden_size, intermediate_size, role="mlp_gate"),
+        Linear("up_proj", hidden_size, intermediate_size, role="mlp_up"),
+        Linear("down_proj", intermediate_size, hidden_size, role="mlp_down"),
     )
     per_layer = sum(lin.in_features * lin.out_features for lin in linears) + 2 * hidden_size
     embedding = vocab_size * hidden_size

@@ -260,3 +260,29 @@ def test_tensor_parallel_splits_weights_and_kv_cache():
     four = memory_per_gpu(shape, wl, "tensor_parallel", 4)
     assert four["weights"] == one["weights"] // 4
     assert four["kv_cache"] == one["kv_cache"] // 4
+
+
+def test_deepseek_latent_kv_cache_is_narrower_than_heads_times_dims():
+    config = json.loads(
+        (SHARED_CONFIGS / "deepseek-ai__deepseek-llm-7b-base" / "config.json").read_text()
+    )
+    shape = shape_from_architecture(architecture_from_config(config))
+    wl = workload(seq_len=1000, new_tokens=24)
+    width = shape.kv_cache_width or 2 * shape.num_kv_heads * shape.head_dim
+    assert kv_cache_bytes(shape, wl) == shape.num_layers * width * 1024 * 2
+
+
+def test_frozen_16_bit_layers_keep_no_inputs_but_4_bit_layers_do():
+    """LoRA on q/v only: the MLP's input and the down projection's input are not kept (their
+    weights need no gradient); bitsandbytes' 4-bit matmul keeps its input regardless."""
+    shape = llama2_7b()
+    s, h, f = 2048, 4096, 11008
+    lora = workload(task="lora", lora_targets=("q_proj", "v_proj"), mixed_precision=False)
+    qlora = workload(
+        task="qlora", weight_format="int4", precision="int4",
+        lora_targets=("q_proj", "v_proj"), mixed_precision=False,
+    )
+    full = workload(task="full_finetune", mixed_precision=False)
+    kept_by_full = training_activations_per_layer(shape, full)
+    assert training_activations_per_layer(shape, qlora) == kept_by_full
+    assert training_activations_per_layer(shape, lora) == kept_by_full - 2 * s * (h + f)
