@@ -186,24 +186,26 @@ def evaluate(
             found = cache[key] = (parts, trusted(MemoryBreakdown, dict(parts)))
         return found
 
-    sized: dict[tuple[str, tuple[int, ...], int], tuple[int | None, int | None]] = {}
+    totals_for: dict[tuple[str, tuple[int, ...]], list[int]] = {}
 
     def sizing(strategy: str, allowed: tuple[int, ...], capacity: int):
-        """(smallest count that fits, smallest that fits with the margin to spare)."""
-        key = (strategy, allowed, capacity)
-        found = sized.get(key)
-        if found is None:
-            limit = capacity / (1 + c.MEMORY_MARGIN.value)
-            counts = list(allowed)
+        """(smallest count that fits, smallest that fits with the margin to spare).
 
-            def total(k: int) -> int:
-                return memory(strategy, k)[0]["total_bytes"]
-
-            found = sized[key] = (
-                _first(counts, lambda k: total(k) <= capacity),
-                _first(counts, lambda k: total(k) <= limit),
-            )
-        return found
+        Memory per GPU never grows with the count, so one pass over the counts suffices.
+        """
+        totals = totals_for.get((strategy, allowed))
+        if totals is None:
+            totals = totals_for[(strategy, allowed)] = [
+                memory(strategy, k)[0]["total_bytes"] for k in allowed
+            ]
+        limit = capacity / (1 + c.MEMORY_MARGIN.value)
+        n_fit = None
+        for k, total in zip(allowed, totals, strict=True):
+            if n_fit is None and total <= capacity:
+                n_fit = k
+            if total <= limit:
+                return n_fit, k
+        return n_fit, None
 
     sizing.flops_per_token = training_flops_per_token(shape, wl) if wl.training else None
     max_wall = request.constraints.max_wall_hours
@@ -234,19 +236,29 @@ def evaluate(
                 counts = [k for k in counts if k == request.num_gpus] or [request.num_gpus]
             capacity = int(acc.memory_gb * 1e9)
             util = utilisation.get((acc.name, wl.training)) or default_utilisation(wl)
+            single_fits = fits_elsewhere = False
             for strategy, unavailable in strategies_for(request, wl, system):
                 allowed = _allowed(strategy, counts, node)
                 if not allowed and strategy != "single":
                     continue  # e.g. multi-GPU strategies where a job gets one GPU: not tried
+                # Tensor parallelism when one GPU is enough, and CPU offload when an on-GPU
+                # strategy fits, would never rank first: not tried unless asked for.
+                if request.strategy is None and (
+                    (strategy == "tensor_parallel" and single_fits)
+                    or (strategy == "zero3_offload" and fits_elsewhere)
+                ):
+                    continue
                 reasons = list(node_reasons)
                 if unavailable:
                     reasons.append(unavailable + ".")
-                candidates.append(
-                    _size(
-                        request, shape, wl, system, node, acc, partition, strategy, counts,
-                        capacity, dtype, util, tokens, reasons, memory, sizing, allowed,
-                    )
+                cand = _size(
+                    request, shape, wl, system, node, acc, partition, strategy, counts,
+                    capacity, dtype, util, tokens, reasons, memory, sizing, allowed,
                 )
+                candidates.append(cand)
+                fits = cand.fields["fits"]
+                fits_elsewhere = fits_elsewhere or fits
+                single_fits = single_fits or (strategy == "single" and cand.headroom)
     return candidates
 
 
@@ -392,20 +404,6 @@ def _size(
         accelerator=acc,
         compute_dtype=dtype,
     )
-
-
-def _first(counts: list[int], ok) -> int | None:
-    """Smallest count that satisfies `ok`, assuming ok is monotone in the count."""
-    lo, hi = 0, len(counts) - 1
-    if not counts or not ok(counts[hi]):
-        return None
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if ok(counts[mid]):
-            hi = mid
-        else:
-            lo = mid + 1
-    return counts[lo]
 
 
 def _round(value: float | None) -> float | None:
