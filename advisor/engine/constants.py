@@ -276,15 +276,17 @@ MEMORY_MARGIN = Constant(
     "Memory uncertainty",
     0.10,
     "relative, either way",
-    "the engine's accuracy target (median absolute error <= 10% against published peak-memory "
-    "measurements); replaced by the accuracy report's spread when one is available",
+    "spread of the validation errors: docs/accuracy.md (issue 3 section 7) measures a median "
+    "absolute error of ~6.5% on 33 published peak-memory points, most within +-10%",
     "an estimate within this margin of a GPU's capacity may not fit",
 )
 GPU_HOURS_MARGIN = Constant(
     "GPU-hours uncertainty",
     0.25,
     "relative, either way",
-    "utilisation varies 30-55% across stacks (see MFU sources), about +-25% around the default",
+    "spread of the validation errors: docs/accuracy.md measures a median absolute error of "
+    "~26% on 20 published GPU-hour totals and benchmarks; utilisation varies 40-70% across "
+    "training stacks",
     "throughput depends on software and data pipeline",
 )
 TARGET_WALL_HOURS = Constant(
