@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 Key = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=64)]
+BenchmarkKey = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=100)]
 Source = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)]
 Tflops = Annotated[float, Field(gt=0)]
 Sensitivity = Literal["public", "internal", "confidential", "restricted"]
@@ -64,7 +65,7 @@ class AcceleratorIn(_In):
     bf16_supported: bool
     tensor_cores: bool
     tdp_w: float | None = Field(default=None, gt=0)
-    interconnect: str = ""
+    interconnect: str = Field(default="", max_length=300)
     launch: str = Field(default="", pattern=r"^(\d{4}-\d{2})?$")
     seed_values: list[SeedValuesIn] = Field(default_factory=list)
     notes: str = ""
@@ -81,7 +82,7 @@ class NodeTypeIn(_In):
     intra_node_interconnect: Literal["nvlink", "xelink", "infinity_fabric", "pcie", "none"]
     inter_node_interconnect: Literal["infiniband", "omnipath", "ethernet", "none"]
     inter_node_gbit_s: float | None = Field(default=None, gt=0)
-    interconnect_note: str = ""
+    interconnect_note: str = Field(default="", max_length=300)
     price_per_gpu_hour: float | None = Field(default=None, ge=0)
     status: Status = "active"
     retired_on: dt.date | None = None
@@ -91,14 +92,14 @@ class NodeTypeIn(_In):
 
 class PartitionIn(_In):
     name: str = Field(min_length=1, max_length=100)
-    slurm_partition: str = ""
+    slurm_partition: str = Field(default="", max_length=100)
     node_types: list[str] = Field(min_length=1)
     max_wall_hours: float | None = Field(default=None, gt=0)
     max_gpus_per_job: int | None = Field(default=None, gt=0)
     max_nodes_per_job: int | None = Field(default=None, gt=0)
-    gpu_request: str = Field(pattern=r"\{n\}")
-    constraint: str = ""
-    qos: str = ""
+    gpu_request: str = Field(pattern=r"\{n\}", max_length=200)
+    constraint: str = Field(default="", max_length=200)
+    qos: str = Field(default="", max_length=100)
     notes: str = ""
     source: Source
 
@@ -106,7 +107,7 @@ class PartitionIn(_In):
 class SystemIn(_In):
     name: Key
     display_name: str = Field(min_length=1, max_length=200)
-    operator: str = ""
+    operator: str = Field(default="", max_length=300)
     kind: Literal["hpc_batch", "interactive", "cloud"]
     scheduler: str = Field(min_length=1, max_length=100)
     status: Status
@@ -121,16 +122,18 @@ class SystemIn(_In):
     trial_gpu_hours: float | None = Field(default=None, ge=0)
     trial_note: str = ""
     price_per_gpu_hour: float | None = Field(default=None, ge=0)
-    currency: str = ""
+    currency: str = Field(default="", max_length=10)
     price_note: str = ""
     typical_queue_wait_hours: float | None = Field(default=None, ge=0)
     access_route: str = ""
     queue_guidance: str = ""
     modules: list[str] = Field(default_factory=list)
-    container: str = ""
+    container: str = Field(default="", max_length=300)
     # Tool name -> True (supported), False (not supported), None (unknown: an empty cell).
-    tooling: dict[str, bool | None] = Field(default_factory=dict)
-    tooling_source: str = ""
+    tooling: dict[Annotated[str, StringConstraints(min_length=1, max_length=100)], bool | None] = (
+        Field(default_factory=dict)
+    )
+    tooling_source: str = Field(default="", max_length=300)
     node_types: list[NodeTypeIn] = Field(min_length=1)
     partitions: list[PartitionIn] = Field(default_factory=list)
     notes: str = ""
@@ -138,13 +141,13 @@ class SystemIn(_In):
 
 
 class BenchmarkIn(_In):
-    name: Key
+    name: BenchmarkKey
     accelerator: Key
     system: Key | None = None
-    model: str = Field(min_length=1)
+    model: str = Field(min_length=1, max_length=200)
     params: int | None = Field(default=None, gt=0)
     task: Literal["inference", "full_finetune", "lora", "qlora", "pretrain"] | None = None
-    strategy: str = ""
+    strategy: str = Field(default="", max_length=30)
     precision: Literal["fp32", "fp16", "bf16", "int8", "int4"] | None = None
     num_gpus: int = Field(default=1, ge=1)
     batch_size: int | None = Field(default=None, ge=1)
@@ -167,7 +170,10 @@ class CatalogFile(_In):
     profile: ProfileIn
     # Source key -> citation; every `source` above must use keys listed here.
     sources: dict[str, str] = Field(min_length=1)
-    tools: list[str] = Field(default_factory=list)  # matrix row order
+    # Matrix row order.
+    tools: list[Annotated[str, StringConstraints(min_length=1, max_length=100)]] = Field(
+        default_factory=list
+    )
     accelerators: list[AcceleratorIn] = Field(min_length=1)
     systems: list[SystemIn] = Field(min_length=1)
     benchmarks: list[BenchmarkIn] = Field(default_factory=list)

@@ -12,6 +12,7 @@ loaded. The advisor and the /catalog/ page show the active profile's systems.
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
@@ -143,6 +144,15 @@ class DataSensitivity(models.TextChoices):
     RESTRICTED = "restricted", "Restricted"
 
 
+def validate_sensitivity_levels(value) -> None:
+    allowed = set(DataSensitivity.values)
+    if not isinstance(value, list) or not all(level in allowed for level in value):
+        raise ValidationError(
+            "Give a list of levels from: %(levels)s.",
+            params={"levels": ", ".join(DataSensitivity.values)},
+        )
+
+
 class System(models.Model):
     profile = models.ForeignKey(Profile, on_delete=models.CASCADE, related_name="systems")
     name = models.SlugField(max_length=64, unique=True, help_text="Catalog key, e.g. baskerville")
@@ -163,6 +173,7 @@ class System(models.Model):
     data_sensitivity = models.JSONField(
         default=list,
         blank=True,
+        validators=[validate_sensitivity_levels],
         help_text="Levels allowed: public, internal, confidential, restricted.",
     )
     trial_gpu_hours = models.FloatField(null=True, blank=True)
@@ -406,6 +417,22 @@ class ToolingSupport(models.Model):
         return f"{self.system.name} / {self.tool.name}: {word}"
 
 
+class BenchmarkTask(models.TextChoices):
+    INFERENCE = "inference", "Inference"
+    FULL_FINETUNE = "full_finetune", "Full fine-tuning"
+    LORA = "lora", "LoRA"
+    QLORA = "qlora", "QLoRA"
+    PRETRAIN = "pretrain", "Pre-training"
+
+
+class BenchmarkPrecision(models.TextChoices):
+    FP32 = "fp32", "FP32"
+    FP16 = "fp16", "FP16"
+    BF16 = "bf16", "BF16"
+    INT8 = "int8", "INT8"
+    INT4 = "int4", "INT4"
+
+
 class BenchmarkOutcome(models.TextChoices):
     COMPLETED = "completed", "Completed"
     OUT_OF_MEMORY = "out_of_memory", "Out of memory"
@@ -424,9 +451,9 @@ class Benchmark(models.Model):
     )
     model = models.CharField(max_length=200)
     params = models.BigIntegerField(null=True, blank=True)
-    task = models.CharField(max_length=20, blank=True)
+    task = models.CharField(max_length=20, blank=True, choices=BenchmarkTask.choices)
     strategy = models.CharField(max_length=30, blank=True)
-    precision = models.CharField(max_length=10, blank=True)
+    precision = models.CharField(max_length=10, blank=True, choices=BenchmarkPrecision.choices)
     num_gpus = models.PositiveIntegerField(default=1)
     batch_size = models.PositiveIntegerField(null=True, blank=True)
     seq_len = models.PositiveIntegerField(null=True, blank=True)

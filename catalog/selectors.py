@@ -167,8 +167,9 @@ def comparison_rows(*, profile: Profile | None, sort: str = DEFAULT_SORT) -> lis
     key = SORT_KEYS[key_name]
     present = [r for r in rows if key(r) is not None]
     missing = [r for r in rows if key(r) is None]
-    present.sort(key=lambda r: (key(r), r.system.display_name, r.accelerator.display_name),
-                 reverse=descending)
+    # Ties stay in system, then GPU order whichever the direction (sort is stable).
+    present.sort(key=lambda r: (r.system.display_name.lower(), r.accelerator.display_name.lower()))
+    present.sort(key=key, reverse=descending)
     return present + missing
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Model
 from django.utils import timezone
@@ -40,7 +41,9 @@ class LoadSummary:
     deleted: int = 0
 
     def __str__(self) -> str:
-        counts = ", ".join(f"{n} {what}" for what, n in self.counts.items())
+        counts = ", ".join(
+            f"{n} {what if n != 1 else what.removesuffix('s')}" for what, n in self.counts.items()
+        )
         return (
             f"{self.profile}: {counts} ({self.created} created, {self.updated} updated, "
             f"{self.unchanged} unchanged, {self.deleted} removed)"
@@ -61,20 +64,32 @@ class _Upserter:
     def __init__(self, summary: LoadSummary) -> None:
         self.summary = summary
 
-    def save(self, model: type[Model], lookup: dict, values: dict) -> Model:
+    def save(self, model: type[Model], lookup: dict, values: dict, *, where: str) -> Model:
         obj = model.objects.filter(**lookup).first()
-        if obj is None:
+        created = obj is None
+        if created:
             obj = model(**lookup, **values)
-            obj.full_clean()
-            obj.save()
-            self.summary.created += 1
-            return obj
-        changed = [name for name, value in values.items() if getattr(obj, name) != value]
-        if changed:
+            changed = None
+        else:
+            changed = [name for name, value in values.items() if getattr(obj, name) != value]
             for name in changed:
                 setattr(obj, name, values[name])
-            obj.full_clean()
-            obj.save(update_fields=changed)
+        if created or changed:
+            try:
+                obj.full_clean()
+            except ValidationError as exc:
+                # The schema mirrors the model, so this is rare; still name the entry and field.
+                field, messages = next(iter(exc.message_dict.items()))
+                raise CatalogFileError(
+                    f"{display_path(self.summary.path)}: {where}.{field}: {' '.join(messages)}"
+                ) from exc
+            if changed:
+                obj.save(update_fields=changed)
+            else:
+                obj.save()
+        if created:
+            self.summary.created += 1
+        elif changed:
             self.summary.updated += 1
         else:
             self.summary.unchanged += 1
@@ -118,6 +133,18 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool) -> LoadSummary:
                 f"to profile {owners[sys_in.name]!r}; a system can be in one profile only"
             )
 
+    owners = dict(
+        Benchmark.objects.filter(name__in=[b.name for b in doc.benchmarks])
+        .exclude(profile__name=doc.profile.name)
+        .values_list("name", "profile__name")
+    )
+    for index, bench in enumerate(doc.benchmarks):
+        if bench.name in owners:
+            raise CatalogFileError(
+                f"{display_path(path)}: benchmarks[{index}] ({bench.name}).name: already belongs "
+                f"to profile {owners[bench.name]!r}"
+            )
+
     if activate:
         Profile.objects.exclude(name=doc.profile.name).filter(is_active=True).update(
             is_active=False
@@ -131,39 +158,53 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool) -> LoadSummary:
             "source_file": str(path),
             **({"is_active": True} if activate else {}),
         },
+        where="profile",
     )
     # loaded_at changes on every load; keep it out of the change count.
     Profile.objects.filter(pk=profile.pk).update(loaded_at=timezone.now())
 
     for position, name in enumerate(doc.tools):
-        up.save(Tool, {"name": name}, {"position": position})
+        up.save(Tool, {"name": name}, {"position": position}, where=f"tools[{position}]")
 
     accelerators: dict[str, Accelerator] = {}
-    for acc in doc.accelerators:
+    for i, acc in enumerate(doc.accelerators):
         values = acc.model_dump(exclude={"name"}, mode="json")
-        accelerators[acc.name] = up.save(Accelerator, {"name": acc.name}, values)
+        accelerators[acc.name] = up.save(
+            Accelerator, {"name": acc.name}, values, where=f"accelerators[{i}] ({acc.name})"
+        )
 
     systems: dict[str, System] = {}
-    for sys_in in doc.systems:
+    for i, sys_in in enumerate(doc.systems):
+        where = f"systems[{i}] ({sys_in.name})"
         values = sys_in.model_dump(
             exclude={"name", "node_types", "partitions", "tooling", "tooling_source"}
         )
-        system = up.save(System, {"name": sys_in.name}, {"profile": profile, **values})
+        system = up.save(
+            System, {"name": sys_in.name}, {"profile": profile, **values}, where=where
+        )
         systems[sys_in.name] = system
 
         node_types: dict[str, NodeType] = {}
-        for nt_in in sys_in.node_types:
+        for j, nt_in in enumerate(sys_in.node_types):
             values = nt_in.model_dump(exclude={"name", "accelerator"})
             values["accelerator"] = accelerators[nt_in.accelerator]
             node_types[nt_in.name] = up.save(
-                NodeType, {"system": system, "name": nt_in.name}, values
+                NodeType,
+                {"system": system, "name": nt_in.name},
+                values,
+                where=f"{where}.node_types[{j}]",
             )
         up.delete(system.node_types.exclude(name__in=list(node_types)))
 
         kept_partitions = []
-        for part_in in sys_in.partitions:
+        for j, part_in in enumerate(sys_in.partitions):
             values = part_in.model_dump(exclude={"name", "node_types"})
-            partition = up.save(Partition, {"system": system, "name": part_in.name}, values)
+            partition = up.save(
+                Partition,
+                {"system": system, "name": part_in.name},
+                values,
+                where=f"{where}.partitions[{j}]",
+            )
             wanted = {node_types[name].pk for name in part_in.node_types}
             if set(partition.node_types.values_list("pk", flat=True)) != wanted:
                 partition.node_types.set(wanted)
@@ -179,20 +220,21 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool) -> LoadSummary:
                 ToolingSupport,
                 {"system": system, "tool": tool},
                 {"supported": supported, "source": sys_in.tooling_source},
+                where=f"{where}.tooling",
             )
             kept_tools.append(tool.pk)
         up.delete(system.tooling.exclude(tool__in=kept_tools))
 
     up.delete(profile.systems.exclude(name__in=list(systems)))
 
-    for bench in doc.benchmarks:
+    for i, bench in enumerate(doc.benchmarks):
         values = bench.model_dump(exclude={"name", "accelerator", "system"})
         for text_field in ("task", "precision"):
             values[text_field] = values[text_field] or ""
         values["accelerator"] = accelerators[bench.accelerator]
         values["system"] = systems[bench.system] if bench.system else None
         values["profile"] = profile
-        up.save(Benchmark, {"name": bench.name}, values)
+        up.save(Benchmark, {"name": bench.name}, values, where=f"benchmarks[{i}] ({bench.name})")
     up.delete(profile.benchmarks.exclude(name__in=[b.name for b in doc.benchmarks]))
 
     summary.counts = {

@@ -66,7 +66,6 @@ def systems(request: HtmxHttpRequest) -> HttpResponse:
     context = {
         "profiles": profiles,
         "profile": profile,
-        "profile_param": requested or "",
         "rows": comparison_rows(profile=profile, sort=sort) if profile else [],
         "headers": _headers(sort=sort, profile_name=requested),
         "sort": sort,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import io
+import json
 
 import pytest
 from django.core.management import call_command
@@ -18,6 +19,7 @@ from catalog.models import (
     System,
     ToolingSupport,
 )
+from tests.catalog.conftest import DATA
 
 pytestmark = pytest.mark.django_db
 
@@ -43,7 +45,7 @@ def snapshot() -> dict:
 def test_default_profile_loads_with_its_systems():
     summary = load("default")
     assert summary.startswith(
-        "default: 6 systems, 13 accelerators, 22 node types, 12 partitions, 1 benchmarks ("
+        "default: 6 systems, 13 accelerators, 22 node types, 12 partitions, 1 benchmark ("
     )
     assert set(System.objects.values_list("name", flat=True)) == {
         "jade2", "baskerville", "stanage", "cosma8", "dawn", "azure",
@@ -53,7 +55,9 @@ def test_default_profile_loads_with_its_systems():
 
 def test_the_profile_comes_from_settings_when_not_given(settings):
     settings.CATALOG_PROFILE = "uva"
-    assert load().startswith("uva: 1 systems, 7 accelerators, 7 node types, 2 partitions")
+    assert load().startswith(
+        "uva: 1 system, 7 accelerators, 7 node types, 2 partitions, 0 benchmarks ("
+    )
     assert list(System.objects.values_list("name", flat=True)) == ["uva-hpc"]
 
 
@@ -237,3 +241,26 @@ def test_a_system_cannot_belong_to_two_profiles(default_data, write_catalog):
                                            r"profile 'default'"):
         load(str(path))
     assert snapshot() == before
+
+
+def test_a_benchmark_cannot_belong_to_two_profiles(default_data, write_catalog):
+    load("default")
+    doc = copy.deepcopy(default_data)
+    doc["profile"]["name"] = "copycat"
+    doc["systems"] = [s for s in doc["systems"] if s["name"] == "stanage"]
+    for system in doc["systems"]:
+        system["name"] = "stanage-copy"
+    doc["benchmarks"][0]["system"] = None
+    with pytest.raises(CommandError, match=r"benchmarks\[0\] \(turing-gpt2m-a100-40-bs128-oom\)"
+                                           r"\.name: already belongs to profile 'default'"):
+        load(str(write_catalog(doc)))
+
+
+def test_profiles_agree_on_the_accelerators_they_share():
+    """Accelerators are shared rows: loading one profile must not change another's figures."""
+    records: dict[str, dict] = {}
+    for path in sorted(DATA.glob("*.json")):
+        for record in json.loads(path.read_text(encoding="utf-8"))["accelerators"]:
+            first = records.setdefault(record["name"], record)
+            assert first == record, f"{path.name}: {record['name']} differs from another profile"
+    assert len(records) == 24
