@@ -184,7 +184,7 @@ def _uncertainty(total_bytes: int, gpu_hours: float | None) -> dict[str, float]:
 
 def _assumptions(request: EstimateRequest, shape: ModelShape, wl: Workload) -> list[Assumption]:
     out = [
-        Assumption(
+        Assumption.model_construct(
             name="Parameters",
             value=f"{shape.params_total:,} total, {shape.params_active:,} active",
             source=shape.source,
@@ -192,7 +192,7 @@ def _assumptions(request: EstimateRequest, shape: ModelShape, wl: Workload) -> l
         c.CUDA_CONTEXT.assumption(f"{c.CUDA_CONTEXT.value / 2**20:.0f} MiB"),
         c.NCCL_BUFFERS.assumption(f"{c.NCCL_BUFFERS.value / 2**20:.0f} MiB on multi-GPU jobs"),
         c.ALLOCATOR_FRAGMENTATION.assumption(f"{c.ALLOCATOR_FRAGMENTATION.value:.0%}"),
-        Assumption(
+        Assumption.model_construct(
             name="GPU capacity",
             value="vendor GB x 1e9 bytes: about 7% below the GiB the card has, which absorbs "
             "ECC and driver reservations",
@@ -213,7 +213,7 @@ def _assumptions(request: EstimateRequest, shape: ModelShape, wl: Workload) -> l
         out.append(c.LOGITS_TRAINING_BYTES.assumption())
         if wl.adapters:
             out.append(
-                Assumption(
+                Assumption.model_construct(
                     name="LoRA",
                     value=f"rank {wl.lora_rank}"
                     + (" (default)" if request.lora_rank is None else "")
@@ -244,7 +244,7 @@ def _assumptions(request: EstimateRequest, shape: ModelShape, wl: Workload) -> l
         out.append(c.ZERO3_LIVE_LAYERS.assumption())
     else:
         out.append(
-            Assumption(
+            Assumption.model_construct(
                 name="Generation",
                 value=f"prompt {wl.seq_len:,} + {wl.new_tokens:,} generated tokens per request"
                 + (" (default)" if request.new_tokens is None else "")
@@ -255,7 +255,7 @@ def _assumptions(request: EstimateRequest, shape: ModelShape, wl: Workload) -> l
         out.append(c.MFU_PREFILL.assumption(f"{c.MFU_PREFILL.value:.0%}"))
         out.append(c.BANDWIDTH_UTILISATION.assumption(f"{c.BANDWIDTH_UTILISATION.value:.0%}"))
     out.append(
-        Assumption(
+        Assumption.model_construct(
             name="Scaling efficiency",
             value=", ".join(f"{k} {v:.0%}" for k, v in c.SCALING_EFFICIENCY.items()),
             source=c.SCALING_SOURCE,

@@ -22,7 +22,9 @@ class Constant:
 
     def assumption(self, value_text: str | None = None) -> Assumption:
         text = value_text if value_text is not None else f"{self.value:g} {self.unit}".strip()
-        return Assumption(name=self.name, value=f"{text} ({self.why})", source=self.source)
+        return Assumption.model_construct(
+            name=self.name, value=f"{text} ({self.why})", source=self.source
+        )
 
 
 GIB = 1024**3

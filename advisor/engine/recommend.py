@@ -207,6 +207,7 @@ def evaluate(
                 return n_fit, k
         return n_fit, None
 
+    sizing.peaks = {}
     sizing.flops_per_token = training_flops_per_token(shape, wl) if wl.training else None
     max_wall = request.constraints.max_wall_hours
     sizing.target_wall_hours = (
@@ -259,15 +260,19 @@ def evaluate(
                 fits = cand.fields["fits"]
                 fits_elsewhere = fits_elsewhere or fits
                 single_fits = single_fits or (strategy == "single" and cand.headroom)
+                if node_reasons and cand.headroom:
+                    # Ruled out whatever the strategy (retired, a constraint, no bf16): one
+                    # option with its numbers says why; the other strategies add nothing.
+                    break
     return candidates
 
 
-def _allowed(strategy: str, counts: list[int], node: NodeTypeSpec) -> list[int]:
+def _allowed(strategy: str, counts: list[int], node: NodeTypeSpec) -> tuple[int, ...]:
     if strategy == "single":
-        return [1] if 1 in counts else []
+        return (1,) if 1 in counts else ()
     if strategy == "tensor_parallel":
-        return [k for k in counts if 1 < k <= node.gpus_per_node]
-    return [k for k in counts if k > 1]
+        return tuple(k for k in counts if 1 < k <= node.gpus_per_node)
+    return tuple(k for k in counts if k > 1)
 
 
 def _size(
@@ -276,13 +281,15 @@ def _size(
 ) -> Candidate:
     hard = bool(reasons)  # system/accelerator-level rejections
     if not allowed:
-        allowed = [counts[-1]]
+        allowed = (counts[-1],)
         hard = True
         reasons.append(f"{strategy} needs more than the {counts[-1]} GPU(s) allowed here.")
     headroom_limit = capacity / (1 + c.MEMORY_MARGIN.value)
-    n_fit, n_head = sizing(strategy, tuple(allowed), capacity)
+    n_fit, n_head = sizing(strategy, allowed, capacity)
     n = n_head or n_fit or allowed[-1]
-    peak = peak_tflops(acc, dtype) if dtype else None
+    peak = sizing.peaks.get((acc.name, dtype))
+    if peak is None:
+        peak = sizing.peaks[(acc.name, dtype)] = (peak_tflops(acc, dtype) if dtype else 0.0)
 
     def hours(k: int) -> float:
         eff = scaling_efficiency(node, k, strategy)
