@@ -111,6 +111,8 @@ def estimate_shape(
         memory = MemoryBreakdown.model_construct(**memory_per_gpu(shape, wl, "single", 1))
         warnings.append(
             "Nothing in the catalog fits within the constraints; see each option's reasons."
+            if catalog.systems
+            else "The catalog has no systems: load one (manage.py load_catalog) to get options."
         )
     flops = training_flops_per_token(shape, wl) if wl.training else 2 * shape.flop_params
     justification = draft(
@@ -201,7 +203,9 @@ def _assumptions(request: EstimateRequest, shape: ModelShape, wl: Workload) -> l
         c.MEMORY_MARGIN.assumption(f"+-{c.MEMORY_MARGIN.value:.0%}"),
     ]
     if wl.weight_format == "int4":
-        out.append(c.NF4_CONSTANTS.assumption(f"{c.NF4_CONSTANTS.value:.4f} B/param"))
+        nf4 = c.NF4_DOUBLE_QUANT if wl.double_quant else c.NF4_CONSTANTS
+        default = " (default)" if request.double_quant is None else ""
+        out.append(nf4.assumption(f"{nf4.value:.4f} B/param{default}"))
         out.append(c.DEQUANT_WORKSPACE_LAYERS.assumption())
     if wl.weight_format == "int8":
         out.append(c.INT8_ROW_SCALE.assumption())

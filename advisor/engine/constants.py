@@ -143,12 +143,19 @@ LOGITS_TRAINING_BYTES = Constant(
 NF4_CONSTANTS = Constant(
     "NF4 quantisation constants",
     4 / 64,
-    "bytes per quantised parameter",
+    "bytes per quantised parameter without double quantisation",
     "bitsandbytes NF4 keeps one fp32 absmax per block of 64 weights (0.5 bits/param); "
-    "transformers' BitsAndBytesConfig leaves bnb_4bit_use_double_quant False by default. "
-    "QLoRA's double quantisation (Dettmers et al. 2023, arXiv:2305.14314, section 3) cuts this "
-    "to 0.127 bits; the engine assumes the default, the larger of the two",
+    "transformers' BitsAndBytesConfig leaves bnb_4bit_use_double_quant False by default",
     "one fp32 absmax per 64 weights",
+)
+NF4_DOUBLE_QUANT = Constant(
+    "NF4 double-quantised constants",
+    0.127 / 8,
+    "bytes per quantised parameter with double quantisation",
+    "Dettmers et al. 2023, QLoRA (arXiv:2305.14314) section 3: double quantisation brings the "
+    "constants from 0.5 to 0.127 bits per parameter (8-bit absmax per 64 weights, fp32 per 256 "
+    "blocks); QLoRA's recipe turns it on",
+    "the QLoRA recipe quantises the constants too",
 )
 INT8_ROW_SCALE = Constant(
     "LLM.int8 scales",

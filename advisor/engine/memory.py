@@ -73,6 +73,7 @@ class Workload:
     optimizer: str
     lora_rank: int
     lora_targets: tuple[str, ...] = ()
+    double_quant: bool = False
 
     @property
     def training(self) -> bool:
@@ -116,7 +117,9 @@ def _short(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
-def base_weight_bytes(shape: ModelShape, weight_format: str) -> tuple[float, float]:
+def base_weight_bytes(
+    shape: ModelShape, weight_format: str, double_quant: bool = False
+) -> tuple[float, float]:
     """(bytes of the stored weights, bytes of the quantisation constants)."""
     total = shape.params_total
     if weight_format in ("int8", "int4"):
@@ -125,7 +128,8 @@ def base_weight_bytes(shape: ModelShape, weight_format: str) -> tuple[float, flo
         if weight_format == "int8":
             rows = _quantised_rows(shape)
             return linear * 1 + kept * 2, rows * c.INT8_ROW_SCALE.value
-        return linear * 0.5 + kept * 2, linear * c.NF4_CONSTANTS.value
+        per_weight = (c.NF4_DOUBLE_QUANT if double_quant else c.NF4_CONSTANTS).value
+        return linear * 0.5 + kept * 2, linear * per_weight
     return total * c.BYTES[weight_format], 0.0
 
 
@@ -286,7 +290,7 @@ class MemoryModel:
 
     def __init__(self, shape: ModelShape, wl: Workload) -> None:
         self.shape, self.wl = shape, wl
-        weights, constants = base_weight_bytes(shape, wl.weight_format)
+        weights, constants = base_weight_bytes(shape, wl.weight_format, wl.double_quant)
         grads = optim = 0.0
         if wl.training:
             if wl.adapters:

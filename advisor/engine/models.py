@@ -190,6 +190,9 @@ class EstimateRequest(_Frozen):
     # Module names LoRA adapts ("q_proj", "v_proj", ...); None: every linear layer of a block,
     # as the QLoRA paper recommends.
     lora_target_modules: list[str] | None = None
+    # 4-bit NF4 double quantisation of the constants; None: on for QLoRA (the paper's recipe),
+    # off for int4 inference (transformers' BitsAndBytesConfig default).
+    double_quant: bool | None = None
     strategy: RequestStrategy | None = None
     num_gpus: int | None = Field(default=None, ge=1)
     system: str | None = None

@@ -227,4 +227,7 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         optimizer=request.optimizer,
         lora_rank=rank,
         lora_targets=tuple(request.lora_target_modules or ()),
+        double_quant=(
+            request.double_quant if request.double_quant is not None else task == "qlora"
+        ),
     )

@@ -192,3 +192,25 @@ def test_options_built_without_validation_are_valid_options():
     for option in result.options:
         assert set(option.__dict__) == set(type(option).model_fields)
         assert type(option).model_validate(option.model_dump()) == option
+
+
+def test_double_quantisation_defaults_on_for_qlora_and_off_for_int4_inference():
+    qlora = run(task="qlora", precision="int4", tokens=10**7)
+    inference = run(task="inference", precision="int4", tokens=10**6)
+    assert any(a.name == "NF4 double-quantised constants" for a in qlora.assumptions)
+    assert any(a.name == "NF4 quantisation constants" for a in inference.assumptions)
+    plain = run(task="qlora", precision="int4", tokens=10**7, double_quant=False)
+    assert plain.memory.quantization > qlora.memory.quantization
+
+
+def test_an_empty_catalog_still_gives_the_memory_and_says_why_there_are_no_options():
+    from advisor.engine.models import CatalogSpec
+
+    result = estimate(
+        EstimateRequest(config=LLAMA2_7B, task="inference"),
+        CatalogSpec(accelerators=[], systems=[]),
+    )
+    assert result.options == []
+    assert result.recommendation is None
+    assert result.memory.weights == 13_476_831_232
+    assert result.warnings[-1].startswith("The catalog has no systems")

@@ -243,12 +243,13 @@ def test_7b_bf16_inference_is_near_the_published_measurement():
 
 def test_qlora_keeps_the_base_model_in_4_bit_and_adds_the_dequantisation_workspace():
     shape = llama2_7b()
-    wl = workload(task="qlora", weight_format="int4", precision="int4")
+    wl = workload(task="qlora", weight_format="int4", precision="int4", double_quant=True)
     parts = memory_per_gpu(shape, wl, "single", 1)
     adapters = lora_trainable_params(shape, wl)
     assert parts["weights"] == 3_762_823_168 + adapters * 4
+    # QLoRA's double quantisation: 0.127 bits of constants per weight
     assert parts["quantization"] == int(
-        6_476_005_376 * 4 / 64 + 2 * (4096 * 11008) * 2
+        6_476_005_376 * 0.127 / 8 + 2 * (4096 * 11008) * 2
     )
     assert parts["optimizer_states"] == adapters * 8
 
