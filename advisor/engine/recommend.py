@@ -368,6 +368,11 @@ def _size(
             f"{part_wall:g} h: run {math.ceil(wall / part_wall)} chained jobs that resume from "
             "checkpoints."
         )
+    if system.status == "limited":
+        note = system.status_note.split(". ")[0].rstrip(".")
+        reasons.append(
+            f"{system.display_name} has limited availability" + (f" ({note})." if note else ".")
+        )
     if requested is not None and system.trial_gpu_hours and requested <= system.trial_gpu_hours:
         reasons.append(
             f"{requested:.0f} GPU hours fit within {system.display_name}'s trial access "

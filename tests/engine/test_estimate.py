@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from advisor.engine import ENGINE_VERSION, estimate
-from advisor.engine.models import EstimateRequest, EstimateResult
+from advisor.engine.models import CatalogSpec, EstimateRequest, EstimateResult
 from tests.engine.catalog_fixture import catalog
 
 LLAMA2_7B = json.loads(
@@ -214,3 +214,21 @@ def test_an_empty_catalog_still_gives_the_memory_and_says_why_there_are_no_optio
     assert result.recommendation is None
     assert result.memory.weights == 13_476_831_232
     assert result.warnings[-1].startswith("The catalog has no systems")
+
+
+def test_a_limited_system_is_still_offered_with_a_note():
+    from tests.engine.catalog_fixture import ACCELERATORS, SYSTEMS
+
+    limited = [
+        s.model_copy(update={"status": "limited", "status_note": "Turing access ended 2026-04"})
+        if s.name == "baskerville" else s
+        for s in SYSTEMS
+    ]
+    result = estimate(
+        EstimateRequest(config=LLAMA2_7B, task="inference", tokens=10**6, system="baskerville"),
+        CatalogSpec(accelerators=ACCELERATORS, systems=limited),
+    )
+    assert result.recommendation.system == "baskerville"
+    assert "Baskerville has limited availability (Turing access ended 2026-04)." in (
+        result.recommendation.reasons
+    )
