@@ -186,26 +186,32 @@ def evaluate(
             found = cache[key] = (parts, trusted(MemoryBreakdown, dict(parts)))
         return found
 
-    totals_for: dict[tuple[str, tuple[int, ...]], list[int]] = {}
+    totals: dict[tuple[str, int], int] = {}
+    sized: dict[tuple[str, tuple[int, ...], int], tuple[int | None, int | None]] = {}
 
     def sizing(strategy: str, allowed: tuple[int, ...], capacity: int):
         """(smallest count that fits, smallest that fits with the margin to spare).
 
-        Memory per GPU never grows with the count, so one pass over the counts suffices.
+        Memory per GPU never grows with the count, so the scan stops at the first count with
+        the margin to spare.
         """
-        totals = totals_for.get((strategy, allowed))
-        if totals is None:
-            totals = totals_for[(strategy, allowed)] = [
-                memory(strategy, k)[0]["total_bytes"] for k in allowed
-            ]
+        key = (strategy, allowed, capacity)
+        found = sized.get(key)
+        if found is not None:
+            return found
         limit = capacity / (1 + c.MEMORY_MARGIN.value)
-        n_fit = None
-        for k, total in zip(allowed, totals, strict=True):
+        n_fit = n_head = None
+        for k in allowed:
+            total = totals.get((strategy, k))
+            if total is None:
+                total = totals[(strategy, k)] = memory(strategy, k)[0]["total_bytes"]
             if n_fit is None and total <= capacity:
                 n_fit = k
             if total <= limit:
-                return n_fit, k
-        return n_fit, None
+                n_head = k
+                break
+        sized[key] = (n_fit, n_head)
+        return n_fit, n_head
 
     sizing.peaks = {}
     sizing.flops_per_token = training_flops_per_token(shape, wl) if wl.training else None
