@@ -114,6 +114,8 @@ def estimate_shape(
             if catalog.systems
             else "The catalog has no systems: load one (manage.py load_catalog) to get options."
         )
+        if catalog.systems:
+            warnings.extend(_what_would_help(request, wl))
     flops = training_flops_per_token(shape, wl) if wl.training else 2 * shape.flop_params
     justification = draft(
         request=request,
@@ -141,6 +143,20 @@ def estimate_shape(
         uncertainty=uncertainty,
         engine_version=ENGINE_VERSION,
     )
+
+
+def _what_would_help(request: EstimateRequest, wl: Workload) -> list[str]:
+    """Plain suggestions that cut memory, for when nothing fits."""
+    hints = []
+    if wl.task == "inference" and wl.weight_format in ("fp32", "fp16", "bf16"):
+        hints.append("int8 or int4 weights would cut the weights to a half or a quarter.")
+    if wl.training and not wl.gradient_checkpointing:
+        hints.append("Gradient checkpointing keeps only each layer's input for backward.")
+    if wl.task in ("full_finetune", "pretrain"):
+        hints.append("LoRA or QLoRA trains adapters only and needs far less memory.")
+    if request.batch_size > 1:
+        hints.append("A smaller batch per GPU with gradient accumulation needs less memory.")
+    return hints
 
 
 def _recommendation_reasons(best, candidates, wl: Workload) -> list[str]:

@@ -117,7 +117,10 @@ def test_nothing_fits_says_so():
         config=LLAMA2_70B, task="full_finetune", tokens=10**8, constraints={"max_gpus": 1}
     )
     assert result.recommendation is None
-    assert "Nothing in the catalog fits within the constraints" in result.warnings[-1]
+    assert "Nothing in the catalog fits within the constraints; see each option's reasons." in (
+        result.warnings
+    )
+    assert "LoRA or QLoRA trains adapters only and needs far less memory." in result.warnings
     assert result.slurm_script is None
     assert "No system in the catalog meets the constraints" in result.justification
 
