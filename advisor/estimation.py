@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import F, Q
+
 from advisor.engine import RequestError, estimate, parse_request
 from advisor.engine.errors import EstimateError
 from advisor.engine.models import EstimateRequest, EstimateResult, HubModelMetadata
@@ -19,9 +21,9 @@ def hub_metadata_for(*, model_id: str) -> HubModelMetadata | None:
     except ImportError:  # the lookup model lands with the hub work; until then, nothing stored
         return None
     lookup = (
-        HfModelLookup.objects.filter(repo_id=model_id)
-        .union(HfModelLookup.objects.filter(requested_id=model_id))
-        .order_by("-fetched_at")
+        HfModelLookup.objects.filter(Q(repo_id=model_id) | Q(requested_id=model_id))
+        .exclude(metadata=None)
+        .order_by(F("fetched_at").desc(nulls_last=True))
         .first()
     )
     return lookup.to_hub_metadata() if lookup is not None else None

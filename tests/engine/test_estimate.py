@@ -235,3 +235,17 @@ def test_a_limited_system_is_still_offered_with_a_note():
     assert "Baskerville has limited availability (Turing access ended 2026-04)." in (
         result.recommendation.reasons
     )
+
+
+def test_hub_metadata_is_counted_and_its_notes_become_warnings():
+    from advisor.engine.models import HubModelMetadata
+
+    hub = HubModelMetadata(
+        repo_id="meta-llama/Llama-2-7b-hf",
+        safetensors_parameters={"F16": 6_738_415_616},
+        safetensors_total=6_738_415_616,
+        config=LLAMA2_7B,
+    )
+    result = run(config=None, model_id="meta-llama/Llama-2-7b-hf", hub=hub, task="inference")
+    assert result.params_total == 6_738_415_616
+    assert result.params_source == "config.json (llama), checked against hub safetensors"
