@@ -193,6 +193,12 @@ class EstimateRequest(_Frozen):
     mixed_precision: bool = True
     optimizer: Optimizer = "adamw"
     lora_rank: int | None = Field(default=None, ge=1)
+    # Module names LoRA adapts ("q_proj", "v_proj", ...); None: every linear layer of a block,
+    # as the QLoRA paper recommends.
+    lora_target_modules: list[str] | None = None
+    # 4-bit NF4 double quantisation of the constants; None: on for QLoRA (the paper's recipe),
+    # off for int4 inference (transformers' BitsAndBytesConfig default).
+    double_quant: bool | None = None
     strategy: RequestStrategy | None = None
     num_gpus: int | None = Field(default=None, ge=1)
     system: str | None = None
@@ -236,6 +242,12 @@ class Option(_Frozen):
     currency: str = ""
     reasons: list[str] = Field(default_factory=list)
     rank: int | None = None
+    # False when a constraint, the system's status or the hardware rules the option out.
+    eligible: bool = True
+    headroom: bool | None = None  # fits with the memory margin to spare
+    partition: str | None = None
+    compute_dtype: str | None = None  # what the matmuls run in on this accelerator
+    utilisation: float | None = None  # fraction of dense peak assumed
 
 
 class Recommendation(Option):

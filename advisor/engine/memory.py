@@ -1,0 +1,385 @@
+"""Peak memory per GPU, component by component.
+
+The numbers are bytes. Each component is computed from the tensors that are alive at the peak
+(see constants.py for the sources); `total_bytes` adds the CUDA context and the caching
+allocator's reserve so that it matches what nvidia-smi shows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from advisor.engine import constants as c
+from advisor.engine.shape import ModelShape
+
+ENCODER_ONLY_FAMILIES = frozenset({"bert", "roberta", "distilbert", "vit", "deberta", "electra"})
+
+# Per trainable parameter: (gradients, optimizer states incl. fp32 master weights) in bytes.
+# Full training keeps the ZeRO paper's accounting; LoRA adapters are fp32 under mixed precision
+# (PEFT keeps adapter weights in fp32 with autocast), so their master copy *is* the weight.
+_FULL_STATE = {
+    # (mode, optimizer): (grad bytes, optimizer bytes)
+    ("mixed", "adamw"): (2, 12),
+    ("mixed", "adamw_8bit"): (2, 4 + 2),
+    ("mixed", "sgd"): (2, 4 + 4),
+    ("pure16", "adamw"): (2, 4),
+    ("pure16", "adamw_8bit"): (2, 2),
+    ("pure16", "sgd"): (2, 2),
+    ("fp32", "adamw"): (4, 8),
+    ("fp32", "adamw_8bit"): (4, 2),
+    ("fp32", "sgd"): (4, 4),
+}
+_ADAPTER_STATE = {
+    # (mode, optimizer): (adapter weight bytes, grad bytes, optimizer bytes)
+    ("mixed", "adamw"): (4, 4, 8),
+    ("mixed", "adamw_8bit"): (4, 4, 2),
+    ("mixed", "sgd"): (4, 4, 4),
+    ("pure16", "adamw"): (2, 2, 4),
+    ("pure16", "adamw_8bit"): (2, 2, 2),
+    ("pure16", "sgd"): (2, 2, 2),
+    ("fp32", "adamw"): (4, 4, 8),
+    ("fp32", "adamw_8bit"): (4, 4, 2),
+    ("fp32", "sgd"): (4, 4, 4),
+}
+
+COMPONENTS = (
+    "weights",
+    "gradients",
+    "optimizer_states",
+    "activations",
+    "logits",
+    "kv_cache",
+    "quantization",
+    "cuda_context",
+    "allocator_reserve",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """The request reduced to what the formulas need (built and validated in workload.py)."""
+
+    task: str  # inference | full_finetune | pretrain | lora | qlora
+    precision: str  # as requested
+    weight_format: str  # fp32 | fp16 | bf16 | int8 | int4 (how the base weights are stored)
+    compute_dtype: str  # fp32 | fp16 | bf16 (what the matmuls run in)
+    batch_size: int
+    seq_len: int
+    new_tokens: int
+    gradient_checkpointing: bool
+    flash_attention: bool
+    mixed_precision: bool
+    optimizer: str
+    lora_rank: int
+    lora_targets: tuple[str, ...] = ()
+    double_quant: bool = False
+
+    @property
+    def training(self) -> bool:
+        return self.task != "inference"
+
+    @property
+    def adapters(self) -> bool:
+        return self.task in ("lora", "qlora")
+
+    @property
+    def state_mode(self) -> str:
+        if self.compute_dtype == "fp32":
+            return "fp32"
+        return "mixed" if self.mixed_precision else "pure16"
+
+    @property
+    def act_bytes(self) -> int:
+        return 4 if self.compute_dtype == "fp32" else 2
+
+    @property
+    def autocast(self) -> bool:
+        """PyTorch AMP: 16-bit matmuls, fp32 softmax/norms (HF Trainer fp16/bf16=True)."""
+        return self.training and self.mixed_precision and self.compute_dtype != "fp32"
+
+
+def lora_trainable_params(shape: ModelShape, wl: Workload) -> int:
+    """r * (in + out) for every targeted linear layer in every block."""
+    targets = set(wl.lora_targets)
+    linears = [lin for lin in shape.linears if not targets or _short(lin.name) in targets]
+    if not linears:  # a shape without named linears: q/k/v/o + MLP of a standard block
+        h, f = shape.hidden_size, shape.intermediate_size
+        per_layer = 4 * (h + h) + (3 if shape.gated_mlp else 2) * (h + f)
+        return wl.lora_rank * per_layer * shape.total_layers
+    per_layer = sum(
+        (lin.in_features + lin.out_features) * lin.count_per_layer for lin in linears
+    )
+    return wl.lora_rank * per_layer * shape.total_layers
+
+
+def _short(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
+def base_weight_bytes(
+    shape: ModelShape, weight_format: str, double_quant: bool = False
+) -> tuple[float, float]:
+    """(bytes of the stored weights, bytes of the quantisation constants)."""
+    total = shape.params_total
+    if weight_format in ("int8", "int4"):
+        linear = shape.params_linear
+        kept = total - linear  # embeddings, LM head, norms stay in 16-bit
+        if weight_format == "int8":
+            rows = _quantised_rows(shape)
+            return linear * 1 + kept * 2, rows * c.INT8_ROW_SCALE.value
+        per_weight = (c.NF4_DOUBLE_QUANT if double_quant else c.NF4_CONSTANTS).value
+        return linear * 0.5 + kept * 2, linear * per_weight
+    return total * c.BYTES[weight_format], 0.0
+
+
+def _quantised_rows(shape: ModelShape) -> int:
+    if shape.linears:
+        per_layer = sum(lin.out_features * lin.count_per_layer for lin in shape.linears)
+        return per_layer * shape.total_layers
+    return shape.params_linear // max(shape.hidden_size, 1)
+
+
+def dequant_workspace_bytes(shape: ModelShape, wl: Workload) -> float:
+    if wl.weight_format == "int4":
+        return c.DEQUANT_WORKSPACE_LAYERS.value * shape.largest_linear * 2
+    if wl.weight_format == "int8":
+        return shape.largest_linear * 2
+    return 0.0
+
+
+_ATTN_IN_ROLES = ("attn_q", "attn_k", "attn_v", "attn_qkv", "attn_kv")
+_MLP_IN_SUFFIXES = ("_gate", "_up", "_gate_up", "mlp_in")
+_MLP_DOWN_SUFFIXES = ("_down", "mlp_out")
+
+
+def stored_linear_inputs(shape: ModelShape, wl: Workload) -> tuple[bool, bool, bool]:
+    """Which linear-layer inputs autograd keeps: (attention input, MLP input, MLP down input).
+
+    A linear layer keeps its input only when its weight needs a gradient. Full training keeps
+    all of them; bitsandbytes' 4-bit and 8-bit matmuls keep their input whenever the input
+    needs a gradient (MatMul4Bit: `ctx.tensors = (A, B)`), so quantised LoRA keeps all too. A
+    frozen 16-bit layer keeps its input only where a LoRA adapter on it needs that input.
+    """
+    if not wl.adapters or wl.weight_format in ("int4", "int8") or not wl.lora_targets:
+        return True, True, True
+    targets = set(wl.lora_targets)
+    roles = [lin.role for lin in shape.linears if _short(lin.name) in targets]
+    if not roles or not all(roles):  # a target we cannot place: keep everything (safe side)
+        return True, True, True
+    attn = any(role in _ATTN_IN_ROLES or role.startswith("cross_attn") for role in roles)
+    mlp = any(role.endswith(_MLP_IN_SUFFIXES) for role in roles)
+    down = any(role.endswith(_MLP_DOWN_SUFFIXES) for role in roles)
+    return attn, mlp, down
+
+
+def training_activations_per_layer(
+    shape: ModelShape, wl: Workload, *, tp: int = 1, batch: int | None = None
+) -> float:
+    """Bytes autograd keeps for one transformer layer (Korthikanti et al. 2022, generalised).
+
+    With e bytes per activation (2 in 16-bit, 4 in fp32): norm inputs 2*r*sbh (r: bytes of
+    the residual stream) and attention/MLP inputs 2*e*sbh, never sharded by tensor
+    parallelism; Q, K, V and the attention output e*s*b*(h_attn + 2*kv_dim + h); MLP inner
+    tensors e*s*b*f each (gated: gate, up, act(gate), product = 4; GELU: input, output = 2);
+    dropout masks 1 byte per element; eager attention keeps the softmax output (plus an fp32
+    copy where the implementation upcasts, plus mask and dropout output where dropout is on).
+    With e=r=2, h=kv_dim, f=4h, GELU, dropout and eager attention this is exactly
+    s*b*h*(34+5as/h).
+
+    Under PyTorch autocast (mixed precision) softmax and layer norm run in fp32: the residual
+    stream is fp32 (r=4) and eager attention keeps its probabilities in fp32 plus the 16-bit
+    cast the next matmul saves (PyTorch AMP docs, "CUDA ops that can autocast to float32").
+    """
+    b = wl.batch_size if batch is None else batch
+    s = wl.seq_len
+    h = shape.hidden_size
+    a = shape.num_attention_heads
+    kv = shape.kv_dim
+    dropout = shape.family in c.DROPOUT_FAMILIES
+    e = wl.act_bytes
+    amp = wl.autocast
+    r = 4 if amp else e
+    sb = s * b
+    attn_in, mlp_in, down_in = stored_linear_inputs(shape, wl)
+    unsharded = 2 * r * sb * h + (attn_in + mlp_in) * e * sb * h + (2 * sb * h if dropout else 0)
+    attn = e * sb * (shape.attn_dim + 2 * kv + h)  # Q, K, V, output
+    # Gated: gate, up and act(gate) always (SiLU and product backward), the product when the
+    # down projection keeps its input. GELU: its input always, its output likewise.
+    inner = (3 if shape.gated_mlp else 1) + down_in
+    if shape.num_experts and shape.experts_per_token:
+        f = shape.moe_intermediate_size or shape.intermediate_size
+        routed = shape.experts_per_token + shape.shared_experts
+        mlp = inner * e * sb * f * routed + e * sb * h * routed
+    else:
+        mlp = inner * e * sb * shape.intermediate_size
+    if wl.flash_attention:
+        scores = 4 * b * a * s  # logsumexp in fp32
+    else:
+        if amp:
+            per_score = 4 + 2 + (1 + 4 if dropout else 0)
+        else:
+            upcast = 4 if e == 2 and shape.family in c.FP32_SOFTMAX_FAMILIES else 0
+            per_score = e + upcast + (1 + e if dropout else 0)
+        scores = per_score * a * s * s * b
+    sharded = attn + mlp + scores
+    return unsharded + sharded / tp
+
+
+def training_activations(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
+    layers = shape.total_layers
+    per_layer = training_activations_per_layer(shape, wl, tp=tp)
+    residual_bytes = 4 if wl.autocast else wl.act_bytes  # autocast keeps the stream in fp32
+    sbh = wl.seq_len * wl.batch_size * shape.hidden_size * residual_bytes
+    embeddings_and_final_norm = 2 * sbh
+    if wl.gradient_checkpointing:
+        # Each layer keeps only its input; one layer is recomputed in full during backward.
+        return layers * sbh + per_layer + embeddings_and_final_norm
+    return layers * per_layer + embeddings_and_final_norm
+
+
+def inference_activations(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
+    """Prefill's working set for one layer at a time (nothing is kept for backward)."""
+    b, s, h = wl.batch_size, wl.seq_len, shape.hidden_size
+    f = shape.intermediate_size
+    if shape.num_experts and shape.experts_per_token:
+        f = (shape.moe_intermediate_size or f) * (shape.experts_per_token + shape.shared_experts)
+    per_token = 4 * h + (2 * shape.kv_dim + (3 if shape.gated_mlp else 2) * f) / tp
+    working = b * s * per_token * wl.act_bytes
+    if not wl.flash_attention:
+        per_score = wl.act_bytes + (4 if shape.family in c.FP32_SOFTMAX_FAMILIES else 0)
+        working += per_score * b * shape.num_attention_heads * s * s / tp
+    return working
+
+
+def logits_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
+    b, s, v = wl.batch_size, wl.seq_len, shape.vocab_size
+    if wl.training:
+        per = c.LOGITS_TRAINING_BYTES.value if wl.act_bytes == 2 else 12
+        return b * s * v * per / tp
+    if shape.family in ENCODER_ONLY_FAMILIES:
+        return 0.0
+    if wl.new_tokens > 0:
+        # generate() computes the last position's logits only, kept in fp32 with the scores.
+        return b * v * 4 * 2 / tp
+    return b * s * v * (wl.act_bytes + 4) / tp
+
+
+def kv_cache_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
+    if wl.training or shape.family in ENCODER_ONLY_FAMILIES:
+        return 0.0
+    tokens = wl.seq_len + wl.new_tokens
+    # A latent cache (DeepSeek MLA) is replicated, not split by head.
+    per_token = shape.kv_cache_width or 2 * math.ceil(shape.num_kv_heads / tp) * shape.head_dim
+    return shape.num_layers * per_token * wl.batch_size * tokens * wl.act_bytes
+
+
+def memory_per_gpu(shape: ModelShape, wl: Workload, strategy: str, n: int) -> dict[str, int]:
+    """Peak bytes per GPU by component for `n` GPUs under `strategy`."""
+    return MemoryModel(shape, wl).per_gpu(strategy, n)
+
+
+class MemoryModel:
+    """The components that do not depend on the parallel layout, computed once per request;
+    `per_gpu` then shards them for a strategy and GPU count (the ranking calls it often)."""
+
+    __slots__ = (
+        "_flows", "amp_states", "constants", "gathered", "grads", "optim", "shape", "weights",
+        "wl", "workspace",
+    )
+
+    def __init__(self, shape: ModelShape, wl: Workload) -> None:
+        self.shape, self.wl = shape, wl
+        weights, constants = base_weight_bytes(shape, wl.weight_format, wl.double_quant)
+        grads = optim = 0.0
+        if wl.training:
+            if wl.adapters:
+                trainable = lora_trainable_params(shape, wl)
+                w_b, g_b, o_b = _ADAPTER_STATE[(wl.state_mode, wl.optimizer)]
+                weights += trainable * w_b
+            else:
+                trainable = shape.params_total
+                g_b, o_b = _FULL_STATE[(wl.state_mode, wl.optimizer)]
+                if wl.state_mode == "fp32":
+                    weights = shape.params_total * 4.0
+            grads = trainable * g_b
+            optim = trainable * o_b
+        self.weights, self.constants, self.grads, self.optim = weights, constants, grads, optim
+        # PyTorch AMP without DeepSpeed/FSDP keeps the parameters and their gradients in fp32
+        # and caches a 16-bit cast of each weight while autocast runs: 4 + 2 weights, 4
+        # gradients, optimizer states without a separate master copy (18 B/param with AdamW).
+        self.amp_states = None
+        if wl.training and not wl.adapters and wl.state_mode == "mixed":
+            p = shape.params_total
+            self.amp_states = (p * (4 + c.AMP_CAST_CACHE.value), p * 4.0, optim - p * 4.0)
+        self.workspace = dequant_workspace_bytes(shape, wl)
+        self.gathered = (
+            c.ZERO3_LIVE_LAYERS.value * shape.params_per_layer * c.BYTES[wl.compute_dtype]
+        )
+        self._flows: dict[int, tuple[float, float, float]] = {}
+
+    def _flow(self, tp: int) -> tuple[float, float, float]:
+        """(activations, logits, KV cache) per GPU with `tp`-way tensor parallelism."""
+        found = self._flows.get(tp)
+        if found is None:
+            shape, wl = self.shape, self.wl
+            if wl.training:
+                activations = training_activations(shape, wl, tp=tp)
+            else:
+                activations = inference_activations(shape, wl, tp=tp)
+            found = self._flows[tp] = (
+                activations,
+                logits_bytes(shape, wl, tp=tp),
+                kv_cache_bytes(shape, wl, tp=tp),
+            )
+        return found
+
+    def per_gpu(self, strategy: str, n: int) -> dict[str, int]:
+        tp = n if strategy == "tensor_parallel" else 1
+        dp = n if strategy not in ("single", "tensor_parallel") else 1
+        weights, constants, workspace = self.weights, self.constants, self.workspace
+        grads, optim, gathered = self.grads, self.optim, self.gathered
+        activations, logits, kv = self._flow(tp)
+        if self.amp_states is not None and strategy in ("single", "ddp", "tensor_parallel"):
+            weights, grads, optim = self.amp_states
+        if strategy == "tensor_parallel":
+            weights, grads, optim = weights / tp, grads / tp, optim / tp
+            constants, workspace = constants / tp, workspace / tp
+        elif strategy == "ddp" and dp > 1:
+            grads *= 1 + c.DDP_BUCKET_COPY.value
+        elif strategy == "zero1":
+            optim /= dp
+        elif strategy == "zero2":
+            optim /= dp
+            grads /= dp
+        elif strategy in ("zero3", "fsdp"):
+            weights = weights / dp + (gathered if dp > 1 else 0)
+            grads /= dp
+            optim /= dp
+        elif strategy == "zero3_offload":
+            weights = gathered
+            grads = min(grads, gathered)
+            optim = 0.0
+
+        context = c.CUDA_CONTEXT.value + (c.NCCL_BUFFERS.value if n > 1 else 0)
+        # Fragmentation hits what is allocated and freed every step; tensors allocated once
+        # keep only the allocator's rounding (up to 2 MiB per block).
+        dynamic = grads + activations + logits + kv + workspace
+        static = weights + optim + constants
+        reserve = (
+            dynamic * c.ALLOCATOR_FRAGMENTATION.value
+            + static * c.ALLOCATOR_STATIC_ROUNDING.value
+        )
+        parts = {
+            "weights": int(weights),
+            "gradients": int(grads),
+            "optimizer_states": int(optim),
+            "activations": int(activations),
+            "logits": int(logits),
+            "kv_cache": int(kv),
+            "quantization": int(constants + workspace),
+            "cuda_context": int(context),
+            "allocator_reserve": int(reserve),
+        }
+        parts["total_bytes"] = sum(parts.values())
+        return parts
