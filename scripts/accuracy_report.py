@@ -217,6 +217,7 @@ class Outcome(BaseModel):
     capacity_bytes: float | None = None
     gpu_hours: float | None = None
     requested_gpu_hours: float | None = None
+    lowest: Option | None = None  # the cheapest fitting option on the measured GPU
 
     @property
     def fits(self) -> bool | None:
@@ -268,26 +269,40 @@ def run_engine(
 
 
 def pick_option(point: Point, result: EstimateResult) -> Option | None:
-    """The option on the measured GPU: with the measured count when the source gives one."""
+    """The option on the measured GPU, with the measured count when the source gives one.
+
+    One-GPU memory points read the plain single-GPU option (the measured runs offloaded
+    nothing). Otherwise the engine's recommendation when it is on the measured GPU; failing
+    that, for a GPU-hour point of unknown size, the largest fitting job, as such runs are.
+    """
     candidates = [o for o in result.options if o.accelerator == point.gpu.accelerator]
     if point.gpu.count is not None:
         candidates = [o for o in candidates if o.num_gpus == point.gpu.count]
     if not candidates:
         return None
-    rec = result.recommendation
-    for option in candidates:
-        if rec is not None and (option.system, option.num_gpus, option.strategy) == (
-            rec.system,
-            rec.num_gpus,
-            rec.strategy,
-        ):
-            return option
-    if point.kind in ("memory", "oom", "fits") and point.gpu.count == 1:
-        # One GPU: prefer the plain single-GPU option when the engine offers several strategies.
+    if point.kind != "gpu_hours" and point.gpu.count == 1:
         singles = [o for o in candidates if o.strategy == "single"]
         if singles:
             return singles[0]
+    rec = result.recommendation
+    if rec is not None:
+        for option in candidates:
+            if (option.system, option.num_gpus, option.strategy) == (
+                rec.system,
+                rec.num_gpus,
+                rec.strategy,
+            ):
+                return option
+    if point.kind == "gpu_hours" and point.gpu.count is None:
+        return max(candidates, key=lambda o: (o.fits, o.num_gpus))
     return candidates[0]
+
+
+def lowest_gpu_hours(point: Point, result: EstimateResult) -> Option | None:
+    """The cheapest option on the measured GPU that fits (any size), to separate the compute
+    model from the recommender's choice of size and strategy."""
+    on_gpu = [o for o in result.options if o.accelerator == point.gpu.accelerator and o.gpu_hours]
+    return min((o for o in on_gpu if o.fits), key=lambda o: o.gpu_hours, default=None)
 
 
 def _params_from_config(point: Point) -> int | None:
@@ -369,6 +384,8 @@ def evaluate(
                 outcome.engine_bytes = option.memory_per_gpu_bytes
             outcome.gpu_hours = option.gpu_hours
             outcome.requested_gpu_hours = option.requested_gpu_hours
+            if point.kind == "gpu_hours":
+                outcome.lowest = lowest_gpu_hours(point, result)
     else:
         outcome.error = error.replace(str(ROOT) + "/", "") if error else error
         params = params or _params_from_config(point)
@@ -429,6 +446,9 @@ def summarise(outcomes: list[Outcome], engine_version: str) -> dict[str, Any]:
     gh_stats = _method_stats(gpu_hours_full, lambda o: o.gpu_hours)
     gh_all = _method_stats(gpu_hours, lambda o: o.gpu_hours)
     gh_requested = _method_stats(gpu_hours_full, lambda o: o.requested_gpu_hours)
+    gh_lowest = _method_stats(
+        gpu_hours_full, lambda o: None if o.lowest is None else o.lowest.gpu_hours
+    )
     oom_caught = sum(1 for o in ooms if o.fits is False)
     summary = {
         "engine_version": engine_version,
@@ -455,7 +475,12 @@ def summarise(outcomes: list[Outcome], engine_version: str) -> dict[str, Any]:
             "cases": len(fits_cases),
             "engine_predicted_fitting": sum(1 for o in fits_cases if o.fits is True),
         },
-        "gpu_hours": {"compute": gh_stats, "compute_all": gh_all, "requested": gh_requested},
+        "gpu_hours": {
+            "compute": gh_stats,
+            "compute_all": gh_all,
+            "requested": gh_requested,
+            "lowest_option": gh_lowest,
+        },
     }
     targets = {
         "memory_median_abs_error": _target(
@@ -708,12 +733,22 @@ def _gpu_hour_rows(outcomes: list[Outcome]) -> list[str]:
         "Published GPU-h",
         "Engine gpu_hours",
         "Error",
-        "Engine requested_gpu_hours",
+        "requested_gpu_hours",
         "Error",
-        "GPUs (engine)",
+        "Engine's job (GPUs, strategy, fits)",
+        "Lowest gpu_hours on this GPU (GPUs, strategy)",
+        "Error",
     )
     for o in outcomes:
-        gpus = "error" if o.error else (str(o.option.num_gpus) if o.option else "—")
+        job = lowest = "—"
+        if o.error:
+            job = "error"
+        elif o.option is not None:
+            job = f"{o.option.num_gpus}, {o.option.strategy}, {_fit_word(o.option.fits)}"
+        if o.lowest is not None:
+            lowest = f"{_hours(o.lowest.gpu_hours)} ({o.lowest.num_gpus}, {o.lowest.strategy})"
+        elif o.option is not None:
+            lowest = "no job fits"
         rows.append(
             _row(
                 o.point.id,
@@ -723,7 +758,9 @@ def _gpu_hour_rows(outcomes: list[Outcome]) -> list[str]:
                 _pct(o.rel_error(o.gpu_hours)),
                 _hours(o.requested_gpu_hours),
                 _pct(o.rel_error(o.requested_gpu_hours)),
-                gpus,
+                job,
+                lowest,
+                _pct(o.rel_error(None if o.lowest is None else o.lowest.gpu_hours)),
             )
         )
     return rows
@@ -784,7 +821,9 @@ def render_report(outcomes: list[Outcome], summary: dict[str, Any], commentary: 
         f"{_abs_pct(gh['compute']['median_abs_error'])} for `gpu_hours` (compute alone) and "
         f"{_abs_pct(gh['requested']['median_abs_error'])} for `requested_gpu_hours` (with "
         f"contingency); {_abs_pct(gh['compute_all']['median_abs_error'])} for `gpu_hours` with the "
-        "planned TinyLlama figure included. The baselines give no GPU hours.",
+        "planned TinyLlama figure included; "
+        f"{_abs_pct(gh['lowest_option']['median_abs_error'])} for the lowest `gpu_hours` of any "
+        "fitting job on the measured GPU. The baselines give no GPU hours.",
         "",
         *METHOD_TEXT.splitlines(),
         "## Memory points",
