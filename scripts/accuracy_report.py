@@ -97,13 +97,16 @@ class Measured(_Strict):
     unit: Literal["GB", "GiB", "MiB", "GPU-hours"]
     # allocated_peak: torch.cuda.max_memory_allocated (no CUDA context, no allocator cache);
     # nvidia_smi: what nvidia-smi / pynvml shows for the device (context + reserved);
-    # oom / fits: the run did not / did fit; published_total: GPU hours as published.
-    what: Literal["allocated_peak", "nvidia_smi", "oom", "fits", "published_total"]
+    # oom / fits: the run did not / did fit; published_total: GPU hours as published;
+    # throughput_derived: GPU hours = tokens / measured tokens per second per GPU / 3600.
+    what: Literal[
+        "allocated_peak", "nvidia_smi", "oom", "fits", "published_total", "throughput_derived"
+    ]
     as_published: str
 
     @model_validator(mode="after")
     def _value_matches_what(self) -> Measured:
-        needs_value = self.what in ("allocated_peak", "nvidia_smi", "published_total")
+        needs_value = self.what not in ("oom", "fits")
         if needs_value != (self.value is not None):
             raise ValueError(
                 f"measured.value must be {'set' if needs_value else 'null'} for {self.what}"
@@ -132,7 +135,7 @@ class Point(_Strict):
             "memory": ("allocated_peak", "nvidia_smi"),
             "oom": ("oom",),
             "fits": ("fits",),
-            "gpu_hours": ("published_total",),
+            "gpu_hours": ("published_total", "throughput_derived"),
         }[self.kind]
         if self.measured.what not in expected:
             raise ValueError(
