@@ -59,7 +59,8 @@ class Candidate:
 def counts_for(node: NodeTypeSpec, partition: PartitionSpec | None, limit: int | None) -> list[int]:
     """GPU counts a job may ask for: powers of two within a node, then whole nodes."""
     gpn = max(node.gpus_per_node, 1)
-    max_nodes = node.count if node.count > 0 else 1
+    # A cloud VM size with count 0 is on demand: as many nodes as the job limits allow.
+    max_nodes = node.count if node.count > 0 else c.MAX_GPUS_SEARCHED
     max_gpus = c.MAX_GPUS_SEARCHED
     if partition is not None:
         if partition.max_nodes_per_job:
@@ -120,7 +121,8 @@ def system_rejections(request: EstimateRequest, system: SystemSpec) -> list[str]
     cons = request.constraints
     reasons = []
     if system.status == "retired":
-        note = f" ({system.status_note})" if system.status_note else ""
+        first = system.status_note.split(". ")[0].rstrip(".")
+        note = f" ({first})" if first else ""
         reasons.append(f"{system.display_name} is retired{note}.")
     if cons.data_sensitivity not in system.data_sensitivity:
         reasons.append(
@@ -173,6 +175,8 @@ def evaluate(
             if acc is None:
                 continue
             node_reasons = list(sys_reasons)
+            if node.status == "retired":
+                node_reasons.append(f"{node.name} on {system.display_name} is retired.")
             if request.accelerator is not None and acc.name != request.accelerator:
                 node_reasons.append(f"You asked for {request.accelerator}.")
             dtype = compute_dtype_for(acc, wl)
@@ -188,6 +192,8 @@ def evaluate(
             capacity = int(acc.memory_gb * 1e9)
             util = utilisation.get((acc.name, wl.training)) or default_utilisation(wl)
             for strategy, unavailable in strategies_for(request, wl, system):
+                if not _allowed(strategy, counts, node) and strategy != "single":
+                    continue  # e.g. multi-GPU strategies where a job gets one GPU: not tried
                 reasons = list(node_reasons)
                 if unavailable:
                     reasons.append(unavailable + ".")
@@ -265,7 +271,15 @@ def _size(
         wall = gpu_hours / n
         price = node.price_per_gpu_hour or system.price_per_gpu_hour
         if price is not None:
-            cost = round(requested * price, 2)
+            billed = n
+            if system.kind == "cloud":
+                # A cloud VM is rented whole: a 2-GPU job on an 8-GPU size pays for 8.
+                billed = nodes * node.gpus_per_node
+                if billed > n:
+                    reasons.append(
+                        f"billed for the whole {node.name} ({billed} GPUs) while using {n}."
+                    )
+            cost = round(requested / n * billed * price, 2)
     eligible = not hard
     max_wall = request.constraints.max_wall_hours
     if wall is not None and max_wall is not None and wall * (1 + c.CONTINGENCY.value) > max_wall:

@@ -63,7 +63,8 @@ def sbatch_script(
         "#SBATCH --account=YOUR_PROJECT_ACCOUNT",
     ]
     if partition is not None:
-        lines.append(f"#SBATCH --partition={partition.name}")
+        if partition.slurm_partition:
+            lines.append(f"#SBATCH --partition={partition.slurm_partition}")
         if partition.qos:
             lines.append(f"#SBATCH --qos={partition.qos}")
         if partition.constraint:
