@@ -448,6 +448,14 @@ def summarise(outcomes: list[Outcome], engine_version: str) -> dict[str, Any]:
     gpu_hours_full = [o for o in gpu_hours if o.point.expressible == "full"]
     gh_stats = _method_stats(gpu_hours_full, lambda o: o.gpu_hours)
     gh_all = _method_stats(gpu_hours, lambda o: o.gpu_hours)
+    gh_totals = _method_stats(
+        [o for o in gpu_hours_full if o.point.measured.what == "published_total"],
+        lambda o: o.gpu_hours,
+    )
+    gh_benchmarks = _method_stats(
+        [o for o in gpu_hours_full if o.point.measured.what == "throughput_derived"],
+        lambda o: o.gpu_hours,
+    )
     gh_requested = _method_stats(gpu_hours_full, lambda o: o.requested_gpu_hours)
     gh_lowest = _method_stats(
         gpu_hours_full, lambda o: None if o.lowest is None else o.lowest.gpu_hours
@@ -481,6 +489,8 @@ def summarise(outcomes: list[Outcome], engine_version: str) -> dict[str, Any]:
         "gpu_hours": {
             "compute": gh_stats,
             "compute_all": gh_all,
+            "compute_run_totals": gh_totals,
+            "compute_benchmarks": gh_benchmarks,
             "requested": gh_requested,
             "lowest_option": gh_lowest,
         },
@@ -527,7 +537,8 @@ METHOD_TEXT = """\
   number is missing, else `partial`. Memory targets count `full` points only; every point is shown.
 - Model shapes come from each model's config.json (`docs/accuracy/configs/`; copies of
   `/work/shared/hf-configs/` where one exists, else transcribed from the public file). A typed
-  parameter count is used only where the engine cannot count the config, and the table says so.
+  parameter count is used only where the engine rejects the config; the parameter table below
+  shows what the engine counted and how.
 - The engine runs on a catalog with one system per GPU of the measurements (specs from
   `docs/accuracy/accelerators.json`) and no benchmarks, so published runs never calibrate the
   estimate they are compared with. The option read is the one on the measured GPU with the
@@ -535,8 +546,9 @@ METHOD_TEXT = """\
 - Sources: Hugging Face Transformers docs (BERT-large on a V100 with the Trainer; OctoCoder
   generation in bf16/int8/int4), LitGPT's resource tables (LoRA, QLoRA and inference on an A100
   40GB, including out-of-memory rows), the PEFT README's memory table (A100 80GB), the QLoRA
-  paper (65B on one 48 GB GPU), and published pretraining GPU-hour totals (Llama 1, 2, 3,
-  MPT-7B, TinyLlama, BLOOM).
+  paper (65B on one 48 GB GPU), published pretraining GPU-hour totals (Llama 1, 2, 3,
+  MPT-7B, TinyLlama, BLOOM) and MosaicML's llm-foundry throughput tables (GPU hours for 10B
+  tokens at the measured tokens/s/GPU).
 
 ## Normalisation
 
@@ -820,8 +832,10 @@ def render_report(outcomes: list[Outcome], summary: dict[str, Any], commentary: 
         f"{oom['seed_rule_predicted_not_fitting']}/{oom['cases']}, accelerate's method "
         f"{oom['accelerate_predicted_not_fitting']}/{oom['cases']}. Cases measured to fit that the "
         f"engine also predicts as fitting: {fits['engine_predicted_fitting']}/{fits['cases']}.",
-        f"GPU hours (measured totals): median absolute error "
-        f"{_abs_pct(gh['compute']['median_abs_error'])} for `gpu_hours` (compute alone) and "
+        f"GPU hours (full points): median absolute error "
+        f"{_abs_pct(gh['compute']['median_abs_error'])} for `gpu_hours` (compute alone; "
+        f"{_abs_pct(gh['compute_run_totals']['median_abs_error'])} on published run totals, "
+        f"{_abs_pct(gh['compute_benchmarks']['median_abs_error'])} on throughput benchmarks) and "
         f"{_abs_pct(gh['requested']['median_abs_error'])} for `requested_gpu_hours` (with "
         f"contingency); {_abs_pct(gh['compute_all']['median_abs_error'])} for `gpu_hours` with the "
         "planned TinyLlama figure included; "
@@ -851,6 +865,10 @@ def render_report(outcomes: list[Outcome], summary: dict[str, Any], commentary: 
         "",
         *commentary.strip().splitlines(),
         "",
+        "## Parameter counts the engine used",
+        "",
+        *_params_rows(outcomes),
+        "",
         "## Sources",
         "",
     ]
@@ -860,6 +878,18 @@ def render_report(outcomes: list[Outcome], summary: dict[str, Any], commentary: 
     lines.extend(f"- <{url}>: {', '.join(ids)}" for url, ids in seen.items())
     lines.append("")
     return "\n".join(lines)
+
+
+def _params_rows(outcomes: list[Outcome]) -> list[str]:
+    rows = _header("Model", "Parameters", "How the engine counted them")
+    seen = set()
+    for o in outcomes:
+        if o.point.model.id in seen:
+            continue
+        seen.add(o.point.model.id)
+        count = "—" if o.params is None else f"{o.params:,}"
+        rows.append(_row(o.point.model.id, count, o.params_source or "—"))
+    return rows
 
 
 def _rule_fits(o: Outcome, rule_bytes: float | None) -> bool | None:
