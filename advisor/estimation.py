@@ -6,27 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import F, Q
-
 from advisor.engine import RequestError, estimate, parse_request
 from advisor.engine.errors import EstimateError
-from advisor.engine.models import EstimateRequest, EstimateResult, HubModelMetadata
+from advisor.engine.models import EstimateRequest, EstimateResult
+from advisor.selectors import hf_model_lookup_metadata
 from catalog.selectors import engine_catalog
-
-
-def hub_metadata_for(*, model_id: str) -> HubModelMetadata | None:
-    """The stored Hub lookup for `model_id`, if one has finished; None otherwise."""
-    try:
-        from advisor.models import HfModelLookup
-    except ImportError:  # the lookup model lands with the hub work; until then, nothing stored
-        return None
-    lookup = (
-        HfModelLookup.objects.filter(Q(repo_id=model_id) | Q(requested_id=model_id))
-        .exclude(metadata=None)
-        .order_by(F("fetched_at").desc(nulls_last=True))
-        .first()
-    )
-    return lookup.to_hub_metadata() if lookup is not None else None
 
 
 def estimate_run(*, data: Any) -> EstimateResult:
@@ -35,7 +19,7 @@ def estimate_run(*, data: Any) -> EstimateResult:
     if request.model_id and request.hub is None and request.config is None and (
         request.params is None
     ):
-        hub = hub_metadata_for(model_id=request.model_id)
+        hub = hf_model_lookup_metadata(repo_id=request.model_id)
         if hub is not None:
             request = EstimateRequest.model_validate({**request.model_dump(), "hub": hub})
     # Retired systems stay in so the result can say why they are not recommended.

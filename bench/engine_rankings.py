@@ -22,9 +22,7 @@ from advisor.engine import estimate  # noqa: E402
 from advisor.engine.models import EstimateRequest  # noqa: E402
 from tests.engine.catalog_fixture import catalog  # noqa: E402
 
-CONFIGS = Path("/work/shared/hf-configs")
-if not CONFIGS.exists():
-    CONFIGS = ROOT / "tests" / "engine" / "configs"
+CONFIGS = ROOT / "tests" / "engine" / "configs"
 
 
 def config(name: str) -> dict:

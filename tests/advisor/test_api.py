@@ -13,8 +13,9 @@ from django.urls import reverse
 
 from advisor.engine import ENGINE_VERSION
 
+CONFIGS = Path(__file__).resolve().parents[1] / "engine" / "configs"
 LLAMA2_7B = json.loads(
-    Path("/work/shared/hf-configs/meta-llama__Llama-2-7b-hf/config.json").read_text()
+    (CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text()
 )
 GOOD = {"config": LLAMA2_7B, "task": "lora", "precision": "bf16", "tokens": 50_000_000}
 
@@ -147,3 +148,15 @@ def test_command_reads_stdin_and_exits_non_zero_on_bad_input(default_catalog, tr
     )
     assert done.returncode == 1
     assert "task: must be one of" in done.stderr
+
+
+def test_api_estimates_a_model_id_from_its_stored_hub_lookup(
+    client, default_catalog, fake_hub, django_capture_on_commit_callbacks
+):
+    from advisor.services import hf_model_lookup_request
+
+    with django_capture_on_commit_callbacks(execute=True):  # the task runs in-process here
+        hf_model_lookup_request(repo_id="Qwen/Qwen2.5-0.5B")
+    response = post(client, {"model_id": "qwen/qwen2.5-0.5b", "task": "inference"})
+    assert response.status_code == 200, response.json()
+    assert response.json()["params_total"] == 494_032_768

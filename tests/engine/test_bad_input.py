@@ -10,8 +10,9 @@ import pytest
 from advisor.engine import EstimateError, RequestError, estimate, parse_request
 from tests.engine.catalog_fixture import catalog
 
+CONFIGS = Path(__file__).resolve().parent / "configs"
 LLAMA2_7B = json.loads(
-    Path("/work/shared/hf-configs/meta-llama__Llama-2-7b-hf/config.json").read_text()
+    (CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text()
 )
 
 

@@ -9,11 +9,12 @@ from advisor.engine import ENGINE_VERSION, estimate
 from advisor.engine.models import CatalogSpec, EstimateRequest, EstimateResult
 from tests.engine.catalog_fixture import catalog
 
+CONFIGS = Path(__file__).resolve().parent / "configs"
 LLAMA2_7B = json.loads(
-    Path("/work/shared/hf-configs/meta-llama__Llama-2-7b-hf/config.json").read_text()
+    (CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text()
 )
 LLAMA2_70B = json.loads(
-    Path("/work/shared/hf-configs/meta-llama__Llama-2-70b-hf/config.json").read_text()
+    (CONFIGS / "meta-llama__Llama-2-70b-hf" / "config.json").read_text()
 )
 
 

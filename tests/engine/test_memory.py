@@ -17,7 +17,6 @@ from advisor.engine.memory import (
 from advisor.engine.shape import ModelShape, llama_like_shape, shape_from_architecture
 
 CONFIGS = Path(__file__).parent / "configs"
-SHARED_CONFIGS = Path("/work/shared/hf-configs")
 
 
 def llama2_7b() -> ModelShape:
@@ -78,7 +77,7 @@ def test_llama2_7b_shape_counts_the_published_parameters():
 
 
 def test_shape_from_the_real_config_matches_the_test_shape():
-    config = json.loads((SHARED_CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
+    config = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
     shape = shape_from_architecture(architecture_from_config(config))
     assert shape.params_total == 6_738_415_616
     assert shape.params_linear == llama2_7b().params_linear == 6_476_005_376
@@ -265,7 +264,7 @@ def test_tensor_parallel_splits_weights_and_kv_cache():
 
 def test_deepseek_latent_kv_cache_is_narrower_than_heads_times_dims():
     config = json.loads(
-        (SHARED_CONFIGS / "deepseek-ai__deepseek-llm-7b-base" / "config.json").read_text()
+        (CONFIGS / "deepseek-ai__deepseek-llm-7b-base" / "config.json").read_text()
     )
     shape = shape_from_architecture(architecture_from_config(config))
     wl = workload(seq_len=1000, new_tokens=24)
