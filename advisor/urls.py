@@ -1,4 +1,23 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from advisor import views
+from advisor.embedding import embeddable
 
 app_name = "advisor"
-urlpatterns: list = []
+
+# The same views twice: once as ordinary pages, once under /embed/ for the intranet frame
+# (minimal chrome, framable only by EMBED_ALLOWED_ORIGINS).
+_flow = [
+    ("", views.flow_start, "start"),
+    ("a/<uuid:session_id>/", views.flow_resume, "resume"),
+    ("a/<uuid:session_id>/step/<str:step>/", views.flow_step, "step"),
+    ("a/<uuid:session_id>/result/", views.flow_result, "result"),
+]
+
+urlpatterns = [
+    *(path(route, view, name=name) for route, view, name in _flow),
+    *(path(f"embed/{route}", embeddable(view), {"embed": True}, name=f"embed-{name}")
+      for route, view, name in _flow),
+    path("chart/", views.chart_view, name="chart"),
+    path("a/<uuid:session_id>/chart/", views.session_chart_view, name="session-chart"),
+]
