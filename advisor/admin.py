@@ -15,13 +15,12 @@ def chart_warnings(chart_key: str) -> list[str]:
         chart = load_chart(chart_key)
     except FlowchartError as exc:
         return [f"The chart {chart_key!r} does not load: {exc}"]
-    problems = flow_services.chart_retired_systems(
-        chart=chart, catalog=flow_services.catalog_spec())
+    problems = flow_services.chart_system_problems(chart=chart)
     leaves = {s: [n.id for n in chart.nodes if s in n.systems] for s in problems}
     return [
         f"The chart {chart_key!r} points at {system}, which {why} "
         f"(outcome {', '.join(leaves[system])}). Researchers are never recommended a retired "
-        "system; edit the chart so this outcome names an active one."
+        "system; check the chart's outcomes name systems researchers can use."
         for system, why in problems.items()
     ]
 

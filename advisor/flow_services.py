@@ -77,22 +77,33 @@ def catalog_spec() -> CatalogSpec:
     return engine_catalog()
 
 
-def chart_retired_systems(*, chart: Flowchart, catalog: CatalogSpec) -> dict[str, str]:
-    """Systems the chart's leaves point at that are retired or missing from the catalog.
+def chart_system_problems(*, chart: Flowchart) -> dict[str, str]:
+    """Systems the chart's outcomes point at that are retired, limited, or not in the catalog.
 
     Staff see these as warnings in the admin: a chart that routes to a retired system is the
-    stale-flowchart problem design.md describes.
+    stale-flowchart problem design.md describes. Reads the catalog's own tables so retired
+    systems (which the engine never sees) are found too.
     """
-    systems = {system.name: system for system in catalog.systems}
+    from catalog.models import Profile, System
+
+    wanted = sorted(chart.outcome_systems())
+    systems = {s.name: s for s in System.objects.filter(name__in=wanted).select_related("profile")}
+    active = Profile.objects.filter(is_active=True).first()
+    any_catalog = System.objects.exists()
     problems: dict[str, str] = {}
-    for name in sorted(chart.outcome_systems()):
+    for name in wanted:
         system = systems.get(name)
         if system is None:
-            if catalog.systems:
+            if any_catalog:
                 problems[name] = "is not in the catalog"
         elif system.status == "retired":
             note = f" ({system.status_note})" if system.status_note else ""
             problems[name] = f"is retired{note}"
+        elif active is not None and system.profile_id != active.pk:
+            problems[name] = f"is not in the active catalog profile ({active.name})"
+        elif system.status == "limited":
+            note = f": {system.status_note}" if system.status_note else ""
+            problems[name] = f"has limited availability{note}"
     return problems
 
 

@@ -35,13 +35,19 @@ class StepForm(forms.Form):
 
     def full_clean(self):
         super().full_clean()
-        if self.is_bound and self.errors:
-            # Without JavaScript nothing else can move focus to the field that needs fixing.
+        if self.is_bound and self.errors and self.node.type not in ("single", "multiple"):
+            # Without JavaScript nothing else can move focus to the field that needs fixing
+            # (radio groups would repeat autofocus on every button, so flow.js does those).
             self.fields["answer"].widget.attrs["autofocus"] = True
 
 
 def _field_for(node: Node, *, required: bool) -> forms.Field:
-    common = {"label": node.title, "help_text": node.help, "required": required}
+    required_message = {
+        "single": "Choose one option.", "multiple": "Choose at least one option.",
+    }.get(node.type or "", "This question needs an answer.")
+    common = {"label": node.title, "help_text": node.help, "required": required,
+              "error_messages": {"required": required_message,
+                                 "invalid_choice": "Choose one of the options listed."}}
     attrs: dict[str, Any] = {}
     if node.placeholder:
         attrs["placeholder"] = node.placeholder
