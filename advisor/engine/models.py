@@ -63,8 +63,9 @@ class NodeTypeSpec(_Frozen):
     # "infiniband" | "omnipath" | "ethernet" | "none"
     inter_node_interconnect: str = "none"
     inter_node_gbit_s: float | None = None
-    # Cloud VM sizes carry their own price (in the system's currency); count 0 on a cloud
-    # system means "on demand" rather than "none".
+    # Cloud VM sizes carry their own price (in the system's currency), overriding
+    # SystemSpec.price_per_gpu_hour; count 0 on a cloud system means "on demand" rather than
+    # "none".
     price_per_gpu_hour: float | None = None
     status: SystemStatus = "active"  # a retired VM size / node type is never recommended
 
@@ -187,6 +188,9 @@ class EstimateRequest(_Frozen):
     mixed_precision: bool = True
     optimizer: Optimizer = "adamw"
     lora_rank: int | None = Field(default=None, ge=1)
+    # Module names LoRA adapts ("q_proj", "v_proj", ...); None: every linear layer of a block,
+    # as the QLoRA paper recommends.
+    lora_target_modules: list[str] | None = None
     strategy: RequestStrategy | None = None
     num_gpus: int | None = Field(default=None, ge=1)
     system: str | None = None
@@ -230,6 +234,12 @@ class Option(_Frozen):
     currency: str = ""
     reasons: list[str] = Field(default_factory=list)
     rank: int | None = None
+    # False when a constraint, the system's status or the hardware rules the option out.
+    eligible: bool = True
+    headroom: bool | None = None  # fits with the memory margin to spare
+    partition: str | None = None
+    compute_dtype: str | None = None  # what the matmuls run in on this accelerator
+    utilisation: float | None = None  # fraction of dense peak assumed
 
 
 class Recommendation(Option):
