@@ -106,18 +106,17 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool) -> LoadSummary:
     summary = LoadSummary(profile=doc.profile.name, path=path)
     up = _Upserter(summary)
 
-    taken = (
+    owners = dict(
         System.objects.filter(name__in=[s.name for s in doc.systems])
         .exclude(profile__name=doc.profile.name)
-        .select_related("profile")
-        .first()
+        .values_list("name", "profile__name")
     )
-    if taken is not None:
-        index = next(i for i, s in enumerate(doc.systems) if s.name == taken.name)
-        raise CatalogFileError(
-            f"{display_path(path)}: systems[{index}] ({taken.name}).name: already belongs to "
-            f"profile {taken.profile.name!r}; a system can be in one profile only"
-        )
+    for index, sys_in in enumerate(doc.systems):
+        if sys_in.name in owners:
+            raise CatalogFileError(
+                f"{display_path(path)}: systems[{index}] ({sys_in.name}).name: already belongs "
+                f"to profile {owners[sys_in.name]!r}; a system can be in one profile only"
+            )
 
     if activate:
         Profile.objects.exclude(name=doc.profile.name).filter(is_active=True).update(
