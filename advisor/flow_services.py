@@ -274,6 +274,7 @@ def estimate_request_for(
         "seq_len": int(given.get("seq_len") or 2048),
         "tokens": round(float(tokens_m) * 1e6) if tokens_m not in (None, "") else None,
         "epochs": float(given.get("epochs") or 1),
+        "num_gpus": int(given["num_gpus"]) if given.get("num_gpus") else None,
         "constraints": Constraints(**constraints),
     }
     return EstimateRequest(**fields)
