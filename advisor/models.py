@@ -38,6 +38,95 @@ class AdvisorSession(models.Model):
         return f"Advisor session {self.id} ({self.chart})"
 
 
+class HfModelLookup(models.Model):
+    """What the Hub said about one model at one revision, fetched in the background.
+
+    One row per (canonical repo id, revision): every researcher who names the model shares it,
+    so the Hub is asked once. `requested_id` keeps what was typed (`gpt2`) while `repo_id`
+    becomes the Hub's canonical id (`openai-community/gpt2`) once known.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting to start"
+        RUNNING = "running", "Asking the Hub"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    repo_id = models.CharField(max_length=200)
+    requested_id = models.CharField(max_length=200)
+    revision = models.CharField(max_length=200, default="main")
+    sha = models.CharField(max_length=64, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    error_kind = models.CharField(max_length=40, blank=True)
+    message = models.TextField(blank=True, help_text="Shown to the researcher.")
+    suggestions = models.JSONField(default=list, blank=True)
+    metadata = models.JSONField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    fetched_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["repo_id", "revision"], name="hf_model_lookup_unique_repo_revision"
+            ),
+        ]
+        indexes = [models.Index(fields=["requested_id", "revision"])]
+
+    def __str__(self) -> str:
+        return f"{self.repo_id}@{self.revision} ({self.status})"
+
+    @property
+    def in_flight(self) -> bool:
+        return self.status in (self.Status.PENDING, self.Status.RUNNING)
+
+    @property
+    def model_url(self) -> str:
+        return f"{settings.HF_ENDPOINT}/{self.repo_id}"
+
+    @property
+    def dtype_rows(self) -> list[dict]:
+        """Stored tensor elements and bytes per dtype, largest first, for the summary card."""
+        data = self.metadata or {}
+        counts = data.get("safetensors_parameters") or {}
+        sizes = data.get("bytes_per_dtype") or {}
+        rows = [
+            {"dtype": dtype, "count": count, "bytes": sizes.get(dtype)}
+            for dtype, count in counts.items()
+        ]
+        return sorted(rows, key=lambda row: -row["count"])
+
+    @property
+    def weights_bytes(self) -> int | None:
+        sizes = (self.metadata or {}).get("bytes_per_dtype") or {}
+        return sum(sizes.values()) if sizes else None
+
+    def to_hub_metadata(self):
+        """The engine's view of this lookup, or None while there is nothing to estimate from."""
+        from advisor.engine.models import HubModelMetadata
+
+        data = self.metadata or {}
+        if not data:  # a refresh in progress or failed keeps serving the last answer
+            return None
+        return HubModelMetadata(
+            repo_id=self.repo_id,
+            sha=self.sha or None,
+            safetensors_parameters=data.get("safetensors_parameters") or {},
+            safetensors_total=data.get("safetensors_total"),
+            quantization_config=data.get("quantization_config"),
+            config=data.get("config"),
+            pipeline_tag=data.get("pipeline_tag"),
+            library_name=data.get("library_name"),
+            license=data.get("license"),
+            gated=data.get("gated") or False,
+            params_total=data.get("params_total"),
+            params_source=data.get("params_source") or "",
+            file_sizes=data.get("files") or {},
+        )
+
 class ActiveFlowchart(models.Model):
     """Which flowchart researchers get: one row, chosen by staff in the admin."""
 

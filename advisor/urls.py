@@ -1,6 +1,6 @@
 from django.urls import path
 
-from advisor import views
+from advisor import lookup_views, views
 from advisor.embedding import embeddable
 
 app_name = "advisor"
@@ -20,4 +20,7 @@ urlpatterns = [
       for route, view, name in _flow),
     path("chart/", views.chart_view, name="chart"),
     path("a/<uuid:session_id>/chart/", views.session_chart_view, name="session-chart"),
+    path("lookups/", lookup_views.lookup_start, name="lookup-start"),
+    path("lookups/<int:lookup_id>/", lookup_views.lookup_detail, name="lookup-detail"),
+    path("models/suggest", lookup_views.model_suggest, name="model-suggest"),
 ]

@@ -249,6 +249,16 @@ HF_ENDPOINT = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/"
 HF_TOKEN = os.environ.get("HF_TOKEN") or None
 HF_TIMEOUT_SECONDS = float(os.environ.get("HF_TIMEOUT_SECONDS", "10"))
 HF_LOOKUP_MAX_AGE_HOURS = env_int("HF_LOOKUP_MAX_AGE_HOURS", default=24 * 7)
+# A failed lookup (not found, gated, Hub down after retries) is asked again after this long.
+HF_LOOKUP_FAILED_MAX_AGE_SECONDS = env_int("HF_LOOKUP_FAILED_MAX_AGE_SECONDS", default=600)
+# The lookup task's time limits. A lookup left "running" for longer than the hard limit belongs
+# to a worker that died, so another delivery may take it over.
+HF_LOOKUP_SOFT_TIME_LIMIT_SECONDS = env_int("HF_LOOKUP_SOFT_TIME_LIMIT_SECONDS", default=60)
+HF_LOOKUP_TIME_LIMIT_SECONDS = env_int("HF_LOOKUP_TIME_LIMIT_SECONDS", default=90)
+HF_LOOKUP_MAX_RETRIES = env_int("HF_LOOKUP_MAX_RETRIES", default=5)
+# Search-as-you-type: how long the Hub may take, and how long an answer is reused.
+HF_SEARCH_TIMEOUT_SECONDS = float(os.environ.get("HF_SEARCH_TIMEOUT_SECONDS", "2"))
+HF_SEARCH_CACHE_SECONDS = env_int("HF_SEARCH_CACHE_SECONDS", default=60)
 
 # --- Email ------------------------------------------------------------------------------------
 

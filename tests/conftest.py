@@ -58,7 +58,7 @@ def artifacts_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def _celery_worker_session(django_db_setup, django_db_blocker, artifacts_dir):
+def _celery_worker_session(django_db_setup, django_db_blocker, artifacts_dir, _fake_hub_session):
     from django.db import connection
 
     worker = WorkerProcess(
@@ -86,3 +86,46 @@ def celery_worker(_celery_worker_session, transactional_db):
     if worker.process is None or worker.process.poll() is not None:
         worker.start()
     return worker
+
+
+# --- Hugging Face Hub: a fake server the real huggingface_hub client talks to --------------------
+
+# huggingface_hub reads these at import: keep its cache out of $HOME, and pre-seed the agent
+# registry it would otherwise fetch from constants.ENDPOINT once a day.
+_HF_HOME = Path(os.environ.setdefault("HF_HOME", str(ARTIFACTS / "hf-home")))
+_HF_HOME.mkdir(parents=True, exist_ok=True)
+(_HF_HOME / ".agent_harnesses.json").write_text('{"standardEnvVars": [], "harnesses": {}}')
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+
+@pytest.fixture(scope="session")
+def _fake_hub_session():
+    """One fake Hub for the session, started before any worker so the worker inherits it."""
+    from tests.support.fake_hub import FakeHub
+
+    hub = FakeHub().start()
+    previous_env = os.environ.get("HF_ENDPOINT")
+    previous_setting = django_settings.HF_ENDPOINT
+    os.environ["HF_ENDPOINT"] = hub.url
+    django_settings.HF_ENDPOINT = hub.url
+    yield hub
+    django_settings.HF_ENDPOINT = previous_setting
+    if previous_env is None:
+        os.environ.pop("HF_ENDPOINT", None)
+    else:
+        os.environ["HF_ENDPOINT"] = previous_env
+    hub.stop()
+
+
+@pytest.fixture
+def fake_hub(_fake_hub_session, settings):
+    """The fake Hub with no faults, delays or counted requests left over from other tests."""
+    from django.core.cache import cache
+
+    settings.HF_ENDPOINT = _fake_hub_session.url
+    settings.HF_TOKEN = None
+    _fake_hub_session.reset()
+    cache.clear()
+    yield _fake_hub_session
+    _fake_hub_session.reset()

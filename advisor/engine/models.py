@@ -152,6 +152,12 @@ class HubModelMetadata(_Frozen):
     config: dict[str, Any] | None = None
     pipeline_tag: str | None = None
     library_name: str | None = None
+    license: str | None = None
+    gated: bool | str = False  # False, "auto" or "manual"
+    # Best parameter count the lookup found: safetensors total, else counted from config.json.
+    params_total: int | None = None
+    params_source: str = ""
+    file_sizes: dict[str, int] = Field(default_factory=dict)  # repo file name -> bytes
 
 
 # --- Request ----------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('advisor', '0001_initial'),
+        ('advisor', '0002_hf_model_lookup'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

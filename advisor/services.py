@@ -1,0 +1,216 @@
+"""Writes and orchestration for the advisor: Hugging Face model lookups.
+
+A lookup is one HfModelLookup row per (repo id, revision). Requests share the row; only the
+request that makes it pending (new, or stale) enqueues the task, and the task claims the row
+with a conditional update, so however many researchers ask at once the Hub is asked once, and a
+redelivered task (acks_late after a worker died) changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from advisor import hub
+from advisor.models import HfModelLookup
+
+logger = logging.getLogger(__name__)
+
+Status = HfModelLookup.Status
+_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+
+
+class LookupBusy(Exception):
+    """Another delivery holds the lookup and may still be alive; look again in `retry_in` s."""
+
+    def __init__(self, retry_in: float):
+        super().__init__(f"lookup is running elsewhere; retry in {retry_in:.0f}s")
+        self.retry_in = retry_in
+
+
+def _running_is_stale_after() -> timedelta:
+    # The hard time limit kills a task that runs longer, so a RUNNING row older than that (plus
+    # a little slack) belongs to a worker that died.
+    return timedelta(seconds=settings.HF_LOOKUP_TIME_LIMIT_SECONDS + 1)
+
+
+def _find(repo_id: str, revision: str) -> HfModelLookup | None:
+    # The Hub treats ids case-insensitively and redirects aliases (gpt2 -> openai-community/gpt2),
+    # so an id matches either the canonical id or the one first typed.
+    return (
+        HfModelLookup.objects.filter(revision=revision)
+        .filter(Q(repo_id__iexact=repo_id) | Q(requested_id__iexact=repo_id))
+        .order_by("pk")
+        .first()
+    )
+
+
+def _stale_condition(revision: str) -> Q:
+    now = timezone.now()
+    stale = Q(status=Status.FAILED, updated_at__lt=now - timedelta(
+        seconds=settings.HF_LOOKUP_FAILED_MAX_AGE_SECONDS))
+    stale |= Q(status=Status.RUNNING, started_at__lt=now - _running_is_stale_after())
+    if not _SHA_RE.match(revision):
+        # A branch moves; what a commit sha names never changes.
+        stale |= Q(
+            status=Status.DONE,
+            fetched_at__lt=now - timedelta(hours=settings.HF_LOOKUP_MAX_AGE_HOURS),
+        )
+    return stale
+
+
+def _enqueue(lookup_id: int) -> None:
+    from advisor.tasks import hf_model_lookup_refresh as hf_model_lookup_refresh_task
+
+    hf_model_lookup_refresh_task.delay_on_commit(lookup_id)
+
+
+def hf_model_lookup_request(*, repo_id: str, revision: str = "main") -> HfModelLookup:
+    """The shared lookup for this model, started in the background if nothing fresh exists.
+
+    Raises hub.InvalidRepoIdError (changing nothing) when the id could not exist on the Hub.
+    """
+    hub.validate_repo_id(repo_id)
+    hub.validate_revision(revision)
+
+    lookup = _find(repo_id, revision)
+    if lookup is None:
+        try:
+            with transaction.atomic():
+                lookup = HfModelLookup.objects.create(
+                    repo_id=repo_id, requested_id=repo_id, revision=revision
+                )
+        except IntegrityError:
+            # Another request created it between our read and our insert: share theirs.
+            lookup = _find(repo_id, revision)
+            if lookup is None:
+                raise
+        else:
+            _enqueue(lookup.pk)
+            return lookup
+
+    became_pending = (
+        HfModelLookup.objects.filter(pk=lookup.pk)
+        .filter(_stale_condition(revision))
+        .update(status=Status.PENDING, updated_at=timezone.now())
+    )
+    if became_pending:
+        _enqueue(lookup.pk)
+        lookup.refresh_from_db()
+    return lookup
+
+
+def hf_model_lookup_refresh(
+    *, lookup_id: int, final_attempt: bool = False, temporary_exceptions: tuple = ()
+) -> HfModelLookup | None:
+    """Ask the Hub about the lookup's model and store the answer; a no-op unless it is pending.
+
+    Raises hub.HubTemporaryError (after recording it) when a later attempt may succeed, unless
+    this is the final attempt; raises LookupBusy when another live delivery holds the lookup.
+    `temporary_exceptions` are treated like a Hub timeout (the task's soft time limit).
+    """
+    claimed_at = timezone.now()
+    claimable = Q(status=Status.PENDING) | Q(
+        status=Status.RUNNING, started_at__lt=claimed_at - _running_is_stale_after()
+    )
+    claimed = (
+        HfModelLookup.objects.filter(pk=lookup_id)
+        .filter(claimable)
+        .update(
+            status=Status.RUNNING,
+            started_at=claimed_at,
+            attempts=F("attempts") + 1,
+            updated_at=claimed_at,
+        )
+    )
+    lookup = HfModelLookup.objects.filter(pk=lookup_id).first()
+    if lookup is None:
+        return None
+    if not claimed:
+        if lookup.status == Status.RUNNING and lookup.started_at is not None:
+            remaining = (
+                lookup.started_at + _running_is_stale_after() - timezone.now()
+            ).total_seconds()
+            raise LookupBusy(retry_in=max(1.0, remaining + 1))
+        return lookup  # done or failed already: a redelivery changes nothing
+
+    try:
+        fetched = hub.fetch_model(lookup.repo_id, lookup.revision)
+    except hub.HubTemporaryError as exc:
+        _record_failure(lookup_id, claimed_at, exc, final=final_attempt)
+        if not final_attempt:
+            raise
+        return HfModelLookup.objects.get(pk=lookup_id)
+    except hub.HubPermanentError as exc:
+        if exc.kind in (hub.NOT_FOUND, hub.PRIVATE):
+            exc.suggestions = hub.close_matches(lookup.repo_id)
+        _record_failure(lookup_id, claimed_at, exc, final=True)
+        return HfModelLookup.objects.get(pk=lookup_id)
+    except temporary_exceptions as exc:
+        error = hub.HubTemporaryError(hub.TIMEOUT, "The lookup took too long; it will try again.")
+        _record_failure(lookup_id, claimed_at, error, final=final_attempt)
+        if not final_attempt:
+            raise error from exc
+        return HfModelLookup.objects.get(pk=lookup_id)
+    except Exception:
+        error = hub.HubPermanentError(
+            hub.UNEXPECTED,
+            "Something went wrong on our side while asking the Hub. "
+            f"Try again later. {hub.TYPE_BY_HAND}",
+        )
+        _record_failure(lookup_id, claimed_at, error, final=True)
+        raise
+
+    return _record_success(lookup_id, claimed_at, fetched)
+
+
+def _record_success(lookup_id: int, claimed_at, fetched: hub.FetchedModel) -> HfModelLookup:
+    with transaction.atomic():
+        lookup = HfModelLookup.objects.select_for_update().get(pk=lookup_id)
+        if lookup.status != Status.RUNNING or lookup.started_at != claimed_at:
+            return lookup  # a later delivery took over; its answer wins
+        canonical_taken = (
+            HfModelLookup.objects.filter(repo_id=fetched.repo_id, revision=lookup.revision)
+            .exclude(pk=lookup.pk)
+            .exists()
+        )
+        if not canonical_taken:
+            lookup.repo_id = fetched.repo_id
+        lookup.sha = fetched.sha or ""
+        lookup.metadata = fetched.as_json()
+        lookup.status = Status.DONE
+        lookup.error_kind = hub.GATED if fetched.gated_files else ""
+        lookup.message = " ".join(fetched.metadata.get("notes") or [])
+        lookup.suggestions = []
+        lookup.fetched_at = timezone.now()
+        lookup.save()
+    logger.info("Hub lookup %s done: %s@%s", lookup_id, lookup.repo_id, lookup.sha)
+    return lookup
+
+
+def _record_failure(lookup_id: int, claimed_at, error: hub.HubError, *, final: bool) -> None:
+    """Keep any earlier metadata (stale data beats none); say what happened and what to do."""
+    if final and error.temporary:
+        message = f"{error.message.split(';')[0]}. Try again later. {hub.TYPE_BY_HAND}"
+    else:
+        message = error.message
+    with transaction.atomic():
+        updated = HfModelLookup.objects.filter(
+            pk=lookup_id, status=Status.RUNNING, started_at=claimed_at
+        ).update(
+            status=Status.FAILED if final else Status.PENDING,
+            error_kind=error.kind,
+            message=message,
+            suggestions=getattr(error, "suggestions", []) or [],
+            updated_at=timezone.now(),
+        )
+    logger.info(
+        "Hub lookup %s %s: %s%s", lookup_id, "failed" if final else "will retry", error.kind,
+        "" if updated else " (superseded)",
+    )
