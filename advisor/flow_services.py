@@ -192,6 +192,8 @@ def advisor_session_answer(
     earlier = {s: state.answers[s] for s in state.path.questions
                if s in state.answers and s != step}
     value = clean_answer(node, raw, earlier)
+    if node.type == "model_id" and value:
+        _model_lookup_start(value)
     answers = dict(advisor_session.answers)
     answers[step] = value
     advisor_session.answers = answers
@@ -281,20 +283,37 @@ def estimate_request_for(
 
 
 def _hub_metadata(model_id: str) -> HubModelMetadata | None:
-    """What a finished Hub lookup found for the model, if the lookup app has one stored."""
+    """What the latest Hub lookup found for the model, or None while there is nothing yet."""
+    from django.db.models import Q
+
+    from advisor.models import HfModelLookup
+
+    lookup = (HfModelLookup.objects.filter(Q(requested_id=model_id) | Q(repo_id=model_id))
+              .exclude(metadata=None).order_by("-updated_at").first())
+    return lookup.to_hub_metadata() if lookup else None
+
+
+def model_lookup_for(model_id: str | None):
+    """The lookup behind a model answer, for the status card on the next step."""
+    if not model_id:
+        return None
+    from django.db.models import Q
+
+    from advisor.models import HfModelLookup
+
+    return (HfModelLookup.objects.filter(Q(requested_id=model_id) | Q(repo_id=model_id))
+            .order_by("-updated_at").first())
+
+
+def _model_lookup_start(model_id: str) -> None:
+    """Ask the Hub about the model in the background; the id's format is checked here."""
+    from advisor import hub
+    from advisor.services import hf_model_lookup_request
+
     try:
-        from advisor.models import HfModelLookup  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    lookup = HfModelLookup.objects.filter(repo_id=model_id).order_by("-pk").first()
-    to_engine = getattr(lookup, "to_engine", None)
-    if to_engine is None:
-        return None
-    try:
-        return to_engine()
-    except Exception:  # an unfinished or failed lookup gives no metadata
-        logger.info("no hub metadata for %s", model_id, exc_info=True)
-        return None
+        hf_model_lookup_request(repo_id=model_id)
+    except hub.InvalidRepoIdError as exc:
+        raise AnswerError(exc.message) from exc
 
 
 # --- Decisions --------------------------------------------------------------------------------

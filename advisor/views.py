@@ -156,6 +156,8 @@ def _step_context(request, advisor_session, state, node, form, *, embed: bool) -
         "progress": _progress(state),
         "journey": _journey(state, advisor_session, embed=embed),
         "editing_earlier": node.id != state.path.current,
+        "lookup": flow_services.model_lookup_for(state.answers.get("model"))
+        if node.id in ("model", "model_params") else None,
         "action_url": _url("step", embed=embed, session_id=advisor_session.id, step=node.id),
         "resume_url": request.build_absolute_uri(
             _url("resume", embed=False, session_id=advisor_session.id)),

@@ -18,7 +18,8 @@ from advisor.flowchart import (
 LORA_7B = {
     "work_kind": "lora", "model": None, "model_params": 7, "precision": "bf16",
     "batch_size": 4, "seq_len": 2048, "dataset_tokens": 20, "epochs": 3,
-    "data_sensitivity": "public", "timeline": None, "hpc_experience": "some", "azure": "no",
+    "num_gpus": None, "data_sensitivity": "public", "timeline": None, "hpc_experience": "some",
+    "azure": "no",
     "notebooks": "no",
 }
 
