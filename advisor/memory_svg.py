@@ -67,6 +67,10 @@ class MemoryBar:
         return None if not self.capacity_bytes else self.total_bytes <= self.capacity_bytes
 
 
+def _n(value: float) -> str:
+    return f"{value:.1f}"
+
+
 def _gb(n: float) -> str:
     return f"{n / 1e9:,.1f} GB"
 
@@ -120,21 +124,21 @@ def memory_chart_svg(*, bars: list[MemoryBar], title: str = "Memory per GPU") ->
             if size <= 0:
                 continue
             parts.append(format_html(
-                '<rect x="{:.1f}" y="{}" width="{:.1f}" height="{}" fill="url(#mem-{})" '
+                '<rect x="{}" y="{}" width="{}" height="{}" fill="url(#mem-{})" '
                 'stroke="#1b1f24" stroke-width="0.5"><title>{}: {}</title></rect>',
-                x(start), top, max(x(start + size) - x(start), 0.5), BAR_HEIGHT, component,
+                _n(x(start)), top, _n(max(x(start + size) - x(start), 0.5)), BAR_HEIGHT, component,
                 dict(COMPONENTS)[component], _gb(size)))
             start += size
         if bar.capacity_bytes:
             cap_x = x(bar.capacity_bytes)
             parts.append(format_html(
-                '<line x1="{:.1f}" x2="{:.1f}" y1="{}" y2="{}" stroke="#1b1f24" '
+                '<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="#1b1f24" '
                 'stroke-width="3" stroke-dasharray="4 2"/>',
-                cap_x, cap_x, top - 4, top + BAR_HEIGHT + 4))
+                _n(cap_x), _n(cap_x), top - 4, top + BAR_HEIGHT + 4))
             anchor = "end" if cap_x > WIDTH / 2 else "start"
             parts.append(format_html(
-                '<text x="{:.1f}" y="{}" font-size="12" text-anchor="{}">capacity {}</text>',
-                cap_x + (-4 if anchor == "end" else 4), top + BAR_HEIGHT + 16, anchor,
+                '<text x="{}" y="{}" font-size="12" text-anchor="{}">capacity {}</text>',
+                _n(cap_x + (-4 if anchor == "end" else 4)), top + BAR_HEIGHT + 16, anchor,
                 _gb(bar.capacity_bytes)))
         y += ROW_HEIGHT
     y += 4
