@@ -111,9 +111,6 @@ def memory_chart_svg(*, bars: list[MemoryBar], title: str = "Memory per GPU") ->
         parts.append(format_html(
             '<text x="{}" y="{}" font-size="14" font-weight="bold">{}</text>',
             LEFT, y, bar.label))
-        parts.append(format_html(
-            '<text x="{}" y="{}" font-size="13" text-anchor="end">{}</text>',
-            WIDTH - LEFT, y, _bar_status(bar)))
         top = y + 8
         parts.append(format_html(
             '<rect x="{}" y="{}" width="{}" height="{}" fill="#fff" stroke="#57606a"/>',
@@ -135,11 +132,9 @@ def memory_chart_svg(*, bars: list[MemoryBar], title: str = "Memory per GPU") ->
                 '<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="#1b1f24" '
                 'stroke-width="3" stroke-dasharray="4 2"/>',
                 _n(cap_x), _n(cap_x), top - 4, top + BAR_HEIGHT + 4))
-            anchor = "end" if cap_x > WIDTH / 2 else "start"
-            parts.append(format_html(
-                '<text x="{}" y="{}" font-size="12" text-anchor="{}">capacity {}</text>',
-                _n(cap_x + (-4 if anchor == "end" else 4)), top + BAR_HEIGHT + 16, anchor,
-                _gb(bar.capacity_bytes)))
+        parts.append(format_html(
+            '<text x="{}" y="{}" font-size="13">{}</text>',
+            LEFT, top + BAR_HEIGHT + 18, _bar_status(bar)))
         y += ROW_HEIGHT
     y += 4
     for index, component in enumerate(used):
@@ -157,7 +152,8 @@ def _bar_status(bar: MemoryBar) -> str:
     if bar.fits is None:
         return f"needs {_gb(bar.total_bytes)}"
     verdict = "fits" if bar.fits else "does NOT fit"
-    return f"needs {_gb(bar.total_bytes)} of {_gb(bar.capacity_bytes or 0)}: {verdict}"
+    return (f"needs {_gb(bar.total_bytes)} of {_gb(bar.capacity_bytes or 0)}: {verdict} "
+            "(dashed line: capacity)")
 
 
 def _bar_sentence(bar: MemoryBar) -> str:
