@@ -13,9 +13,11 @@ from advisor.flowchart import AnswerError, Node, clean_answer
 class StepForm(forms.Form):
     """Asks one question; cleaning uses the chart's own rules so the form and the walk agree."""
 
-    def __init__(self, *args, node: Node, earlier: Mapping[str, Any] | None = None, **kwargs):
+    def __init__(self, *args, node: Node, earlier: Mapping[str, Any] | None = None,
+                 autofocus_errors: bool = True, **kwargs):
         super().__init__(*args, **kwargs)
         self.node = node
+        self.autofocus_errors = autofocus_errors
         self.earlier = dict(earlier or {})
         self.fields["answer"] = _field_for(node, required=self._required())
 
@@ -35,9 +37,11 @@ class StepForm(forms.Form):
 
     def full_clean(self):
         super().full_clean()
-        if self.is_bound and self.errors and self.node.type not in ("single", "multiple"):
+        if (self.autofocus_errors and self.is_bound and self.errors
+                and self.node.type not in ("single", "multiple")):
             # Without JavaScript nothing else can move focus to the field that needs fixing
-            # (radio groups would repeat autofocus on every button, so flow.js does those).
+            # (radio groups would repeat autofocus on every button, so flow.js does those; after
+            # an htmx swap flow.js moves focus to the message itself).
             self.fields["answer"].widget.attrs["autofocus"] = True
 
 

@@ -196,7 +196,8 @@ def flow_step(request: HttpRequest, session_id, step: str, embed: bool = False) 
         return redirect(_url("resume", embed=embed, session_id=advisor_session.id))
     earlier = _earlier_answers(state, step)
     if request.method == "POST":
-        form = StepForm(request.POST, node=node, earlier=earlier)
+        form = StepForm(request.POST, node=node, earlier=earlier,
+                        autofocus_errors=not request.htmx)
         if form.is_valid():
             try:
                 new_state = flow_services.advisor_session_answer(
