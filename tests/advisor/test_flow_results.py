@@ -102,3 +102,45 @@ def test_admin_shows_no_retired_warning_for_the_shipped_default_chart(
         admin_client, default_catalog):
     response = admin_client.get("/admin/advisor/activeflowchart/")
     assertNotContains(response, "which is retired")
+
+
+@pytest.mark.parametrize(
+    ("profile", "answers", "outcome", "systems"),
+    [
+        ("lancaster", [("work_kind", "cpu"), ("cpu_data_size", "5"), ("cpu_interactive", "yes"),
+                       ("data_sensitivity", "public")], "hex_jupyter", None),
+        ("lancaster", [("work_kind", "inference"), ("model", ""), ("model_params", "0.11"),
+                       ("precision", "fp16"), ("batch_size", "8"), ("seq_len", "512"),
+                       ("inference_tokens", "10"), ("data_sensitivity", "public"),
+                       ("interactive_gpu", "yes")], "hex_gpu", ["hex"]),
+        ("lancaster", [("work_kind", "lora"), ("model", ""), ("model_params", "7"),
+                       ("precision", "bf16"), ("batch_size", "4"), ("seq_len", "2048"),
+                       ("dataset_tokens", "20"), ("epochs", "3"), ("num_gpus", ""),
+                       ("data_sensitivity", "public"), ("interactive_gpu", "no")],
+         "hec_gpu", ["hec"]),
+        ("uva", [("work_kind", "cpu"), ("cpu_data_size", "5"), ("cpu_interactive", "no"),
+                 ("data_sensitivity", "public")], "uva_standard", None),
+        ("uva", [("work_kind", "inference"), ("model", ""), ("model_params", "0.11"),
+                 ("precision", "fp16"), ("batch_size", "8"), ("seq_len", "512"),
+                 ("inference_tokens", "10"), ("data_sensitivity", "public")],
+         "uva_gpu", ["uva-hpc"]),
+    ],
+)
+def test_lancaster_and_uva_charts_route_with_their_catalogs(
+        client, db, profile, answers, outcome, systems):
+    from django.utils.html import escape
+
+    from advisor.flow_services import active_flowchart_set
+    from advisor.flowchart import load_chart
+
+    call_command("load_catalog", profile, verbosity=0)
+    active_flowchart_set(chart=profile)
+    advisor_session, page = walk_to_result(client, answers)
+    assert advisor_session.chart == profile
+    assert advisor_session.current_step == outcome
+    assertContains(page, escape(load_chart(profile).node(outcome).title))
+    if systems is None:
+        assert advisor_session.estimate_request is None
+    else:
+        assert advisor_session.estimate_request["constraints"]["systems"] == systems
+        assert advisor_session.estimate_result["recommendation"]["system"] == systems[0]
