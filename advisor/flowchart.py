@@ -17,6 +17,7 @@ condition is the default. Loading errors name the node and the field at fault.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -338,7 +339,14 @@ def load_chart(key: str) -> Flowchart:
     path = CHARTS_DIR / f"{key}.yaml"
     if not path.exists():
         raise FlowchartError(f"chart {key!r}: no file {path.name} in {CHARTS_DIR}")
-    return parse_chart(path.read_text(encoding="utf-8"), name=path.name)
+    # Parsed once per file version: every request walks the chart, YAML parsing is the slow part.
+    return _load_file(str(path), path.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=32)
+def _load_file(path: str, mtime_ns: int) -> Flowchart:
+    file = Path(path)
+    return parse_chart(file.read_text(encoding="utf-8"), name=file.name)
 
 
 def parse_chart(text: str, *, name: str = "<chart>") -> Flowchart:

@@ -297,6 +297,15 @@ def _option_order(option: Option):
             option.requested_gpu_hours if option.requested_gpu_hours is not None else 1e18)
 
 
+EXPERIENCE_TIPS = {
+    "none": "New to HPC? Batch systems run your script from a queue: start with a short test "
+            "job (a few minutes, one GPU) using the starter script, check it with seff or "
+            "sstat, then scale up. Trial access, where a system offers it, suits this first "
+            "step (seed 001).",
+    "some": "Run a short test job first and check its memory and speed before the full run.",
+}
+
+
 @require_GET
 def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpResponse:
     advisor_session = _load_session(request, session_id)
@@ -325,6 +334,7 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
         "resume_url": request.build_absolute_uri(
             _url("resume", embed=False, session_id=advisor_session.id)),
         "restart_url": _url("start", embed=embed),
+        "experience_tip": EXPERIENCE_TIPS.get(state.answers.get("hpc_experience", ""), ""),
     }
     if result is not None:
         systems, accelerators, capacity = _names(state.catalog)
