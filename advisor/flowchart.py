@@ -292,7 +292,7 @@ class Flowchart(_Strict):
         pairs = set(zip(on_path, on_path[1:], strict=False))
         for node in self.nodes:
             for edge in node.next:
-                text = _mermaid_text(edge.label or _edge_label(node, edge))
+                text = _mermaid_text(edge.label or _edge_label(node, edge, self.by_id))
                 arrow = f' -- "{text}" --> ' if text else " --> "
                 lines.append(f"  {node.id}{arrow}{edge.to}")
                 if (node.id, edge.to) in pairs:
@@ -306,18 +306,22 @@ class Flowchart(_Strict):
         return "\n".join(lines)
 
 
-def _edge_label(node: Node, edge: Edge) -> str:
+def _edge_label(node: Node, edge: Edge, by_id: dict[str, Node]) -> str:
     if not edge.when:
         return "otherwise" if len(node.next) > 1 else ""
     parts = []
     for condition in edge.when:
-        if condition.step == node.id and condition.equals is not None:
-            parts.append(node.choice_labels.get(condition.equals)
-                         or node.outcomes.get(condition.equals) or condition.equals)
-        elif condition.step == node.id and condition.in_:
-            parts.append(" or ".join(node.choice_labels.get(v, v) for v in condition.in_))
+        source = by_id[condition.step]
+        values = [condition.equals] if condition.equals is not None else (condition.in_ or [])
+        if values:
+            labels = [source.choice_labels.get(v) or source.outcomes.get(v) or v for v in values]
+            # Long choice labels read badly on an arrow: keep the part before the colon.
+            parts.append(" or ".join(label.split(":")[0] for label in labels))
+        elif condition.answered is not None:
+            given = "given" if condition.answered else "blank"
+            parts.append(f"{source.title.rstrip('?')}: {given}")
         else:
-            parts.append(condition.step)
+            parts.append(source.title)
     return ", ".join(parts)
 
 
