@@ -144,3 +144,17 @@ def test_lancaster_and_uva_charts_route_with_their_catalogs(
     else:
         assert advisor_session.estimate_request["constraints"]["systems"] == systems
         assert advisor_session.estimate_result["recommendation"]["system"] == systems[0]
+
+
+def test_result_links_to_the_allocation_request_form_when_that_app_is_installed(
+        client, default_catalog):
+    from django.urls import NoReverseMatch, reverse
+
+    advisor_session, page = walk_to_result(client, LORA_7B)
+    try:
+        url = reverse("allocations:request-create", kwargs={"session_id": advisor_session.id})
+    except NoReverseMatch:
+        assertNotContains(page, "Create allocation request")
+        pytest.skip("the allocation-requests app (branch alloc) is not merged here")
+    assertContains(page, f'<a class="button" href="{url}">Create allocation request</a>',
+                   html=True)
