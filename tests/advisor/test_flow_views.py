@@ -53,7 +53,7 @@ def test_step_page_has_label_help_and_progress(client):
     assertContains(response, 'aria-live="polite"')
     assertContains(response, "Question 1 of about")
     assertContains(response, "rarely benefit from a GPU")  # the explanation under it
-    assert response["Vary"] == "HX-Request, Cookie" or "HX-Request" in response["Vary"]
+    assert "HX-Request" in response["Vary"]
 
 
 def test_plain_post_redirects_to_the_next_step(client):
