@@ -19,7 +19,7 @@ from django_htmx.http import HttpResponseClientRedirect, push_url
 from advisor import flow_services
 from advisor.embedding import allowed_origins
 from advisor.engine.models import EstimateResult, Option
-from advisor.flowchart import AnswerError, Flowchart, Node, load_chart
+from advisor.flowchart import AnswerError, Flowchart, FlowchartError, Node, load_chart
 from advisor.forms import StepForm
 from advisor.memory_svg import COMPONENTS, MemoryBar, memory_chart_svg
 from advisor.models import AdvisorSession
@@ -49,6 +49,22 @@ def _problem(request: HttpRequest, *, status: int, message: str, embed: bool,
                "resume_url": _url("resume", embed=embed, session_id=advisor_session.id)
                if advisor_session else _url("start", embed=embed)}
     return _page(request, "advisor/problem.html", context, status=status)
+
+
+def _chart_gone(view):
+    """A session whose chart file was removed or broken gets a message, not a 500."""
+    import functools
+
+    @functools.wraps(view)
+    def wrapped(request, *args, embed: bool = False, **kwargs):
+        try:
+            return view(request, *args, embed=embed, **kwargs)
+        except FlowchartError:
+            return _problem(request, status=410, embed=embed,
+                            message="The flowchart this session used is no longer available. "
+                                    "Please start again.")
+
+    return wrapped
 
 
 def _load_session(request: HttpRequest, session_id) -> AdvisorSession:
@@ -90,6 +106,7 @@ def flow_start(request: HttpRequest, embed: bool = False) -> HttpResponse:
 
 
 @require_GET
+@_chart_gone
 def flow_resume(request: HttpRequest, session_id, embed: bool = False) -> HttpResponse:
     advisor_session = _load_session(request, session_id)
     state = flow_services.advisor_session_state(advisor_session=advisor_session)
@@ -180,6 +197,7 @@ def _earlier_answers(state: flow_services.FlowState, step: str) -> dict[str, Any
 
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
+@_chart_gone
 def flow_step(request: HttpRequest, session_id, step: str, embed: bool = False) -> HttpResponse:
     advisor_session = _load_session(request, session_id)
     state = flow_services.advisor_session_state(advisor_session=advisor_session)
@@ -307,6 +325,7 @@ EXPERIENCE_TIPS = {
 
 
 @require_GET
+@_chart_gone
 def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpResponse:
     advisor_session = _load_session(request, session_id)
     state = flow_services.advisor_session_state(advisor_session=advisor_session)

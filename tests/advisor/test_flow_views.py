@@ -265,3 +265,10 @@ def test_admin_chooses_the_active_chart(admin_client):
     client = Client()
     client.post("/")
     assert AdvisorSession.objects.get().chart == "lancaster"
+
+
+def test_session_whose_chart_is_gone_gets_a_message_not_a_500(client):
+    advisor_session = AdvisorSession.objects.create(chart="retired_chart",
+                                                    current_step="work_kind")
+    response = client.get(step_url(advisor_session, "work_kind"))
+    assertContains(response, "no longer available", status_code=410)
