@@ -126,3 +126,24 @@ class HfModelLookup(models.Model):
             params_source=data.get("params_source") or "",
             file_sizes=data.get("files") or {},
         )
+
+class ActiveFlowchart(models.Model):
+    """Which flowchart researchers get: one row, chosen by staff in the admin."""
+
+    chart = models.CharField(
+        max_length=100,
+        default="default",
+        help_text="The flowchart definition (a file in advisor/flowcharts/) new sessions use.",
+    )
+    changed_at = models.DateTimeField(auto_now=True)
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+
+    class Meta:
+        verbose_name = "active flowchart"
+        verbose_name_plural = "active flowchart"
+
+    def __str__(self) -> str:
+        return f"Active flowchart: {self.chart}"

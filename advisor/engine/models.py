@@ -63,8 +63,9 @@ class NodeTypeSpec(_Frozen):
     # "infiniband" | "omnipath" | "ethernet" | "none"
     inter_node_interconnect: str = "none"
     inter_node_gbit_s: float | None = None
-    # Cloud VM sizes carry their own price (in the system's currency); count 0 on a cloud
-    # system means "on demand" rather than "none".
+    # Cloud VM sizes carry their own price (in the system's currency), overriding
+    # SystemSpec.price_per_gpu_hour; count 0 on a cloud system means "on demand" rather than
+    # "none".
     price_per_gpu_hour: float | None = None
     status: SystemStatus = "active"  # a retired VM size / node type is never recommended
 

@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.utils.html import format_html_join
+
+from advisor import flow_services
+from advisor.flowchart import FlowchartError, available_charts, load_chart
+from advisor.models import ActiveFlowchart, AdvisorSession
+
+
+def chart_warnings(chart_key: str) -> list[str]:
+    """What staff must know about a chart: it fails to load, or it routes to a retired system."""
+    try:
+        chart = load_chart(chart_key)
+    except FlowchartError as exc:
+        return [f"The chart {chart_key!r} does not load: {exc}"]
+    problems = flow_services.chart_system_problems(chart=chart)
+    leaves = {s: [n.id for n in chart.nodes if s in n.systems] for s in problems}
+    return [
+        f"The chart {chart_key!r} points at {system}, which {why} "
+        f"(outcome {', '.join(leaves[system])}). Researchers are never recommended a retired "
+        "system; check the chart's outcomes name systems researchers can use."
+        for system, why in problems.items()
+    ]
+
+
+class ActiveFlowchartForm(forms.ModelForm):
+    chart = forms.ChoiceField(choices=(), help_text="The chart new advisor sessions use.")
+
+    class Meta:
+        model = ActiveFlowchart
+        fields = ["chart"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["chart"].choices = [
+            (key, f"{key}: {_title(key)}") for key in available_charts()]
+
+    def clean_chart(self):
+        key = self.cleaned_data["chart"]
+        try:
+            load_chart(key)
+        except FlowchartError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        return key
+
+
+def _title(key: str) -> str:
+    try:
+        return load_chart(key).title
+    except FlowchartError:
+        return "does not load"
+
+
+@admin.register(ActiveFlowchart)
+class ActiveFlowchartAdmin(admin.ModelAdmin):
+    form = ActiveFlowchartForm
+    list_display = ["chart", "changed_at", "changed_by"]
+    readonly_fields = ["warnings", "changed_at", "changed_by"]
+    fields = ["chart", "warnings", "changed_at", "changed_by"]
+
+    def has_add_permission(self, request):
+        return not ActiveFlowchart.objects.exists()
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="Warnings")
+    def warnings(self, obj):
+        found = chart_warnings(obj.chart if obj else "default")
+        if not found:
+            return "None: every outcome points at an active system."
+        return format_html_join("", "<p>{}</p>", ((w,) for w in found))
+
+    def changelist_view(self, request, extra_context=None):
+        row = ActiveFlowchart.objects.first()
+        for warning in chart_warnings(row.chart if row else flow_services.active_chart_key()):
+            messages.warning(request, warning)
+        return super().changelist_view(request, extra_context)
+
+    def save_model(self, request, obj, form, change):
+        flow_services.active_flowchart_set(chart=obj.chart, user=request.user)
+        for warning in chart_warnings(obj.chart):
+            messages.warning(request, warning)
+
+
+@admin.register(AdvisorSession)
+class AdvisorSessionAdmin(admin.ModelAdmin):
+    list_display = ["id", "chart", "user", "current_step", "completed_at", "updated_at"]
+    list_filter = ["chart", "completed_at"]
+    search_fields = ["id", "user__username", "user__email"]
+    list_select_related = ["user"]
+    readonly_fields = [f.name for f in AdvisorSession._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -1,0 +1,489 @@
+"""The advisor flow: sessions, answers, decisions and the result at the end of a path.
+
+Writes go through the `advisor_session_*` services; views stay thin. The estimation engine and
+the catalog are reached through `engine_estimate` and `catalog_spec`, so decisions and results
+use the same numbers.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from advisor.engine.models import (
+    CatalogSpec,
+    Constraints,
+    EstimateRequest,
+    EstimateResult,
+    HubModelMetadata,
+)
+from advisor.flowchart import (
+    AnswerError,
+    Decision,
+    Flowchart,
+    FlowchartError,
+    Node,
+    Walk,
+    available_charts,
+    clean_answer,
+    effective_answers,
+    load_chart,
+    walk,
+)
+from advisor.models import ActiveFlowchart, AdvisorSession
+
+logger = logging.getLogger(__name__)
+
+GPU_TASKS = {"inference", "full_finetune", "lora", "qlora", "pretrain"}
+V100_MEMORY_BYTES = 32 * 10**9  # V100 SXM2/PCIe 32 GB (catalog-facts.md)
+V100_MAX_GPUS_PER_NODE = 8  # DGX-1 class nodes; larger jobs span nodes
+
+
+class StepNotOnPath(Exception):
+    """A step that exists in the chart but is not one the researcher's answers lead to."""
+
+
+# --- Charts and catalog -----------------------------------------------------------------------
+
+
+def active_chart_key() -> str:
+    row = ActiveFlowchart.objects.order_by("pk").first()
+    key = row.chart if row else "default"
+    return key if key in available_charts() else "default"
+
+
+def active_flowchart_set(*, chart: str, user=None) -> ActiveFlowchart:
+    load_chart(chart)  # refuses a chart that does not load, with the node and field named
+    row = ActiveFlowchart.objects.order_by("pk").first() or ActiveFlowchart()
+    row.chart = chart
+    row.changed_by = user
+    row.full_clean()
+    row.save()
+    return row
+
+
+def catalog_spec() -> CatalogSpec:
+    """The catalog as the engine sees it; empty until the catalog app provides its selector."""
+    try:
+        from catalog.selectors import engine_catalog
+    except ImportError:
+        return CatalogSpec(accelerators=[], systems=[])
+    return engine_catalog()
+
+
+def chart_system_problems(*, chart: Flowchart) -> dict[str, str]:
+    """Systems the chart's outcomes point at that are retired, limited, or not in the catalog.
+
+    Staff see these as warnings in the admin: a chart that routes to a retired system is the
+    stale-flowchart problem design.md describes. Reads the catalog's own tables so retired
+    systems (which the engine never sees) are found too.
+    """
+    from catalog.models import Profile, System
+
+    wanted = sorted(chart.outcome_systems())
+    systems = {s.name: s for s in System.objects.filter(name__in=wanted).select_related("profile")}
+    active = Profile.objects.filter(is_active=True).first()
+    any_catalog = System.objects.exists()
+    problems: dict[str, str] = {}
+    for name in wanted:
+        system = systems.get(name)
+        if system is None:
+            if any_catalog:
+                problems[name] = "is not in the catalog"
+        elif system.status == "retired":
+            note = f" ({system.status_note})" if system.status_note else ""
+            problems[name] = f"is retired{note}"
+        elif active is not None and system.profile_id != active.pk:
+            problems[name] = f"is not in the active catalog profile ({active.name})"
+        elif system.status == "limited":
+            note = f": {system.status_note}" if system.status_note else ""
+            problems[name] = f"has limited availability{note}"
+    return problems
+
+
+def engine_estimate(request: EstimateRequest, catalog: CatalogSpec) -> EstimateResult:
+    from advisor import engine
+
+    estimate = getattr(engine, "estimate", None)
+    if estimate is None:
+        raise EngineUnavailable("The estimation engine is not installed yet.")
+    return estimate(request, catalog)
+
+
+class EngineUnavailable(RuntimeError):
+    pass
+
+
+# --- Sessions ---------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def advisor_session_start(*, user=None, chart: str | None = None) -> AdvisorSession:
+    key = chart or active_chart_key()
+    flowchart = load_chart(key)
+    advisor_session = AdvisorSession(
+        chart=key,
+        user=user if user is not None and user.is_authenticated else None,
+        current_step=flowchart.start,
+    )
+    advisor_session.full_clean()
+    advisor_session.save()
+    return advisor_session
+
+
+def advisor_session_attach_user(*, advisor_session: AdvisorSession, user) -> None:
+    """Answers given anonymously become the account's once the researcher logs in."""
+    if advisor_session.user_id is None and user.is_authenticated:
+        advisor_session.user = user
+        advisor_session.save(update_fields=["user", "updated_at"])
+
+
+@dataclass
+class FlowState:
+    chart: Flowchart
+    path: Walk
+    answers: dict[str, Any]  # effective answers on the path, cleaned
+    catalog: CatalogSpec
+    estimates: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def outcome(self) -> Node | None:
+        return self.chart.node(self.path.outcome) if self.path.outcome else None
+
+
+def advisor_session_state(*, advisor_session: AdvisorSession) -> FlowState:
+    chart = load_chart(advisor_session.chart)
+    catalog = catalog_spec()
+    cache: dict[str, Any] = {}
+    path = walk(chart, advisor_session.answers, _decider(catalog, cache))
+    return FlowState(
+        chart=chart,
+        path=path,
+        answers=effective_answers(chart, advisor_session.answers, path),
+        catalog=catalog,
+        estimates=cache,
+    )
+
+
+def step_is_answerable(*, state: FlowState, step: str) -> bool:
+    return step == state.path.current or step in state.path.questions
+
+
+@transaction.atomic
+def advisor_session_answer(
+    *, advisor_session: AdvisorSession, step: str, raw: Any
+) -> FlowState:
+    """Store one answer and move the session on; raises AnswerError with a message for the field.
+
+    The step must be the current question or an earlier one on the path (changing an earlier
+    answer); anything else raises StepNotOnPath and nothing changes.
+    """
+    advisor_session = AdvisorSession.objects.select_for_update().get(pk=advisor_session.pk)
+    state = advisor_session_state(advisor_session=advisor_session)
+    node = state.chart.node(step)
+    if node is None or node.kind != "question" or not step_is_answerable(state=state, step=step):
+        raise StepNotOnPath(step)
+    earlier = {s: state.answers[s] for s in state.path.questions
+               if s in state.answers and s != step}
+    value = clean_answer(node, raw, earlier)
+    if node.type == "model_id" and value:
+        _model_lookup_start(value)
+    answers = dict(advisor_session.answers)
+    answers[step] = value
+    advisor_session.answers = answers
+    new_state = advisor_session_state(advisor_session=advisor_session)
+    advisor_session.current_step = new_state.path.current or new_state.path.outcome or ""
+    if new_state.path.outcome:
+        _store_result(advisor_session, new_state)
+    else:
+        advisor_session.completed_at = None
+        advisor_session.estimate_request = None
+        advisor_session.estimate_result = None
+    advisor_session.full_clean()
+    advisor_session.save()
+    return new_state
+
+
+def _store_result(advisor_session: AdvisorSession, state: FlowState) -> None:
+    outcome = state.outcome
+    assert outcome is not None
+    advisor_session.completed_at = timezone.now()
+    advisor_session.estimate_request = None
+    advisor_session.estimate_result = None
+    advisor_session.engine_version = ""
+    if not _wants_gpu_estimate(state):
+        return
+    request = estimate_request_for(answers=state.answers, outcome=outcome)
+    if request is None:
+        return
+    advisor_session.estimate_request = request.model_dump(mode="json")
+    try:
+        result = engine_estimate(request, state.catalog)
+    except Exception as exc:  # the engine's own errors carry a message for the researcher
+        if isinstance(exc, EngineUnavailable | ValueError):
+            logger.warning("advisor session %s: no estimate: %s", advisor_session.pk, exc)
+            advisor_session.estimate_result = {"error": str(exc)}
+            return
+        raise
+    advisor_session.estimate_result = result.model_dump(mode="json")
+    advisor_session.engine_version = result.engine_version[:40]
+
+
+def _wants_gpu_estimate(state: FlowState) -> bool:
+    outcome = state.outcome
+    if outcome is None or outcome.advice in ("cpu_interactive", "cpu_batch"):
+        return False
+    return state.answers.get("work_kind") != "cpu"
+
+
+# --- From answers to an estimate request -----------------------------------------------------
+
+
+def estimate_request_for(
+    *, answers: Mapping[str, Any], outcome: Node | None = None
+) -> EstimateRequest | None:
+    """The engine's request from the answers, limited by the outcome's systems when given."""
+    given = dict(answers)
+    kind = given.get("work_kind")
+    if kind == "cpu" or kind is None:
+        return None
+    task = kind if kind in GPU_TASKS else "inference"  # notebooks: interactive inference
+    params_b = given.get("model_params")
+    model_id = given.get("model") or None
+    tokens_m = given.get("dataset_tokens", given.get("inference_tokens"))
+    constraints: dict[str, Any] = {
+        "data_sensitivity": given.get("data_sensitivity") or "public",
+    }
+    if outcome is not None:
+        constraints["needs_notebooks"] = outcome.needs_notebooks
+        if outcome.needs_cloud is not None:
+            constraints["needs_cloud"] = outcome.needs_cloud
+        if outcome.systems:
+            constraints["systems"] = list(outcome.systems)
+    fields: dict[str, Any] = {
+        "task": task,
+        "model_id": model_id,
+        "params": round(float(params_b) * 1e9) if params_b not in (None, "") else None,
+        "hub": _hub_metadata(model_id) if model_id else None,
+        "precision": given.get("precision") or "bf16",
+        "batch_size": int(given.get("batch_size") or 1),
+        "seq_len": int(given.get("seq_len") or 2048),
+        "tokens": round(float(tokens_m) * 1e6) if tokens_m not in (None, "") else None,
+        "epochs": float(given.get("epochs") or 1),
+        "num_gpus": int(given["num_gpus"]) if given.get("num_gpus") else None,
+        "constraints": Constraints(**constraints),
+    }
+    return EstimateRequest(**fields)
+
+
+def _hub_metadata(model_id: str) -> HubModelMetadata | None:
+    """What the latest Hub lookup found for the model, or None while there is nothing yet."""
+    from django.db.models import Q
+
+    from advisor.models import HfModelLookup
+
+    lookup = (HfModelLookup.objects.filter(Q(requested_id=model_id) | Q(repo_id=model_id))
+              .exclude(metadata=None).order_by("-updated_at").first())
+    return lookup.to_hub_metadata() if lookup else None
+
+
+def model_lookup_for(model_id: str | None):
+    """The lookup behind a model answer, for the status card on the next step."""
+    if not model_id:
+        return None
+    from django.db.models import Q
+
+    from advisor.models import HfModelLookup
+
+    return (HfModelLookup.objects.filter(Q(requested_id=model_id) | Q(repo_id=model_id))
+            .order_by("-updated_at").first())
+
+
+def _model_lookup_start(model_id: str) -> None:
+    """Ask the Hub about the model in the background; the id's format is checked here."""
+    from advisor import hub
+    from advisor.services import hf_model_lookup_request
+
+    try:
+        hf_model_lookup_request(repo_id=model_id)
+    except hub.InvalidRepoIdError as exc:
+        raise AnswerError(exc.message) from exc
+
+
+# --- Decisions --------------------------------------------------------------------------------
+
+
+def _decider(catalog: CatalogSpec, cache: dict[str, Any]):
+    def decide(node: Node, answers: Mapping[str, Any]) -> Decision:
+        check = CHECKS.get(node.check)
+        if check is None:
+            return Decision("unknown", f"No check called {node.check!r} is known.")
+        return check(node=node, answers=answers, catalog=catalog, cache=cache)
+
+    return decide
+
+
+def _estimate_for_check(answers, catalog, cache) -> EstimateResult | str:
+    """One unconstrained estimate per set of answers, shared by the decisions on a path."""
+    key = repr(sorted((k, str(v)) for k, v in answers.items()))
+    if key in cache:
+        return cache[key]
+    request = None
+    try:
+        request = estimate_request_for(answers=answers)
+        if request is None:
+            outcome: EstimateResult | str = "This is not GPU work."
+        else:
+            outcome = engine_estimate(request, catalog)
+    except (EngineUnavailable, ValueError) as exc:
+        outcome = str(exc)
+    cache[key] = outcome
+    return outcome
+
+
+def _gb(n_bytes: float) -> str:
+    return f"{n_bytes / 1e9:,.1f} GB"
+
+
+def check_v100_sufficient(*, node, answers, catalog, cache) -> Decision:
+    """V100s are enough when the work runs in fp16/fp32 and fits 32 GB per GPU on one node."""
+    precision = answers.get("precision")
+    if precision == "bf16":
+        return Decision(
+            "no",
+            "You chose bf16, which V100s do not support (they have fp16 and fp32 only); "
+            "A100 and newer GPUs run bf16 natively.",
+        )
+    result = _estimate_for_check(answers, catalog, cache)
+    if isinstance(result, str):
+        return Decision("unknown", f"We could not estimate the memory: {result}")
+    v100_names = {a.name for a in catalog.accelerators if "v100" in a.name.lower()
+                  or "v100" in a.display_name.lower()}
+    candidates = [o for o in result.options if o.accelerator in v100_names] if v100_names \
+        else []
+    fitting = [o for o in candidates if o.fits and o.nodes == 1]
+    if fitting:
+        best = min(fitting, key=lambda o: (o.num_gpus, o.memory_per_gpu_bytes))
+        return Decision(
+            "yes",
+            f"It needs {_gb(best.memory_per_gpu_bytes)} per GPU on {best.num_gpus} V100 "
+            f"GPU(s) ({best.strategy}), within a V100's 32 GB.",
+        )
+    single = [o.memory_per_gpu_bytes for o in result.options if o.num_gpus == 1]
+    need = min(single) if single else result.memory.total_bytes
+    if not candidates and need <= V100_MEMORY_BYTES:
+        return Decision("yes", f"It needs {_gb(need)} on one GPU, within a V100's 32 GB.")
+    return Decision(
+        "no",
+        f"It needs {_gb(need)} on one GPU, and does not fit in a V100's 32 GB on up to "
+        f"{V100_MAX_GPUS_PER_NODE} GPUs of one node.",
+    )
+
+
+def check_fits_gpu_memory(*, node, answers, catalog, cache) -> Decision:
+    """Fits when some option needs at most `memory_gb` per GPU on at most `max_gpus` GPUs."""
+    limit_gb = float(node.params.get("memory_gb", 80))
+    max_gpus = int(node.params.get("max_gpus", 1))
+    result = _estimate_for_check(answers, catalog, cache)
+    if isinstance(result, str):
+        return Decision("unknown", f"We could not estimate the memory: {result}")
+    limit = limit_gb * 1e9
+    fitting = [o for o in result.options
+               if o.num_gpus <= max_gpus and o.memory_per_gpu_bytes <= limit]
+    if fitting:
+        best = min(fitting, key=lambda o: (o.num_gpus, o.memory_per_gpu_bytes))
+        return Decision(
+            "yes",
+            f"It needs {_gb(best.memory_per_gpu_bytes)} per GPU on {best.num_gpus} GPU(s), "
+            f"within {limit_gb:g} GB.",
+        )
+    single = [o.memory_per_gpu_bytes for o in result.options if o.num_gpus == 1]
+    need = min(single) if single else result.memory.total_bytes
+    gpus = "one GPU" if max_gpus == 1 else f"up to {max_gpus} GPUs"
+    return Decision(
+        "no", f"It needs {_gb(need)} on one GPU and does not fit {limit_gb:g} GB on {gpus}."
+    )
+
+
+CHECKS = {
+    "v100_sufficient": check_v100_sufficient,
+    "fits_gpu_memory": check_fits_gpu_memory,
+}
+
+
+# --- Advice without the GPU engine ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CpuAdvice:
+    title: str
+    summary: str
+    reasons: list[str]
+    systems: list[str]
+    script: str
+
+
+def cpu_advice_for(*, state: FlowState) -> CpuAdvice:
+    outcome = state.outcome
+    assert outcome is not None
+    answers = state.answers
+    data_gb = answers.get("cpu_data_size")
+    reasons = [
+        "You said the work does not need a GPU: web scraping and data processing spend their "
+        "time waiting on the network or disk, which a GPU does not speed up (seed 000).",
+    ]
+    if answers.get("cpu_interactive") == "yes":
+        reasons.append(
+            "You want to watch and fix it as it runs, so an interactive service (a notebook or "
+            "console) suits it better than a batch queue."
+        )
+    else:
+        reasons.append("It can run unattended, so a batch job can run it from the queue.")
+    if data_gb not in (None, ""):
+        reasons.append(f"You will handle about {data_gb:g} GB of data: ask for at least that "
+                       "much storage, with room for intermediate files.")
+    sensitivity = answers.get("data_sensitivity")
+    if sensitivity in ("confidential", "restricted"):
+        reasons.append("Your data is sensitive: use a system approved for it.")
+    script = ""
+    if outcome.advice == "cpu_batch":
+        script = "\n".join([
+            "#!/bin/bash",
+            "#SBATCH --job-name=cpu-processing",
+            "#SBATCH --nodes=1",
+            "#SBATCH --ntasks=1",
+            "#SBATCH --cpus-per-task=8      # no --gres: this job needs no GPU",
+            "#SBATCH --mem=32G",
+            "#SBATCH --time=12:00:00",
+            "",
+            "python process.py",
+        ])
+    return CpuAdvice(outcome.title, outcome.help, reasons, list(outcome.systems), script)
+
+
+def deadline_warning(*, state: FlowState, wall_hours: float | None) -> str:
+    deadline = state.answers.get("timeline")
+    if not deadline or wall_hours is None:
+        return ""
+    days_left = (dt.date.fromisoformat(deadline) - timezone.localdate()).days
+    if days_left < 0:
+        return "Your deadline has passed; check the date you gave."
+    if wall_hours > days_left * 24:
+        return (f"The job needs about {wall_hours:,.0f} hours of wall time, longer than the "
+                f"{days_left} days until your deadline, before any queue wait.")
+    return ""
+
+
+__all__ = [
+    "AnswerError",
+    "FlowchartError",
+    "StepNotOnPath",
+    "advisor_session_answer",
+    "advisor_session_start",
+]

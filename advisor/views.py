@@ -1,0 +1,405 @@
+"""The researcher's pages: start, one question per step, the result, the whole chart.
+
+Every page works as a plain form post; with htmx the step region is swapped in place and the
+address pushed, so back, forward and reload land on real pages. The same views serve the
+intranet embed (`embed=True`), which only changes the chrome and the framing headers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect, push_url
+
+from advisor import flow_services
+from advisor.embedding import allowed_origins
+from advisor.engine.models import EstimateResult, Option
+from advisor.flowchart import AnswerError, Flowchart, FlowchartError, Node, load_chart
+from advisor.forms import StepForm
+from advisor.memory_svg import COMPONENTS, MemoryBar, memory_chart_svg
+from advisor.models import AdvisorSession
+
+SESSION_KEY = "advisor_session_id"
+
+
+def _url(name: str, *, embed: bool, **kwargs: Any) -> str:
+    return reverse(f"advisor:{'embed-' if embed else ''}{name}", kwargs=kwargs or None)
+
+
+def _page(request: HttpRequest, template: str, context: dict, *, status: int = 200,
+          partial: str | None = None) -> HttpResponse:
+    htmx = getattr(request, "htmx", None)
+    wants_partial = partial and htmx and not htmx.history_restore_request
+    name = f"{template}#{partial}" if wants_partial else template
+    context.setdefault("embed", False)
+    if context["embed"]:
+        context.setdefault("embed_origins", allowed_origins())
+    return render(request, name, context, status=status)
+
+
+def _problem(request: HttpRequest, *, status: int, message: str, embed: bool,
+             advisor_session: AdvisorSession | None = None) -> HttpResponse:
+    context = {"message": message, "status": status, "embed": embed,
+               "advisor_session": advisor_session,
+               "resume_url": _url("resume", embed=embed, session_id=advisor_session.id)
+               if advisor_session else _url("start", embed=embed)}
+    return _page(request, "advisor/problem.html", context, status=status)
+
+
+def _chart_gone(view):
+    """A session whose chart file was removed or broken gets a message, not a 500."""
+    import functools
+
+    @functools.wraps(view)
+    def wrapped(request, *args, embed: bool = False, **kwargs):
+        try:
+            return view(request, *args, embed=embed, **kwargs)
+        except FlowchartError:
+            return _problem(request, status=410, embed=embed,
+                            message="The flowchart this session used is no longer available. "
+                                    "Please start again.")
+
+    return wrapped
+
+
+def _load_session(request: HttpRequest, session_id) -> AdvisorSession:
+    advisor_session = get_object_or_404(AdvisorSession, pk=session_id)
+    user = request.user
+    if advisor_session.user_id is not None and (
+        not user.is_authenticated or user.pk != advisor_session.user_id
+    ):
+        # Once attached to an account the session is that account's alone.
+        raise Http404("No such advisor session.")
+    if user.is_authenticated:
+        flow_services.advisor_session_attach_user(advisor_session=advisor_session, user=user)
+    request.session[SESSION_KEY] = str(advisor_session.id)
+    return advisor_session
+
+
+# --- Start ------------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+def flow_start(request: HttpRequest, embed: bool = False) -> HttpResponse:
+    if request.method == "POST":
+        advisor_session = flow_services.advisor_session_start(user=request.user)
+        request.session[SESSION_KEY] = str(advisor_session.id)
+        return redirect(_url("step", embed=embed, session_id=advisor_session.id,
+                             step=advisor_session.current_step))
+    chart = load_chart(flow_services.active_chart_key())
+    previous = None
+    previous_id = request.session.get(SESSION_KEY)
+    if previous_id:
+        previous = AdvisorSession.objects.filter(pk=previous_id).first()
+    return _page(request, "advisor/start.html", {
+        "chart": chart,
+        "embed": embed,
+        "previous": previous,
+        "previous_url": _url("resume", embed=embed, session_id=previous.id) if previous else "",
+        "start_url": _url("start", embed=embed),
+    })
+
+
+@require_GET
+@_chart_gone
+def flow_resume(request: HttpRequest, session_id, embed: bool = False) -> HttpResponse:
+    advisor_session = _load_session(request, session_id)
+    state = flow_services.advisor_session_state(advisor_session=advisor_session)
+    if state.path.outcome:
+        return redirect(_url("result", embed=embed, session_id=advisor_session.id))
+    return redirect(_url("step", embed=embed, session_id=advisor_session.id,
+                         step=state.path.current))
+
+
+# --- One question per step --------------------------------------------------------------------
+
+
+def display_answer(node: Node, value: Any) -> str:
+    if value in (None, "", []):
+        return "(left blank)"
+    if node.type == "single":
+        return node.choice_labels.get(str(value), str(value))
+    if node.type == "multiple":
+        return ", ".join(node.choice_labels.get(v, v) for v in value)
+    if node.type == "number":
+        number = f"{value:,}" if isinstance(value, int) else f"{value:,.6g}"
+        return f"{number} {node.unit}".strip()
+    return str(value)
+
+
+def _journey(state: flow_services.FlowState, advisor_session: AdvisorSession, *,
+             embed: bool) -> list[dict]:
+    """The path so far: answered questions with a link to change each, and decisions made."""
+    items = []
+    for step in state.path.steps:
+        node = state.chart.by_id[step]
+        if node.kind == "question" and step in state.answers:
+            items.append({
+                "kind": "question", "node": node,
+                "answer": display_answer(node, state.answers[step]),
+                "change_url": _url("step", embed=embed, session_id=advisor_session.id,
+                                   step=step),
+            })
+        elif node.kind == "decision":
+            decision = state.path.decisions[step]
+            items.append({
+                "kind": "decision", "node": node,
+                "answer": node.outcomes.get(decision.value, decision.value),
+                "explanation": decision.explanation,
+            })
+    return items
+
+
+def _progress(state: flow_services.FlowState) -> dict:
+    done = len([s for s in state.path.questions if s != state.path.current])
+    remaining = (state.chart.min_questions_to_outcome(state.path.current)
+                 if state.path.current else 0)
+    total = done + remaining
+    return {"done": done, "total": total, "step_number": min(done + 1, total) if total else 0}
+
+
+def _step_context(request, advisor_session, state, node, form, *, embed: bool) -> dict:
+    return {
+        "advisor_session": advisor_session,
+        "chart": state.chart,
+        "node": node,
+        "form": form,
+        "embed": embed,
+        "progress": _progress(state),
+        "journey": _journey(state, advisor_session, embed=embed),
+        "editing_earlier": node.id != state.path.current,
+        "lookup": flow_services.model_lookup_for(state.answers.get("model"))
+        if node.id in ("model", "model_params") else None,
+        "action_url": _url("step", embed=embed, session_id=advisor_session.id, step=node.id),
+        "resume_url": request.build_absolute_uri(
+            _url("resume", embed=False, session_id=advisor_session.id)),
+        "chart_url": _url("session-chart", embed=False, session_id=advisor_session.id),
+        "current_url": _url("step", embed=embed, session_id=advisor_session.id,
+                            step=state.path.current) if state.path.current else
+        _url("result", embed=embed, session_id=advisor_session.id),
+    }
+
+
+def _earlier_answers(state: flow_services.FlowState, step: str) -> dict[str, Any]:
+    earlier = {}
+    for s in state.path.questions:
+        if s == step:
+            break
+        if s in state.answers:
+            earlier[s] = state.answers[s]
+    return earlier
+
+
+@require_http_methods(["GET", "POST"])
+@vary_on_headers("HX-Request")
+@_chart_gone
+def flow_step(request: HttpRequest, session_id, step: str, embed: bool = False) -> HttpResponse:
+    advisor_session = _load_session(request, session_id)
+    state = flow_services.advisor_session_state(advisor_session=advisor_session)
+    node = state.chart.node(step)
+    if node is None or node.kind != "question":
+        return _problem(request, status=404, embed=embed, advisor_session=advisor_session,
+                        message="This flowchart has no question with that name.")
+    if not flow_services.step_is_answerable(state=state, step=step):
+        if request.method == "POST":
+            return _problem(
+                request, status=400, embed=embed, advisor_session=advisor_session,
+                message="That question is not on your path: your earlier answers lead "
+                        "elsewhere. Nothing was saved.")
+        return redirect(_url("resume", embed=embed, session_id=advisor_session.id))
+    earlier = _earlier_answers(state, step)
+    if request.method == "POST":
+        form = StepForm(request.POST, node=node, earlier=earlier,
+                        autofocus_errors=not request.htmx)
+        if form.is_valid():
+            try:
+                new_state = flow_services.advisor_session_answer(
+                    advisor_session=advisor_session, step=step, raw=form.cleaned_data["answer"])
+            except AnswerError as exc:
+                form.add_error("answer", str(exc))
+            except flow_services.StepNotOnPath:
+                return _problem(request, status=400, embed=embed,
+                                advisor_session=advisor_session,
+                                message="That question is not on your path. Nothing was saved.")
+            else:
+                return _after_answer(request, advisor_session, new_state, embed=embed)
+    else:
+        initial = advisor_session.answers.get(step)
+        form = StepForm(initial={"answer": initial} if initial is not None else None,
+                        node=node, earlier=earlier)
+    context = _step_context(request, advisor_session, state, node, form, embed=embed)
+    return _page(request, "advisor/flow.html", context, partial="advisor-step")
+
+
+def _after_answer(request, advisor_session, state, *, embed: bool) -> HttpResponse:
+    if state.path.outcome:
+        target = _url("result", embed=embed, session_id=advisor_session.id)
+        if request.htmx:
+            return HttpResponseClientRedirect(target)
+        return redirect(target)
+    next_step = state.path.current
+    target = _url("step", embed=embed, session_id=advisor_session.id, step=next_step)
+    if not request.htmx:
+        return redirect(target)
+    advisor_session.refresh_from_db()
+    node = state.chart.by_id[next_step]
+    previous = advisor_session.answers.get(next_step)
+    form = StepForm(initial={"answer": previous} if previous is not None else None, node=node,
+                    earlier=_earlier_answers(state, next_step))
+    context = _step_context(request, advisor_session, state, node, form, embed=embed)
+    response = _page(request, "advisor/flow.html", context, partial="advisor-step")
+    return push_url(response, target)
+
+
+# --- The result -------------------------------------------------------------------------------
+
+
+def _allocation_url(advisor_session: AdvisorSession) -> str:
+    try:
+        return reverse("allocations:request-create", kwargs={"session_id": advisor_session.id})
+    except NoReverseMatch:  # the allocation-requests app is not installed yet
+        return ""
+
+
+def _names(catalog) -> tuple[dict[str, str], dict[str, str], dict[str, float]]:
+    systems = {s.name: s.display_name for s in catalog.systems}
+    accelerators = {a.name: a.display_name for a in catalog.accelerators}
+    capacity = {a.name: a.memory_gb * 1e9 for a in catalog.accelerators}
+    return systems, accelerators, capacity
+
+
+def _option_label(option: Option, systems, accelerators) -> str:
+    gpu = accelerators.get(option.accelerator, option.accelerator)
+    system = systems.get(option.system, option.system)
+    return f"{gpu} x {option.num_gpus} on {system}"
+
+
+def _memory_bars(result: EstimateResult, shown: list[Option], systems, accelerators,
+                 capacity) -> list[MemoryBar]:
+    bars = []
+    for option in shown:
+        breakdown = option.memory or result.memory
+        components = {key: getattr(breakdown, key) for key, _ in COMPONENTS}
+        cap = option.capacity_bytes or capacity.get(option.accelerator)
+        bars.append(MemoryBar(_option_label(option, systems, accelerators),
+                              int(cap) if cap else None, components))
+    return bars
+
+
+def _alternatives(result: EstimateResult) -> list[Option]:
+    """The best option per system and GPU other than the recommendation, fitting ones first."""
+    rec = result.recommendation
+    best: dict[tuple[str, str], Option] = {}
+    for option in result.options:
+        if rec and (option.system, option.accelerator, option.num_gpus, option.strategy) == (
+                rec.system, rec.accelerator, rec.num_gpus, rec.strategy):
+            continue
+        key = (option.system, option.accelerator)
+        current = best.get(key)
+        if current is None or _option_order(option) < _option_order(current):
+            best[key] = option
+    return sorted(best.values(), key=_option_order)[:8]
+
+
+def _gb(n_bytes: float) -> str:
+    return f"{n_bytes / 1e9:,.2f} GB"
+
+
+def _option_order(option: Option):
+    return (not option.fits, option.rank if option.rank is not None else 10**6,
+            option.requested_gpu_hours if option.requested_gpu_hours is not None else 1e18)
+
+
+EXPERIENCE_TIPS = {
+    "none": "New to HPC? Batch systems run your script from a queue: start with a short test "
+            "job (a few minutes, one GPU) using the starter script, check it with seff or "
+            "sstat, then scale up. Trial access, where a system offers it, suits this first "
+            "step (seed 001).",
+    "some": "Run a short test job first and check its memory and speed before the full run.",
+}
+
+
+@require_GET
+@_chart_gone
+def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpResponse:
+    advisor_session = _load_session(request, session_id)
+    state = flow_services.advisor_session_state(advisor_session=advisor_session)
+    if not state.path.outcome:
+        return redirect(_url("step", embed=embed, session_id=advisor_session.id,
+                             step=state.path.current))
+    outcome = state.outcome
+    stored = advisor_session.estimate_result or {}
+    result = None
+    error = stored.get("error", "") if isinstance(stored, dict) else ""
+    if stored and not error:
+        result = EstimateResult.model_validate(stored)
+    context: dict[str, Any] = {
+        "advisor_session": advisor_session,
+        "chart": state.chart,
+        "outcome": outcome,
+        "embed": embed,
+        "journey": _journey(state, advisor_session, embed=embed),
+        "result": result,
+        "estimate_error": error,
+        "cpu": flow_services.cpu_advice_for(state=state)
+        if outcome.advice in ("cpu_interactive", "cpu_batch") else None,
+        "allocation_url": _allocation_url(advisor_session),
+        "chart_url": _url("session-chart", embed=False, session_id=advisor_session.id),
+        "resume_url": request.build_absolute_uri(
+            _url("resume", embed=False, session_id=advisor_session.id)),
+        "restart_url": _url("start", embed=embed),
+        "experience_tip": EXPERIENCE_TIPS.get(state.answers.get("hpc_experience", ""), ""),
+    }
+    if result is not None:
+        systems, accelerators, capacity = _names(state.catalog)
+        alternatives = _alternatives(result)
+        shown = ([result.recommendation] if result.recommendation else []) + alternatives[:3]
+        context.update({
+            "alternatives": [
+                {"option": o, "label": _option_label(o, systems, accelerators)}
+                for o in alternatives],
+            "recommendation_label": _option_label(result.recommendation, systems, accelerators)
+            if result.recommendation else "",
+            "memory_svg": memory_chart_svg(bars=_memory_bars(
+                result, shown, systems, accelerators, capacity)),
+            "memory_rows": [
+                {"label": label, "gb": _gb(getattr(result.memory, key))}
+                for key, label in COMPONENTS if getattr(result.memory, key)],
+            "memory_total": _gb(result.memory.total_bytes),
+            "rec_memory": _gb(result.recommendation.memory_per_gpu_bytes)
+            if result.recommendation else "",
+            "deadline_warning": flow_services.deadline_warning(
+                state=state, wall_hours=result.recommendation.wall_hours
+                if result.recommendation else None),
+        })
+    return _page(request, "advisor/result.html", context)
+
+
+# --- The whole chart --------------------------------------------------------------------------
+
+
+def _chart_context(chart: Flowchart, steps: list[str]) -> dict:
+    by_id = chart.by_id
+    return {"chart": chart, "mermaid": chart.mermaid(highlight=steps),
+            "path_titles": [by_id[s].title for s in steps]}
+
+
+@require_GET
+def chart_view(request: HttpRequest) -> HttpResponse:
+    chart = load_chart(flow_services.active_chart_key())
+    return _page(request, "advisor/chart.html", _chart_context(chart, []))
+
+
+@require_GET
+def session_chart_view(request: HttpRequest, session_id) -> HttpResponse:
+    advisor_session = _load_session(request, session_id)
+    state = flow_services.advisor_session_state(advisor_session=advisor_session)
+    context = _chart_context(state.chart, state.path.steps)
+    context["advisor_session"] = advisor_session
+    context["back_url"] = _url("resume", embed=False, session_id=advisor_session.id)
+    return _page(request, "advisor/chart.html", context)

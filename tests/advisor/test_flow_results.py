@@ -1,0 +1,160 @@
+"""From answers to the result page, with the real engine and the default catalog."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+from pytest_django.asserts import assertContains, assertNotContains
+
+from advisor import flowchart
+from advisor.models import AdvisorSession
+
+pytestmark = pytest.mark.django_db
+
+LORA_7B = [
+    ("work_kind", "lora"), ("model", ""), ("model_params", "7"), ("precision", "bf16"),
+    ("batch_size", "4"), ("seq_len", "2048"), ("dataset_tokens", "20"), ("epochs", "3"),
+    ("num_gpus", ""), ("data_sensitivity", "public"), ("timeline", ""),
+    ("hpc_experience", "some"), ("azure", "no"), ("notebooks", "no"),
+]
+
+
+@pytest.fixture
+def default_catalog(db):
+    call_command("load_catalog", "default", verbosity=0)
+
+
+def walk_to_result(client, answers):
+    client.post(reverse("advisor:start"))
+    advisor_session = AdvisorSession.objects.get()
+    for step, value in answers:
+        response = client.post(
+            reverse("advisor:step", kwargs={"session_id": advisor_session.id, "step": step}),
+            {"answer": value})
+        assert response.status_code == 302, (step, response.content[:300])
+    assert response["Location"] == f"/a/{advisor_session.id}/result/"
+    advisor_session.refresh_from_db()
+    return advisor_session, client.get(response["Location"])
+
+
+def test_lora_7b_in_bf16_is_routed_past_v100s_to_an_a100_class_system(client, default_catalog):
+    advisor_session, page = walk_to_result(client, LORA_7B)
+    assertContains(page, "Request time on an A100/H100 HPC system")
+    assertContains(page, "You chose bf16, which V100s do not support")
+    result = advisor_session.estimate_result
+    rec = result["recommendation"]
+    assert rec["system"] in {"baskerville", "stanage", "dawn"}
+    assert advisor_session.estimate_request["constraints"]["systems"] == [
+        "baskerville", "stanage", "dawn"]
+    assert advisor_session.estimate_request["params"] == 7_000_000_000
+    # Contingency on its own line, then the sum a request asks for.
+    assertContains(page, f'<dd id="contingency">+ {rec["contingency_gpu_hours"]:g} GPU hours</dd>',
+                   html=True)
+    assertContains(page, "GPU hours to request")
+    assertContains(page, 'role="img"')
+    assertContains(page, "Memory per GPU against each GPU")
+    assertContains(page, "#SBATCH")
+    assertContains(page, 'id="justification"')
+    assertContains(page, "Assumptions behind the numbers")
+    assertNotContains(page, "JADE 2</strong>")
+
+
+def test_small_fp16_inference_fits_a_v100(client, default_catalog):
+    answers = [
+        ("work_kind", "inference"), ("model", ""), ("model_params", "0.11"),
+        ("precision", "fp16"), ("batch_size", "32"), ("seq_len", "512"),
+        ("inference_tokens", "50"), ("data_sensitivity", "public"), ("timeline", ""),
+        ("hpc_experience", "none"), ("azure", "no"), ("notebooks", "no"),
+    ]
+    advisor_session, page = walk_to_result(client, answers)
+    assertContains(page, "Request time on a V100-class HPC system")
+    assertContains(page, "decided for you: It needs")
+    assert advisor_session.estimate_result["recommendation"]["fits"] is True
+
+
+def test_public_web_service_on_azure_is_estimated_for_the_cloud(client, default_catalog):
+    answers = LORA_7B[:-2] + [("azure", "yes"), ("who_pays", "project")]
+    answers[0] = ("work_kind", "inference")
+    answers = [a for a in answers if a[0] not in ("dataset_tokens", "epochs", "num_gpus")]
+    answers.insert(6, ("inference_tokens", "100"))
+    advisor_session, page = walk_to_result(client, answers)
+    assertContains(page, "Submit a brief Azure request")
+    assert advisor_session.estimate_result["recommendation"]["system"] == "azure"
+
+
+def test_admin_warns_when_the_active_chart_points_at_a_retired_system(
+        admin_client, default_catalog, tmp_path, monkeypatch):
+    for path in flowchart.CHARTS_DIR.glob("*.yaml"):
+        shutil.copy(path, tmp_path / path.name)
+    stale = (tmp_path / "default.yaml").read_text().replace(
+        "systems: [baskerville, stanage, dawn]", "systems: [jade2]")
+    (tmp_path / "default.yaml").write_text(stale)
+    monkeypatch.setattr(flowchart, "CHARTS_DIR", tmp_path)
+    response = admin_client.get("/admin/advisor/activeflowchart/")
+    assertContains(response, "points at jade2, which is retired")
+    assertContains(response, "(outcome hpc_a100)")
+
+
+def test_admin_shows_no_retired_warning_for_the_shipped_default_chart(
+        admin_client, default_catalog):
+    response = admin_client.get("/admin/advisor/activeflowchart/")
+    assertNotContains(response, "which is retired")
+
+
+@pytest.mark.parametrize(
+    ("profile", "answers", "outcome", "systems"),
+    [
+        ("lancaster", [("work_kind", "cpu"), ("cpu_data_size", "5"), ("cpu_interactive", "yes"),
+                       ("data_sensitivity", "public")], "hex_jupyter", None),
+        ("lancaster", [("work_kind", "inference"), ("model", ""), ("model_params", "0.11"),
+                       ("precision", "fp16"), ("batch_size", "8"), ("seq_len", "512"),
+                       ("inference_tokens", "10"), ("data_sensitivity", "public"),
+                       ("interactive_gpu", "yes")], "hex_gpu", ["hex"]),
+        ("lancaster", [("work_kind", "lora"), ("model", ""), ("model_params", "7"),
+                       ("precision", "bf16"), ("batch_size", "4"), ("seq_len", "2048"),
+                       ("dataset_tokens", "20"), ("epochs", "3"), ("num_gpus", ""),
+                       ("data_sensitivity", "public"), ("interactive_gpu", "no")],
+         "hec_gpu", ["hec"]),
+        ("uva", [("work_kind", "cpu"), ("cpu_data_size", "5"), ("cpu_interactive", "no"),
+                 ("data_sensitivity", "public")], "uva_standard", None),
+        ("uva", [("work_kind", "inference"), ("model", ""), ("model_params", "0.11"),
+                 ("precision", "fp16"), ("batch_size", "8"), ("seq_len", "512"),
+                 ("inference_tokens", "10"), ("data_sensitivity", "public")],
+         "uva_gpu", ["uva-hpc"]),
+    ],
+)
+def test_lancaster_and_uva_charts_route_with_their_catalogs(
+        client, db, profile, answers, outcome, systems):
+    from django.utils.html import escape
+
+    from advisor.flow_services import active_flowchart_set
+    from advisor.flowchart import load_chart
+
+    call_command("load_catalog", profile, verbosity=0)
+    active_flowchart_set(chart=profile)
+    advisor_session, page = walk_to_result(client, answers)
+    assert advisor_session.chart == profile
+    assert advisor_session.current_step == outcome
+    assertContains(page, escape(load_chart(profile).node(outcome).title))
+    if systems is None:
+        assert advisor_session.estimate_request is None
+    else:
+        assert advisor_session.estimate_request["constraints"]["systems"] == systems
+        assert advisor_session.estimate_result["recommendation"]["system"] == systems[0]
+
+
+def test_result_links_to_the_allocation_request_form_when_that_app_is_installed(
+        client, default_catalog):
+    from django.urls import NoReverseMatch, reverse
+
+    advisor_session, page = walk_to_result(client, LORA_7B)
+    try:
+        url = reverse("allocations:request-create", kwargs={"session_id": advisor_session.id})
+    except NoReverseMatch:
+        assertNotContains(page, "Create allocation request")
+        pytest.skip("the allocation-requests app (branch alloc) is not merged here")
+    assertContains(page, f'<a class="button" href="{url}">Create allocation request</a>',
+                   html=True)

@@ -1,0 +1,151 @@
+"""The chart schema, loader and path walk: pure Python, no database."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.flowchart import (
+    AnswerError,
+    Decision,
+    FlowchartError,
+    available_charts,
+    clean_answer,
+    load_chart,
+    parse_chart,
+    walk,
+)
+
+LORA_7B = {
+    "work_kind": "lora", "model": None, "model_params": 7, "precision": "bf16",
+    "batch_size": 4, "seq_len": 2048, "dataset_tokens": 20, "epochs": 3,
+    "num_gpus": None, "data_sensitivity": "public", "timeline": None, "hpc_experience": "some",
+    "azure": "no",
+    "notebooks": "no",
+}
+
+
+def decide(value):
+    return lambda node, answers: Decision(value, f"decided {value}")
+
+
+def test_every_shipped_chart_loads():
+    assert available_charts() == ["default", "lancaster", "uva"]
+    for key in available_charts():
+        assert load_chart(key).key == key
+
+
+@pytest.mark.parametrize(
+    ("v100", "leaf"), [("yes", "hpc_v100"), ("no", "hpc_a100"), ("unknown", "hpc_a100")]
+)
+def test_default_routes_v100_question_by_hardware(v100, leaf):
+    chart = load_chart("default")
+    path = walk(chart, LORA_7B, decide(v100))
+    assert path.outcome == leaf
+    assert path.decisions["v100_sufficient"].value == v100
+
+
+def test_default_keeps_the_turing_azure_branches():
+    chart = load_chart("default")
+    maybe = walk(chart, {**LORA_7B, "azure": "maybe"}, decide("no"))
+    assert maybe.outcome == "azure_trial"
+    core = walk(chart, {**LORA_7B, "azure": "yes", "who_pays": "core"}, decide("no"))
+    assert core.outcome == "azure_full"
+    project = walk(chart, {**LORA_7B, "azure": "yes", "who_pays": "project"}, decide("no"))
+    assert project.outcome == "azure_brief"
+    notebooks = walk(chart, {**LORA_7B, "notebooks": "yes"}, decide("no"))
+    assert notebooks.outcome == "notebooks_leaf"
+
+
+def test_no_leaf_of_the_default_chart_points_at_jade2():
+    assert "jade2" not in load_chart("default").outcome_systems()
+
+
+def test_walk_stops_at_the_first_unanswered_question():
+    chart = load_chart("default")
+    path = walk(chart, {"work_kind": "lora"}, decide("no"))
+    assert path.current == "model"
+    assert path.steps == ["work_kind", "model"]
+    assert path.outcome is None
+
+
+def test_changing_an_earlier_answer_recomputes_the_path_and_ignores_stale_answers():
+    chart = load_chart("default")
+    answers = {**LORA_7B, "work_kind": "cpu", "cpu_data_size": 5, "cpu_interactive": "yes"}
+    path = walk(chart, answers, decide("no"))
+    assert path.outcome == "cpu_interactive_leaf"
+    assert "model_params" not in path.steps  # stored, but off the path
+
+
+def test_size_is_required_only_without_a_model_id():
+    chart = load_chart("default")
+    node = chart.node("model_params")
+    with pytest.raises(AnswerError, match="This question needs an answer."):
+        clean_answer(node, "", {"model": None})
+    assert clean_answer(node, "", {"model": "meta-llama/Llama-2-7b-hf"}) is None
+
+
+@pytest.mark.parametrize(
+    ("step", "raw", "message"),
+    [
+        ("model_params", "seven", "Enter a number, for example 8."),
+        ("model_params", "5000", "Enter at most 2,000 billion parameters."),
+        ("model_params", "0", "Enter at least 0.001 billion parameters."),
+        ("batch_size", "2.5", "Enter a whole number."),
+        ("model", "not a model!", "That is not a Hugging Face model id."),
+        ("model", "a--b/c", "That is not a Hugging Face model id."),
+        ("timeline", "31/12/2027", "Enter a date as YYYY-MM-DD"),
+        ("work_kind", "gpu_mining", "Choose one of the options listed."),
+    ],
+)
+def test_bad_answers_get_a_message_for_the_field(step, raw, message):
+    node = load_chart("default").node(step)
+    with pytest.raises(AnswerError, match=message.replace(".", r"\.")):
+        clean_answer(node, raw, {})
+
+
+def test_good_answers_are_cleaned():
+    chart = load_chart("default")
+    assert clean_answer(chart.node("model_params"), "1,000") == 1000
+    assert clean_answer(chart.node("model_params"), "0.11") == 0.11
+    assert clean_answer(chart.node("model"), " google-bert/bert-base-uncased ") == (
+        "google-bert/bert-base-uncased")
+    assert clean_answer(chart.node("timeline"), "2027-03-31") == "2027-03-31"
+
+
+CHART = """
+key: broken
+title: T
+institute: I
+start: a
+nodes:
+  - id: a
+    kind: question
+    type: single
+    title: A?
+    choices: [{value: x, label: X}, {value: y, label: Y}]
+    next: [{to: z, when: [{step: a, equals: w}]}, {to: end}]
+  - id: end
+    kind: outcome
+    advice: cpu_batch
+    title: End
+"""
+
+
+def test_loader_names_the_node_and_field_at_fault():
+    with pytest.raises(FlowchartError, match=r"node 'a': next\[0\]\.to: no node 'z'"):
+        parse_chart(CHART, name="broken.yaml")
+    bad_type = CHART.replace("type: single", "type: slider")
+    with pytest.raises(FlowchartError, match=r"broken.yaml: node 'a': type: Input should be"):
+        parse_chart(bad_type, name="broken.yaml")
+    bad_choice = CHART.replace("{to: z,", "{to: end,")
+    with pytest.raises(FlowchartError, match=r"node 'a': next\[0\]\.when: 'w' is not one of"):
+        parse_chart(bad_choice, name="broken.yaml")
+
+
+def test_mermaid_marks_the_path_in_words():
+    chart = load_chart("default")
+    path = walk(chart, LORA_7B, decide("no"))
+    text = chart.mermaid(highlight=path.steps)
+    assert text.startswith("graph TD")
+    assert 'hpc_a100(["Your path: Request time on an A100/H100 HPC system"])' in text
+    assert 'azure_full(["Submit a full Azure request"])' in text
