@@ -220,7 +220,8 @@ def test_htmx_validation_back_forward_and_change_an_earlier_answer(
     error = page.locator("#id_answer_error")
     error.wait_for()
     assert error.inner_text() == "Enter at most 2,000 billion parameters."
-    assert page.evaluate("document.activeElement.id") == "id_answer_error"
+    # Focus moves to the message once htmx has settled the swap; wait for it, do not race it.
+    page.wait_for_function("document.activeElement?.id === 'id_answer_error'", timeout=5000)
     assert_accessible(page, axe_core_path)
     answer(page, "model_params", "7")
     assert re.search(r"/step/precision/$", page.url)
