@@ -8,6 +8,7 @@ or empty degrades to "facility names from the estimate" instead of breaking the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import import_module
 
 from django.conf import settings
 
@@ -28,8 +29,8 @@ class Facility:
 
 def _catalog_systems() -> list:
     try:
-        from catalog.selectors import engine_catalog
-    except ImportError:  # the catalog app has no selectors yet: fall back to the estimate
+        engine_catalog = import_module("catalog.selectors").engine_catalog
+    except (ImportError, AttributeError):  # no catalog selectors yet: names from the estimate
         return []
     return list(engine_catalog().systems)
 

@@ -324,11 +324,11 @@ def test_submission_enqueues_staff_email_only_after_commit(
 
 def test_rolled_back_decision_sends_nothing(staff, django_capture_on_commit_callbacks):
     allocation_request = make_request(status=Status.SUBMITTED)
-    with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        with pytest.raises(ValidationError):
-            allocation_request_reject(
-                allocation_request=allocation_request, reviewer=staff, message=""
-            )
+    with (
+        django_capture_on_commit_callbacks(execute=True) as callbacks,
+        pytest.raises(ValidationError),
+    ):
+        allocation_request_reject(allocation_request=allocation_request, reviewer=staff, message="")
     assert callbacks == []
     assert mail.outbox == []
 
