@@ -42,8 +42,6 @@ class AllocationRequestForm(forms.ModelForm):
             extra=[*current, *extra_facilities]
         )
         self.fields["pi_email"].widget.input_type = "email"
-        self.fields["cpu_hours"].min_value = 0
-        self.fields["gpu_hours"].min_value = 0
         self.fields[
             "gpu_hours"
         ].help_text = "Whole GPU hours, including the estimate's contingency."
