@@ -1,4 +1,8 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from advisor import api
 
 app_name = "advisor"
-urlpatterns: list = []
+urlpatterns = [
+    path("api/estimate", api.estimate_api, name="api-estimate"),
+]

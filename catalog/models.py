@@ -1,1 +1,477 @@
-# Models for catalog.
+"""The catalog of systems: accelerators, systems, node types, partitions, tooling, benchmarks.
+
+Data, not code: rows come from `catalog/data/<profile>.json` through `manage.py load_catalog`
+(catalog.services.catalog_load) and staff may correct them in the admin. The engine never sees
+these models; it gets the frozen pydantic specs that `to_engine()` builds.
+
+Profiles: a profile is one institute's view (the Turing's "default", "lancaster", "uva").
+Systems and benchmarks belong to exactly one profile; accelerators and tools are shared by all
+profiles (a V100 is a V100 everywhere). Exactly one profile is active at a time: the last one
+loaded. The advisor and the /catalog/ page show the active profile's systems.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from advisor.engine.models import (
+    AcceleratorSpec,
+    BenchmarkSpec,
+    NodeTypeSpec,
+    PartitionSpec,
+    SystemSpec,
+)
+
+
+class Profile(models.Model):
+    name = models.SlugField(max_length=64, unique=True)
+    title = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    is_active = models.BooleanField(
+        default=False, help_text="The profile the advisor and the systems page use."
+    )
+    source_file = models.CharField(max_length=500, blank=True)
+    loaded_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["is_active"],
+                condition=Q(is_active=True),
+                name="catalog_profile_one_active",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Accelerator(models.Model):
+    """One GPU/accelerator model. Peaks are DENSE (never with sparsity), in TFLOP/s (TOPS for int8).
+
+    `seed_values` keeps what the seed documents printed, verbatim, with a note where it
+    disagrees with vendor data (e.g. the Turing table's H100 1513 is with sparsity).
+    """
+
+    name = models.SlugField(max_length=64, unique=True, help_text="Catalog key, e.g. a100-80-sxm4")
+    display_name = models.CharField(max_length=200)
+    vendor = models.CharField(max_length=100)
+    memory_gb = models.FloatField(help_text="Decimal GB as the vendor states it.")
+    memory_bandwidth_gb_s = models.FloatField()
+    fp64_tflops = models.FloatField(null=True, blank=True, help_text="Vector (non-tensor).")
+    fp32_tflops = models.FloatField(null=True, blank=True, help_text="Vector (non-tensor).")
+    tf32_tflops = models.FloatField(null=True, blank=True, help_text="Tensor, dense.")
+    fp16_tflops = models.FloatField(
+        null=True, blank=True, help_text="Tensor, FP32 accumulate, dense."
+    )
+    bf16_tflops = models.FloatField(null=True, blank=True, help_text="Tensor, dense.")
+    int8_tops = models.FloatField(null=True, blank=True, help_text="Tensor, dense.")
+    fp16_nontensor_tflops = models.FloatField(null=True, blank=True)
+    bf16_supported = models.BooleanField(default=False)
+    tensor_cores = models.BooleanField(default=False)
+    tdp_w = models.FloatField(null=True, blank=True)
+    interconnect = models.CharField(max_length=300, blank=True)
+    launch = models.CharField(max_length=20, blank=True, help_text="YYYY-MM")
+    seed_values = models.JSONField(default=list, blank=True)
+    notes = models.TextField(blank=True)
+    source = models.CharField(max_length=300)
+
+    class Meta:
+        ordering = ["vendor", "name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(memory_gb__gt=0), name="catalog_acc_memory_gt_0"),
+            models.CheckConstraint(
+                condition=Q(memory_bandwidth_gb_s__gt=0), name="catalog_acc_bandwidth_gt_0"
+            ),
+            models.CheckConstraint(
+                condition=Q(bf16_tflops__isnull=True) | Q(bf16_tflops__gt=0),
+                name="catalog_acc_bf16_gt_0",
+            ),
+            models.CheckConstraint(
+                condition=Q(fp16_tflops__isnull=True) | Q(fp16_tflops__gt=0),
+                name="catalog_acc_fp16_gt_0",
+            ),
+            models.CheckConstraint(
+                condition=Q(fp32_tflops__isnull=True) | Q(fp32_tflops__gt=0),
+                name="catalog_acc_fp32_gt_0",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.display_name
+
+    def to_engine(self) -> AcceleratorSpec:
+        return AcceleratorSpec(
+            name=self.name,
+            display_name=self.display_name,
+            vendor=self.vendor,
+            memory_gb=self.memory_gb,
+            memory_bandwidth_gb_s=self.memory_bandwidth_gb_s,
+            fp64_tflops=self.fp64_tflops,
+            fp32_tflops=self.fp32_tflops,
+            tf32_tflops=self.tf32_tflops,
+            fp16_tflops=self.fp16_tflops,
+            bf16_tflops=self.bf16_tflops,
+            int8_tops=self.int8_tops,
+            fp16_nontensor_tflops=self.fp16_nontensor_tflops,
+            bf16_supported=self.bf16_supported,
+            tensor_cores=self.tensor_cores,
+            tdp_w=self.tdp_w,
+        )
+
+
+class SystemKind(models.TextChoices):
+    HPC_BATCH = "hpc_batch", "HPC batch"
+    INTERACTIVE = "interactive", "Interactive cluster"
+    CLOUD = "cloud", "Cloud"
+
+
+class SystemStatus(models.TextChoices):
+    ACTIVE = "active", "Active"
+    LIMITED = "limited", "Limited"
+    RETIRED = "retired", "Retired"
+
+
+class DataSensitivity(models.TextChoices):
+    """Our four levels; the Turing form's "Public non-sensitive" is `public`."""
+
+    PUBLIC = "public", "Public (non-sensitive)"
+    INTERNAL = "internal", "Internal"
+    CONFIDENTIAL = "confidential", "Confidential"
+    RESTRICTED = "restricted", "Restricted"
+
+
+class System(models.Model):
+    profile = models.ForeignKey(Profile, on_delete=models.CASCADE, related_name="systems")
+    name = models.SlugField(max_length=64, unique=True, help_text="Catalog key, e.g. baskerville")
+    display_name = models.CharField(max_length=200)
+    operator = models.CharField(max_length=300, blank=True)
+    kind = models.CharField(max_length=20, choices=SystemKind.choices, default=SystemKind.HPC_BATCH)
+    scheduler = models.CharField(max_length=100, blank=True, help_text="slurm, none, cloud, ...")
+    status = models.CharField(
+        max_length=20, choices=SystemStatus.choices, default=SystemStatus.ACTIVE
+    )
+    status_since = models.DateField(null=True, blank=True)
+    status_note = models.TextField(blank=True)
+    closed_to_new_users_on = models.DateField(null=True, blank=True)
+    compute_ends_on = models.DateField(null=True, blank=True)
+    access_ends_on = models.DateField(null=True, blank=True)
+    notebooks = models.BooleanField(default=False)
+    notebook_note = models.TextField(blank=True)
+    data_sensitivity = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Levels allowed: public, internal, confidential, restricted.",
+    )
+    trial_gpu_hours = models.FloatField(null=True, blank=True)
+    trial_note = models.TextField(blank=True)
+    price_per_gpu_hour = models.FloatField(null=True, blank=True)
+    currency = models.CharField(max_length=10, blank=True)
+    price_note = models.TextField(blank=True)
+    typical_queue_wait_hours = models.FloatField(null=True, blank=True)
+    access_route = models.TextField(blank=True)
+    queue_guidance = models.TextField(blank=True)
+    modules = models.JSONField(default=list, blank=True)
+    container = models.CharField(max_length=300, blank=True)
+    notes = models.TextField(blank=True)
+    source = models.CharField(max_length=300)
+
+    class Meta:
+        ordering = ["display_name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(trial_gpu_hours__isnull=True) | Q(trial_gpu_hours__gte=0),
+                name="catalog_system_trial_gte_0",
+            ),
+            models.CheckConstraint(
+                condition=Q(price_per_gpu_hour__isnull=True) | Q(price_per_gpu_hour__gte=0),
+                name="catalog_system_price_gte_0",
+            ),
+            models.CheckConstraint(
+                condition=Q(typical_queue_wait_hours__isnull=True)
+                | Q(typical_queue_wait_hours__gte=0),
+                name="catalog_system_wait_gte_0",
+            ),
+            models.CheckConstraint(
+                condition=Q(kind__in=SystemKind.values), name="catalog_system_kind_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=SystemStatus.values), name="catalog_system_status_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.display_name
+
+    @property
+    def is_retired(self) -> bool:
+        return self.status == SystemStatus.RETIRED
+
+    def to_engine(self, *, include_retired: bool = False) -> SystemSpec:
+        """Uses prefetched node_types (with accelerator), partitions and tooling when present."""
+        node_types = [
+            nt
+            for nt in self.node_types.all()
+            if include_retired or nt.status != SystemStatus.RETIRED
+        ]
+        kept = {nt.pk for nt in node_types}
+        partitions = []
+        for partition in self.partitions.all():
+            names = [nt.name for nt in partition.node_types.all() if nt.pk in kept]
+            if names:
+                partitions.append(partition.to_engine(node_type_names=names))
+        return SystemSpec(
+            name=self.name,
+            display_name=self.display_name,
+            operator=self.operator,
+            kind=self.kind,
+            scheduler=self.scheduler,
+            status=self.status,
+            status_note=self.status_note,
+            notebooks=self.notebooks,
+            data_sensitivity=list(self.data_sensitivity),
+            trial_gpu_hours=self.trial_gpu_hours,
+            price_per_gpu_hour=self.price_per_gpu_hour,
+            currency=self.currency,
+            typical_queue_wait_hours=self.typical_queue_wait_hours,
+            access_route=self.access_route,
+            queue_guidance=self.queue_guidance,
+            modules=list(self.modules),
+            container=self.container or None,
+            tooling={ts.tool.name: ts.supported for ts in self.tooling.all()},
+            node_types=[nt.to_engine() for nt in node_types],
+            partitions=partitions,
+        )
+
+
+class IntraNodeInterconnect(models.TextChoices):
+    NVLINK = "nvlink", "NVLink"
+    XELINK = "xelink", "Xe Link"
+    INFINITY_FABRIC = "infinity_fabric", "Infinity Fabric"
+    PCIE = "pcie", "PCIe"
+    NONE = "none", "None (one GPU)"
+
+
+class InterNodeInterconnect(models.TextChoices):
+    INFINIBAND = "infiniband", "InfiniBand"
+    OMNIPATH = "omnipath", "Omni-Path"
+    ETHERNET = "ethernet", "Ethernet"
+    NONE = "none", "None"
+
+
+class NodeType(models.Model):
+    """A kind of node in a system (for a cloud system: one VM size)."""
+
+    system = models.ForeignKey(System, on_delete=models.CASCADE, related_name="node_types")
+    name = models.CharField(max_length=100)
+    count = models.PositiveIntegerField(help_text="Nodes of this type; 0 on a cloud = on demand.")
+    gpus_per_node = models.PositiveIntegerField()
+    accelerator = models.ForeignKey(
+        Accelerator, on_delete=models.PROTECT, related_name="node_types"
+    )
+    cpu_cores = models.PositiveIntegerField(null=True, blank=True)
+    ram_gb = models.FloatField(null=True, blank=True)
+    intra_node_interconnect = models.CharField(
+        max_length=20, choices=IntraNodeInterconnect.choices, default=IntraNodeInterconnect.PCIE
+    )
+    inter_node_interconnect = models.CharField(
+        max_length=20, choices=InterNodeInterconnect.choices, default=InterNodeInterconnect.NONE
+    )
+    inter_node_gbit_s = models.FloatField(null=True, blank=True)
+    interconnect_note = models.CharField(max_length=300, blank=True)
+    price_per_gpu_hour = models.FloatField(null=True, blank=True)
+    status = models.CharField(
+        max_length=20, choices=SystemStatus.choices, default=SystemStatus.ACTIVE
+    )
+    retired_on = models.DateField(null=True, blank=True)
+    notes = models.TextField(blank=True)
+    source = models.CharField(max_length=300)
+
+    class Meta:
+        ordering = ["system", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["system", "name"], name="catalog_nodetype_unique"),
+            models.CheckConstraint(
+                condition=Q(gpus_per_node__gte=0), name="catalog_nodetype_gpus_gte_0"
+            ),
+            models.CheckConstraint(condition=Q(count__gte=0), name="catalog_nodetype_count_gte_0"),
+            models.CheckConstraint(
+                condition=Q(ram_gb__isnull=True) | Q(ram_gb__gt=0),
+                name="catalog_nodetype_ram_gt_0",
+            ),
+            models.CheckConstraint(
+                condition=Q(price_per_gpu_hour__isnull=True) | Q(price_per_gpu_hour__gte=0),
+                name="catalog_nodetype_price_gte_0",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.system.name}: {self.name}"
+
+    def to_engine(self) -> NodeTypeSpec:
+        return NodeTypeSpec(
+            name=self.name,
+            count=self.count,
+            gpus_per_node=self.gpus_per_node,
+            accelerator=self.accelerator.name,
+            cpu_cores=self.cpu_cores,
+            ram_gb=self.ram_gb,
+            intra_node_interconnect=self.intra_node_interconnect,
+            inter_node_interconnect=self.inter_node_interconnect,
+            inter_node_gbit_s=self.inter_node_gbit_s,
+            price_per_gpu_hour=self.price_per_gpu_hour,
+            status=self.status,
+        )
+
+
+class Partition(models.Model):
+    """A way to run on some node types: a Slurm partition, or a constraint within one."""
+
+    system = models.ForeignKey(System, on_delete=models.CASCADE, related_name="partitions")
+    name = models.CharField(max_length=100, help_text="Catalog key, unique within the system.")
+    slurm_partition = models.CharField(
+        max_length=100, blank=True, help_text="--partition value; empty: the system default."
+    )
+    node_types = models.ManyToManyField(NodeType, related_name="partitions")
+    max_wall_hours = models.FloatField(null=True, blank=True)
+    max_gpus_per_job = models.PositiveIntegerField(null=True, blank=True)
+    max_nodes_per_job = models.PositiveIntegerField(null=True, blank=True)
+    gpu_request = models.CharField(
+        max_length=200, default="--gres=gpu:{n}", help_text="How to ask for {n} GPUs."
+    )
+    constraint = models.CharField(max_length=200, blank=True)
+    qos = models.CharField(max_length=100, blank=True)
+    notes = models.TextField(blank=True)
+    source = models.CharField(max_length=300)
+
+    class Meta:
+        ordering = ["system", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["system", "name"], name="catalog_partition_unique"),
+            models.CheckConstraint(
+                condition=Q(max_wall_hours__isnull=True) | Q(max_wall_hours__gt=0),
+                name="catalog_partition_wall_gt_0",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.system.name}: {self.name}"
+
+    def to_engine(self, *, node_type_names: list[str] | None = None) -> PartitionSpec:
+        if node_type_names is None:
+            node_type_names = [nt.name for nt in self.node_types.all()]
+        return PartitionSpec(
+            name=self.name,
+            slurm_partition=self.slurm_partition or None,
+            node_types=node_type_names,
+            max_wall_hours=self.max_wall_hours,
+            max_gpus_per_job=self.max_gpus_per_job,
+            max_nodes_per_job=self.max_nodes_per_job,
+            gpu_request=self.gpu_request,
+            constraint=self.constraint or None,
+            qos=self.qos or None,
+            notes=self.notes,
+        )
+
+
+class Tool(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    position = models.PositiveIntegerField(default=0, help_text="Row order in the matrix.")
+
+    class Meta:
+        ordering = ["position", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ToolingSupport(models.Model):
+    """One cell of the tooling matrix. supported=None means unknown, never 'unsupported'."""
+
+    system = models.ForeignKey(System, on_delete=models.CASCADE, related_name="tooling")
+    tool = models.ForeignKey(Tool, on_delete=models.CASCADE, related_name="support")
+    supported = models.BooleanField(null=True, blank=True)
+    source = models.CharField(max_length=300)
+
+    class Meta:
+        ordering = ["system", "tool"]
+        constraints = [
+            models.UniqueConstraint(fields=["system", "tool"], name="catalog_tooling_unique")
+        ]
+
+    def __str__(self) -> str:
+        word = {True: "yes", False: "no", None: "unknown"}[self.supported]
+        return f"{self.system.name} / {self.tool.name}: {word}"
+
+
+class BenchmarkOutcome(models.TextChoices):
+    COMPLETED = "completed", "Completed"
+    OUT_OF_MEMORY = "out_of_memory", "Out of memory"
+
+
+class Benchmark(models.Model):
+    """A measured run on an accelerator (optionally on a given system), used for calibration."""
+
+    profile = models.ForeignKey(Profile, on_delete=models.CASCADE, related_name="benchmarks")
+    name = models.SlugField(max_length=100, unique=True)
+    accelerator = models.ForeignKey(
+        Accelerator, on_delete=models.PROTECT, related_name="benchmarks"
+    )
+    system = models.ForeignKey(
+        System, null=True, blank=True, on_delete=models.CASCADE, related_name="benchmarks"
+    )
+    model = models.CharField(max_length=200)
+    params = models.BigIntegerField(null=True, blank=True)
+    task = models.CharField(max_length=20, blank=True)
+    strategy = models.CharField(max_length=30, blank=True)
+    precision = models.CharField(max_length=10, blank=True)
+    num_gpus = models.PositiveIntegerField(default=1)
+    batch_size = models.PositiveIntegerField(null=True, blank=True)
+    seq_len = models.PositiveIntegerField(null=True, blank=True)
+    tokens_per_second = models.FloatField(null=True, blank=True)
+    peak_memory_gb = models.FloatField(null=True, blank=True)
+    mfu = models.FloatField(null=True, blank=True)
+    outcome = models.CharField(
+        max_length=20, choices=BenchmarkOutcome.choices, default=BenchmarkOutcome.COMPLETED
+    )
+    notes = models.TextField(blank=True)
+    source = models.CharField(max_length=300)
+
+    class Meta:
+        ordering = ["accelerator", "model", "name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(num_gpus__gte=1), name="catalog_bench_gpus_gte_1"),
+            models.CheckConstraint(
+                condition=Q(tokens_per_second__isnull=True) | Q(tokens_per_second__gt=0),
+                name="catalog_bench_tps_gt_0",
+            ),
+            models.CheckConstraint(
+                condition=Q(mfu__isnull=True) | (Q(mfu__gt=0) & Q(mfu__lte=1)),
+                name="catalog_bench_mfu_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def to_engine(self) -> BenchmarkSpec:
+        return BenchmarkSpec(
+            accelerator=self.accelerator.name,
+            system=self.system.name if self.system_id else None,
+            model=self.model,
+            params=self.params,
+            task=self.task or None,
+            strategy=self.strategy or None,
+            precision=self.precision or None,
+            num_gpus=self.num_gpus,
+            batch_size=self.batch_size,
+            seq_len=self.seq_len,
+            tokens_per_second=self.tokens_per_second,
+            peak_memory_gb=self.peak_memory_gb,
+            mfu=self.mfu,
+            outcome=self.outcome,
+            notes=self.notes,
+            source=self.source,
+        )

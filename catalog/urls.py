@@ -1,4 +1,8 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from catalog import views
 
 app_name = "catalog"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.systems, name="systems"),
+]

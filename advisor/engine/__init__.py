@@ -1,0 +1,266 @@
+"""The estimation engine: pure Python + pydantic, no Django.
+
+`estimate(request, catalog)` is the one entry point: memory per GPU by component, FLOPs, GPU
+hours and wall time for every system / accelerator / strategy in the catalog, ranked with
+reasons, plus a justification paragraph and a starter Slurm script.
+"""
+
+from __future__ import annotations
+
+from advisor.engine import constants as c
+from advisor.engine.compute import training_flops_per_token, utilisation_table
+from advisor.engine.errors import EstimateError
+from advisor.engine.justification import draft
+from advisor.engine.memory import Workload, memory_per_gpu
+from advisor.engine.models import (
+    Assumption,
+    CatalogSpec,
+    EstimateRequest,
+    EstimateResult,
+    MemoryBreakdown,
+    Recommendation,
+)
+from advisor.engine.recommend import evaluate, rank
+from advisor.engine.shape import ModelShape
+from advisor.engine.slurm import sbatch_script
+from advisor.engine.workload import (
+    RequestError,
+    build_workload,
+    check_request,
+    parse_request,
+    resolve_model,
+    resolve_shape,
+)
+
+ENGINE_VERSION = "1.0.0"
+
+__all__ = [
+    "ENGINE_VERSION",
+    "EstimateError",
+    "RequestError",
+    "estimate",
+    "estimate_shape",
+    "parse_request",
+    "resolve_model",
+]
+
+
+def _h(hours: float) -> str:
+    return f"{hours:,.1f}" if hours < 10 else f"{hours:,.0f}"
+
+
+def estimate(request: EstimateRequest, catalog: CatalogSpec) -> EstimateResult:
+    """Estimate memory, compute and the best system for `request` over `catalog`.
+
+    Raises EstimateError (a ValueError; RequestError carries field-level `errors`) for input
+    the engine cannot estimate from.
+    """
+    warnings = check_request(request, catalog)
+    shape = resolve_shape(request)
+    return estimate_shape(request, catalog, shape, warnings=warnings)
+
+
+def estimate_shape(
+    request: EstimateRequest,
+    catalog: CatalogSpec,
+    shape: ModelShape,
+    *,
+    warnings: list[str] | None = None,
+) -> EstimateResult:
+    """`estimate` for an already counted model shape (tests and benchmarks use it directly)."""
+    warnings = list(warnings or [])
+    wl = build_workload(request, shape)
+    if shape.max_position_embeddings and wl.seq_len > shape.max_position_embeddings:
+        warnings.append(
+            f"seq_len {wl.seq_len:,} is longer than the model's {shape.max_position_embeddings:,}"
+            " positions; it needs position scaling or will not work."
+        )
+    if wl.training and request.tokens is None:
+        warnings.append("No token count given: GPU hours cannot be estimated, only memory.")
+    if wl.task == "inference" and request.tokens is None:
+        warnings.append(
+            "No token count given: GPU hours need the total prompt + generated tokens."
+        )
+    accelerators = {a.name: a for a in catalog.accelerators}
+    candidates = rank(
+        evaluate(
+            request, shape, wl, catalog.systems, accelerators, utilisation_table(catalog.benchmarks)
+        )
+    )
+    best = next((cand for cand in candidates if cand.eligible), None)
+    recommendation = None
+    slurm_script = None
+    model_name = request.model_id or (request.hub.repo_id if request.hub else None) or (
+        shape.architecture or f"a {shape.params_total / 1e9:.1f}B-parameter model"
+    )
+    if best is not None:
+        reasons = _recommendation_reasons(best, candidates, wl)
+        recommendation = Recommendation.model_construct(
+            **{**dict(best.option), "reasons": reasons}
+        )
+        slurm_script = sbatch_script(
+            option=best.option,
+            system=best.system,
+            node=best.node,
+            partition=best.partition,
+            model_name=model_name,
+            task=wl.task,
+        )
+        memory = best.option.memory
+    else:
+        memory = MemoryBreakdown.model_construct(**memory_per_gpu(shape, wl, "single", 1))
+        warnings.append(
+            "Nothing in the catalog fits within the constraints; see each option's reasons."
+        )
+    flops = training_flops_per_token(shape, wl) if wl.training else 2 * shape.flop_params
+    justification = draft(
+        request=request,
+        shape=shape,
+        wl=wl,
+        model_name=model_name,
+        option=best.option if best else None,
+        system=best.system if best else None,
+        accelerator=best.accelerator if best else None,
+        flops_per_token=flops,
+    )
+    uncertainty = _uncertainty(memory.total_bytes, best.option.gpu_hours if best else None)
+    return EstimateResult.model_construct(
+        params_total=shape.params_total,
+        params_active=shape.params_active,
+        params_source=shape.source,
+        architecture=shape.architecture,
+        memory=memory,
+        options=[cand.option for cand in candidates],
+        recommendation=recommendation,
+        justification=justification,
+        slurm_script=slurm_script,
+        warnings=warnings + [f"Model: {note}" for note in shape.notes],
+        assumptions=_assumptions(request, shape, wl),
+        uncertainty=uncertainty,
+        engine_version=ENGINE_VERSION,
+    )
+
+
+def _recommendation_reasons(best, candidates, wl: Workload) -> list[str]:
+    opt = best.option
+    acc = best.accelerator
+    free = 1 - opt.memory_per_gpu_bytes / opt.capacity_bytes
+    reasons = [
+        f"Fits: {opt.memory_per_gpu_bytes / 1e9:.1f} GB per GPU of the {acc.memory_gb:g} GB "
+        f"on a {acc.display_name} ({free:.0%} headroom) with {opt.num_gpus} GPU(s), "
+        f"{opt.strategy.replace('_', ' ')}."
+    ]
+    if opt.requested_gpu_hours is not None:
+        reasons.append(
+            f"{_h(opt.gpu_hours)} GPU hours of compute + {_h(opt.contingency_gpu_hours)} "
+            f"contingency = {_h(opt.requested_gpu_hours)} GPU hours, about "
+            f"{_h(opt.wall_hours)} h of wall time."
+        )
+    if best.system.typical_queue_wait_hours is not None:
+        reasons.append(f"Typical queue wait about {best.system.typical_queue_wait_hours:g} h.")
+    if opt.cost is not None:
+        reasons.append(f"Cost about {opt.cost:,.2f} {opt.currency}.")
+    eligible = [cand for cand in candidates if cand.eligible]
+    if len(eligible) > 1:
+        reasons.append(f"Ranked first of {len(eligible)} workable options: fewest GPUs, then "
+                       "fastest, then shortest queue, then cost.")
+    reasons.extend(r for r in opt.reasons if r not in reasons)
+    return reasons
+
+
+def _uncertainty(total_bytes: int, gpu_hours: float | None) -> dict[str, float]:
+    m = c.MEMORY_MARGIN.value
+    out = {
+        "memory_relative": m,
+        "memory_low_bytes": float(int(total_bytes * (1 - m))),
+        "memory_high_bytes": float(int(total_bytes * (1 + m))),
+        "gpu_hours_relative": c.GPU_HOURS_MARGIN.value,
+    }
+    if gpu_hours is not None:
+        out["gpu_hours_low"] = round(gpu_hours * (1 - c.GPU_HOURS_MARGIN.value), 2)
+        out["gpu_hours_high"] = round(gpu_hours * (1 + c.GPU_HOURS_MARGIN.value), 2)
+    return out
+
+
+def _assumptions(request: EstimateRequest, shape: ModelShape, wl: Workload) -> list[Assumption]:
+    out = [
+        Assumption(
+            name="Parameters",
+            value=f"{shape.params_total:,} total, {shape.params_active:,} active",
+            source=shape.source,
+        ),
+        c.CUDA_CONTEXT.assumption(f"{c.CUDA_CONTEXT.value / 2**20:.0f} MiB"),
+        c.NCCL_BUFFERS.assumption(f"{c.NCCL_BUFFERS.value / 2**20:.0f} MiB on multi-GPU jobs"),
+        c.ALLOCATOR_FRAGMENTATION.assumption(f"{c.ALLOCATOR_FRAGMENTATION.value:.0%}"),
+        Assumption(
+            name="GPU capacity",
+            value="vendor GB x 1e9 bytes: about 7% below the GiB the card has, which absorbs "
+            "ECC and driver reservations",
+            source="vendor datasheets (catalog)",
+        ),
+        c.MEMORY_MARGIN.assumption(f"+-{c.MEMORY_MARGIN.value:.0%}"),
+    ]
+    if wl.weight_format == "int4":
+        out.append(c.NF4_DOUBLE_QUANT.assumption(f"{c.NF4_DOUBLE_QUANT.value:.4f} B/param"))
+        out.append(c.DEQUANT_WORKSPACE_LAYERS.assumption())
+    if wl.weight_format == "int8":
+        out.append(c.INT8_ROW_SCALE.assumption())
+    if wl.training:
+        activ = "gradient checkpointing: layer inputs only" if wl.gradient_checkpointing else (
+            "all layers kept"
+        )
+        out.append(c.KORTHIKANTI.assumption(f"{activ}; flash attention {wl.flash_attention}"))
+        out.append(c.LOGITS_TRAINING_BYTES.assumption())
+        if wl.adapters:
+            out.append(
+                Assumption(
+                    name="LoRA",
+                    value=f"rank {wl.lora_rank}"
+                    + (" (default)" if request.lora_rank is None else "")
+                    + ", targets: "
+                    + (", ".join(wl.lora_targets) or "every linear layer of each block")
+                    + "; adapters and their Adam state in fp32",
+                    source="Hu et al. 2021 (arXiv:2106.09685); QLoRA paper section 4 "
+                    "(all linear layers)",
+                )
+            )
+            out.append(c.LORA_FLOPS_PER_PARAM.assumption())
+            out.append(c.MFU_LORA.assumption(f"{c.MFU_LORA.value:.0%}"))
+        else:
+            mode = wl.state_mode
+            text = {
+                "mixed": "16-bit weights and gradients, fp32 master weights and optimizer",
+                "pure16": "everything 16-bit, as torchtune trains",
+                "fp32": "everything fp32",
+            }[mode]
+            out.append(c.ZERO_MIXED_ADAM.assumption(f"{text}; optimizer {wl.optimizer}"))
+            out.append(c.TRAIN_FLOPS_PER_PARAM.assumption())
+            out.append(c.MFU_TRAINING.assumption(f"{c.MFU_TRAINING.value:.0%}"))
+        if wl.optimizer == "adamw_8bit":
+            out.append(c.ADAM_8BIT_STATE.assumption())
+        if wl.gradient_checkpointing:
+            out.append(c.RECOMPUTE_FLOPS_PER_PARAM.assumption())
+        out.append(c.DDP_BUCKET_COPY.assumption())
+        out.append(c.ZERO3_LIVE_LAYERS.assumption())
+    else:
+        out.append(
+            Assumption(
+                name="Generation",
+                value=f"prompt {wl.seq_len:,} + {wl.new_tokens:,} generated tokens per request"
+                + (" (default)" if request.new_tokens is None else "")
+                + f"; KV cache in {wl.compute_dtype} with {shape.num_kv_heads} KV heads",
+                source="KV cache = 2 x layers x KV heads x head dim x tokens x batch x bytes",
+            )
+        )
+        out.append(c.MFU_PREFILL.assumption(f"{c.MFU_PREFILL.value:.0%}"))
+        out.append(c.BANDWIDTH_UTILISATION.assumption(f"{c.BANDWIDTH_UTILISATION.value:.0%}"))
+    out.append(
+        Assumption(
+            name="Scaling efficiency",
+            value=", ".join(f"{k} {v:.0%}" for k, v in c.SCALING_EFFICIENCY.items()),
+            source=c.SCALING_SOURCE,
+        )
+    )
+    out.append(c.CONTINGENCY.assumption(f"{c.CONTINGENCY.value:.0%}"))
+    out.append(c.GPU_HOURS_MARGIN.assumption(f"+-{c.GPU_HOURS_MARGIN.value:.0%}"))
+    return out

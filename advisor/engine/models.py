@@ -63,10 +63,16 @@ class NodeTypeSpec(_Frozen):
     # "infiniband" | "omnipath" | "ethernet" | "none"
     inter_node_interconnect: str = "none"
     inter_node_gbit_s: float | None = None
+    # Cloud VM sizes carry their own price (in the system's currency); count 0 on a cloud
+    # system means "on demand" rather than "none".
+    price_per_gpu_hour: float | None = None
+    status: SystemStatus = "active"  # a retired VM size / node type is never recommended
 
 
 class PartitionSpec(_Frozen):
-    name: str
+    name: str  # catalog key, unique within the system
+    # The value for `#SBATCH --partition`; None: the system's default, leave the option out.
+    slurm_partition: str | None = None
     node_types: list[str]  # NodeTypeSpec.name
     max_wall_hours: float | None = None
     max_gpus_per_job: int | None = None
@@ -117,6 +123,9 @@ class BenchmarkSpec(_Frozen):
     tokens_per_second: float | None = None  # whole job
     peak_memory_gb: float | None = None
     mfu: float | None = None  # model FLOPs utilisation, when the source states it
+    # "out_of_memory": the source reports the configuration did not fit (a lower bound on memory).
+    outcome: Literal["completed", "out_of_memory"] = "completed"
+    notes: str = ""
     source: str
 
 
@@ -178,6 +187,9 @@ class EstimateRequest(_Frozen):
     mixed_precision: bool = True
     optimizer: Optimizer = "adamw"
     lora_rank: int | None = Field(default=None, ge=1)
+    # Module names LoRA adapts ("q_proj", "v_proj", ...); None: every linear layer of a block,
+    # as the QLoRA paper recommends.
+    lora_target_modules: list[str] | None = None
     strategy: RequestStrategy | None = None
     num_gpus: int | None = Field(default=None, ge=1)
     system: str | None = None
@@ -221,6 +233,12 @@ class Option(_Frozen):
     currency: str = ""
     reasons: list[str] = Field(default_factory=list)
     rank: int | None = None
+    # False when a constraint, the system's status or the hardware rules the option out.
+    eligible: bool = True
+    headroom: bool | None = None  # fits with the memory margin to spare
+    partition: str | None = None
+    compute_dtype: str | None = None  # what the matmuls run in on this accelerator
+    utilisation: float | None = None  # fraction of dense peak assumed
 
 
 class Recommendation(Option):

@@ -1,0 +1,288 @@
+"""Every constant the engine uses, with its source and why it has the value it has.
+
+The engine models the physics (what lives in GPU memory, how many FLOPs a step takes) and takes
+its constants from published measurements or the libraries' own defaults. None of them is fitted
+to a single data point. `assumption(...)` turns a constant into the `Assumption` a result shows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.engine.models import Assumption
+
+
+@dataclass(frozen=True, slots=True)
+class Constant:
+    name: str
+    value: float
+    unit: str
+    source: str
+    why: str
+
+    def assumption(self, value_text: str | None = None) -> Assumption:
+        text = value_text if value_text is not None else f"{self.value:g} {self.unit}".strip()
+        return Assumption(name=self.name, value=f"{text} ({self.why})", source=self.source)
+
+
+GIB = 1024**3
+MIB = 1024**2
+
+# --- Bytes per element ------------------------------------------------------------------------
+
+BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "int4": 0.5}
+
+# --- Fixed per-GPU overheads -----------------------------------------------------------------
+
+CUDA_CONTEXT = Constant(
+    "CUDA context and framework overhead",
+    600 * MIB,
+    "bytes per GPU",
+    "PyTorch maintainers: the CUDA context takes ~300-400 MB with lazy module loading "
+    "(CUDA >= 11.7) and >1 GB without (github.com/pytorch/pytorch/issues/107667, #109888); "
+    "cuBLAS/cuDNN workspaces come on top",
+    "context (~400 MB) plus cuBLAS workspace and kernels loaded on first use; nvidia-smi counts it",
+)
+NCCL_BUFFERS = Constant(
+    "NCCL communicator buffers",
+    400 * MIB,
+    "bytes per GPU when more than one GPU communicates",
+    "NCCL keeps NCCL_BUFFSIZE (4 MiB default) per channel and peer; with the default 2-32 "
+    "channels this is a few hundred MB per rank (NCCL environment-variable documentation; "
+    "github.com/verl-project/verl/issues/5979)",
+    "multi-GPU jobs hold communication buffers the model never sees",
+)
+ALLOCATOR_FRAGMENTATION = Constant(
+    "Caching-allocator reserve",
+    0.10,
+    "of the tensors allocated and freed every step",
+    "PyTorch CUDA semantics, 'Memory management': memory_reserved() exceeds "
+    "memory_allocated() by the cached, fragmented blocks nvidia-smi still shows "
+    "(pytorch.org/docs/stable/notes/cuda.html); 5-15% in practice for training loops",
+    "nvidia-smi shows reserved memory, not allocated memory",
+)
+ALLOCATOR_STATIC_ROUNDING = Constant(
+    "Caching-allocator rounding of long-lived tensors",
+    0.01,
+    "of weights and optimizer states",
+    "PyTorch CUDACachingAllocator rounds large allocations up to 2 MiB blocks "
+    "(c10/cuda/CUDACachingAllocator.cpp, kRoundLarge); a few hundred weight tensors lose up "
+    "to 2 MiB each",
+    "weights are allocated once and do not fragment",
+)
+
+# --- Training state ----------------------------------------------------------------------------
+
+ZERO_MIXED_ADAM = Constant(
+    "Mixed-precision Adam state",
+    16,
+    "bytes per trainable parameter",
+    "Rajbhandari et al. 2020, ZeRO (arXiv:1910.02054) section 3.1: 2 (16-bit weights) + "
+    "2 (16-bit gradients) + 12 (fp32 master weights, momentum, variance)",
+    "fp32 master weights and Adam moments beside the 16-bit copy the model computes with",
+)
+ADAM_8BIT_STATE = Constant(
+    "8-bit Adam state",
+    2,
+    "bytes per trainable parameter (two 8-bit moments)",
+    "Dettmers et al. 2022, 8-bit Optimizers via Block-wise Quantization (arXiv:2110.02861); "
+    "bitsandbytes keeps one fp32 absmax per 2048-value block",
+    "moments quantised block-wise to 8 bits",
+)
+DDP_BUCKET_COPY = Constant(
+    "DDP gradient buckets",
+    1,
+    "extra copy of the gradients",
+    "PyTorch DistributedDataParallel docs, gradient_as_bucket_view (default False): "
+    "'gradients are copied into the bucket ... setting it True saves memory the size of the "
+    "total gradients'",
+    "DDP's default keeps gradients twice: in the parameters and in the all-reduce buckets",
+)
+ZERO3_LIVE_LAYERS = Constant(
+    "ZeRO-3 / FSDP gathered layers",
+    2,
+    "transformer layers of full 16-bit weights at a time",
+    "FSDP gathers one unit and prefetches the next (forward/backward prefetch); DeepSpeed "
+    "stage-3 prefetch bucket works the same way (PyTorch FSDP docs; DeepSpeed ZeRO docs)",
+    "sharded weights must be gathered whole for the layer that computes",
+)
+
+# --- Activations -------------------------------------------------------------------------------
+
+KORTHIKANTI = Constant(
+    "Activations per transformer layer",
+    34,
+    "x s*b*h bytes + 5*a*s^2*b bytes (16-bit, no parallelism)",
+    "Korthikanti et al. 2022, Reducing Activation Recomputation in Large Transformer Models "
+    "(arXiv:2205.05198) eq. 1: s*b*h*(34 + 5*a*s/h); generalised here tensor by tensor to "
+    "gated MLPs, grouped-query attention, no dropout, flash attention and mixture-of-experts",
+    "every tensor autograd saves for the backward pass, counted per layer",
+)
+LOGITS_TRAINING_BYTES = Constant(
+    "Logits and loss buffers",
+    10,
+    "bytes per (token x vocabulary entry) in 16-bit training",
+    "Hugging Face transformers causal-LM heads upcast the logits to fp32 before the "
+    "cross-entropy (2 bytes 16-bit logits + 4 fp32 copy + 4 fp32 log-softmax kept for backward)",
+    "a 32k-256k vocabulary makes the logits one of the largest tensors",
+)
+
+# --- Quantisation -------------------------------------------------------------------------------
+
+NF4_DOUBLE_QUANT = Constant(
+    "NF4 quantisation constants",
+    0.127 / 8,
+    "bytes per quantised parameter",
+    "Dettmers et al. 2023, QLoRA (arXiv:2305.14314) section 3: block size 64, double "
+    "quantisation brings the constants from 0.5 to 0.127 bits per parameter",
+    "one 8-bit absmax per 64 weights, plus fp32 constants per 256 blocks",
+)
+INT8_ROW_SCALE = Constant(
+    "LLM.int8 scales",
+    4,
+    "bytes per output row of each quantised linear layer",
+    "Dettmers et al. 2022, LLM.int8() (arXiv:2208.07339): vector-wise quantisation keeps one "
+    "fp32 scale per row",
+    "row-wise absmax scales beside the int8 weights",
+)
+DEQUANT_WORKSPACE_LAYERS = Constant(
+    "Dequantisation workspace",
+    2,
+    "copies of the largest quantised linear layer in 16-bit",
+    "bitsandbytes dequantises a 4-bit weight to the compute dtype for each matmul (forward, "
+    "and again in backward for QLoRA) (QLoRA paper section 3; bitsandbytes Linear4bit)",
+    "the 16-bit copy of the layer being computed lives beside the packed weights",
+)
+
+# --- Compute -----------------------------------------------------------------------------------
+
+TRAIN_FLOPS_PER_PARAM = Constant(
+    "Training FLOPs",
+    6,
+    "FLOPs per parameter per token (+ 12*L*h*s attention)",
+    "Kaplan et al. 2020 (arXiv:2001.08361) C = 6ND; attention term from Chowdhery et al. "
+    "2022, PaLM (arXiv:2204.02311) appendix B: 6N + 12*L*H*Q*T per token",
+    "forward 2N, backward 4N",
+)
+LORA_FLOPS_PER_PARAM = Constant(
+    "LoRA FLOPs",
+    4,
+    "FLOPs per frozen parameter per token",
+    "Hu et al. 2021, LoRA (arXiv:2106.09685): frozen weights need no weight gradients, so the "
+    "backward pass costs about one forward (2N) instead of two (4N)",
+    "forward 2N + input gradients 2N",
+)
+RECOMPUTE_FLOPS_PER_PARAM = Constant(
+    "Gradient checkpointing recomputation",
+    2,
+    "extra FLOPs per parameter per token",
+    "Chen et al. 2016 (arXiv:1604.06174); Korthikanti et al. 2022 section 5: full "
+    "recomputation repeats the forward pass",
+    "checkpointed layers run their forward twice",
+)
+MFU_TRAINING = Constant(
+    "Model FLOPs utilisation, training",
+    0.40,
+    "of the dense peak",
+    "PaLM 46.2% MFU (arXiv:2204.02311 table 3); Megatron-LM 52% of A100 peak at scale "
+    "(Narayanan et al. 2021, arXiv:2104.04473); fine-tuning stacks (HF Trainer, DeepSpeed) "
+    "report 30-45%; used only where the catalog has no benchmark for the accelerator",
+    "documented default when the catalog has no measurement",
+)
+MFU_LORA = Constant(
+    "Model FLOPs utilisation, LoRA/QLoRA",
+    0.30,
+    "of the dense peak",
+    "LoRA adds many small matmuls and QLoRA dequantises every weight per step; QLoRA paper "
+    "(arXiv:2305.14314) and Unsloth/HF PEFT benchmarks show 25-35% MFU",
+    "small adapter matmuls and dequantisation lower utilisation",
+)
+MFU_PREFILL = Constant(
+    "Model FLOPs utilisation, prefill",
+    0.50,
+    "of the dense peak",
+    "prompt processing is large matmuls like training's forward pass; vLLM/TGI prefill "
+    "benchmarks reach 40-60% of dense peak",
+    "prefill is compute-bound",
+)
+BANDWIDTH_UTILISATION = Constant(
+    "Memory-bandwidth utilisation, decoding",
+    0.70,
+    "of the peak memory bandwidth",
+    "decoding reads every weight and the KV cache once per token; measured kernels reach "
+    "60-80% of HBM peak (Pope et al. 2022, Efficiently Scaling Transformer Inference, "
+    "arXiv:2211.05102)",
+    "token-by-token generation is memory-bound",
+)
+SCALING_EFFICIENCY = {
+    # Fraction of linear speed-up kept per GPU when data-parallel traffic crosses the link.
+    "nvlink": 0.95,
+    "xelink": 0.93,
+    "infinity_fabric": 0.93,
+    "pcie": 0.85,
+    "none": 1.0,
+    "infiniband": 0.90,
+    "omnipath": 0.88,
+    "ethernet": 0.60,
+}
+SCALING_SOURCE = (
+    "Seed 001 (Turing benchmarks: 1 to 16 GPUs scale slightly sub-linearly); ring all-reduce "
+    "moves 2(N-1)/N x the gradients per step (Sergeev & Del Balso 2018, Horovod, "
+    "arXiv:1802.05799), so the link's bandwidth sets the loss: NVLink 600-900 GB/s, HDR/EDR "
+    "InfiniBand 12-25 GB/s, PCIe 4.0 32 GB/s, Ethernet 1-3 GB/s"
+)
+ZERO3_COMM_FACTOR = Constant(
+    "ZeRO-3 / FSDP communication",
+    0.95,
+    "x the data-parallel efficiency",
+    "ZeRO paper section 7: stage 3 moves 1.5x the data of DDP (all-gather forward and "
+    "backward, reduce-scatter)",
+    "gathering weights every step costs extra traffic",
+)
+OFFLOAD_SLOWDOWN = Constant(
+    "CPU offload throughput",
+    0.55,
+    "x the on-GPU throughput",
+    "Ren et al. 2021, ZeRO-Offload (arXiv:2101.06840): 30-40 TFLOPS per V100 for 10B+ models, "
+    "about half of on-GPU training; the CPU Adam step and PCIe traffic bound the step",
+    "the optimizer step runs on the CPU",
+)
+
+# --- Planning ----------------------------------------------------------------------------------
+
+CONTINGENCY = Constant(
+    "Contingency",
+    0.20,
+    "of the compute GPU hours",
+    "Allocation practice: debugging runs, evaluation and restarts after pre-emption or node "
+    "failure; seed 001 trial access exists for exactly this scoping work",
+    "real projects need more than one clean run",
+)
+MEMORY_MARGIN = Constant(
+    "Memory uncertainty",
+    0.10,
+    "relative, either way",
+    "the engine's accuracy target (median absolute error <= 10% against published peak-memory "
+    "measurements); replaced by the accuracy report's spread when one is available",
+    "an estimate within this margin of a GPU's capacity may not fit",
+)
+GPU_HOURS_MARGIN = Constant(
+    "GPU-hours uncertainty",
+    0.25,
+    "relative, either way",
+    "utilisation varies 30-55% across stacks (see MFU sources), about +-25% around the default",
+    "throughput depends on software and data pipeline",
+)
+DEFAULT_LORA_RANK = 16
+DEFAULT_INFERENCE_NEW_TOKENS = 256
+MAX_GPUS_SEARCHED = 512
+
+# Families whose Hugging Face implementations train with dropout on by default (their configs
+# set attention/hidden dropout 0.1) and so keep dropout masks for backward.
+DROPOUT_FAMILIES = frozenset(
+    {"gpt2", "bert", "roberta", "distilbert", "t5", "bart", "opt", "vit", "whisper", "bloom"}
+)
+# Families whose eager attention runs softmax in fp32 and keeps that output for backward.
+FP32_SOFTMAX_FAMILIES = frozenset(
+    {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "gemma2", "phi", "phi3"}
+)

@@ -1,0 +1,101 @@
+"""A drafted justification paragraph the researcher can edit: model, method, data, the memory
+and compute calculation, and why this system."""
+
+from __future__ import annotations
+
+from advisor.engine.memory import Workload
+from advisor.engine.models import AcceleratorSpec, EstimateRequest, Option, SystemSpec
+from advisor.engine.shape import ModelShape
+
+TASK_WORDS = {
+    "inference": "inference",
+    "full_finetune": "full fine-tuning",
+    "pretrain": "pre-training",
+    "lora": "LoRA fine-tuning",
+    "qlora": "QLoRA fine-tuning (4-bit NF4 base model)",
+}
+
+
+def _h(hours: float) -> str:
+    return f"{hours:,.1f}" if hours < 10 else f"{hours:,.0f}"
+
+
+def _params(n: int) -> str:
+    if n >= 1e9:
+        return f"{n / 1e9:.2f} billion"
+    return f"{n / 1e6:.0f} million"
+
+
+def _gb(value: int) -> str:
+    return f"{value / 1e9:.1f} GB"
+
+
+def draft(
+    *,
+    request: EstimateRequest,
+    shape: ModelShape,
+    wl: Workload,
+    model_name: str,
+    option: Option | None,
+    system: SystemSpec | None,
+    accelerator: AcceleratorSpec | None,
+    flops_per_token: float | None,
+) -> str:
+    method = TASK_WORDS[wl.task]
+    if wl.adapters:
+        method += f" with rank {wl.lora_rank} adapters"
+    parts = [
+        f"We will run {method} of {model_name} ({_params(shape.params_total)} parameters"
+        + (
+            f", {_params(shape.params_active)} active per token"
+            if shape.params_active != shape.params_total
+            else ""
+        )
+        + f") in {wl.precision}, with batch size {wl.batch_size} per GPU and sequences of "
+        f"{wl.seq_len:,} tokens"
+        + (f" generating {wl.new_tokens:,} tokens each" if wl.task == "inference" else "")
+        + "."
+    ]
+    if request.tokens is not None:
+        epochs = f" for {request.epochs:g} epoch(s)" if wl.training else ""
+        parts.append(f"The data set is {request.tokens:,} tokens{epochs}.")
+    if option is None or system is None or accelerator is None:
+        parts.append(
+            "No system in the catalog meets the constraints with this model and setup; "
+            "see the rejected options for what would have to change."
+        )
+        return " ".join(parts)
+    mem = option.memory
+    if mem is not None:
+        pieces = [
+            ("weights", mem.weights),
+            ("gradients", mem.gradients),
+            ("optimizer states", mem.optimizer_states),
+            ("activations", mem.activations),
+            ("logits", mem.logits),
+            ("KV cache", mem.kv_cache),
+            ("quantisation", mem.quantization),
+            ("CUDA context", mem.cuda_context),
+            ("allocator reserve", mem.allocator_reserve),
+        ]
+        listed = ", ".join(f"{name} {_gb(value)}" for name, value in pieces if value)
+        parts.append(
+            f"Memory per GPU comes to {_gb(mem.total_bytes)} ({listed}) against the "
+            f"{accelerator.memory_gb:g} GB of a {accelerator.display_name}, using "
+            f"{option.num_gpus} GPU(s) with {option.strategy.replace('_', ' ')}."
+        )
+    if option.gpu_hours is not None and flops_per_token is not None:
+        parts.append(
+            f"Compute is about {flops_per_token:.3g} FLOPs per token at "
+            f"{(option.utilisation or 0):.0%} of the {option.compute_dtype} dense peak, "
+            f"{_h(option.gpu_hours)} GPU hours, plus {_h(option.contingency_gpu_hours)} GPU "
+            f"hours contingency for debugging, evaluation and restarts: "
+            f"{_h(option.requested_gpu_hours)} GPU hours in total, about "
+            f"{_h(option.wall_hours)} hours of wall time."
+        )
+    why = f"{system.display_name} fits this work"
+    if system.notebooks and request.constraints.needs_notebooks:
+        why += ", offers notebooks"
+    why += f" and is approved for {request.constraints.data_sensitivity} data."
+    parts.append(why)
+    return " ".join(parts)

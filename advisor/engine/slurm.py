@@ -1,0 +1,132 @@
+"""A starter sbatch script for the recommended option, built from the catalog's facts."""
+
+from __future__ import annotations
+
+import math
+
+from advisor.engine import constants as c
+from advisor.engine.models import NodeTypeSpec, Option, PartitionSpec, SystemSpec
+
+LAUNCHER_NOTE = {
+    "single": "one process on one GPU",
+    "ddp": "torchrun starts one process per GPU (DistributedDataParallel)",
+    "fsdp": "accelerate launches one process per GPU with FSDP full sharding",
+    "zero1": "torchrun + DeepSpeed ZeRO stage 1 (Hugging Face Trainer --deepspeed)",
+    "zero2": "torchrun + DeepSpeed ZeRO stage 2 (Hugging Face Trainer --deepspeed)",
+    "zero3": "torchrun + DeepSpeed ZeRO stage 3 (Hugging Face Trainer --deepspeed)",
+    "zero3_offload": "torchrun + DeepSpeed ZeRO stage 3 with CPU offload of optimizer and weights",
+    "tensor_parallel": "one process driving all GPUs of the node with tensor parallelism",
+}
+
+
+def slurm_time(hours: float | None, partition: PartitionSpec | None) -> tuple[str, str]:
+    """Wall time with the contingency, rounded up to 15 minutes and capped at the partition."""
+    note = ""
+    if hours is None:
+        hours = partition.max_wall_hours if partition and partition.max_wall_hours else 24
+        note = "no token count was given: time set to the partition's limit"
+    else:
+        hours *= 1 + c.CONTINGENCY.value
+    minutes = max(15, math.ceil(hours * 60 / 15) * 15)
+    if partition and partition.max_wall_hours and minutes > partition.max_wall_hours * 60:
+        minutes = int(partition.max_wall_hours * 60)
+        note = "capped at the partition limit: save checkpoints and resubmit to resume"
+    return f"{minutes // 1440}-{minutes % 1440 // 60:02d}:{minutes % 60:02d}:00", note
+
+
+def sbatch_script(
+    *,
+    option: Option,
+    system: SystemSpec,
+    node: NodeTypeSpec,
+    partition: PartitionSpec | None,
+    model_name: str,
+    task: str,
+) -> str | None:
+    if system.scheduler.lower() != "slurm":
+        return None
+    gpus_per_node = min(option.num_gpus, node.gpus_per_node)
+    nodes = option.nodes
+    cpus_per_gpu = (node.cpu_cores // node.gpus_per_node) if node.cpu_cores else 8
+    cpus = max(cpus_per_gpu * gpus_per_node, 1)
+    mem_gb = (
+        int(node.ram_gb * gpus_per_node / node.gpus_per_node * 0.9) if node.ram_gb else None
+    )
+    time, time_note = slurm_time(option.wall_hours, partition)
+    safe_name = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in model_name)[:40]
+    lines = [
+        "#!/bin/bash",
+        f"# Starter script for {system.display_name}: {option.num_gpus} x {option.accelerator},"
+        f" {option.strategy} ({LAUNCHER_NOTE[option.strategy]}).",
+        "# Edit the account, paths and script name; check the system's documentation.",
+        f"#SBATCH --job-name={safe_name}-{task}",
+        "#SBATCH --account=YOUR_PROJECT_ACCOUNT",
+    ]
+    if partition is not None:
+        if partition.slurm_partition:
+            lines.append(f"#SBATCH --partition={partition.slurm_partition}")
+        if partition.qos:
+            lines.append(f"#SBATCH --qos={partition.qos}")
+        if partition.constraint:
+            constraint = partition.constraint
+            if not constraint.startswith("-"):
+                constraint = f"--constraint={constraint}"
+            lines.append(f"#SBATCH {constraint}")
+        gpu_request = partition.gpu_request.format(n=gpus_per_node)
+    else:
+        gpu_request = f"--gres=gpu:{gpus_per_node}"
+    lines += [
+        f"#SBATCH --nodes={nodes}",
+        "#SBATCH --ntasks-per-node=1",
+        f"#SBATCH {gpu_request}",
+        f"#SBATCH --cpus-per-task={cpus}",
+    ]
+    if mem_gb:
+        lines.append(f"#SBATCH --mem={mem_gb}G")
+    lines.append(f"#SBATCH --time={time}")
+    if time_note:
+        lines.append(f"# time: {time_note}")
+    lines.append("")
+    lines.append("set -euo pipefail")
+    lines += list(system.modules) or ["# module load ...  (see the system's documentation)"]
+    if system.container:
+        lines.append(f"# container: {system.container}")
+    lines.append("")
+    lines += _launcher(option, gpus_per_node, nodes, cpus)
+    return "\n".join(lines) + "\n"
+
+
+def _launcher(option: Option, gpus_per_node: int, nodes: int, cpus: int) -> list[str]:
+    strategy = option.strategy
+    if strategy == "single":
+        return ["python train.py  # your script"]
+    if strategy == "tensor_parallel":
+        return [
+            f"# e.g. vLLM: vllm serve MODEL --tensor-parallel-size {gpus_per_node}",
+            f"python infer.py --tensor-parallel-size {gpus_per_node}",
+        ]
+    rdzv = [
+        "head_node=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)",
+        f"export OMP_NUM_THREADS={max(cpus // max(gpus_per_node, 1), 1)}",
+    ]
+    torchrun = (
+        f"srun torchrun --nnodes={nodes} --nproc_per_node={gpus_per_node} "
+        "--rdzv_backend=c10d --rdzv_endpoint=\"$head_node:29500\" --rdzv_id=\"$SLURM_JOB_ID\""
+    )
+    if strategy == "ddp":
+        return [*rdzv, f"{torchrun} train.py"]
+    if strategy == "fsdp":
+        return [
+            *rdzv,
+            f"srun accelerate launch --num_machines={nodes} "
+            f"--num_processes={nodes * gpus_per_node} --main_process_ip=\"$head_node\" "
+            "--machine_rank=\"$SLURM_NODEID\" --use_fsdp "
+            "--fsdp_sharding_strategy=FULL_SHARD train.py",
+        ]
+    stage = {"zero1": 1, "zero2": 2, "zero3": 3, "zero3_offload": 3}[strategy]
+    offload = " with offload_optimizer/offload_param to cpu" if strategy == "zero3_offload" else ""
+    return [
+        *rdzv,
+        f"# ds_config.json: zero_optimization.stage = {stage}{offload}",
+        f"{torchrun} train.py --deepspeed ds_config.json",
+    ]

@@ -1,0 +1,230 @@
+"""From a request to what the formulas need: parsing, contradiction checks, the model's shape.
+
+Every problem is reported against the request field that caused it, so the web form and the
+API can show it next to that field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from advisor.engine import constants as c
+from advisor.engine.errors import EstimateError
+from advisor.engine.memory import Workload
+from advisor.engine.models import CatalogSpec, EstimateRequest
+from advisor.engine.shape import ModelShape, shape_from_architecture
+
+# Beyond these a number is a typo, not a workload.
+LIMITS = {
+    "params": 10**13,  # 10 trillion parameters
+    "batch_size": 65_536,
+    "seq_len": 2**21,  # 2M tokens of context
+    "tokens": 10**15,
+    "new_tokens": 2**21,
+    "epochs": 1_000,
+    "num_gpus": 100_000,
+    "lora_rank": 65_536,
+}
+
+
+class RequestError(EstimateError):
+    """One or more field-level problems with a request."""
+
+    def __init__(self, errors: list[tuple[str, str]]) -> None:
+        self.errors = errors
+        message = "; ".join(f"{field}: {text}" for field, text in errors)
+        super().__init__(message, field=errors[0][0])
+
+
+def parse_request(data: Any) -> EstimateRequest:
+    """Validate JSON-like data into a request; pydantic errors become field-level errors."""
+    if not isinstance(data, dict):
+        raise RequestError([("", "The request must be a JSON object.")])
+    try:
+        return EstimateRequest.model_validate(data)
+    except ValidationError as exc:
+        errors = []
+        for err in exc.errors(include_url=False):
+            field = ".".join(str(part) for part in err["loc"]) or ""
+            errors.append((field, _plain(err)))
+        raise RequestError(errors) from None
+
+
+def _plain(err: dict) -> str:
+    kind = err["type"]
+    ctx = err.get("ctx") or {}
+    if kind == "literal_error":
+        return f"must be one of {ctx.get('expected', '')}; got {err.get('input')!r}."
+    if kind == "extra_forbidden":
+        return "is not a field the estimate understands."
+    if kind == "greater_than_equal":
+        return f"must be at least {ctx.get('ge')}; got {err.get('input')!r}."
+    if kind == "greater_than":
+        return f"must be greater than {ctx.get('gt')}; got {err.get('input')!r}."
+    if kind == "missing":
+        return "is required."
+    return err["msg"] + "."
+
+
+def check_request(request: EstimateRequest, catalog: CatalogSpec | None = None) -> list[str]:
+    """Raise RequestError for contradictions and absurd numbers; return warnings."""
+    errors: list[tuple[str, str]] = []
+    warnings: list[str] = []
+    task, precision = request.task, request.precision
+
+    for field, limit in LIMITS.items():
+        value = getattr(request, field)
+        if value is not None and value > limit:
+            errors.append((field, f"{value:,} is beyond any real workload (limit {limit:,})."))
+
+    if request.config is not None and request.params is not None:
+        errors.append(("params", "Give either config or params, not both."))
+    if task == "qlora" and precision == "fp32":
+        errors.append(
+            (
+                "precision",
+                "QLoRA keeps the base model in 4-bit NF4 and computes in 16-bit; "
+                "fp32 is not a QLoRA precision (use bf16, fp16 or int4).",
+            )
+        )
+    if task == "qlora" and precision == "int8":
+        errors.append(
+            ("precision", "QLoRA is 4-bit; for an 8-bit base model use task lora with int8.")
+        )
+    if task in ("full_finetune", "pretrain") and precision in ("int8", "int4"):
+        errors.append(
+            (
+                "precision",
+                f"{precision} {task.replace('_', ' ')} is not possible: the optimizer cannot "
+                "update quantised weights. Use lora/qlora, or fp32, fp16 or bf16.",
+            )
+        )
+    if task == "inference" and request.strategy is not None:
+        errors.append(
+            (
+                "strategy",
+                f"{request.strategy} shards training state; inference runs on one GPU or "
+                "with tensor parallelism, which the engine chooses.",
+            )
+        )
+    if catalog is not None:
+        systems = {s.name for s in catalog.systems}
+        accelerators = {a.name for a in catalog.accelerators}
+        if request.system is not None and request.system not in systems:
+            errors.append(
+                (
+                    "system",
+                    f"Unknown system {request.system!r}; known: {', '.join(sorted(systems))}.",
+                )
+            )
+        if request.accelerator is not None and request.accelerator not in accelerators:
+            errors.append(
+                (
+                    "accelerator",
+                    f"Unknown accelerator {request.accelerator!r}; known: "
+                    f"{', '.join(sorted(accelerators))}.",
+                )
+            )
+        for name in request.constraints.systems or []:
+            if name not in systems:
+                errors.append(("constraints.systems", f"Unknown system {name!r}."))
+    if errors:
+        raise RequestError(errors)
+
+    if request.lora_rank is not None and task not in ("lora", "qlora"):
+        warnings.append(f"lora_rank is ignored for {task}.")
+    if task == "inference" and request.gradient_checkpointing:
+        warnings.append("gradient_checkpointing is ignored for inference.")
+    if task == "lora" and precision == "int4":
+        warnings.append("LoRA on a 4-bit base model is QLoRA; estimated as QLoRA.")
+    if precision == "fp32" and task != "inference" and request.mixed_precision:
+        warnings.append("fp32 training: mixed_precision does not apply; everything is fp32.")
+    return warnings
+
+
+def resolve_model(request: EstimateRequest) -> Any:
+    """The model's architecture from hub metadata, config.json or a typed parameter count.
+
+    A bare `model_id` cannot be counted here: the Hub lookup (a Celery task in the web app,
+    `manage.py lookup_model` on the command line) must fill `hub` first.
+    """
+    from advisor.engine import architecture as arch_module
+
+    if request.hub is not None:
+        return arch_module.architecture_from_hub(request.hub)
+    if request.config is not None:
+        return arch_module.architecture_from_config(request.config)
+    if request.params is not None:
+        return arch_module.architecture_from_params(request.params)
+    if request.model_id:
+        raise RequestError(
+            [
+                (
+                    "model_id",
+                    f"{request.model_id!r} has not been looked up: run the Hub lookup first "
+                    "(it fills hub), or give config or params.",
+                )
+            ]
+        )
+    raise RequestError([("model_id", "Name the model: give model_id, config or params.")])
+
+
+def resolve_shape(request: EstimateRequest) -> ModelShape:
+    if request.hub is None and request.config is None and request.params is None:
+        resolve_model(request)  # raises the field error
+    try:
+        arch = resolve_model(request)
+    except RequestError:
+        raise
+    except EstimateError as exc:
+        field = exc.field or ("config" if request.config is not None else "params")
+        if request.hub is not None and not field.startswith("hub"):
+            field = f"hub.{field}" if exc.field else "hub"
+        elif request.config is not None and not field.startswith("config"):
+            field = f"config.{field}"
+        raise RequestError([(field, exc.message)]) from None
+    return shape_from_architecture(arch)
+
+
+def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
+    task, precision = request.task, request.precision
+    if task == "lora" and precision == "int4":
+        task = "qlora"
+    if task == "qlora":
+        weight_format = "int4"
+        compute = precision if precision in ("fp16", "bf16") else "bf16"
+    elif precision in ("int8", "int4"):
+        weight_format, compute = precision, "bf16"
+    else:
+        weight_format = compute = precision
+    rank = request.lora_rank or c.DEFAULT_LORA_RANK
+    if task in ("lora", "qlora") and rank > shape.hidden_size:
+        raise RequestError(
+            [
+                (
+                    "lora_rank",
+                    f"LoRA rank {rank} is larger than the model's hidden size "
+                    f"{shape.hidden_size}; a rank at most a fraction of it makes sense.",
+                )
+            ]
+        )
+    new_tokens = request.new_tokens
+    if task == "inference" and new_tokens is None:
+        new_tokens = c.DEFAULT_INFERENCE_NEW_TOKENS
+    return Workload(
+        task=task,
+        precision=precision,
+        weight_format=weight_format,
+        compute_dtype=compute,
+        batch_size=request.batch_size,
+        seq_len=request.seq_len,
+        new_tokens=new_tokens or 0,
+        gradient_checkpointing=request.gradient_checkpointing and task != "inference",
+        flash_attention=request.flash_attention,
+        mixed_precision=request.mixed_precision,
+        optimizer=request.optimizer,
+        lora_rank=rank,
+        lora_targets=tuple(request.lora_target_modules or ()),
+    )

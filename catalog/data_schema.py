@@ -1,0 +1,296 @@
+"""The shape of a catalog data file (catalog/data/<profile>.json), checked before any write.
+
+Every record carries `source`: the source keys of ../shared/catalog-facts.md (e.g.
+"A100-GK, SEED-TURING") that back its figures. Unknown keys are refused (extra="forbid") so a
+typo never silently drops a figure. `validate_catalog_file()` returns the parsed document or
+raises CatalogFileError whose message names the file, the entry and the field:
+
+    catalog/data/default.json: systems[3] (jade2).node_types[0].gpus_per_node: Input should be
+    greater than 0
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+Key = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=64)]
+Source = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)]
+Tflops = Annotated[float, Field(gt=0)]
+Sensitivity = Literal["public", "internal", "confidential", "restricted"]
+Status = Literal["active", "limited", "retired"]
+
+
+class CatalogFileError(Exception):
+    """A data file that cannot be loaded; the message names file, entry and field."""
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SeedValuesIn(_In):
+    """A seed document's figures for this accelerator, verbatim ("N/A" becomes null)."""
+
+    source: Source
+    label: str = ""  # the seed's row name, e.g. "J-V100-32"
+    memory_gb: float | None = None
+    interface: str = ""
+    launched: str = ""
+    fp16_tflops: float | None = None
+    bf16_tflops: float | None = None
+    fp32_tflops: float | None = None
+    fp64_tflops: float | None = None
+    disagreement: str = ""  # where the seed and vendor data differ, and why
+
+
+class AcceleratorIn(_In):
+    name: Key
+    display_name: str = Field(min_length=1, max_length=200)
+    vendor: str = Field(min_length=1, max_length=100)
+    memory_gb: float = Field(gt=0)
+    memory_bandwidth_gb_s: float = Field(gt=0)
+    fp64_tflops: Tflops | None = None
+    fp32_tflops: Tflops | None = None
+    tf32_tflops: Tflops | None = None
+    fp16_tflops: Tflops | None = None
+    bf16_tflops: Tflops | None = None
+    int8_tops: Tflops | None = None
+    fp16_nontensor_tflops: Tflops | None = None
+    bf16_supported: bool
+    tensor_cores: bool
+    tdp_w: float | None = Field(default=None, gt=0)
+    interconnect: str = ""
+    launch: str = Field(default="", pattern=r"^(\d{4}-\d{2})?$")
+    seed_values: list[SeedValuesIn] = Field(default_factory=list)
+    notes: str = ""
+    source: Source
+
+
+class NodeTypeIn(_In):
+    name: str = Field(min_length=1, max_length=100)
+    count: int = Field(ge=0)
+    gpus_per_node: int = Field(gt=0)
+    accelerator: Key
+    cpu_cores: int | None = Field(default=None, gt=0)
+    ram_gb: float | None = Field(default=None, gt=0)
+    intra_node_interconnect: Literal["nvlink", "xelink", "infinity_fabric", "pcie", "none"]
+    inter_node_interconnect: Literal["infiniband", "omnipath", "ethernet", "none"]
+    inter_node_gbit_s: float | None = Field(default=None, gt=0)
+    interconnect_note: str = ""
+    price_per_gpu_hour: float | None = Field(default=None, ge=0)
+    status: Status = "active"
+    retired_on: dt.date | None = None
+    notes: str = ""
+    source: Source
+
+
+class PartitionIn(_In):
+    name: str = Field(min_length=1, max_length=100)
+    slurm_partition: str = ""
+    node_types: list[str] = Field(min_length=1)
+    max_wall_hours: float | None = Field(default=None, gt=0)
+    max_gpus_per_job: int | None = Field(default=None, gt=0)
+    max_nodes_per_job: int | None = Field(default=None, gt=0)
+    gpu_request: str = Field(pattern=r"\{n\}")
+    constraint: str = ""
+    qos: str = ""
+    notes: str = ""
+    source: Source
+
+
+class SystemIn(_In):
+    name: Key
+    display_name: str = Field(min_length=1, max_length=200)
+    operator: str = ""
+    kind: Literal["hpc_batch", "interactive", "cloud"]
+    scheduler: str = Field(min_length=1, max_length=100)
+    status: Status
+    status_since: dt.date | None = None
+    status_note: str = ""
+    closed_to_new_users_on: dt.date | None = None
+    compute_ends_on: dt.date | None = None
+    access_ends_on: dt.date | None = None
+    notebooks: bool
+    notebook_note: str = ""
+    data_sensitivity: list[Sensitivity] = Field(min_length=1)
+    trial_gpu_hours: float | None = Field(default=None, ge=0)
+    trial_note: str = ""
+    price_per_gpu_hour: float | None = Field(default=None, ge=0)
+    currency: str = ""
+    price_note: str = ""
+    typical_queue_wait_hours: float | None = Field(default=None, ge=0)
+    access_route: str = ""
+    queue_guidance: str = ""
+    modules: list[str] = Field(default_factory=list)
+    container: str = ""
+    # Tool name -> True (supported), False (not supported), None (unknown: an empty cell).
+    tooling: dict[str, bool | None] = Field(default_factory=dict)
+    tooling_source: str = ""
+    node_types: list[NodeTypeIn] = Field(min_length=1)
+    partitions: list[PartitionIn] = Field(default_factory=list)
+    notes: str = ""
+    source: Source
+
+
+class BenchmarkIn(_In):
+    name: Key
+    accelerator: Key
+    system: Key | None = None
+    model: str = Field(min_length=1)
+    params: int | None = Field(default=None, gt=0)
+    task: Literal["inference", "full_finetune", "lora", "qlora", "pretrain"] | None = None
+    strategy: str = ""
+    precision: Literal["fp32", "fp16", "bf16", "int8", "int4"] | None = None
+    num_gpus: int = Field(default=1, ge=1)
+    batch_size: int | None = Field(default=None, ge=1)
+    seq_len: int | None = Field(default=None, ge=1)
+    tokens_per_second: float | None = Field(default=None, gt=0)
+    peak_memory_gb: float | None = Field(default=None, gt=0)
+    mfu: float | None = Field(default=None, gt=0, le=1)
+    outcome: Literal["completed", "out_of_memory"] = "completed"
+    notes: str = ""
+    source: Source
+
+
+class ProfileIn(_In):
+    name: Key
+    title: str = Field(min_length=1, max_length=200)
+    description: str = ""
+
+
+class CatalogFile(_In):
+    profile: ProfileIn
+    # Source key -> citation; every `source` above must use keys listed here.
+    sources: dict[str, str] = Field(min_length=1)
+    tools: list[str] = Field(default_factory=list)  # matrix row order
+    accelerators: list[AcceleratorIn] = Field(min_length=1)
+    systems: list[SystemIn] = Field(min_length=1)
+    benchmarks: list[BenchmarkIn] = Field(default_factory=list)
+
+
+# --- Reading and checking ---------------------------------------------------------------------
+
+
+def _entry_label(raw: Any, loc: tuple[Any, ...]) -> str:
+    """`systems[3] (jade2).node_types[0].gpus_per_node` from a pydantic location."""
+    parts: list[str] = []
+    node = raw
+    for depth, item in enumerate(loc):
+        if isinstance(item, int):
+            parts[-1] = f"{parts[-1]}[{item}]" if parts else f"[{item}]"
+            node = node[item] if isinstance(node, list) and item < len(node) else None
+            # Top-level entries carry their name, so the message says which one.
+            if depth == 1 and isinstance(node, dict) and isinstance(node.get("name"), str):
+                parts[-1] += f" ({node['name']})"
+        else:
+            parts.append(str(item))
+            node = node.get(item) if isinstance(node, dict) else None
+    return ".".join(parts)
+
+
+def display_path(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _fail(path: Path, raw: Any, loc: tuple[Any, ...], message: str) -> CatalogFileError:
+    where = _entry_label(raw, loc) if loc else "(file)"
+    return CatalogFileError(f"{display_path(path)}: {where}: {message}")
+
+
+def _source_keys(value: str) -> list[str]:
+    return [key.strip() for key in value.split(",") if key.strip()]
+
+
+def _cross_check(doc: CatalogFile, raw: Any, path: Path) -> None:
+    """References and uniqueness that one record alone cannot check."""
+
+    def unique(items: list[Any], field: str, base: tuple[Any, ...]) -> None:
+        seen: set[str] = set()
+        for index, item in enumerate(items):
+            key = getattr(item, field)
+            if key in seen:
+                raise _fail(path, raw, (*base, index, field), f"duplicate name {key!r}")
+            seen.add(key)
+
+    def cited(value: str, loc: tuple[Any, ...]) -> None:
+        for key in _source_keys(value):
+            if key not in doc.sources:
+                raise _fail(path, raw, loc, f"unknown source key {key!r} (add it to 'sources')")
+
+    unique(doc.accelerators, "name", ("accelerators",))
+    unique(doc.systems, "name", ("systems",))
+    unique(doc.benchmarks, "name", ("benchmarks",))
+    accelerators = {acc.name for acc in doc.accelerators}
+    systems = {system.name for system in doc.systems}
+
+    for i, acc in enumerate(doc.accelerators):
+        cited(acc.source, ("accelerators", i, "source"))
+        for j, seed in enumerate(acc.seed_values):
+            cited(seed.source, ("accelerators", i, "seed_values", j, "source"))
+    for i, system in enumerate(doc.systems):
+        base = ("systems", i)
+        cited(system.source, (*base, "source"))
+        if system.tooling_source:
+            cited(system.tooling_source, (*base, "tooling_source"))
+        if system.tooling and not system.tooling_source:
+            raise _fail(path, raw, (*base, "tooling_source"), "a tooling matrix needs a source")
+        unique(system.node_types, "name", (*base, "node_types"))
+        unique(system.partitions, "name", (*base, "partitions"))
+        node_names = set()
+        for j, node_type in enumerate(system.node_types):
+            loc = (*base, "node_types", j)
+            cited(node_type.source, (*loc, "source"))
+            if node_type.accelerator not in accelerators:
+                raise _fail(
+                    path, raw, (*loc, "accelerator"),
+                    f"unknown accelerator {node_type.accelerator!r} (not in this file's "
+                    "accelerators)",
+                )
+            node_names.add(node_type.name)
+        for j, partition in enumerate(system.partitions):
+            loc = (*base, "partitions", j)
+            cited(partition.source, (*loc, "source"))
+            for k, name in enumerate(partition.node_types):
+                if name not in node_names:
+                    raise _fail(
+                        path, raw, (*loc, "node_types", k),
+                        f"unknown node type {name!r} (not in this system's node_types)",
+                    )
+    for i, bench in enumerate(doc.benchmarks):
+        loc = ("benchmarks", i)
+        cited(bench.source, (*loc, "source"))
+        if bench.accelerator not in accelerators:
+            raise _fail(
+                path, raw, (*loc, "accelerator"), f"unknown accelerator {bench.accelerator!r}"
+            )
+        if bench.system is not None and bench.system not in systems:
+            raise _fail(path, raw, (*loc, "system"), f"unknown system {bench.system!r}")
+
+
+def validate_catalog_file(path: Path) -> CatalogFile:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CatalogFileError(f"{display_path(path)}: cannot be read ({exc.strerror})") from exc
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CatalogFileError(
+            f"{display_path(path)}: not valid JSON (line {exc.lineno}, column {exc.colno}: "
+            f"{exc.msg})"
+        ) from exc
+    try:
+        doc = CatalogFile.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        raise _fail(path, raw, tuple(first["loc"]), first["msg"]) from exc
+    _cross_check(doc, raw, path)
+    return doc

@@ -1,0 +1,176 @@
+"""Reads from the catalog: the engine's plain view of it, and the systems comparison page."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import Prefetch, QuerySet
+
+from advisor.engine.models import CatalogSpec
+from catalog.models import (
+    Accelerator,
+    Benchmark,
+    NodeType,
+    Partition,
+    Profile,
+    System,
+    SystemStatus,
+    ToolingSupport,
+)
+
+
+def profile_active() -> Profile | None:
+    return Profile.objects.filter(is_active=True).first()
+
+
+def _systems(*, profile: Profile | None) -> QuerySet[System]:
+    systems = System.objects.select_related("profile").prefetch_related(
+        Prefetch(
+            "node_types",
+            queryset=NodeType.objects.select_related("accelerator").order_by("name"),
+        ),
+        Prefetch(
+            "partitions",
+            queryset=Partition.objects.prefetch_related("node_types").order_by("name"),
+        ),
+        Prefetch(
+            "tooling",
+            queryset=ToolingSupport.objects.select_related("tool").order_by(
+                "tool__position", "tool__name"
+            ),
+        ),
+    )
+    if profile is not None:
+        systems = systems.filter(profile=profile)
+    return systems
+
+
+def engine_catalog(*, include_retired: bool = False, profile: str | None = None) -> CatalogSpec:
+    """The catalog as the engine takes it: systems of one profile (default: the active one).
+
+    Retired systems and retired node types (e.g. Azure's NCv3 sizes) are left out unless
+    `include_retired`, so the engine never recommends them. Accelerators are those the chosen
+    systems and benchmarks use. A fixed number of queries whatever the catalog's size.
+    """
+    chosen = Profile.objects.filter(name=profile).first() if profile else profile_active()
+    if chosen is None:
+        return CatalogSpec(accelerators=[], systems=[], benchmarks=[])
+    systems = _systems(profile=chosen)
+    if not include_retired:
+        systems = systems.exclude(status=SystemStatus.RETIRED)
+    system_specs = [s.to_engine(include_retired=include_retired) for s in systems]
+    names = {s.name for s in system_specs}
+
+    benchmarks = Benchmark.objects.select_related("accelerator", "system").filter(
+        profile=chosen
+    )
+    bench_specs = [
+        b.to_engine() for b in benchmarks if b.system is None or b.system.name in names
+    ]
+    used = {nt.accelerator for s in system_specs for nt in s.node_types}
+    used |= {b.accelerator for b in bench_specs}
+    accelerators = Accelerator.objects.filter(name__in=used).order_by("name")
+    return CatalogSpec(
+        accelerators=[a.to_engine() for a in accelerators],
+        systems=system_specs,
+        benchmarks=bench_specs,
+    )
+
+
+# --- The /catalog/ comparison page -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """One system x GPU type on the comparison page."""
+
+    system: System
+    accelerator: Accelerator
+    gpus_per_node: list[int]
+    gpus_total: int | None  # None on a cloud (on demand)
+    node_types: list[NodeType]
+    interconnect: list[str]
+    tools_supported: list[str] = field(default_factory=list)
+    tools_unsupported: list[str] = field(default_factory=list)
+    status: str = SystemStatus.ACTIVE
+    status_label: str = ""
+    price_per_gpu_hour: list[float] = field(default_factory=list)
+
+
+# Sort keys the page accepts; each maps to a row -> comparable value (None sorts last).
+SORT_KEYS = {
+    "system": lambda r: r.system.display_name.lower(),
+    "gpu": lambda r: r.accelerator.display_name.lower(),
+    "memory": lambda r: r.accelerator.memory_gb,
+    "gpus_per_node": lambda r: max(r.gpus_per_node),
+    "bf16": lambda r: r.accelerator.bf16_tflops,
+    "fp16": lambda r: r.accelerator.fp16_tflops,
+    "fp32": lambda r: r.accelerator.fp32_tflops,
+    "bandwidth": lambda r: r.accelerator.memory_bandwidth_gb_s,
+    "scheduler": lambda r: r.system.scheduler,
+    "notebooks": lambda r: r.system.notebooks,
+    "status": lambda r: ["active", "limited", "retired"].index(r.status),
+}
+DEFAULT_SORT = "system"
+
+
+def _interconnect_words(node_type: NodeType) -> str:
+    inside = node_type.get_intra_node_interconnect_display()
+    across = node_type.get_inter_node_interconnect_display()
+    if node_type.inter_node_gbit_s:
+        across = f"{across} {node_type.inter_node_gbit_s:g} Gbit/s"
+    return f"{inside} within node; {across} across nodes"
+
+
+def comparison_rows(*, profile: Profile | None, sort: str = DEFAULT_SORT) -> list[ComparisonRow]:
+    """Rows for the comparison page, sorted by `sort` ("memory", "-memory", ...)."""
+    descending = sort.startswith("-")
+    key_name = sort.lstrip("-")
+    if key_name not in SORT_KEYS:
+        key_name, descending = DEFAULT_SORT, False
+
+    rows: list[ComparisonRow] = []
+    for system in _systems(profile=profile):
+        supported = [t.tool.name for t in system.tooling.all() if t.supported is True]
+        unsupported = [t.tool.name for t in system.tooling.all() if t.supported is False]
+        by_accelerator: dict[int, list[NodeType]] = {}
+        for node_type in system.node_types.all():
+            by_accelerator.setdefault(node_type.accelerator_id, []).append(node_type)
+        for node_types in by_accelerator.values():
+            accelerator = node_types[0].accelerator
+            # A system x GPU type is retired when the system is, or when all its sizes are.
+            if system.is_retired or all(nt.status == SystemStatus.RETIRED for nt in node_types):
+                status = SystemStatus.RETIRED
+            else:
+                status = system.status
+            cloud = system.kind == "cloud"
+            rows.append(
+                ComparisonRow(
+                    system=system,
+                    accelerator=accelerator,
+                    gpus_per_node=sorted({nt.gpus_per_node for nt in node_types}),
+                    gpus_total=None
+                    if cloud
+                    else sum(nt.count * nt.gpus_per_node for nt in node_types),
+                    node_types=node_types,
+                    interconnect=sorted({_interconnect_words(nt) for nt in node_types}),
+                    tools_supported=supported,
+                    tools_unsupported=unsupported,
+                    status=status,
+                    status_label=SystemStatus(status).label,
+                    price_per_gpu_hour=sorted(
+                        {nt.price_per_gpu_hour for nt in node_types if nt.price_per_gpu_hour}
+                    ),
+                )
+            )
+
+    key = SORT_KEYS[key_name]
+    present = [r for r in rows if key(r) is not None]
+    missing = [r for r in rows if key(r) is None]
+    present.sort(key=lambda r: (key(r), r.system.display_name, r.accelerator.display_name),
+                 reverse=descending)
+    return present + missing
+
+
+def profiles_loaded() -> QuerySet[Profile]:
+    return Profile.objects.order_by("name")

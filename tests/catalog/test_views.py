@@ -1,0 +1,116 @@
+"""The public /catalog/ page: plain page, htmx partial, server-side sorting, escaping."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+from pytest_django.asserts import assertContains, assertNotContains
+
+from catalog.models import System
+
+pytestmark = pytest.mark.django_db
+
+
+def row_headers(html: str) -> list[str]:
+    """The system names of the table's rows, in order."""
+    return [
+        re.sub(r"<br>.*", "", cell, flags=re.S).strip()
+        for cell in re.findall(r'<th scope="row" data-label="System">(.*?)</th>', html, re.S)
+    ]
+
+
+def gpu_cells(html: str) -> list[str]:
+    return re.findall(r'<td data-label="GPU">(.*?)</td>', html, re.S)
+
+
+def test_page_compares_systems_with_units(client, default_catalog):
+    response = client.get(reverse("catalog:systems"))
+    assert response.status_code == 200
+    assert "HX-Request" in response["Vary"]
+    assertContains(response, "<caption>The Alan Turing Institute (HPC Days 2024 talk): 18 system "
+                             "and GPU combinations</caption>", html=True)
+    assertContains(response, '<th scope="col" aria-sort="ascending">', count=1)
+    assertContains(response, "756 TFLOP/s")  # H100 PCIe BF16, dense
+    assertContains(response, "2,039 GB/s")
+    assertContains(response, "80 GB")
+    assertContains(response, "Not supported")  # V100 BF16
+    assertContains(response, '<strong class="status-word">Retired</strong>', html=True)
+    assertContains(response, '<strong class="status-word">Limited</strong>', html=True)
+    assertContains(response, "access ended 2025-01-06")
+    assertContains(response, "Supported: PyTorch, Lightning, DeepSpeed, FSDP, MPI.")
+    assertContains(response, "0.526 to 1.088 USD per GPU-hour")
+    assertContains(response, "<html")
+
+
+def test_htmx_request_gets_only_the_table(client, default_catalog):
+    response = client.get(
+        reverse("catalog:systems") + "?sort=-memory", headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div id="catalog-table"')
+    assert "<html" not in html
+    assert "HX-Request" in response["Vary"]
+
+
+def test_sort_links_work_without_javascript(client, default_catalog):
+    response = client.get(reverse("catalog:systems"))
+    # Each sortable heading is a real link; the htmx attributes repeat it.
+    assertContains(response, 'href="?sort=memory" hx-get="?sort=memory"')
+    assertContains(response, 'href="?sort=-system"')  # sorted column flips direction
+
+    by_memory = client.get(reverse("catalog:systems") + "?sort=-memory").content.decode()
+    assert gpu_cells(by_memory)[0] == "NVIDIA H200 SXM 141GB"
+    assert gpu_cells(by_memory)[-1] == "NVIDIA T4 16GB"
+    assert 'aria-sort="descending"' in by_memory
+
+    by_bf16 = client.get(reverse("catalog:systems") + "?sort=-bf16").content.decode()
+    # No BF16 (V100, T4) sorts last whichever the direction.
+    assert gpu_cells(by_bf16)[-1] in {
+        "NVIDIA T4 16GB", "NVIDIA Tesla V100 SXM2 32GB", "NVIDIA Tesla V100 PCIe 16GB",
+    }
+    assert gpu_cells(by_bf16)[0] in {"NVIDIA H100 80GB SXM5", "NVIDIA H200 SXM 141GB",
+                                     "NVIDIA GH200 Grace Hopper Superchip (H100 96GB)"}
+
+    by_name = client.get(reverse("catalog:systems") + "?sort=system").content.decode()
+    systems = row_headers(by_name)
+    assert systems == sorted(systems, key=str.lower)
+    assert systems[0] == "Baskerville"
+
+
+def test_unknown_sort_falls_back_and_unknown_profile_is_404(client, default_catalog):
+    response = client.get(reverse("catalog:systems") + "?sort=<script>")
+    assert response.status_code == 200
+    assertNotContains(response, "<script>")
+    assert client.get(reverse("catalog:systems") + "?profile=nowhere").status_code == 404
+
+
+def test_other_profiles_are_one_link_away(client, default_catalog):
+    from django.core.management import call_command
+
+    call_command("load_catalog", "uva", "--no-activate", stdout=None)
+    response = client.get(reverse("catalog:systems"))
+    assertContains(response, '<a href="?profile=uva">University of Virginia Research '
+                             "Computing</a>", html=True)
+    uva = client.get(reverse("catalog:systems") + "?profile=uva")
+    assertContains(uva, "UVA HPC (Rivanna and Afton)")
+    assertContains(uva, "50.89 SU per GPU-hour")
+    assertContains(uva, 'href="?sort=memory&amp;profile=uva"')
+
+
+def test_text_from_the_catalog_is_escaped(client, default_catalog):
+    System.objects.filter(name="dawn").update(
+        display_name="Dawn <script>alert(1)</script>", access_route="<b>bold</b>"
+    )
+    response = client.get(reverse("catalog:systems"))
+    assertContains(response, "Dawn &lt;script&gt;alert(1)&lt;/script&gt;")
+    assertContains(response, "&lt;b&gt;bold&lt;/b&gt;")
+    assertNotContains(response, "<script>alert(1)")
+
+
+def test_page_without_a_catalog_says_how_to_load_one(client, db):
+    response = client.get(reverse("catalog:systems"))
+    assert response.status_code == 200
+    assertContains(response, "No catalog has been loaded yet.")

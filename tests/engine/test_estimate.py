@@ -1,0 +1,187 @@
+"""The entry point over a realistic catalog: what a researcher reads in the result."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from advisor.engine import ENGINE_VERSION, estimate
+from advisor.engine.models import EstimateRequest, EstimateResult
+from tests.engine.catalog_fixture import catalog
+
+LLAMA2_7B = json.loads(
+    Path("/work/shared/hf-configs/meta-llama__Llama-2-7b-hf/config.json").read_text()
+)
+LLAMA2_70B = json.loads(
+    Path("/work/shared/hf-configs/meta-llama__Llama-2-70b-hf/config.json").read_text()
+)
+
+
+def run(**fields) -> EstimateResult:
+    fields.setdefault("config", LLAMA2_7B)
+    return estimate(EstimateRequest(**fields), catalog())
+
+
+def options_for(result, system, accelerator=None):
+    return [
+        o for o in result.options
+        if o.system == system and (accelerator is None or o.accelerator == accelerator)
+    ]
+
+
+def test_result_round_trips_through_json_and_names_the_engine_version():
+    result = run(task="inference", tokens=10**6)
+    again = EstimateResult.model_validate_json(result.model_dump_json())
+    assert again == result
+    assert result.engine_version == ENGINE_VERSION
+    assert result.params_total == 6_738_415_616
+
+
+def test_retired_jade2_is_never_recommended_and_says_why():
+    result = run(task="full_finetune", precision="fp16", tokens=10**8)
+    jade = options_for(result, "jade2")
+    assert jade
+    assert all(not o.eligible and o.rank is None for o in jade)
+    assert "JADE 2 is retired (all access withdrawn 2025-01-06)." in jade[0].reasons
+    assert result.recommendation.system != "jade2"
+
+
+def test_bf16_is_rejected_on_v100_with_the_reason():
+    result = run(task="lora", precision="bf16", tokens=10**7)
+    bede_v100 = options_for(result, "bede", "v100-sxm2-32")
+    assert "no bf16 on NVIDIA V100 SXM2 32GB (use fp16)." in bede_v100[0].reasons
+    assert not bede_v100[0].eligible
+
+
+def test_fp16_lora_on_v100_is_fine():
+    result = run(task="lora", precision="fp16", tokens=10**7, accelerator="v100-sxm2-32")
+    best = result.recommendation
+    assert best.accelerator == "v100-sxm2-32"
+    assert best.compute_dtype == "fp16"
+    assert best.num_gpus == 1
+
+
+def test_70b_inference_in_bf16_needs_several_gpus_and_says_how_much_memory():
+    result = run(config=LLAMA2_70B, task="inference", tokens=10**6)
+    single_a100_40 = [
+        o for o in options_for(result, "baskerville", "a100-40-sxm4") if o.strategy == "single"
+    ][0]
+    assert not single_a100_40.fits
+    assert single_a100_40.reasons[0].startswith("needs 1")
+    assert single_a100_40.reasons[0].endswith("NVIDIA A100 40GB SXM4 has 40.0 GB.")
+    assert result.recommendation.num_gpus >= 2
+    assert result.recommendation.strategy == "tensor_parallel"
+
+
+def test_contingency_is_its_own_line_and_requested_hours_add_up():
+    best = run(task="full_finetune", tokens=10**9, constraints={"needs_cloud": False})
+    rec = best.recommendation
+    assert rec.contingency_gpu_hours == pytest.approx(rec.gpu_hours * 0.2, abs=0.01)
+    assert rec.requested_gpu_hours == pytest.approx(
+        rec.gpu_hours + rec.contingency_gpu_hours, abs=0.02
+    )
+    assert rec.wall_hours == pytest.approx(rec.gpu_hours / rec.num_gpus, abs=0.02)
+
+
+def test_cloud_only_researchers_get_azure_with_a_cost():
+    result = run(task="qlora", precision="int4", tokens=10**7, constraints={"needs_cloud": True})
+    rec = result.recommendation
+    assert rec.system == "azure"
+    assert rec.cost is not None
+    assert rec.currency == "USD"
+    assert result.slurm_script is None  # Azure has no Slurm
+
+
+def test_notebook_users_are_sent_to_systems_with_notebooks():
+    result = run(task="inference", tokens=10**6, constraints={"needs_notebooks": True})
+    assert result.recommendation.system in {"baskerville", "hex", "azure"}
+    stanage = options_for(result, "stanage")
+    assert "Stanage has no notebooks (batch only)." in stanage[0].reasons
+
+
+def test_confidential_data_rules_out_public_only_systems():
+    result = run(
+        task="inference", tokens=10**6, constraints={"data_sensitivity": "confidential"}
+    )
+    cosma = options_for(result, "cosma8")[0]
+    assert cosma.reasons[0] == "COSMA8 is not approved for confidential data (allowed: public)."
+
+
+def test_small_job_suggests_trial_access():
+    result = run(task="qlora", precision="int4", tokens=10**7, system="baskerville")
+    assert any("trial access (400 GPU hours)" in r for r in result.recommendation.reasons)
+
+
+def test_nothing_fits_says_so():
+    result = run(
+        config=LLAMA2_70B, task="full_finetune", tokens=10**8, constraints={"max_gpus": 1}
+    )
+    assert result.recommendation is None
+    assert "Nothing in the catalog fits within the constraints" in result.warnings[-1]
+    assert result.slurm_script is None
+    assert "No system in the catalog meets the constraints" in result.justification
+
+
+def test_slurm_script_for_baskerville_a100_80_uses_the_constraint_and_launcher():
+    result = run(
+        task="full_finetune", tokens=10**8, system="baskerville", accelerator="a100-80-sxm4",
+        strategy="zero3", num_gpus=4,
+    )
+    script = result.slurm_script
+    assert "#SBATCH --account=YOUR_PROJECT_ACCOUNT" in script
+    assert "--partition" not in script  # Baskerville picks nodes by constraint and QoS
+    assert "#SBATCH --qos=YOUR_QOS" in script
+    assert "#SBATCH --constraint=a100_80" in script
+    assert "#SBATCH --gpus-per-node=4" in script
+    assert "#SBATCH --nodes=1" in script
+    assert "module load PyTorch/2.1.2-foss-2023a-CUDA-12.1.1" in script
+    assert "zero_optimization.stage = 3" in script
+    assert "srun torchrun --nnodes=1 --nproc_per_node=4" in script
+
+
+def test_justification_states_model_method_data_memory_and_compute():
+    result = run(task="lora", tokens=5 * 10**7, constraints={"needs_cloud": False})
+    text = result.justification
+    assert "LoRA fine-tuning with rank 16 adapters" in text
+    assert "6.74 billion parameters" in text
+    assert "50,000,000 tokens" in text
+    assert "Memory per GPU comes to" in text
+    assert "GPU hours in total" in text
+
+
+def test_every_assumption_has_a_source():
+    result = run(task="full_finetune", tokens=10**8, gradient_checkpointing=True)
+    assert result.assumptions
+    assert all(a.source for a in result.assumptions)
+    names = {a.name for a in result.assumptions}
+    assert {"Activations per transformer layer", "Contingency", "CUDA context and framework "
+            "overhead"} <= names
+
+
+def test_uncertainty_gives_a_range():
+    result = run(task="full_finetune", tokens=10**8)
+    u = result.uncertainty
+    assert u["memory_low_bytes"] < result.memory.total_bytes < u["memory_high_bytes"]
+    assert u["gpu_hours_low"] < result.recommendation.gpu_hours < u["gpu_hours_high"]
+
+
+def test_estimate_within_the_margin_recommends_the_next_size_up():
+    # 7B full fine-tuning with ZeRO-3 on A100 80GB: find a count that fits only without margin.
+    result = run(
+        task="full_finetune", tokens=10**8, system="stanage", accelerator="a100-80-sxm4",
+        strategy="zero3", batch_size=4,
+    )
+    for option in result.options:
+        if option.eligible and option.strategy == "zero3":
+            assert option.memory_per_gpu_bytes * 1.1 <= option.capacity_bytes
+
+
+def test_catalog_benchmark_mfu_is_used_for_that_accelerator():
+    result = run(task="pretrain", tokens=10**9, accelerator="a100-80-sxm4")
+    assert result.recommendation.utilisation == 0.52
+
+
+def test_results_are_deterministic():
+    a = run(task="lora", tokens=10**8)
+    b = run(task="lora", tokens=10**8)
+    assert a.model_dump() == b.model_dump()

@@ -1,0 +1,233 @@
+"""Memory per GPU by component, against formulas whose numbers are known exactly."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from advisor.engine.architecture import architecture_from_config
+from advisor.engine.memory import (
+    Workload,
+    base_weight_bytes,
+    kv_cache_bytes,
+    lora_trainable_params,
+    memory_per_gpu,
+    training_activations_per_layer,
+)
+from advisor.engine.shape import ModelShape, llama_like_shape, shape_from_architecture
+
+CONFIGS = Path(__file__).parent / "configs"
+SHARED_CONFIGS = Path("/work/shared/hf-configs")
+
+
+def llama2_7b() -> ModelShape:
+    return llama_like_shape(
+        num_layers=32, hidden_size=4096, num_attention_heads=32, intermediate_size=11008,
+        vocab_size=32000,
+    )
+
+
+def mistral_7b() -> ModelShape:
+    return llama_like_shape(
+        num_layers=32, hidden_size=4096, num_attention_heads=32, num_kv_heads=8,
+        intermediate_size=14336, vocab_size=32000, family="mistral",
+    )
+
+
+def gpt2_like(*, layers=12, h=768, heads=12, vocab=50257) -> ModelShape:
+    """GPT-2 small's block: GELU MLP of 4h, dropout on, biases ignored for the formulas."""
+    return ModelShape(
+        params_total=124_439_808,
+        params_active=124_439_808,
+        num_layers=layers,
+        hidden_size=h,
+        num_attention_heads=heads,
+        num_kv_heads=heads,
+        head_dim=h // heads,
+        intermediate_size=4 * h,
+        vocab_size=vocab,
+        gated_mlp=False,
+        family="gpt2",
+        tied_embeddings=True,
+        params_embedding=vocab * h + 1024 * h,
+        params_lm_head=0,
+    )
+
+
+def workload(**overrides) -> Workload:
+    base = {
+        "task": "inference",
+        "precision": "bf16",
+        "weight_format": "bf16",
+        "compute_dtype": "bf16",
+        "batch_size": 1,
+        "seq_len": 2048,
+        "new_tokens": 256,
+        "gradient_checkpointing": False,
+        "flash_attention": True,
+        "mixed_precision": True,
+        "optimizer": "adamw",
+        "lora_rank": 16,
+    }
+    base.update(overrides)
+    return Workload(**base)
+
+
+def test_llama2_7b_shape_counts_the_published_parameters():
+    assert llama2_7b().params_total == 6_738_415_616
+
+
+def test_shape_from_the_real_config_matches_the_test_shape():
+    config = json.loads((SHARED_CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
+    shape = shape_from_architecture(architecture_from_config(config))
+    assert shape.params_total == 6_738_415_616
+    assert shape.params_linear == llama2_7b().params_linear == 6_476_005_376
+
+
+@pytest.mark.parametrize(
+    ("weight_format", "weights", "constants"),
+    [
+        ("fp32", 26_953_662_464, 0),
+        ("bf16", 13_476_831_232, 0),
+        ("fp16", 13_476_831_232, 0),
+        # int8: 6,476,005,376 linear weights x 1 B + 262,410,240 kept in 16-bit x 2 B;
+        # one fp32 scale per output row: 32 x (3x4096 + 4096 + 2x11008... ) rows.
+        ("int8", 7_000_825_856, 32 * (4096 * 4 + 11008 * 2 + 4096) * 4),
+        # int4 NF4: half a byte per linear weight; 0.127 bits of constants per weight.
+        ("int4", 3_762_823_168, 6_476_005_376 * 0.127 / 8),
+    ],
+)
+def test_weight_bytes_by_precision(weight_format, weights, constants):
+    got_weights, got_constants = base_weight_bytes(llama2_7b(), weight_format)
+    assert got_weights == weights
+    assert got_constants == pytest.approx(constants)
+
+
+@pytest.mark.parametrize(
+    ("shape", "batch", "prompt", "new", "expected"),
+    [
+        # 2 (K and V) x 32 layers x 32 KV heads x 128 dims x tokens x 2 bytes
+        (llama2_7b(), 1, 2048, 256, 2 * 32 * 32 * 128 * 2304 * 2),
+        (llama2_7b(), 8, 512, 512, 2 * 32 * 32 * 128 * 8 * 1024 * 2),
+        # grouped-query attention: 8 KV heads, a quarter of the cache
+        (mistral_7b(), 1, 2048, 256, 2 * 32 * 8 * 128 * 2304 * 2),
+    ],
+)
+def test_kv_cache_bytes(shape, batch, prompt, new, expected):
+    wl = workload(batch_size=batch, seq_len=prompt, new_tokens=new)
+    assert kv_cache_bytes(shape, wl) == expected
+
+
+def test_korthikanti_formula_for_a_gpt_block_with_eager_attention_and_dropout():
+    shape = gpt2_like()
+    s, b, h, a = 1024, 2, 768, 12
+    wl = workload(task="full_finetune", batch_size=b, seq_len=s, flash_attention=False)
+    assert training_activations_per_layer(shape, wl) == s * b * h * 34 + 5 * a * s * s * b
+
+
+def test_tensor_parallel_activations_follow_korthikanti_table_2():
+    shape = gpt2_like()
+    s, b, h, a, t = 1024, 1, 768, 12, 4
+    wl = workload(task="full_finetune", batch_size=b, seq_len=s, flash_attention=False)
+    expected = s * b * h * (10 + 24 / t + 5 * a * s / (h * t))
+    assert training_activations_per_layer(shape, wl, tp=t) == pytest.approx(expected)
+
+
+def test_flash_attention_drops_the_quadratic_term():
+    shape = llama2_7b()
+    wl = workload(task="full_finetune", seq_len=4096)
+    s, h, f = 4096, 4096, 11008
+    # norms and inputs 8sbh, Q/K/V/O 8sbh (no GQA), SwiGLU inner 8sbf, logsumexp 4bas
+    expected = 8 * s * h + 8 * s * h + 8 * s * f + 4 * 32 * s
+    assert training_activations_per_layer(shape, wl) == expected
+
+
+@pytest.mark.parametrize(
+    ("targets", "rank", "expected"),
+    [
+        # PEFT's famous counts for LLaMA-7B
+        (("q_proj", "v_proj"), 8, 4_194_304),
+        ((), 16, 39_976_960),  # every linear layer
+    ],
+)
+def test_lora_trainable_parameters(targets, rank, expected):
+    wl = workload(task="lora", lora_rank=rank, lora_targets=targets)
+    assert lora_trainable_params(llama2_7b(), wl) == expected
+
+
+@pytest.mark.parametrize(
+    ("mixed", "precision", "optimizer", "grads", "optim"),
+    [
+        (True, "bf16", "adamw", 2, 12),  # ZeRO paper: 2 + 2 + 12
+        (True, "bf16", "adamw_8bit", 2, 6),  # fp32 master 4 + two 8-bit moments
+        (True, "bf16", "sgd", 2, 8),
+        (False, "bf16", "adamw", 2, 4),  # pure 16-bit (torchtune)
+        (True, "fp32", "adamw", 4, 8),
+    ],
+)
+def test_full_training_state_per_parameter(mixed, precision, optimizer, grads, optim):
+    shape = llama2_7b()
+    wl = workload(
+        task="full_finetune", precision=precision, weight_format=precision,
+        compute_dtype=precision, mixed_precision=mixed, optimizer=optimizer,
+    )
+    parts = memory_per_gpu(shape, wl, "single", 1)
+    assert parts["gradients"] == shape.params_total * grads
+    assert parts["optimizer_states"] == shape.params_total * optim
+    assert parts["weights"] == shape.params_total * (4 if precision == "fp32" else 2)
+
+
+def test_zero_stages_shard_what_the_paper_says():
+    shape = llama2_7b()
+    wl = workload(task="full_finetune")
+    p = shape.params_total
+    single = memory_per_gpu(shape, wl, "single", 1)
+    ddp = memory_per_gpu(shape, wl, "ddp", 8)
+    zero1 = memory_per_gpu(shape, wl, "zero1", 8)
+    zero2 = memory_per_gpu(shape, wl, "zero2", 8)
+    zero3 = memory_per_gpu(shape, wl, "zero3", 8)
+    offload = memory_per_gpu(shape, wl, "zero3_offload", 8)
+    assert ddp["gradients"] == 2 * single["gradients"]  # DDP bucket copy
+    assert zero1["optimizer_states"] == 12 * p // 8
+    assert zero2["gradients"] == 2 * p // 8
+    gathered = 2 * (shape.params_linear // 32) * 2
+    assert zero3["weights"] == int(2 * p / 8 + gathered)
+    assert offload["optimizer_states"] == 0
+    totals = [m["total_bytes"] for m in (ddp, zero1, zero2, zero3, offload)]
+    assert totals == sorted(totals, reverse=True)
+
+
+def test_total_is_the_sum_of_the_components_and_includes_context_and_reserve():
+    parts = memory_per_gpu(llama2_7b(), workload(), "single", 1)
+    components = {k: v for k, v in parts.items() if k != "total_bytes"}
+    assert parts["total_bytes"] == sum(components.values())
+    assert parts["cuda_context"] == 600 * 2**20
+    assert parts["allocator_reserve"] > 0
+
+
+def test_7b_bf16_inference_is_near_the_published_measurement():
+    """HF's 'LLM optimisation' guide measures ~14-15 GB peak for a 7B model in bf16 at short
+    prompts; the seed's 1.2x rule gives 16.2 GB. The component sum must not undershoot."""
+    parts = memory_per_gpu(llama2_7b(), workload(seq_len=512, new_tokens=128), "single", 1)
+    assert 14.0e9 < parts["total_bytes"] < 16.5e9
+
+
+def test_qlora_keeps_the_base_model_in_4_bit_and_adds_the_dequantisation_workspace():
+    shape = llama2_7b()
+    wl = workload(task="qlora", weight_format="int4", precision="int4")
+    parts = memory_per_gpu(shape, wl, "single", 1)
+    adapters = lora_trainable_params(shape, wl)
+    assert parts["weights"] == 3_762_823_168 + adapters * 4
+    assert parts["quantization"] == int(
+        6_476_005_376 * 0.127 / 8 + 2 * (4096 * 11008) * 2
+    )
+    assert parts["optimizer_states"] == adapters * 8
+
+
+def test_tensor_parallel_splits_weights_and_kv_cache():
+    shape = llama2_7b()
+    wl = workload()
+    one = memory_per_gpu(shape, wl, "single", 1)
+    four = memory_per_gpu(shape, wl, "tensor_parallel", 4)
+    assert four["weights"] == one["weights"] // 4
+    assert four["kv_cache"] == one["kv_cache"] // 4
