@@ -1,21 +1,27 @@
-"""What allocations needs to know about the systems: names, service, trial limit, status.
+"""What allocations needs to know about the systems (catalog data, never code).
 
-The catalog app owns the systems (`catalog.selectors.engine_catalog()`, engine SystemSpec
-models). This module is the one place allocations reads them, so a catalog that is missing
-or empty degrades to "facility names from the estimate" instead of breaking the form.
+Facility choices are the active catalog profile's systems. Their status, the dates their
+access ends, the data they may hold and their trial limit are the per-facility limits a
+request is checked against; per-service limits (the Azure end date) are ServiceLimit rows.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import import_module
+from datetime import date
 
 from django.conf import settings
 
 from allocations.models import Service
+from catalog.models import System, SystemKind, SystemStatus
+from catalog.selectors import profile_active
 
-# SystemSpec.kind -> the form's "Which service?" (seed 001 shows HPC and implies Azure).
-_SERVICE_BY_KIND = {"hpc_batch": Service.HPC, "cloud": Service.AZURE, "interactive": Service.LOCAL}
+# System.kind -> the form's "Which service?" (seed 001 shows HPC and implies Azure).
+_SERVICE_BY_KIND = {
+    SystemKind.HPC_BATCH: Service.HPC,
+    SystemKind.CLOUD: Service.AZURE,
+    SystemKind.INTERACTIVE: Service.LOCAL,
+}
 
 
 @dataclass(frozen=True)
@@ -23,41 +29,51 @@ class Facility:
     name: str
     display_name: str
     service: str
-    status: str = "active"
+    status: str = SystemStatus.ACTIVE
     trial_gpu_hours: float | None = None
+    data_sensitivity: tuple[str, ...] = ()
+    closed_to_new_users_on: date | None = None
+    access_ends_on: date | None = None
+    pk: int | None = None
 
 
-def _catalog_systems() -> list:
-    try:
-        engine_catalog = import_module("catalog.selectors").engine_catalog
-    except (ImportError, AttributeError):  # no catalog selectors yet: names from the estimate
-        return []
-    return list(engine_catalog().systems)
+def _facility(system: System) -> Facility:
+    # The earliest of the dates after which nobody can compute on the system.
+    ends = [d for d in (system.compute_ends_on, system.access_ends_on) if d]
+    return Facility(
+        name=system.name,
+        display_name=system.display_name,
+        service=_SERVICE_BY_KIND.get(system.kind, Service.HPC),
+        status=system.status,
+        trial_gpu_hours=system.trial_gpu_hours,
+        data_sensitivity=tuple(system.data_sensitivity or ()),
+        closed_to_new_users_on=system.closed_to_new_users_on,
+        access_ends_on=min(ends) if ends else None,
+        pk=system.pk,
+    )
 
 
 def facility_list() -> list[Facility]:
-    return [
-        Facility(
-            name=system.name,
-            display_name=system.display_name,
-            service=_SERVICE_BY_KIND.get(system.kind, Service.HPC),
-            status=system.status,
-            trial_gpu_hours=system.trial_gpu_hours,
-        )
-        for system in _catalog_systems()
-    ]
+    profile = profile_active()
+    if profile is None:
+        return []
+    return [_facility(s) for s in System.objects.filter(profile=profile).order_by("display_name")]
 
 
 def facility_get(name: str) -> Facility | None:
-    return next((f for f in facility_list() if f.name == name), None)
+    system = System.objects.filter(name=name).first() if name else None
+    return _facility(system) if system else None
 
 
 def facility_choices(*, extra: list[str] | None = None) -> list[tuple[str, str]]:
-    """Active systems from the catalog, plus any names the estimate itself mentions."""
+    """Systems researchers may ask for, plus any names the estimate itself mentions."""
     choices = [
-        (f.name, f.display_name if f.status == "active" else f"{f.display_name} ({f.status})")
+        (
+            f.name,
+            f.display_name if f.status == SystemStatus.ACTIVE else f"{f.display_name} ({f.status})",
+        )
         for f in facility_list()
-        if f.status != "retired"
+        if f.status != SystemStatus.RETIRED
     ]
     known = {name for name, _label in choices}
     for name in extra or []:

@@ -90,6 +90,16 @@ class AllocationRequest(models.Model):
     facility = models.CharField(
         _("facility"), max_length=100, blank=True, help_text=_("Catalog system key.")
     )
+    # The catalog row behind `facility`. A catalog reload may remove a system; the request then
+    # keeps its facility name (the record) and loses only this link.
+    system = models.ForeignKey(
+        "catalog.System",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="allocation_requests",
+        editable=False,
+    )
     allocation_kind = models.CharField(
         _("new or existing allocation"),
         max_length=10,

@@ -27,6 +27,7 @@ from allocations.models import (
     ServiceLimit,
     Status,
 )
+from catalog.models import System
 
 # Fields a researcher fills in (the institute's form). Everything else is set by services.
 EDITABLE_FIELDS = (
@@ -165,7 +166,7 @@ def allocation_request_validate(*, values: dict[str, Any], for_submission: bool)
         add(
             "end_date",
             f"{limit.get_service_display()} requests can end no later than "
-            f"{limit.latest_end_date.day} {limit.latest_end_date:%B %Y}.",
+            f"{_day(limit.latest_end_date)}.",
         )
 
     facility_name = values.get("facility") or ""
@@ -174,6 +175,36 @@ def allocation_request_validate(*, values: dict[str, Any], for_submission: bool)
         add("facility", f"{facility.display_name} is not an {service.upper()} facility.")
     if facility and facility.status == "retired":
         add("facility", f"{facility.display_name} is retired: choose another facility.")
+    today = timezone.localdate()
+    if (
+        facility
+        and facility.closed_to_new_users_on
+        and facility.closed_to_new_users_on <= today
+        and values.get("allocation_kind") == "new"
+    ):
+        add(
+            "allocation_kind",
+            f"{facility.display_name} has taken no new allocations since "
+            f"{_day(facility.closed_to_new_users_on)}.",
+        )
+    if facility and facility.access_ends_on and end and end > facility.access_ends_on:
+        add(
+            "end_date",
+            f"Access to {facility.display_name} ends on {_day(facility.access_ends_on)}: "
+            "end the allocation by then.",
+        )
+    sensitivity = values.get("data_sensitivity") or ""
+    if (
+        facility
+        and sensitivity
+        and facility.data_sensitivity
+        and (sensitivity not in facility.data_sensitivity)
+    ):
+        allowed = ", ".join(facility.data_sensitivity)
+        add(
+            "data_sensitivity",
+            f"{facility.display_name} is listed for {allowed} data only, not {sensitivity}.",
+        )
 
     justification = (values.get("justification") or "").strip()
     if values.get("trial"):
@@ -192,6 +223,14 @@ def allocation_request_validate(*, values: dict[str, Any], for_submission: bool)
         )
     if errors:
         raise ValidationError(errors)
+
+
+def _day(value: date) -> str:
+    return f"{value.day} {value:%B %Y}"
+
+
+def _system_for(facility_name: str) -> System | None:
+    return System.objects.filter(name=facility_name).first() if facility_name else None
 
 
 def _values(allocation_request: AllocationRequest) -> dict[str, Any]:
@@ -250,6 +289,7 @@ def allocation_request_create_from_session(
         **_queue_fields_from_result(snapshot["result"]),
         **{k: v for k, v in fields.items() if k in EDITABLE_FIELDS},
     )
+    allocation_request.system = _system_for(allocation_request.facility)
     allocation_request.full_clean()
     try:
         with transaction.atomic():
@@ -285,6 +325,7 @@ def allocation_request_update(
         if key in EDITABLE_FIELDS:
             setattr(locked, key, value)
     allocation_request_validate(values=_values(locked), for_submission=False)
+    locked.system = _system_for(locked.facility)
     locked.full_clean()
     locked.save()
     return locked
