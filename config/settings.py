@@ -157,11 +157,14 @@ LOGOUT_REDIRECT_URL = "/"
 
 # Single sign-on behind the institute's proxy: the proxy authenticates and sets REMOTE_USER.
 AUTH_REMOTE_USER = env_bool("DJANGO_AUTH_REMOTE_USER", default=False)
+# The request.META key holding the name: REMOTE_USER (set by the web server) or, behind a proxy
+# that sends a header such as X-Remote-User, HTTP_X_REMOTE_USER. See docs/accounts.md.
+AUTH_REMOTE_USER_HEADER = os.environ.get("DJANGO_AUTH_REMOTE_USER_HEADER", "REMOTE_USER")
 AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
 if AUTH_REMOTE_USER:
     MIDDLEWARE.insert(
         MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
-        "django.contrib.auth.middleware.PersistentRemoteUserMiddleware",
+        "allocations.middleware.ProxyRemoteUserMiddleware",
     )
     AUTHENTICATION_BACKENDS.insert(0, "django.contrib.auth.backends.RemoteUserBackend")
 

@@ -263,3 +263,29 @@ def test_non_staff_cannot_reach_the_admin(researcher_client):
     response = researcher_client.get("/admin/allocations/allocationrequest/")
     assert response.status_code == 302
     assert response["Location"].startswith("/admin/login/")
+
+
+@pytest.fixture
+def remote_user_settings(settings):
+    auth = "django.contrib.auth.middleware.AuthenticationMiddleware"
+    middleware = list(settings.MIDDLEWARE)
+    proxy = "allocations.middleware.ProxyRemoteUserMiddleware"
+    middleware.insert(middleware.index(auth) + 1, proxy)
+    settings.MIDDLEWARE = middleware
+    settings.AUTHENTICATION_BACKENDS = [
+        "django.contrib.auth.backends.RemoteUserBackend",
+        "django.contrib.auth.backends.ModelBackend",
+    ]
+    settings.AUTH_REMOTE_USER_HEADER = "HTTP_X_REMOTE_USER"
+    return settings
+
+
+def test_proxy_authenticated_user_is_signed_in(client, remote_user_settings):
+    response = client.get("/requests/", headers={"X-Remote-User": "jdoe"})
+    assert response.status_code == 200
+    assert response.wsgi_request.user.get_username() == "jdoe"
+
+
+def test_without_the_proxy_header_login_is_still_required(client, remote_user_settings):
+    response = client.get("/requests/")
+    assert response.status_code == 302
