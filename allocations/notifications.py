@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import smtplib
 import socket
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import EmailMultiAlternatives, get_connection
+from django.db.models import Q
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
@@ -107,9 +109,18 @@ def notification_message(*, notification: Notification) -> EmailMultiAlternative
 
 def notification_send(*, notification_id: int) -> None:
     """Send one notification at most once; raise EmailTemporaryError for a later retry."""
-    claimed = Notification.objects.filter(
-        pk=notification_id, status__in=[Notification.State.PENDING, Notification.State.FAILED]
-    ).update(status=Notification.State.SENDING)
+    now = timezone.now()
+    # A claim older than any task may run belongs to a worker that died mid-send: take it over.
+    # (The mail may then go twice; a decision that is never announced is worse.)
+    stale = now - timedelta(seconds=2 * settings.CELERY_TASK_TIME_LIMIT)
+    claimed = (
+        Notification.objects.filter(pk=notification_id)
+        .filter(
+            Q(status__in=[Notification.State.PENDING, Notification.State.FAILED])
+            | Q(status=Notification.State.SENDING, claimed_at__lt=stale)
+        )
+        .update(status=Notification.State.SENDING, claimed_at=now)
+    )
     if not claimed:  # already sent, or another worker has it
         return
     notification = Notification.objects.select_related("event__allocation_request__researcher").get(

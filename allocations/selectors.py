@@ -14,9 +14,11 @@ from allocations.facilities import facility_get, trial_gpu_hours_limit
 from allocations.models import AllocationEvent, AllocationRequest, DataSensitivity, Service
 from allocations.services import requested_gpu_hours_from_result
 
-# An estimate whose high end is at least this many times its central value is "uncertain":
-# a trial first helps scope it (seed 001: trial access is "aimed at helping scope").
-UNCERTAIN_RATIO = 2.0
+# An estimate is "uncertain" when the engine's GPU-hours margin is at least this wide either way
+# (the engine states +-25% by default: advisor/engine/constants.py GPU_HOURS_MARGIN), or when
+# the high end of its memory range would not fit the GPU. A trial then helps scope the work
+# (seed 001: trial access is "aimed at helping scope and specify requirements").
+UNCERTAIN_GPU_HOURS_RELATIVE = 0.5
 
 
 def allocation_request_list_for_researcher(*, user) -> QuerySet[AllocationRequest]:
@@ -55,13 +57,11 @@ def estimate_is_uncertain(result: dict[str, Any]) -> bool:
     if recommendation.get("requested_gpu_hours") is None:
         return True
     uncertainty = result.get("uncertainty") or {}
-    low, high = uncertainty.get("gpu_hours_low"), uncertainty.get("gpu_hours_high")
-    central = recommendation.get("gpu_hours")
-    if high and central:
-        return high / central >= UNCERTAIN_RATIO
-    if low and high:
-        return high / low >= UNCERTAIN_RATIO
-    return False
+    if (uncertainty.get("gpu_hours_relative") or 0) >= UNCERTAIN_GPU_HOURS_RELATIVE:
+        return True
+    capacity = recommendation.get("capacity_bytes")
+    high = uncertainty.get("memory_high_bytes")
+    return bool(capacity and high and high > capacity)
 
 
 def trial_suggested(*, gpu_hours: int | None, facility: str, result: dict[str, Any]) -> bool:

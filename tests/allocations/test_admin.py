@@ -261,3 +261,17 @@ def test_session_factory_builds_a_valid_engine_result():
 
     session = make_session()
     assert EstimateResult.model_validate(session.estimate_result).recommendation.num_gpus == 1
+
+
+def test_researcher_text_is_escaped_in_the_admin(staff_client):
+    allocation_request = make_request(
+        status=Status.SUBMITTED, project_title="<script>alert(1)</script>",
+        justification="<img src=x onerror=alert(2)>",
+    )
+    for url in (QUEUE, reverse(
+        "admin:allocations_allocationrequest_change", args=[allocation_request.pk]
+    )):
+        response = staff_client.get(url)
+        assertNotContains(response, "<script>alert(1)</script>")
+        assertNotContains(response, "<img src=x")
+        assertContains(response, "&lt;script&gt;alert(1)&lt;/script&gt;")

@@ -149,3 +149,20 @@ def test_withdrawal_sends_nothing(django_capture_on_commit_callbacks):
         )
     assert mail.outbox == []
     assert not Notification.objects.exists()
+
+
+@pytest.mark.parametrize(("claimed_minutes_ago", "sent"), [(60, True), (1, False)])
+def test_claim_of_a_dead_worker_is_taken_over(staff, claimed_minutes_ago, sent):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    allocation_request = make_request(status=Status.SUBMITTED)
+    allocation_request_approve(allocation_request=allocation_request, reviewer=staff)
+    notification = Notification.objects.get()
+    Notification.objects.filter(pk=notification.pk).update(
+        status=Notification.State.SENDING,
+        claimed_at=timezone.now() - timedelta(minutes=claimed_minutes_ago),
+    )
+    notification_send(notification_id=notification.pk)
+    assert len(mail.outbox) == (1 if sent else 0)

@@ -289,3 +289,22 @@ def test_proxy_authenticated_user_is_signed_in(client, remote_user_settings):
 def test_without_the_proxy_header_login_is_still_required(client, remote_user_settings):
     response = client.get("/requests/")
     assert response.status_code == 302
+
+
+@pytest.mark.parametrize(
+    ("uncertainty", "suggested"),
+    [
+        ({"gpu_hours_relative": 0.25, "memory_high_bytes": 29e9}, False),
+        ({"gpu_hours_relative": 0.6}, True),
+        ({"gpu_hours_relative": 0.25, "memory_high_bytes": 41e9}, True),  # may not fit 40 GB
+    ],
+)
+def test_trial_suggested_for_uncertain_large_estimates(
+    researcher_client, researcher, uncertainty, suggested
+):
+    session = make_session(user=researcher, requested_gpu_hours=4000.0)
+    session.estimate_result = {**session.estimate_result, "uncertainty": uncertainty}
+    session.save()
+    response = researcher_client.get(reverse("allocations:request-create", args=[session.pk]))
+    assert response.context["trial_suggested"] is suggested
+    assert response.context["form"].initial["trial"] is False  # too big for trial itself
