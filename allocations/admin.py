@@ -203,7 +203,14 @@ class AllocationRequestAdmin(admin.ModelAdmin):
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         obj = self.get_object(request, object_id)
-        extra_context = extra_context or {}
+        # Every field is read-only: decisions go through the buttons, so no Save buttons.
+        extra_context = {
+            "show_save": False,
+            "show_save_and_continue": False,
+            "show_save_and_add_another": False,
+            "show_delete": False,
+            **(extra_context or {}),
+        }
         if obj is not None:
             extra_context.update(
                 estimate=estimate_view(obj.estimate_snapshot),

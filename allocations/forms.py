@@ -26,8 +26,9 @@ class AllocationRequestForm(forms.ModelForm):
             "trial": "Trial access (light justification, limited GPU hours)",
         }
         widgets = {
-            "start_date": forms.DateInput(attrs={"type": "date"}),
-            "end_date": forms.DateInput(attrs={"type": "date"}),
+            # <input type="date"> takes ISO dates only, whatever the site's locale.
+            "start_date": forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
+            "end_date": forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
             "cpu_hours": forms.NumberInput(attrs={"min": 0, "step": 1}),
             "gpu_hours": forms.NumberInput(attrs={"min": 0, "step": 1}),
             "allocation_kind": forms.RadioSelect,

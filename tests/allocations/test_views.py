@@ -308,3 +308,14 @@ def test_trial_suggested_for_uncertain_large_estimates(
     response = researcher_client.get(reverse("allocations:request-create", args=[session.pk]))
     assert response.context["trial_suggested"] is suggested
     assert response.context["form"].initial["trial"] is False  # too big for trial itself
+
+
+def test_prefilled_dates_render_as_iso_for_date_inputs(researcher_client, researcher):
+    session = make_session(user=researcher)
+    response = researcher_client.get(reverse("allocations:request-create", args=[session.pk]))
+    start = session.answers["timeline_start"]
+    assertContains(
+        response,
+        f'<input type="date" name="start_date" value="{start}" id="id_start_date">',
+        html=True,
+    )
