@@ -319,3 +319,18 @@ def test_prefilled_dates_render_as_iso_for_date_inputs(researcher_client, resear
         f'<input type="date" name="start_date" value="{start}" id="id_start_date">',
         html=True,
     )
+
+
+def test_session_without_an_estimate_is_404(researcher_client, researcher):
+    session = make_session(user=researcher)
+    session.estimate_result = None
+    session.save()
+    url = reverse("allocations:request-create", args=[session.pk])
+    assert researcher_client.get(url).status_code == 404
+
+
+def test_second_create_from_one_result_goes_to_the_existing_request(researcher_client, researcher):
+    session = make_session(user=researcher)
+    existing = make_request(researcher=researcher, session=session, status=Status.SUBMITTED)
+    response = researcher_client.get(reverse("allocations:request-create", args=[session.pk]))
+    assertRedirects(response, reverse("allocations:request-detail", args=[existing.pk]))
