@@ -157,11 +157,14 @@ LOGOUT_REDIRECT_URL = "/"
 
 # Single sign-on behind the institute's proxy: the proxy authenticates and sets REMOTE_USER.
 AUTH_REMOTE_USER = env_bool("DJANGO_AUTH_REMOTE_USER", default=False)
+# The request.META key holding the name: REMOTE_USER (set by the web server) or, behind a proxy
+# that sends a header such as X-Remote-User, HTTP_X_REMOTE_USER. See docs/accounts.md.
+AUTH_REMOTE_USER_HEADER = os.environ.get("DJANGO_AUTH_REMOTE_USER_HEADER", "REMOTE_USER")
 AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
 if AUTH_REMOTE_USER:
     MIDDLEWARE.insert(
         MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
-        "django.contrib.auth.middleware.PersistentRemoteUserMiddleware",
+        "allocations.middleware.ProxyRemoteUserMiddleware",
     )
     AUTHENTICATION_BACKENDS.insert(0, "django.contrib.auth.backends.RemoteUserBackend")
 
@@ -273,6 +276,10 @@ if EMAIL_HOST:
     EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", default=20)
 else:
     EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+# An explicit backend wins (the integration tests point the worker at the file backend).
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "").strip() or EMAIL_BACKEND
+if os.environ.get("EMAIL_FILE_PATH"):
+    EMAIL_FILE_PATH = os.environ["EMAIL_FILE_PATH"]
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "allocation-triage@localhost")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
 STAFF_NOTIFICATION_EMAILS = env_list("STAFF_NOTIFICATION_EMAILS")
@@ -282,6 +289,14 @@ TICKET_EMAIL = os.environ.get("TICKET_EMAIL", "")
 
 CATALOG_PROFILE = os.environ.get("CATALOG_PROFILE", "default")
 SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+# Trial access: "restricted to 400 GPU hours" (seed 001, Turing). A catalog system's own
+# trial_gpu_hours wins; this is the default for systems that state none.
+ALLOCATION_TRIAL_GPU_HOURS_DEFAULT = env_int("ALLOCATION_TRIAL_GPU_HOURS_DEFAULT", default=400)
+# Sanity caps on one request; a ServiceLimit row (admin) may lower them per service.
+ALLOCATION_MAX_GPU_HOURS = env_int("ALLOCATION_MAX_GPU_HOURS", default=500_000)
+ALLOCATION_MAX_CPU_HOURS = env_int("ALLOCATION_MAX_CPU_HOURS", default=10_000_000)
+# Pre-fills the form's "Branch" (the seed's example: "The Alan Turing Institute").
+ALLOCATION_DEFAULT_BRANCH = os.environ.get("ALLOCATION_DEFAULT_BRANCH", "")
 
 LOGGING = {
     "version": 1,

@@ -75,7 +75,16 @@ def _celery_worker_session(django_db_setup, django_db_blocker, artifacts_dir, _f
 
 def _worker_extra_env() -> dict[str, str]:
     # Anything the test session points at (a fake Hub, say) must reach the worker too.
-    keys = ("HF_ENDPOINT", "HF_TOKEN", "HF_TIMEOUT_SECONDS", "CELERY_VISIBILITY_TIMEOUT")
+    keys = (
+        "HF_ENDPOINT",
+        "HF_TOKEN",
+        "HF_TIMEOUT_SECONDS",
+        "CELERY_VISIBILITY_TIMEOUT",
+        "EMAIL_BACKEND",
+        "EMAIL_FILE_PATH",
+        "STAFF_NOTIFICATION_EMAILS",
+        "TICKET_EMAIL",
+    )
     return {key: os.environ[key] for key in keys if key in os.environ}
 
 

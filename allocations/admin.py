@@ -1,0 +1,393 @@
+"""Staff review in the Django admin: the queue, the request with its frozen estimate, decisions.
+
+Decisions and re-runs are extra admin URLs (get_urls) that call services; the admin never
+writes a status itself.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from typing import Any
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.timesince import timesince
+
+from allocations.estimates import EstimateUnavailable, estimate_comparison, estimate_rerun
+from allocations.forms import ApproveForm, EstimateRerunForm, RejectForm, RequestChangesForm
+from allocations.models import (
+    PENDING_STATUSES,
+    AllocationEvent,
+    AllocationRequest,
+    Notification,
+    ServiceLimit,
+)
+from allocations.selectors import estimate_view
+from allocations.services import (
+    allocation_request_approve,
+    allocation_request_reject,
+    allocation_request_request_changes,
+)
+
+# Cells a spreadsheet would run as a formula (OWASP "CSV injection").
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+EXPORT_FIELDS = (
+    "id",
+    "status",
+    "project_title",
+    "project_code",
+    "research_area",
+    "caller_name",
+    "caller_branch",
+    "researcher",
+    "researcher_email",
+    "pi_name",
+    "pi_email",
+    "service",
+    "facility",
+    "allocation_kind",
+    "accelerator",
+    "num_gpus",
+    "gpu_hours",
+    "granted_gpu_hours",
+    "cpu_hours",
+    "trial",
+    "start_date",
+    "end_date",
+    "data_sensitivity",
+    "justification",
+    "engine_version",
+    "submitted_at",
+    "decided_at",
+)
+
+DECISIONS = {
+    "approve": ("Approve", ApproveForm),
+    "request-changes": ("Request changes", RequestChangesForm),
+    "reject": ("Reject", RejectForm),
+}
+
+
+def csv_safe(value: Any) -> str:
+    """The cell as text, with a leading quote where a spreadsheet would see a formula."""
+    text = "" if value is None else str(value)
+    if text.startswith(FORMULA_PREFIXES):
+        return "'" + text
+    return text
+
+
+def export_row(allocation_request: AllocationRequest) -> dict[str, Any]:
+    row = {}
+    for field in EXPORT_FIELDS:
+        if field == "researcher":
+            row[field] = allocation_request.researcher.get_username()
+        elif field == "researcher_email":
+            row[field] = allocation_request.researcher.email
+        elif field == "id":
+            row[field] = str(allocation_request.pk)
+        else:
+            row[field] = getattr(allocation_request, field)
+    return row
+
+
+class AllocationEventInline(admin.TabularInline):
+    model = AllocationEvent
+    extra = 0
+    can_delete = False
+    fields = (
+        "created_at",
+        "actor",
+        "from_status",
+        "to_status",
+        "granted_gpu_hours",
+        "message",
+        "note",
+    )
+    readonly_fields = fields
+    ordering = ("created_at", "id")
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("actor")
+
+
+@admin.register(AllocationRequest)
+class AllocationRequestAdmin(admin.ModelAdmin):
+    list_display = (
+        "project_title",
+        "researcher_name",
+        "facility",
+        "gpu_hours",
+        "trial",
+        "status",
+        "submitted_at",
+        "age",
+    )
+    list_display_links = ("project_title",)
+    list_select_related = ("researcher",)
+    list_filter = ("status", "facility", "service", "data_sensitivity", "trial")
+    search_fields = (
+        "project_title",
+        "project_code",
+        "pi_name",
+        "researcher__username",
+        "researcher__email",
+        "researcher__last_name",
+    )
+    date_hierarchy = "submitted_at"
+    ordering = ("-submitted_at", "-created_at")
+    list_per_page = 100
+    show_full_result_count = False  # one COUNT(*) fewer on a large queue
+    actions = ("export_csv", "export_json")
+    inlines = (AllocationEventInline,)
+    change_form_template = "admin/allocations/allocationrequest/change_form.html"
+    fieldsets = (
+        ("Status", {"fields": ("status", "granted_gpu_hours", "submitted_at", "decided_at")}),
+        ("Caller", {"fields": ("researcher", "caller_name", "caller_branch")}),
+        (
+            "Project",
+            {"fields": ("project_title", "project_code", "research_area", "pi_name", "pi_email")},
+        ),
+        (
+            "Service",
+            {
+                "fields": (
+                    "service",
+                    "facility",
+                    "allocation_kind",
+                    "cpu_hours",
+                    "gpu_hours",
+                    "trial",
+                    "start_date",
+                    "end_date",
+                )
+            },
+        ),
+        ("Information", {"fields": ("data_sensitivity", "justification")}),
+    )
+
+    # --- The queue -----------------------------------------------------------------------
+
+    @admin.display(description="Researcher", ordering="researcher__username")
+    def researcher_name(self, obj: AllocationRequest) -> str:
+        return obj.researcher.get_full_name() or obj.researcher.get_username()
+
+    @admin.display(description="Age", ordering="submitted_at")
+    def age(self, obj: AllocationRequest) -> str:
+        if not obj.submitted_at:
+            return "—"
+        return timesince(obj.submitted_at, timezone.now(), depth=1)
+
+    # --- The request page ----------------------------------------------------------------
+
+    def get_readonly_fields(self, request, obj=None):
+        # Staff decide through the buttons (services); the researcher's words stay theirs.
+        return [f for fieldset in self.fieldsets for f in fieldset[1]["fields"]]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        obj = self.get_object(request, object_id)
+        # Every field is read-only: decisions go through the buttons, so no Save buttons.
+        extra_context = {
+            "show_save": False,
+            "show_save_and_continue": False,
+            "show_save_and_add_another": False,
+            "show_delete": False,
+            **(extra_context or {}),
+        }
+        if obj is not None:
+            extra_context.update(
+                estimate=estimate_view(obj.estimate_snapshot),
+                decisions=(
+                    [(key, label) for key, (label, _form) in DECISIONS.items()]
+                    if obj.status in PENDING_STATUSES
+                    else []
+                ),
+            )
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def get_urls(self):
+        info = self.opts.app_label, self.opts.model_name
+        return [
+            path(
+                "<path:object_id>/decide/<slug:decision>/",
+                self.admin_site.admin_view(self.decision_view),
+                name="{}_{}_decide".format(*info),
+            ),
+            path(
+                "<path:object_id>/rerun/",
+                self.admin_site.admin_view(self.rerun_view),
+                name="{}_{}_rerun".format(*info),
+            ),
+            *super().get_urls(),
+        ]
+
+    def _get_for_review(self, request, object_id) -> AllocationRequest:
+        obj = self.get_object(request, object_id)
+        if obj is None:
+            raise Http404("No such allocation request.")
+        if not self.has_view_permission(request, obj):
+            raise PermissionDenied
+        return obj
+
+    def decision_view(self, request: HttpRequest, object_id: str, decision: str) -> HttpResponse:
+        if decision not in DECISIONS:
+            raise Http404("No such decision.")
+        obj = self._get_for_review(request, object_id)
+        if not self.has_change_permission(request, obj):
+            raise PermissionDenied
+        label, form_class = DECISIONS[decision]
+        change_url = reverse("admin:allocations_allocationrequest_change", args=[obj.pk])
+        if request.method == "POST":
+            form = form_class(request.POST)
+            if form.is_valid():
+                data = form.cleaned_data
+                try:
+                    if decision == "approve":
+                        allocation_request_approve(
+                            allocation_request=obj,
+                            reviewer=request.user,
+                            granted_gpu_hours=data["granted_gpu_hours"],
+                            message=data["message"],
+                            note=data["note"],
+                        )
+                    elif decision == "request-changes":
+                        allocation_request_request_changes(
+                            allocation_request=obj,
+                            reviewer=request.user,
+                            message=data["message"],
+                            note=data["note"],
+                        )
+                    else:
+                        allocation_request_reject(
+                            allocation_request=obj,
+                            reviewer=request.user,
+                            message=data["message"],
+                            note=data["note"],
+                        )
+                except ValidationError as exc:
+                    if hasattr(exc, "error_dict"):
+                        for field, errors in exc.message_dict.items():
+                            form.add_error(field if field in form.fields else None, errors)
+                    else:
+                        form.add_error(None, exc.messages)
+                else:
+                    self.message_user(request, f"{label}: done for “{obj}”.", messages.SUCCESS)
+                    return redirect(change_url)
+        else:
+            initial = {"granted_gpu_hours": obj.gpu_hours} if decision == "approve" else {}
+            form = form_class(initial=initial)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "original": obj,
+            "title": f"{label}: {obj}",
+            "form": form,
+            "decision_label": label,
+            "change_url": change_url,
+            "estimate": estimate_view(obj.estimate_snapshot),
+        }
+        return TemplateResponse(
+            request, "admin/allocations/allocationrequest/decision.html", context
+        )
+
+    def rerun_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        obj = self._get_for_review(request, object_id)
+        comparison = None
+        error = ""
+        form = EstimateRerunForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            try:
+                new_result = estimate_rerun(
+                    snapshot=obj.estimate_snapshot, changes=form.cleaned_data["changes"]
+                )
+            except EstimateUnavailable as exc:
+                error = str(exc)
+            else:
+                comparison = estimate_comparison(
+                    old=(obj.estimate_snapshot or {}).get("result") or {}, new=new_result
+                )
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "original": obj,
+            "title": f"Re-run the estimate: {obj}",
+            "form": form,
+            "comparison": comparison,
+            "error": error,
+            "change_url": reverse("admin:allocations_allocationrequest_change", args=[obj.pk]),
+            "request_inputs": (obj.estimate_snapshot or {}).get("request") or {},
+        }
+        return TemplateResponse(request, "admin/allocations/allocationrequest/rerun.html", context)
+
+    # --- Export --------------------------------------------------------------------------
+
+    @admin.action(description="Export selected requests as CSV")
+    def export_csv(self, request, queryset):
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="allocation-requests.csv"'
+        writer = csv.writer(response)
+        writer.writerow(EXPORT_FIELDS)
+        for obj in queryset.select_related("researcher").order_by("submitted_at", "created_at"):
+            row = export_row(obj)
+            writer.writerow([csv_safe(row[field]) for field in EXPORT_FIELDS])
+        return response
+
+    @admin.action(description="Export selected requests as JSON")
+    def export_json(self, request, queryset):
+        rows = [
+            {**export_row(obj), "estimate": obj.estimate_snapshot}
+            for obj in queryset.select_related("researcher").order_by("submitted_at", "created_at")
+        ]
+        response = HttpResponse(
+            json.dumps(rows, cls=DjangoJSONEncoder, indent=2), content_type="application/json"
+        )
+        response["Content-Disposition"] = 'attachment; filename="allocation-requests.json"'
+        return response
+
+
+@admin.register(ServiceLimit)
+class ServiceLimitAdmin(admin.ModelAdmin):
+    list_display = ("service", "latest_end_date", "max_gpu_hours", "max_cpu_hours", "note")
+
+
+@admin.register(Notification)
+class NotificationAdmin(admin.ModelAdmin):
+    list_display = ("kind", "status", "attempts", "created_at", "sent_at", "request_link")
+    list_filter = ("status", "kind")
+    list_select_related = ("event__allocation_request",)
+    readonly_fields = (
+        "event",
+        "kind",
+        "recipients",
+        "status",
+        "attempts",
+        "last_error",
+        "created_at",
+        "sent_at",
+    )
+
+    @admin.display(description="Request")
+    def request_link(self, obj: Notification) -> str:
+        allocation_request = obj.event.allocation_request
+        url = reverse("admin:allocations_allocationrequest_change", args=[allocation_request.pk])
+        return format_html('<a href="{}">{}</a>', url, allocation_request)
+
+    def has_add_permission(self, request):
+        return False

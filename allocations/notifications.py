@@ -1,0 +1,146 @@
+"""E-mails about allocation requests: which to send for an event, and sending one once.
+
+A Notification row is written in the same transaction as the decision and the send is queued
+only after commit, so an e-mail never announces a decision that rolled back, and a failing mail
+server never undoes a decision.
+"""
+
+from __future__ import annotations
+
+import smtplib
+import socket
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.mail import EmailMultiAlternatives, get_connection
+from django.db.models import Q
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+
+from allocations.models import AllocationEvent, Notification, Status
+
+
+class EmailTemporaryError(Exception):
+    """The mail server could not take the message now; sending again later may work."""
+
+
+# Errors worth another try: the SMTP conversation failed or the network did.
+TEMPORARY_EMAIL_ERRORS = (smtplib.SMTPException, TimeoutError, ConnectionError, socket.gaierror)
+
+_DECISIONS = (Status.APPROVED, Status.REJECTED, Status.CHANGES_REQUESTED)
+
+
+def staff_notification_recipients() -> list[str]:
+    if settings.STAFF_NOTIFICATION_EMAILS:
+        return list(settings.STAFF_NOTIFICATION_EMAILS)
+    return list(
+        get_user_model()
+        .objects.filter(is_staff=True, is_active=True)
+        .exclude(email="")
+        .order_by("email")
+        .values_list("email", flat=True)
+    )
+
+
+def notifications_enqueue_for_event(*, event: AllocationEvent) -> list[Notification]:
+    """Create the event's notifications and send each after the transaction commits."""
+    from allocations.tasks import notification_send as notification_send_task
+
+    researcher = event.allocation_request.researcher
+    planned: list[tuple[str, list[str]]] = []
+    if event.to_status in (Status.SUBMITTED, Status.RESUBMITTED):
+        planned.append((Notification.Kind.STAFF_SUBMITTED, staff_notification_recipients()))
+    elif event.to_status in _DECISIONS and researcher.email:
+        planned.append((Notification.Kind.RESEARCHER_DECISION, [researcher.email]))
+
+    created = []
+    for kind, to in planned:
+        if not to:
+            continue
+        bcc = [settings.TICKET_EMAIL] if settings.TICKET_EMAIL else []
+        notification = Notification.objects.create(
+            event=event, kind=kind, recipients={"to": to, "bcc": bcc}
+        )
+        notification_send_task.delay_on_commit(notification.pk)
+        created.append(notification)
+    return created
+
+
+def _subject(event: AllocationEvent, kind: str) -> str:
+    title = " ".join(str(event.allocation_request).split())[:120]  # no header injection
+    if kind == Notification.Kind.STAFF_SUBMITTED:
+        verb = "resubmitted" if event.to_status == Status.RESUBMITTED else "submitted"
+        return f"[Allocation request {verb}] {title}"
+    return f"[Allocation request {event.get_to_status_display().lower()}] {title}"
+
+
+def notification_message(*, notification: Notification) -> EmailMultiAlternatives:
+    event = notification.event
+    allocation_request = event.allocation_request
+    context = {
+        "event": event,
+        "allocation_request": allocation_request,
+        "researcher": allocation_request.researcher,
+        "site_url": settings.SITE_URL,
+        "detail_url": settings.SITE_URL
+        + reverse("allocations:request-detail", args=[allocation_request.pk]),
+        "admin_url": settings.SITE_URL
+        + reverse("admin:allocations_allocationrequest_change", args=[allocation_request.pk]),
+    }
+    name = (
+        "staff_submitted"
+        if notification.kind == Notification.Kind.STAFF_SUBMITTED
+        else "researcher_decision"
+    )
+    text = render_to_string(f"allocations/email/{name}.txt", context)
+    html = render_to_string(f"allocations/email/{name}.html", context)
+    message = EmailMultiAlternatives(
+        subject=_subject(event, notification.kind),
+        body=text,
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        to=notification.recipients.get("to", []),
+        bcc=notification.recipients.get("bcc", []),
+    )
+    message.attach_alternative(html, "text/html")
+    return message
+
+
+def notification_send(*, notification_id: int) -> None:
+    """Send one notification at most once; raise EmailTemporaryError for a later retry."""
+    now = timezone.now()
+    # A claim older than any task may run belongs to a worker that died mid-send: take it over.
+    # (The mail may then go twice; a decision that is never announced is worse.)
+    stale = now - timedelta(seconds=2 * settings.CELERY_TASK_TIME_LIMIT)
+    claimed = (
+        Notification.objects.filter(pk=notification_id)
+        .filter(
+            Q(status__in=[Notification.State.PENDING, Notification.State.FAILED])
+            | Q(status=Notification.State.SENDING, claimed_at__lt=stale)
+        )
+        .update(status=Notification.State.SENDING, claimed_at=now)
+    )
+    if not claimed:  # already sent, or another worker has it
+        return
+    notification = Notification.objects.select_related("event__allocation_request__researcher").get(
+        pk=notification_id
+    )
+    notification.attempts += 1
+    try:
+        message = notification_message(notification=notification)
+        get_connection().send_messages([message])
+    except TEMPORARY_EMAIL_ERRORS as exc:
+        notification.status = Notification.State.FAILED
+        notification.last_error = f"{type(exc).__name__}: {exc}"[:2000]
+        notification.save(update_fields=["status", "attempts", "last_error"])
+        raise EmailTemporaryError(notification.last_error) from exc
+    except Exception as exc:  # a bug, not the server: record it, let the task fail loudly
+        notification.status = Notification.State.FAILED
+        notification.last_error = f"{type(exc).__name__}: {exc}"[:2000]
+        notification.save(update_fields=["status", "attempts", "last_error"])
+        raise
+    notification.status = Notification.State.SENT
+    notification.sent_at = timezone.now()
+    notification.last_error = ""
+    notification.save(update_fields=["status", "attempts", "last_error", "sent_at"])

@@ -1,0 +1,177 @@
+"""Reads for allocations: a researcher's requests, the pre-filled form, the frozen estimate."""
+
+from __future__ import annotations
+
+import math
+from datetime import date
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Prefetch, QuerySet
+from django.shortcuts import get_object_or_404
+
+from allocations.facilities import facility_get, trial_gpu_hours_limit
+from allocations.models import AllocationEvent, AllocationRequest, DataSensitivity, Service
+from allocations.services import requested_gpu_hours_from_result
+
+# An estimate is "uncertain" when the engine's GPU-hours margin is at least this wide either way
+# (the engine states +-25% by default: advisor/engine/constants.py GPU_HOURS_MARGIN), or when
+# the high end of its memory range would not fit the GPU. A trial then helps scope the work
+# (seed 001: trial access is "aimed at helping scope and specify requirements").
+UNCERTAIN_GPU_HOURS_RELATIVE = 0.5
+
+
+def allocation_request_list_for_researcher(*, user) -> QuerySet[AllocationRequest]:
+    return AllocationRequest.objects.for_researcher(user).order_by("-updated_at")
+
+
+def allocation_request_get_for_researcher(*, user, pk) -> AllocationRequest:
+    """Someone else's request is a 404, the same as one that does not exist."""
+    events = AllocationEvent.objects.select_related("actor")
+    return get_object_or_404(
+        AllocationRequest.objects.for_researcher(user).prefetch_related(
+            Prefetch("events", queryset=events)
+        ),
+        pk=pk,
+    )
+
+
+def _parse_date(raw: Any) -> date | None:
+    if not isinstance(raw, str):
+        return None
+    try:
+        return date.fromisoformat(raw)
+    except ValueError:
+        return None
+
+
+def _service_for(system_name: str) -> str:
+    facility = facility_get(system_name) if system_name else None
+    if facility:
+        return facility.service
+    return Service.AZURE if "azure" in system_name.lower() else Service.HPC
+
+
+def estimate_is_uncertain(result: dict[str, Any]) -> bool:
+    recommendation = result.get("recommendation") or {}
+    if recommendation.get("requested_gpu_hours") is None:
+        return True
+    uncertainty = result.get("uncertainty") or {}
+    if (uncertainty.get("gpu_hours_relative") or 0) >= UNCERTAIN_GPU_HOURS_RELATIVE:
+        return True
+    capacity = recommendation.get("capacity_bytes")
+    high = uncertainty.get("memory_high_bytes")
+    return bool(capacity and high and high > capacity)
+
+
+def trial_suggested(*, gpu_hours: int | None, facility: str, result: dict[str, Any]) -> bool:
+    if gpu_hours is None:
+        return True
+    return gpu_hours <= trial_gpu_hours_limit(facility) or estimate_is_uncertain(result)
+
+
+def allocation_request_initial_from_session(*, session, user) -> dict[str, Any]:
+    """Every form field the advisor already knows; the researcher completes the rest."""
+    answers = session.answers or {}
+    result = session.estimate_result or {}
+    request = session.estimate_request or {}
+    recommendation = result.get("recommendation") or {}
+    system = recommendation.get("system") or ""
+    gpu_hours = requested_gpu_hours_from_result(result)
+    sensitivity = answers.get("data_sensitivity") or (request.get("constraints") or {}).get(
+        "data_sensitivity"
+    )
+    initial: dict[str, Any] = {
+        "caller_name": user.get_full_name() or user.get_username(),
+        "caller_branch": settings.ALLOCATION_DEFAULT_BRANCH,
+        "project_title": answers.get("project_title") or "",
+        "service": _service_for(system) if system else "",
+        "facility": system,
+        "allocation_kind": "new",
+        "cpu_hours": 0,
+        "gpu_hours": gpu_hours or 0,
+        "start_date": _parse_date(answers.get("timeline_start")),
+        "end_date": _parse_date(answers.get("timeline_end")),
+        "data_sensitivity": sensitivity if sensitivity in DataSensitivity.values else "",
+        "justification": result.get("justification") or "",
+        "trial": bool(gpu_hours) and gpu_hours <= trial_gpu_hours_limit(system),
+    }
+    return initial
+
+
+def estimate_view(snapshot: dict[str, Any]) -> dict[str, Any]:
+    """The frozen estimate, shaped for a template: headline numbers, assumptions, memory."""
+    result = snapshot.get("result") or {}
+    recommendation = result.get("recommendation") or {}
+    return {
+        "engine_version": snapshot.get("engine_version") or result.get("engine_version", ""),
+        "request": snapshot.get("request") or {},
+        "params_total": result.get("params_total"),
+        "params_active": result.get("params_active"),
+        "params_source": result.get("params_source", ""),
+        "recommendation": recommendation,
+        "assumptions": result.get("assumptions") or [],
+        "warnings": result.get("warnings") or [],
+        "justification": result.get("justification", ""),
+        "options": result.get("options") or [],
+        "memory_picture": memory_picture(result),
+    }
+
+
+# Components of MemoryBreakdown, in the order a bar shows them.
+MEMORY_COMPONENTS = (
+    ("weights", "Weights"),
+    ("gradients", "Gradients"),
+    ("optimizer_states", "Optimizer states"),
+    ("activations", "Activations"),
+    ("logits", "Logits"),
+    ("kv_cache", "KV cache"),
+    ("quantization", "Quantisation"),
+    ("cuda_context", "CUDA context"),
+    ("allocator_reserve", "Allocator reserve"),
+)
+MEMORY_COLOURS = (
+    "#0b5cad",
+    "#1a7f37",
+    "#9a6700",
+    "#8250df",
+    "#bf3989",
+    "#0a7ea4",
+    "#57606a",
+    "#6e7781",
+    "#afb8c1",
+)
+GB = 1e9
+
+
+def memory_picture(result: dict[str, Any]) -> dict[str, Any] | None:
+    """Per-GPU memory by component against the GPU's capacity, as bar segments (0-100 %)."""
+    recommendation = result.get("recommendation") or {}
+    memory = recommendation.get("memory") or result.get("memory") or {}
+    total = memory.get("total_bytes") or sum(
+        memory.get(key, 0) or 0 for key, _ in MEMORY_COMPONENTS
+    )
+    if not total:
+        return None
+    capacity = recommendation.get("capacity_bytes") or 0
+    scale = max(total, capacity)
+    segments = []
+    offset = 0.0
+    for (key, label), colour in zip(MEMORY_COMPONENTS, MEMORY_COLOURS, strict=True):
+        value = memory.get(key) or 0
+        if value <= 0:
+            continue
+        width = 100.0 * value / scale
+        segments.append(
+            {"label": label, "gb": value / GB, "x": offset, "width": width, "colour": colour}
+        )
+        offset += width
+    return {
+        "segments": segments,
+        "total_gb": total / GB,
+        "capacity_gb": capacity / GB if capacity else None,
+        "capacity_x": 100.0 * capacity / scale if capacity else None,
+        "fits": recommendation.get("fits"),
+        "accelerator": recommendation.get("accelerator", ""),
+        "legend_height": 26 + 18 * math.ceil(len(segments) / 3),
+    }

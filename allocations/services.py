@@ -1,0 +1,473 @@
+"""Every write to an allocation request: creation from an advisor result, edits, transitions.
+
+All status changes go through `allocation_request_transition`, which locks the row, checks the
+transition table, records an AllocationEvent and enqueues its e-mails after commit. The named
+functions below (`allocation_request_approve`, ...) are what views, the admin and tests call.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from allocations.facilities import facility_get, trial_gpu_hours_limit
+from allocations.models import (
+    CLOSED_STATUSES,
+    EDITABLE_STATUSES,
+    PENDING_STATUSES,
+    AllocationEvent,
+    AllocationRequest,
+    ServiceLimit,
+    Status,
+)
+from catalog.models import System
+
+# Fields a researcher fills in (the institute's form). Everything else is set by services.
+EDITABLE_FIELDS = (
+    "caller_name",
+    "caller_branch",
+    "project_title",
+    "project_code",
+    "research_area",
+    "pi_name",
+    "pi_email",
+    "service",
+    "facility",
+    "allocation_kind",
+    "cpu_hours",
+    "gpu_hours",
+    "start_date",
+    "end_date",
+    "data_sensitivity",
+    "justification",
+    "trial",
+)
+REQUIRED_FOR_SUBMISSION = (
+    "project_title",
+    "project_code",
+    "research_area",
+    "pi_name",
+    "pi_email",
+    "service",
+    "facility",
+    "allocation_kind",
+    "start_date",
+    "end_date",
+    "data_sensitivity",
+)
+# A full (non-trial) request explains itself in at least a sentence.
+JUSTIFICATION_MIN_CHARS = 40
+
+
+class TransitionError(ValidationError):
+    """A transition the workflow does not allow from the request's current status."""
+
+
+@dataclass(frozen=True)
+class Transition:
+    name: str
+    sources: tuple[str, ...]
+    target: str
+    by_staff: bool
+    message_required: str = ""  # the error shown when the message is missing
+
+
+TRANSITIONS = {
+    t.name: t
+    for t in (
+        Transition("submit", (Status.DRAFT,), Status.SUBMITTED, by_staff=False),
+        Transition("resubmit", (Status.CHANGES_REQUESTED,), Status.RESUBMITTED, by_staff=False),
+        Transition(
+            "withdraw",
+            (*EDITABLE_STATUSES, *PENDING_STATUSES),
+            Status.WITHDRAWN,
+            by_staff=False,
+        ),
+        Transition("approve", PENDING_STATUSES, Status.APPROVED, by_staff=True),
+        Transition(
+            "request_changes",
+            PENDING_STATUSES,
+            Status.CHANGES_REQUESTED,
+            by_staff=True,
+            message_required="Say what the researcher should change.",
+        ),
+        Transition(
+            "reject",
+            PENDING_STATUSES,
+            Status.REJECTED,
+            by_staff=True,
+            message_required="Give the researcher the reason for the rejection.",
+        ),
+    )
+}
+
+
+# --- Validation -----------------------------------------------------------------------------
+
+
+def _service_limit(service: str) -> ServiceLimit | None:
+    if not service:
+        return None
+    return ServiceLimit.objects.filter(service=service).first()
+
+
+def allocation_request_validate(*, values: dict[str, Any], for_submission: bool) -> None:
+    """Raise ValidationError with one clear message per field; drafts skip completeness."""
+    errors: dict[str, list[str]] = {}
+
+    def add(field: str, message: str) -> None:
+        errors.setdefault(field, []).append(message)
+
+    if for_submission:
+        for field in REQUIRED_FOR_SUBMISSION:
+            if values.get(field) in (None, ""):
+                label = AllocationRequest._meta.get_field(field).verbose_name
+                add(field, f"Fill in the {label} before submitting.")
+
+    cpu_hours = values.get("cpu_hours") or 0
+    gpu_hours = values.get("gpu_hours") or 0
+    service = values.get("service") or ""
+    limit = _service_limit(service)
+    max_gpu = (
+        limit.max_gpu_hours
+        if limit and limit.max_gpu_hours is not None
+        else settings.ALLOCATION_MAX_GPU_HOURS
+    )
+    max_cpu = (
+        limit.max_cpu_hours
+        if limit and limit.max_cpu_hours is not None
+        else settings.ALLOCATION_MAX_CPU_HOURS
+    )
+    if cpu_hours < 0:
+        add("cpu_hours", "CPU hours cannot be negative.")
+    elif cpu_hours > max_cpu:
+        add("cpu_hours", f"At most {max_cpu:,} CPU hours can be requested at once.")
+    if gpu_hours < 0:
+        add("gpu_hours", "GPU hours cannot be negative.")
+    elif gpu_hours > max_gpu:
+        add("gpu_hours", f"At most {max_gpu:,} GPU hours can be requested at once.")
+    elif for_submission and gpu_hours == 0:
+        add("gpu_hours", "Request more than 0 GPU hours: every facility here is a GPU service.")
+
+    start: date | None = values.get("start_date")
+    end: date | None = values.get("end_date")
+    if start and end and end <= start:
+        add("end_date", "The end date must be after the start date.")
+    if for_submission and end and end < timezone.localdate():
+        add("end_date", "The end date is in the past.")
+    if end and limit and limit.latest_end_date and end > limit.latest_end_date:
+        add(
+            "end_date",
+            f"{limit.get_service_display()} requests can end no later than "
+            f"{_day(limit.latest_end_date)}.",
+        )
+
+    facility_name = values.get("facility") or ""
+    facility = facility_get(facility_name) if facility_name else None
+    if facility and service and facility.service != service:
+        add("facility", f"{facility.display_name} is not an {service.upper()} facility.")
+    if facility and facility.status == "retired":
+        add("facility", f"{facility.display_name} is retired: choose another facility.")
+    today = timezone.localdate()
+    if (
+        facility
+        and facility.closed_to_new_users_on
+        and facility.closed_to_new_users_on <= today
+        and values.get("allocation_kind") == "new"
+    ):
+        add(
+            "allocation_kind",
+            f"{facility.display_name} has taken no new allocations since "
+            f"{_day(facility.closed_to_new_users_on)}.",
+        )
+    if facility and facility.access_ends_on and end and end > facility.access_ends_on:
+        add(
+            "end_date",
+            f"Access to {facility.display_name} ends on {_day(facility.access_ends_on)}: "
+            "end the allocation by then.",
+        )
+    sensitivity = values.get("data_sensitivity") or ""
+    if (
+        facility
+        and sensitivity
+        and facility.data_sensitivity
+        and (sensitivity not in facility.data_sensitivity)
+    ):
+        allowed = ", ".join(facility.data_sensitivity)
+        add(
+            "data_sensitivity",
+            f"{facility.display_name} is listed for {allowed} data only, not {sensitivity}.",
+        )
+
+    justification = (values.get("justification") or "").strip()
+    if values.get("trial"):
+        trial_limit = trial_gpu_hours_limit(facility_name)
+        if gpu_hours > trial_limit:
+            add(
+                "trial",
+                f"Trial access is limited to {trial_limit:g} GPU hours; untick trial to request "
+                f"{gpu_hours:,} GPU hours as a full allocation.",
+            )
+    elif for_submission and len(justification) < JUSTIFICATION_MIN_CHARS:
+        add(
+            "justification",
+            f"Explain why this platform suits the work (at least {JUSTIFICATION_MIN_CHARS} "
+            "characters), or ask for trial access.",
+        )
+    if errors:
+        raise ValidationError(errors)
+
+
+def _day(value: date) -> str:
+    return f"{value.day} {value:%B %Y}"
+
+
+def _system_for(facility_name: str) -> System | None:
+    return System.objects.filter(name=facility_name).first() if facility_name else None
+
+
+def _values(allocation_request: AllocationRequest) -> dict[str, Any]:
+    return {field: getattr(allocation_request, field) for field in EDITABLE_FIELDS}
+
+
+# --- Creation and edits -----------------------------------------------------------------------
+
+
+def estimate_snapshot_from_session(session) -> dict[str, Any]:
+    """What the researcher saw, copied so later engine changes never alter the record."""
+    result = session.estimate_result or {}
+    return {
+        "request": session.estimate_request or {},
+        "result": result,
+        "engine_version": session.engine_version or result.get("engine_version", ""),
+        "answers": session.answers or {},
+        "session_completed_at": (
+            session.completed_at.isoformat() if session.completed_at else None
+        ),
+    }
+
+
+def _queue_fields_from_result(result: dict[str, Any]) -> dict[str, Any]:
+    recommendation = result.get("recommendation") or {}
+    return {
+        "accelerator": recommendation.get("accelerator") or "",
+        "num_gpus": recommendation.get("num_gpus"),
+    }
+
+
+def requested_gpu_hours_from_result(result: dict[str, Any]) -> int | None:
+    recommendation = result.get("recommendation") or {}
+    hours = recommendation.get("requested_gpu_hours")
+    if hours is None:
+        return None
+    return max(1, math.ceil(hours))  # requests are in whole hours; never round an estimate down
+
+
+@transaction.atomic
+def allocation_request_create_from_session(
+    *, session, researcher, fields: dict[str, Any]
+) -> AllocationRequest:
+    """A draft request holding the researcher's fields and a frozen copy of the estimate."""
+    if session.estimate_result is None:
+        raise ValidationError("This advisor session has no estimate yet: finish the advisor first.")
+    if session.user_id is not None and session.user_id != researcher.pk:
+        raise ValidationError("This advisor session belongs to someone else.")
+    allocation_request_validate(values=fields, for_submission=False)
+    snapshot = estimate_snapshot_from_session(session)
+    allocation_request = AllocationRequest(
+        researcher=researcher,
+        advisor_session=session,
+        estimate_snapshot=snapshot,
+        engine_version=snapshot["engine_version"][:40],
+        **_queue_fields_from_result(snapshot["result"]),
+        **{k: v for k, v in fields.items() if k in EDITABLE_FIELDS},
+    )
+    allocation_request.system = _system_for(allocation_request.facility)
+    allocation_request.full_clean()
+    try:
+        with transaction.atomic():
+            allocation_request.save(force_insert=True)
+    except IntegrityError as exc:  # two tabs saving at once: the constraint decides
+        raise ValidationError(
+            "This advisor result already has an active allocation request."
+        ) from exc
+    AllocationEvent.objects.create(
+        allocation_request=allocation_request,
+        actor=researcher,
+        from_status="",
+        to_status=Status.DRAFT,
+    )
+    if session.user_id is None:
+        session.user = researcher
+        session.save(update_fields=["user", "updated_at"])
+    return allocation_request
+
+
+@transaction.atomic
+def allocation_request_update(
+    *, allocation_request: AllocationRequest, researcher, fields: dict[str, Any]
+) -> AllocationRequest:
+    locked = AllocationRequest.objects.select_for_update().get(pk=allocation_request.pk)
+    if locked.researcher_id != researcher.pk:
+        raise ValidationError("Only the researcher who made this request can change it.")
+    if locked.status not in EDITABLE_STATUSES:
+        raise TransitionError(
+            f"A request that is {locked.get_status_display().lower()} cannot be edited."
+        )
+    for key, value in fields.items():
+        if key in EDITABLE_FIELDS:
+            setattr(locked, key, value)
+    allocation_request_validate(values=_values(locked), for_submission=False)
+    locked.system = _system_for(locked.facility)
+    locked.full_clean()
+    locked.save()
+    return locked
+
+
+# --- Transitions ------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def allocation_request_transition(
+    *,
+    allocation_request: AllocationRequest,
+    action: str,
+    actor,
+    message: str = "",
+    note: str = "",
+    granted_gpu_hours: int | None = None,
+) -> AllocationRequest:
+    """Move a request along the workflow, once, under a row lock; record and notify."""
+    from allocations.notifications import notifications_enqueue_for_event
+
+    transition = TRANSITIONS[action]
+    # Two staff pressing approve at once: the second waits here, then sees APPROVED and fails.
+    locked = AllocationRequest.objects.select_for_update().get(pk=allocation_request.pk)
+    if transition.by_staff and not actor.is_staff:
+        raise TransitionError("Only research-computing staff can review requests.")
+    if not transition.by_staff and locked.researcher_id != actor.pk:
+        raise TransitionError("Only the researcher who made this request can do that.")
+    if locked.status not in transition.sources:
+        raise TransitionError(
+            f"Cannot {action.replace('_', ' ')} a request that is "
+            f"{locked.get_status_display().lower()}."
+        )
+    message = (message or "").strip()
+    note = (note or "").strip()
+    if transition.message_required and not message:
+        raise ValidationError({"message": transition.message_required})
+
+    now = timezone.now()
+    if transition.target in (Status.SUBMITTED, Status.RESUBMITTED):
+        allocation_request_validate(values=_values(locked), for_submission=True)
+        locked.submitted_at = now
+    if transition.target == Status.APPROVED:
+        if granted_gpu_hours is None:
+            granted_gpu_hours = locked.gpu_hours
+        if granted_gpu_hours <= 0:
+            raise ValidationError({"granted_gpu_hours": "Grant more than 0 GPU hours."})
+        if granted_gpu_hours > settings.ALLOCATION_MAX_GPU_HOURS:
+            raise ValidationError(
+                {
+                    "granted_gpu_hours": (
+                        f"At most {settings.ALLOCATION_MAX_GPU_HOURS:,} GPU hours can be granted."
+                    )
+                }
+            )
+        locked.granted_gpu_hours = granted_gpu_hours
+    else:
+        granted_gpu_hours = None
+    if transition.by_staff:
+        locked.decided_at = now
+
+    from_status = locked.status
+    locked.status = transition.target
+    locked.save()
+    event = AllocationEvent.objects.create(
+        allocation_request=locked,
+        actor=actor,
+        from_status=from_status,
+        to_status=transition.target,
+        message=message,
+        note=note,
+        granted_gpu_hours=granted_gpu_hours,
+    )
+    notifications_enqueue_for_event(event=event)
+    return locked
+
+
+def allocation_request_submit(*, allocation_request, researcher) -> AllocationRequest:
+    return allocation_request_transition(
+        allocation_request=allocation_request, action="submit", actor=researcher
+    )
+
+
+def allocation_request_resubmit(*, allocation_request, researcher, message: str = ""):
+    return allocation_request_transition(
+        allocation_request=allocation_request,
+        action="resubmit",
+        actor=researcher,
+        message=message,
+    )
+
+
+def allocation_request_withdraw(*, allocation_request, researcher, message: str = ""):
+    return allocation_request_transition(
+        allocation_request=allocation_request,
+        action="withdraw",
+        actor=researcher,
+        message=message,
+    )
+
+
+def allocation_request_approve(
+    *,
+    allocation_request,
+    reviewer,
+    granted_gpu_hours: int | None = None,
+    message: str = "",
+    note: str = "",
+) -> AllocationRequest:
+    return allocation_request_transition(
+        allocation_request=allocation_request,
+        action="approve",
+        actor=reviewer,
+        granted_gpu_hours=granted_gpu_hours,
+        message=message,
+        note=note,
+    )
+
+
+def allocation_request_request_changes(
+    *, allocation_request, reviewer, message: str, note: str = ""
+) -> AllocationRequest:
+    return allocation_request_transition(
+        allocation_request=allocation_request,
+        action="request_changes",
+        actor=reviewer,
+        message=message,
+        note=note,
+    )
+
+
+def allocation_request_reject(
+    *, allocation_request, reviewer, message: str, note: str = ""
+) -> AllocationRequest:
+    return allocation_request_transition(
+        allocation_request=allocation_request,
+        action="reject",
+        actor=reviewer,
+        message=message,
+        note=note,
+    )
+
+
+def allocation_request_is_closed(allocation_request: AllocationRequest) -> bool:
+    return allocation_request.status in CLOSED_STATUSES

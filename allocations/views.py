@@ -1,0 +1,209 @@
+"""Researcher pages: create from an advisor result, my requests, detail, edit, withdraw."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from advisor.models import AdvisorSession
+from allocations.facilities import trial_gpu_hours_limit
+from allocations.forms import AllocationRequestForm
+from allocations.models import AllocationRequest
+from allocations.selectors import (
+    allocation_request_get_for_researcher,
+    allocation_request_initial_from_session,
+    allocation_request_list_for_researcher,
+    estimate_view,
+    trial_suggested,
+)
+from allocations.services import (
+    EDITABLE_FIELDS,
+    allocation_request_create_from_session,
+    allocation_request_resubmit,
+    allocation_request_submit,
+    allocation_request_update,
+    allocation_request_withdraw,
+)
+
+
+def _wants_submit(request: HttpRequest) -> bool:
+    return request.POST.get("action") == "submit"
+
+
+def _estimate_systems(result: dict) -> list[str]:
+    return [o.get("system", "") for o in result.get("options") or []]
+
+
+def _fields(form: AllocationRequestForm) -> dict:
+    return {field: form.cleaned_data.get(field) for field in EDITABLE_FIELDS}
+
+
+def _apply_errors(form: AllocationRequestForm, exc: ValidationError) -> None:
+    if hasattr(exc, "error_dict"):
+        for field, errors in exc.message_dict.items():
+            form.add_error(field if field in form.fields else None, errors)
+    else:
+        form.add_error(None, exc.messages)
+
+
+def _form_context(form, *, result: dict, allocation_request=None, session=None) -> dict:
+    gpu_hours = form["gpu_hours"].value()
+    facility = form["facility"].value() or ""
+    try:
+        hours = int(gpu_hours) if gpu_hours not in (None, "") else None
+    except (TypeError, ValueError):
+        hours = None
+    return {
+        "form": form,
+        "allocation_request": allocation_request,
+        "session": session,
+        "trial_limit": trial_gpu_hours_limit(facility),
+        "trial_suggested": trial_suggested(gpu_hours=hours, facility=facility, result=result),
+        "estimate": estimate_view({"result": result}) if result else None,
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def request_create(request: HttpRequest, session_id) -> HttpResponse:
+    session = get_object_or_404(AdvisorSession, pk=session_id, estimate_result__isnull=False)
+    if session.user_id is not None and session.user_id != request.user.pk:
+        # Someone else's advisor result looks exactly like a missing one.
+        raise Http404("No such advisor result.")
+    existing = (
+        AllocationRequest.objects.for_researcher(request.user)
+        .filter(advisor_session=session)
+        .exclude(status__in=["withdrawn", "rejected"])
+        .first()
+    )
+    if existing:
+        messages.info(request, "You already have a request for this result; here it is.")
+        return redirect("allocations:request-detail", pk=existing.pk)
+    result = session.estimate_result or {}
+    extra = _estimate_systems(result)
+    if request.method == "POST":
+        form = AllocationRequestForm(
+            request.POST, for_submission=_wants_submit(request), extra_facilities=extra
+        )
+        if form.is_valid():
+            try:
+                allocation_request = allocation_request_create_from_session(
+                    session=session, researcher=request.user, fields=_fields(form)
+                )
+                if _wants_submit(request):
+                    allocation_request_submit(
+                        allocation_request=allocation_request, researcher=request.user
+                    )
+            except ValidationError as exc:
+                _apply_errors(form, exc)
+            else:
+                messages.success(
+                    request,
+                    "Request submitted: staff will review it."
+                    if _wants_submit(request)
+                    else "Draft saved. Submit it when it is complete.",
+                )
+                return redirect("allocations:request-detail", pk=allocation_request.pk)
+    else:
+        form = AllocationRequestForm(
+            initial=allocation_request_initial_from_session(session=session, user=request.user),
+            extra_facilities=extra,
+        )
+    return render(
+        request,
+        "allocations/request_form.html",
+        _form_context(form, result=result, session=session),
+    )
+
+
+@login_required
+def request_list(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "allocations/request_list.html",
+        {"allocation_requests": allocation_request_list_for_researcher(user=request.user)},
+    )
+
+
+@login_required
+def request_detail(request: HttpRequest, pk) -> HttpResponse:
+    allocation_request = allocation_request_get_for_researcher(user=request.user, pk=pk)
+    return render(
+        request,
+        "allocations/request_detail.html",
+        {
+            "allocation_request": allocation_request,
+            "events": allocation_request.events.all(),
+            "estimate": estimate_view(allocation_request.estimate_snapshot),
+        },
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def request_edit(request: HttpRequest, pk) -> HttpResponse:
+    allocation_request = allocation_request_get_for_researcher(user=request.user, pk=pk)
+    result = (allocation_request.estimate_snapshot or {}).get("result") or {}
+    if not allocation_request.is_editable:
+        messages.error(
+            request,
+            f"A request that is {allocation_request.get_status_display().lower()} "
+            "cannot be edited.",
+        )
+        return redirect("allocations:request-detail", pk=allocation_request.pk)
+    extra = _estimate_systems(result)
+    if request.method == "POST":
+        submitting = _wants_submit(request)
+        form = AllocationRequestForm(
+            request.POST,
+            instance=allocation_request,
+            for_submission=submitting,
+            extra_facilities=extra,
+        )
+        if form.is_valid():
+            try:
+                updated = allocation_request_update(
+                    allocation_request=allocation_request,
+                    researcher=request.user,
+                    fields=_fields(form),
+                )
+                if submitting and updated.status == "draft":
+                    allocation_request_submit(allocation_request=updated, researcher=request.user)
+                elif submitting:
+                    allocation_request_resubmit(
+                        allocation_request=updated,
+                        researcher=request.user,
+                        message=request.POST.get("resubmit_message", ""),
+                    )
+            except ValidationError as exc:
+                _apply_errors(form, exc)
+            else:
+                messages.success(
+                    request,
+                    "Request submitted: staff will review it." if submitting else "Changes saved.",
+                )
+                return redirect("allocations:request-detail", pk=allocation_request.pk)
+    else:
+        form = AllocationRequestForm(instance=allocation_request, extra_facilities=extra)
+    return render(
+        request,
+        "allocations/request_form.html",
+        _form_context(form, result=result, allocation_request=allocation_request),
+    )
+
+
+@login_required
+@require_POST
+def request_withdraw(request: HttpRequest, pk) -> HttpResponse:
+    allocation_request = allocation_request_get_for_researcher(user=request.user, pk=pk)
+    try:
+        allocation_request_withdraw(allocation_request=allocation_request, researcher=request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, "Request withdrawn.")
+    return redirect("allocations:request-detail", pk=allocation_request.pk)
