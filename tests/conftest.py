@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,15 @@ from config.celery import app as celery_app
 from tests.support.worker import WorkerProcess, database_url
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+# Playwright's sync API runs an event loop in the test thread for the rest of the session once a
+# browser starts; the ORM calls tests make between page actions are still synchronous.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+]
 
 
 def pytest_report_header(config):
@@ -138,3 +149,31 @@ def fake_hub(_fake_hub_session, settings):
     cache.clear()
     yield _fake_hub_session
     _fake_hub_session.reset()
+
+
+def missing_browser_tool(what: str):
+    """Skip a browser test for a missing tool, except under CI=true, where it is a failure."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true but {what}", pytrace=False)
+    pytest.skip(what)
+
+
+def chromium_path() -> str | None:
+    path = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
+    return path if Path(path).exists() else None
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator:
+    """Debian's headless Chromium driven by Playwright, one per test session."""
+    chromium = chromium_path()
+    if chromium is None:
+        missing_browser_tool("Debian's chromium is not installed (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing_browser_tool("the playwright package is not installed (pip install -e '.[test]')")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()

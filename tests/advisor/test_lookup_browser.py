@@ -2,31 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 
 import pytest
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
-CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium")
-
-
 @pytest.fixture
-def page():
-    if not CHROMIUM:
-        pytest.skip("chromium is not installed (bin/dev test installs it)")
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API runs an event loop in this thread; the ORM calls below are still
-    # plain synchronous code.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield browser.new_page()
-        browser.close()
-    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+def page(browser):
+    page = browser.new_page()
+    yield page
+    page.close()
 
 
 def test_card_polls_until_the_worker_is_done_then_stops(page, fake_hub, celery_worker,

@@ -7,7 +7,6 @@ with the reason, except under CI=true, where a missing browser is an error.
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 from collections.abc import Iterator
 from functools import partial
@@ -16,47 +15,15 @@ from pathlib import Path
 
 import pytest
 
-# Playwright's sync API runs an event loop in this thread; the ORM calls the tests make
-# between page actions are still synchronous.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+from tests.conftest import missing_browser_tool as _missing
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-]
-
-
-def _chromium_path() -> str | None:
-    path = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
-    return path if Path(path).exists() else None
 
 
 def _axe_path() -> str | None:
     path = os.environ.get("AXE_CORE_PATH") or str(
         ROOT / ".cache/npm/node_modules/axe-core/axe.min.js")
     return path if Path(path).exists() else None
-
-
-def _missing(what: str):
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true but {what}", pytrace=False)
-    pytest.skip(what)
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator:
-    chromium = _chromium_path()
-    if chromium is None:
-        _missing("Debian's chromium is not installed (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _missing("the playwright package is not installed (pip install -e '.[test]')")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="session")
