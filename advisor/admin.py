@@ -6,7 +6,7 @@ from django.utils.html import format_html_join
 
 from advisor import flow_services
 from advisor.flowchart import FlowchartError, available_charts, load_chart
-from advisor.models import ActiveFlowchart, AdvisorSession
+from advisor.models import ActiveFlowchart, AdvisorSession, HfModelLookup
 
 
 def chart_warnings(chart_key: str) -> list[str]:
@@ -100,4 +100,23 @@ class AdvisorSessionAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(HfModelLookup)
+class HfModelLookupAdmin(admin.ModelAdmin):
+    """What the Hub said about each model researchers named; failures show the researcher's
+    message, so staff can see why an estimate fell back to a typed parameter count."""
+
+    list_display = [
+        "repo_id", "revision", "status", "error_kind", "attempts", "fetched_at", "updated_at"]
+    list_filter = ["status", "error_kind"]
+    search_fields = ["repo_id", "requested_id", "sha"]
+    date_hierarchy = "created_at"
+    readonly_fields = [f.name for f in HfModelLookup._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
         return False

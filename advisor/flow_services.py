@@ -21,7 +21,6 @@ from advisor.engine.models import (
     Constraints,
     EstimateRequest,
     EstimateResult,
-    HubModelMetadata,
 )
 from advisor.flowchart import (
     AnswerError,
@@ -37,6 +36,7 @@ from advisor.flowchart import (
     walk,
 )
 from advisor.models import ActiveFlowchart, AdvisorSession
+from advisor.selectors import hf_model_lookup_metadata
 
 logger = logging.getLogger(__name__)
 
@@ -270,7 +270,7 @@ def estimate_request_for(
         "task": task,
         "model_id": model_id,
         "params": round(float(params_b) * 1e9) if params_b not in (None, "") else None,
-        "hub": _hub_metadata(model_id) if model_id else None,
+        "hub": hf_model_lookup_metadata(repo_id=model_id) if model_id else None,
         "precision": given.get("precision") or "bf16",
         "batch_size": int(given.get("batch_size") or 1),
         "seq_len": int(given.get("seq_len") or 2048),
@@ -280,17 +280,6 @@ def estimate_request_for(
         "constraints": Constraints(**constraints),
     }
     return EstimateRequest(**fields)
-
-
-def _hub_metadata(model_id: str) -> HubModelMetadata | None:
-    """What the latest Hub lookup found for the model, or None while there is nothing yet."""
-    from django.db.models import Q
-
-    from advisor.models import HfModelLookup
-
-    lookup = (HfModelLookup.objects.filter(Q(requested_id=model_id) | Q(repo_id=model_id))
-              .exclude(metadata=None).order_by("-updated_at").first())
-    return lookup.to_hub_metadata() if lookup else None
 
 
 def model_lookup_for(model_id: str | None):
