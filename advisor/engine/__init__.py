@@ -244,6 +244,9 @@ def _assumptions(request: EstimateRequest, shape: ModelShape, wl: Workload) -> l
                     "(all linear layers)",
                 )
             )
+            if wl.lora_dropout:
+                default = " (default)" if request.lora_dropout is None else ""
+                out.append(c.LORA_DROPOUT.assumption(f"on{default}"))
             out.append(c.LORA_FLOPS_PER_PARAM.assumption())
             out.append(c.MFU_LORA.assumption(f"{c.MFU_LORA.value:.0%}"))
         else:

@@ -138,6 +138,18 @@ LOGITS_TRAINING_BYTES = Constant(
     "a 32k-256k vocabulary makes the logits one of the largest tensors",
 )
 
+LORA_DROPOUT = Constant(
+    "LoRA dropout",
+    1,
+    "byte of mask + one 16-bit copy of the input, per element, for every adapted linear layer",
+    "PEFT LoraLayer: `lora_B(lora_A(dropout(x)))` with one nn.Dropout per adapted module "
+    "(peft/tuners/lora/layer.py); LitGPT finetune/lora.py lora_dropout=0.05; QLoRA paper "
+    "(arXiv:2305.14314) appendix: dropout 0.1 up to 13B, 0.05 above. PyTorch's native_dropout "
+    "keeps a bool mask and lora_A keeps the dropped-out input for its weight gradient",
+    "assumed on unless lora_dropout is 0: the published recipes use it, and omitting it "
+    "under-estimates",
+)
+
 # --- Quantisation -------------------------------------------------------------------------------
 
 NF4_CONSTANTS = Constant(
@@ -315,6 +327,15 @@ MAX_GPUS_SEARCHED = 512
 # set attention/hidden dropout 0.1) and so keep dropout masks for backward.
 DROPOUT_FAMILIES = frozenset(
     {"gpt2", "bert", "roberta", "distilbert", "t5", "bart", "opt", "vit", "whisper", "bloom"}
+)
+# Families whose RMSNorm upcasts its input to fp32 before normalising (transformers'
+# LlamaRMSNorm and its copies: `hidden_states.to(torch.float32)`; LitGPT's RMSNorm: `x.float()`),
+# so autograd keeps a 4-byte copy of every norm input even in pure 16-bit training.
+RMSNORM_FP32_FAMILIES = frozenset(
+    {
+        "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "gemma", "gemma2", "phi3",
+        "deepseek_v2", "deepseek_v3",
+    }
 )
 # Families whose eager attention runs softmax in fp32 and keeps that output for backward.
 FP32_SOFTMAX_FAMILIES = frozenset(

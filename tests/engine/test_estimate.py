@@ -55,7 +55,11 @@ def test_bf16_is_rejected_on_v100_with_the_reason():
 
 
 def test_fp16_lora_on_v100_is_fine():
-    result = run(task="lora", precision="fp16", tokens=10**7, accelerator="v100-sxm2-32")
+    # PEFT's default (no LoRA dropout): with dropout on every linear layer the copies of the
+    # inputs take Llama-2-7B past one 32 GB V100 with headroom at 2,048 tokens.
+    result = run(
+        task="lora", precision="fp16", tokens=10**7, accelerator="v100-sxm2-32", lora_dropout=0
+    )
     best = result.recommendation
     assert best.accelerator == "v100-sxm2-32"
     assert best.compute_dtype == "fp16"
