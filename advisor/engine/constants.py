@@ -352,7 +352,10 @@ MAX_GPUS_SEARCHED = 512
 # Families whose Hugging Face implementations train with dropout on by default (their configs
 # set attention/hidden dropout 0.1) and so keep dropout masks for backward.
 DROPOUT_FAMILIES = frozenset(
-    {"gpt2", "bert", "roberta", "distilbert", "t5", "bart", "opt", "vit", "whisper", "bloom"}
+    {
+        "gpt2", "gpt_bigcode", "bert", "roberta", "distilbert", "t5", "bart", "opt", "vit",
+        "whisper", "bloom",
+    }
 )
 # Families whose RMSNorm upcasts its input to fp32 before normalising (transformers'
 # LlamaRMSNorm and its copies: `hidden_states.to(torch.float32)`; LitGPT's RMSNorm: `x.float()`),
@@ -365,5 +368,8 @@ RMSNORM_FP32_FAMILIES = frozenset(
 )
 # Families whose eager attention runs softmax in fp32 and keeps that output for backward.
 FP32_SOFTMAX_FAMILIES = frozenset(
-    {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "gemma2", "phi", "phi3"}
+    {
+        "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "gemma2", "phi", "phi3",
+        "gpt_bigcode",  # GPTBigCodeConfig.attention_softmax_in_fp32 defaults to True
+    }
 )
