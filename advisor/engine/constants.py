@@ -287,8 +287,7 @@ SCALING_EFFICIENCY = {
 SCALING_SOURCE = (
     "The default utilisations are at-scale figures (Megatron-LM on 3,072 A100s, Llama 3 on "
     "16,384 H100s, both NVLink + InfiniBand), so they already include those links' "
-    "communication; LLaMA-65B trained at ~48% MFU on 2048 A100s (Touvron et al. 2023, "
-    "arXiv:2302.13971). Slower links lose more: ring all-reduce moves 2(N-1)/N x the gradients "
+    "communication. Slower links lose more: ring all-reduce moves 2(N-1)/N x the gradients "
     "per step (Sergeev & Del Balso 2018, arXiv:1802.05799), which PCIe-only nodes and 1-25 GbE "
     "cannot hide (seed 001: Turing PCIe nodes scale sub-linearly from 1 to 16 GPUs)"
 )
@@ -324,7 +323,8 @@ MEMORY_MARGIN = Constant(
     0.10,
     "relative, either way",
     "spread of the validation errors: docs/accuracy.md (issue 3 section 7) measures a median "
-    "absolute error of ~6.5% on 33 published peak-memory points, most within +-10%",
+    "absolute error of 3.9% on 43 published peak-memory points, all but two within +-10% "
+    "(worst -14%)",
     "an estimate within this margin of a GPU's capacity may not fit",
 )
 GPU_HOURS_MARGIN = Constant(
@@ -332,7 +332,7 @@ GPU_HOURS_MARGIN = Constant(
     0.25,
     "relative, either way",
     "spread of the validation errors: docs/accuracy.md measures a median absolute error of "
-    "~26% on 20 published GPU-hour totals and benchmarks; utilisation varies 40-70% across "
+    "~24% on 20 published GPU-hour totals and benchmarks; utilisation varies 40-70% across "
     "training stacks",
     "throughput depends on software and data pipeline",
 )
