@@ -295,3 +295,16 @@ def test_completed_benchmarks_calibrate_utilisation_from_tokens_per_second():
     assert all(o.utilisation == pytest.approx(expected) for o in h100)
     assert f"assumes {expected:.0%} of the bf16 dense peak, the median of 2 catalog " \
         "benchmark(s): test run (from tokens/s)." in h100[0].reasons
+
+
+def test_lora_dropout_is_assumed_on_and_zero_turns_it_off():
+    """LitGPT and the QLoRA paper train with LoRA dropout; PEFT's default is 0. Unless told 0,
+    the engine counts the mask and the dropped-out copy of each adapted layer's input."""
+    assumed = run(task="lora", precision="fp16", tokens=10**7)
+    off = run(task="lora", precision="fp16", tokens=10**7, lora_dropout=0)
+    assert assumed.memory.activations > off.memory.activations
+    assert any(
+        a.name == "LoRA dropout" and a.value.startswith("on (default)")
+        for a in assumed.assumptions
+    )
+    assert not any(a.name == "LoRA dropout" for a in off.assumptions)
