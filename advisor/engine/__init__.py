@@ -84,7 +84,12 @@ def estimate_shape(
     accelerators = {a.name: a for a in catalog.accelerators}
     candidates = rank(
         evaluate(
-            request, shape, wl, catalog.systems, accelerators, utilisation_table(catalog.benchmarks)
+            request,
+            shape,
+            wl,
+            catalog.systems,
+            accelerators,
+            utilisation_table(catalog.benchmarks, accelerators),
         )
     )
     best = next((cand for cand in candidates if cand.eligible), None)
@@ -244,6 +249,9 @@ def _assumptions(request: EstimateRequest, shape: ModelShape, wl: Workload) -> l
                     "(all linear layers)",
                 )
             )
+            if wl.lora_dropout:
+                default = " (default)" if request.lora_dropout is None else ""
+                out.append(c.LORA_DROPOUT.assumption(f"on{default}"))
             out.append(c.LORA_FLOPS_PER_PARAM.assumption())
             out.append(c.MFU_LORA.assumption(f"{c.MFU_LORA.value:.0%}"))
         else:
@@ -255,7 +263,12 @@ def _assumptions(request: EstimateRequest, shape: ModelShape, wl: Workload) -> l
             }[mode]
             out.append(c.ZERO_MIXED_ADAM.assumption(f"{text}; optimizer {wl.optimizer}"))
             out.append(c.TRAIN_FLOPS_PER_PARAM.assumption())
-            out.append(c.MFU_TRAINING.assumption(f"{c.MFU_TRAINING.value:.0%}"))
+            for const in (c.MFU_TRAINING_HOPPER, c.MFU_TRAINING, c.MFU_TRAINING_OLDER):
+                out.append(
+                    const.assumption(
+                        f"{const.value:.0%}; a catalog benchmark on the accelerator replaces it"
+                    )
+                )
         if wl.optimizer == "adamw_8bit":
             out.append(c.ADAM_8BIT_STATE.assumption())
         if wl.gradient_checkpointing:

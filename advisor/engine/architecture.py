@@ -362,6 +362,79 @@ def _gpt2(c: _Config, family: str) -> ModelArchitecture:
     )
 
 
+def _gpt_bigcode(c: _Config, family: str) -> ModelArchitecture:
+    """StarCoder / OctoCoder / SantaCoder: GPT-2 blocks with multi-query attention (one shared
+    K/V head, so c_attn maps d -> d + 2 * head_dim), learned positions, LM head tied to wte."""
+    d = c.int("n_embd", "hidden_size")
+    layers = c.int("n_layer", "num_hidden_layers")
+    h, _, hd = _heads(c, d, ("n_head", "num_attention_heads"))
+    kv = 1 if c.bool("multi_query", default=True) else h
+    inter = c.int("n_inner", default=4 * d)
+    vocab = c.int("vocab_size")
+    positions = c.int("n_positions", "max_position_embeddings")
+    tied = c.bool("tie_word_embeddings", default=True)
+    block = [
+        _lin("c_attn", d, d + 2 * kv * hd, True, "attn_qkv"),
+        _lin("attn.c_proj", d, d, True, "attn_out"),
+        _lin("c_fc", d, inter, True, "mlp_in"),
+        _lin("mlp.c_proj", inter, d, True, "mlp_out"),
+    ]
+    return _assemble(
+        c,
+        family,
+        d=d,
+        layers=layers,
+        h=h,
+        kv=kv,
+        hd=hd,
+        inter=inter,
+        gated=False,
+        vocab=vocab,
+        positions=positions,
+        tied=tied,
+        block=block,
+        block_other=2 * _ln(d),
+        embedding=(vocab + positions) * d,
+        lm_head=0 if tied else vocab * d,
+        other=_ln(d),
+    )
+
+
+def _mpt(c: _Config, family: str) -> ModelArchitecture:
+    """MosaicML MPT: fused Wqkv, 4x GELU MLP (expansion_ratio), ALiBi (no position embedding in
+    transformers' MptModel), LayerNorms without bias when no_bias, output tied to wte."""
+    d = c.int("d_model", "hidden_size")
+    layers = c.int("n_layers", "num_hidden_layers")
+    h, kv, hd = _heads(c, d, ("n_heads", "num_attention_heads"))
+    inter = c.int("expansion_ratio", default=4) * d
+    vocab = c.int("vocab_size")
+    bias = not c.bool("no_bias", default=False)
+    norm = d if not bias else _ln(d)
+    block = [
+        *_fused_attention(d, h, kv, hd, qkv="Wqkv", out="out_proj", bias=bias),
+        *_mlp(d, inter, names=("up_proj", "down_proj"), bias=bias),
+    ]
+    return _assemble(
+        c,
+        family,
+        d=d,
+        layers=layers,
+        h=h,
+        kv=kv,
+        hd=hd,
+        inter=inter,
+        gated=False,
+        vocab=vocab,
+        positions=c.opt_int("max_seq_len", "max_position_embeddings"),
+        tied=True,
+        block=block,
+        block_other=2 * norm,
+        embedding=vocab * d,
+        lm_head=0,
+        other=norm,
+    )
+
+
 def _encoder_head(c: _Config, family: str, d: int, vocab: int) -> tuple[int, str]:
     """Parameters of the pooler and task head that architectures[0] names, and a note.
 
@@ -1143,6 +1216,8 @@ _FAMILIES: dict[str, tuple[str, _Family]] = {
     "RefinedWebModel": ("falcon", _falcon),  # Falcon-7B before transformers 4.33
     "RefinedWeb": ("falcon_rw_40b", _falcon),  # Falcon-40B before transformers 4.33
     "gpt_neox": ("gpt_neox", _gpt_neox),
+    "gpt_bigcode": ("gpt_bigcode", _gpt_bigcode),
+    "mpt": ("mpt", _mpt),
     "gptj": ("gptj", _gptj),
     "opt": ("opt", _opt),
     "bloom": ("bloom", _bloom),
@@ -1152,6 +1227,9 @@ _FAMILIES: dict[str, tuple[str, _Family]] = {
 # architectures[0] -> model_type, for configs without (or with an unknown) model_type.
 _ARCHITECTURES = {
     "GPT2LMHeadModel": "gpt2",
+    "GPTBigCodeForCausalLM": "gpt_bigcode",
+    "MPTForCausalLM": "mpt",
+    "MptForCausalLM": "mpt",
     "GPT2Model": "gpt2",
     "BertModel": "bert",
     "BertForMaskedLM": "bert",

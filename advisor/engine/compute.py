@@ -44,42 +44,86 @@ def compute_dtype_for(acc: AcceleratorSpec, wl: Workload) -> str | None:
 class Utilisation:
     value: float
     source: str
+    calibrated: bool = False  # from the catalog's benchmarks rather than a documented default
 
 
-def utilisation_table(benchmarks: list[BenchmarkSpec]) -> dict[tuple[str, bool], Utilisation]:
-    """Median measured MFU per (accelerator, training?) from benchmarks that state one."""
+def benchmark_mfu(bench: BenchmarkSpec, accelerators: dict[str, AcceleratorSpec]) -> float | None:
+    """The benchmark's MFU: as stated, else 6 N x tokens/s / (GPUs x dense peak) for a completed
+    full-training run (Kaplan et al.'s 6N; PaLM's MFU definition, arXiv:2204.02311 appendix B)."""
+    if bench.mfu is not None:
+        return bench.mfu
+    acc = accelerators.get(bench.accelerator)
+    if (
+        acc is None
+        or bench.outcome != "completed"
+        or bench.task not in ("pretrain", "full_finetune")
+        or not bench.tokens_per_second
+        or not bench.params
+        or bench.num_gpus < 1
+    ):
+        return None
+    peak = peak_tflops(acc, bench.precision if bench.precision in ("fp16", "bf16") else "bf16")
+    peak = peak or peak_tflops(acc, "fp16")
+    if not peak:
+        return None
+    return 6 * bench.params * bench.tokens_per_second / (bench.num_gpus * peak * 1e12)
+
+
+def utilisation_table(
+    benchmarks: list[BenchmarkSpec], accelerators: dict[str, AcceleratorSpec] | None = None
+) -> dict[tuple[str, bool], Utilisation]:
+    """Median measured MFU per (accelerator, training?) from the catalog's benchmarks: stated,
+    or derived from completed runs' tokens per second; implausible values are left out."""
+    low, high = c.BENCHMARK_MFU_BOUNDS
     found: dict[tuple[str, bool], list[tuple[float, str]]] = {}
     for bench in benchmarks:
-        if bench.mfu is None or not 0 < bench.mfu < 1:
+        mfu = benchmark_mfu(bench, accelerators or {})
+        if mfu is None or not low <= mfu <= high:
             continue
         training = bench.task not in (None, "inference")
-        found.setdefault((bench.accelerator, training), []).append((bench.mfu, bench.source))
+        how = "" if bench.mfu is not None else " (from tokens/s)"
+        found.setdefault((bench.accelerator, training), []).append((mfu, bench.source + how))
     table = {}
     for key, rows in found.items():
         value = statistics.median(v for v, _ in rows)
         sources = "; ".join(sorted({s for _, s in rows}))
-        table[key] = Utilisation(value, f"median of {len(rows)} catalog benchmark(s): {sources}")
+        table[key] = Utilisation(
+            value, f"median of {len(rows)} catalog benchmark(s): {sources}", calibrated=True
+        )
     return table
 
 
-def default_utilisation(wl: Workload) -> Utilisation:
+def default_training_utilisation(acc: AcceleratorSpec | None) -> c.Constant:
+    """The documented default for the accelerator's class (its dense 16-bit peak)."""
+    peak = (acc.bf16_tflops or acc.fp16_tflops or 0) if acc is not None else 0
+    if peak >= c.HOPPER_CLASS_TFLOPS:
+        return c.MFU_TRAINING_HOPPER
+    if peak and peak < c.OLDER_CLASS_TFLOPS:
+        return c.MFU_TRAINING_OLDER
+    return c.MFU_TRAINING
+
+
+def default_utilisation(wl: Workload, acc: AcceleratorSpec | None = None) -> Utilisation:
     if wl.task == "inference":
         return Utilisation(c.MFU_PREFILL.value, c.MFU_PREFILL.source)
     if wl.adapters:
         return Utilisation(c.MFU_LORA.value, c.MFU_LORA.source)
-    return Utilisation(c.MFU_TRAINING.value, c.MFU_TRAINING.source)
+    const = default_training_utilisation(acc)
+    return Utilisation(const.value, const.source)
 
 
 def scaling_efficiency(node: NodeTypeSpec, n: int, strategy: str) -> float:
     if n <= 1:
         return 1.0
-    eff = c.SCALING_EFFICIENCY.get(node.intra_node_interconnect, 0.85)
+    eff = c.SCALING_EFFICIENCY.get(node.intra_node_interconnect, 0.88)
     nodes = math.ceil(n / node.gpus_per_node)
     if nodes > 1:
-        inter = c.SCALING_EFFICIENCY.get(node.inter_node_interconnect, 0.6)
-        if node.inter_node_interconnect == "none":
-            inter = 0.5
-        eff *= inter * max(0.5, 1 - 0.01 * math.log2(nodes))
+        link = node.inter_node_interconnect
+        inter = 0.5 if link == "none" else c.SCALING_EFFICIENCY.get(link, 0.63)
+        if inter < 1.0:
+            # Links slower than the reference lose a little more with every doubling of nodes.
+            inter *= max(0.5, 1 - 0.01 * math.log2(nodes))
+        eff *= inter
     if strategy in ("zero3", "fsdp", "zero3_offload"):
         eff *= c.ZERO3_COMM_FACTOR.value
     if strategy == "zero3_offload":

@@ -138,6 +138,18 @@ LOGITS_TRAINING_BYTES = Constant(
     "a 32k-256k vocabulary makes the logits one of the largest tensors",
 )
 
+LORA_DROPOUT = Constant(
+    "LoRA dropout",
+    1,
+    "byte of mask + one 16-bit copy of the input, per element, for every adapted linear layer",
+    "PEFT LoraLayer: `lora_B(lora_A(dropout(x)))` with one nn.Dropout per adapted module "
+    "(peft/tuners/lora/layer.py); LitGPT finetune/lora.py lora_dropout=0.05; QLoRA paper "
+    "(arXiv:2305.14314) appendix: dropout 0.1 up to 13B, 0.05 above. PyTorch's native_dropout "
+    "keeps a bool mask and lora_A keeps the dropped-out input for its weight gradient",
+    "assumed on unless lora_dropout is 0: the published recipes use it, and omitting it "
+    "under-estimates",
+)
+
 # --- Quantisation -------------------------------------------------------------------------------
 
 NF4_CONSTANTS = Constant(
@@ -201,15 +213,39 @@ RECOMPUTE_FLOPS_PER_PARAM = Constant(
     "checkpointed layers run their forward twice",
 )
 MFU_TRAINING = Constant(
-    "Hardware FLOPs utilisation, training",
+    "Hardware FLOPs utilisation, training (A100-class GPUs)",
     0.50,
-    "of the dense peak, applied to the FLOPs executed (recomputation included)",
-    "Megatron-LM reaches 52% of A100 peak counting recomputation (Narayanan et al. 2021, "
-    "arXiv:2104.04473, their FLOPs formula includes it); PaLM 57.8% HFU / 46.2% MFU "
-    "(arXiv:2204.02311 table 3); MosaicML llm-foundry benchmarks 50-64% MFU on A100 with "
-    "FSDP and flash attention. Used only where the catalog has no benchmark",
-    "documented default when the catalog has no measurement",
+    "of the dense 16-bit peak, applied to the FLOPs executed (recomputation included)",
+    "Narayanan et al. 2021, Megatron-LM (arXiv:2104.04473): 52% of A100 peak at 1T parameters on "
+    "3,072 GPUs, counting recomputation; Korthikanti et al. 2022 (arXiv:2205.05198, abstract): "
+    "530B on 2,240 A100s at 54.2% MFU, 42.1% MFU with full recomputation (56% counting the "
+    "recomputed forward). For GPUs with a 200-600 TFLOP/s dense 16-bit peak "
+    "(A100, MI250X) where the catalog has no benchmark",
+    "documented default for Ampere-class GPUs when the catalog has no measurement",
 )
+MFU_TRAINING_HOPPER = Constant(
+    "Hardware FLOPs utilisation, training (H100-class GPUs)",
+    0.40,
+    "of the dense 16-bit peak, applied to the FLOPs executed (recomputation included)",
+    "Dubey et al. 2024, The Llama 3 Herd of Models (arXiv:2407.21783) table 4: 38-43% BF16 MFU "
+    "for Llama 3 405B on 8,192-16,384 H100s. For GPUs with a dense 16-bit peak of 600 TFLOP/s "
+    "or more (H100, H200, GH200, MI300X, Max 1550) where the catalog has no benchmark",
+    "the higher the peak, the harder it is to reach: memory bandwidth, communication and "
+    "non-matmul kernels did not speed up by the same factor",
+)
+MFU_TRAINING_OLDER = Constant(
+    "Hardware FLOPs utilisation, training (V100-class GPUs)",
+    0.25,
+    "of the dense 16-bit peak, applied to the FLOPs executed (recomputation included)",
+    "Shoeybi et al. 2019, Megatron-LM (arXiv:1909.08053), abstract: 1.2B on one V100 sustains "
+    "39 TFLOP/s, 30% of peak; 8.3B on 512 V100s sustains 15.1 PFLOP/s at 76% scaling "
+    "efficiency, 29.5 TFLOP/s or 24% per GPU. For GPUs below 200 TFLOP/s dense 16-bit (V100, "
+    "T4, MI100, MI210) where the catalog has no benchmark",
+    "the at-scale figure, as for the other GPU classes",
+)
+HOPPER_CLASS_TFLOPS = 600  # dense 16-bit peak at or above which MFU_TRAINING_HOPPER applies
+OLDER_CLASS_TFLOPS = 200  # below which MFU_TRAINING_OLDER applies
+BENCHMARK_MFU_BOUNDS = (0.05, 0.85)  # a derived MFU outside this is a unit error, not a measurement
 MFU_LORA = Constant(
     "Model FLOPs utilisation, LoRA/QLoRA",
     0.30,
@@ -236,23 +272,24 @@ BANDWIDTH_UTILISATION = Constant(
     "token-by-token generation is memory-bound",
 )
 SCALING_EFFICIENCY = {
-    # Fraction of linear speed-up kept when data-parallel traffic crosses the link.
-    "nvlink": 0.97,
-    "xelink": 0.95,
-    "infinity_fabric": 0.95,
-    "pcie": 0.85,
+    # Fraction of linear speed-up kept when data-parallel traffic crosses the link, relative to
+    # NVLink within a node and InfiniBand between nodes: the default utilisations above were
+    # measured at scale on such clusters, so those links cost nothing on top of them.
+    "nvlink": 1.0,
+    "infiniband": 1.0,
+    "xelink": 0.98,
+    "infinity_fabric": 0.98,
+    "omnipath": 0.97,
+    "pcie": 0.88,
     "none": 1.0,
-    "infiniband": 0.95,
-    "omnipath": 0.92,
-    "ethernet": 0.60,
+    "ethernet": 0.63,
 }
 SCALING_SOURCE = (
-    "Seed 001 (Turing benchmarks: 1 to 16 GPUs scale slightly sub-linearly); MosaicML "
-    "llm-foundry throughput tables hold ~50% MFU for MPT-7B from 8 to 128 A100s over "
-    "InfiniBand, and LLaMA-65B trained at ~48% MFU on 2048 A100s (Touvron et al. 2023, "
-    "arXiv:2302.13971), so well-overlapped data parallelism loses little on NVLink/InfiniBand; "
-    "ring all-reduce moves 2(N-1)/N x the gradients per step (Sergeev & Del Balso 2018, "
-    "arXiv:1802.05799), which bandwidth-poor links (PCIe-only, 1-25 GbE) cannot hide"
+    "The default utilisations are at-scale figures (Megatron-LM on 3,072 A100s, Llama 3 on "
+    "16,384 H100s, both NVLink + InfiniBand), so they already include those links' "
+    "communication. Slower links lose more: ring all-reduce moves 2(N-1)/N x the gradients "
+    "per step (Sergeev & Del Balso 2018, arXiv:1802.05799), which PCIe-only nodes and 1-25 GbE "
+    "cannot hide (seed 001: Turing PCIe nodes scale sub-linearly from 1 to 16 GPUs)"
 )
 ZERO3_COMM_FACTOR = Constant(
     "ZeRO-3 / FSDP communication",
@@ -286,7 +323,8 @@ MEMORY_MARGIN = Constant(
     0.10,
     "relative, either way",
     "spread of the validation errors: docs/accuracy.md (issue 3 section 7) measures a median "
-    "absolute error of ~6.5% on 33 published peak-memory points, most within +-10%",
+    "absolute error of 3.9% on 43 published peak-memory points, all but two within +-10% "
+    "(worst -14%)",
     "an estimate within this margin of a GPU's capacity may not fit",
 )
 GPU_HOURS_MARGIN = Constant(
@@ -294,7 +332,7 @@ GPU_HOURS_MARGIN = Constant(
     0.25,
     "relative, either way",
     "spread of the validation errors: docs/accuracy.md measures a median absolute error of "
-    "~26% on 20 published GPU-hour totals and benchmarks; utilisation varies 40-70% across "
+    "~24% on 20 published GPU-hour totals and benchmarks; utilisation varies 40-70% across "
     "training stacks",
     "throughput depends on software and data pipeline",
 )
@@ -314,9 +352,24 @@ MAX_GPUS_SEARCHED = 512
 # Families whose Hugging Face implementations train with dropout on by default (their configs
 # set attention/hidden dropout 0.1) and so keep dropout masks for backward.
 DROPOUT_FAMILIES = frozenset(
-    {"gpt2", "bert", "roberta", "distilbert", "t5", "bart", "opt", "vit", "whisper", "bloom"}
+    {
+        "gpt2", "gpt_bigcode", "bert", "roberta", "distilbert", "t5", "bart", "opt", "vit",
+        "whisper", "bloom",
+    }
+)
+# Families whose RMSNorm upcasts its input to fp32 before normalising (transformers'
+# LlamaRMSNorm and its copies: `hidden_states.to(torch.float32)`; LitGPT's RMSNorm: `x.float()`),
+# so autograd keeps a 4-byte copy of every norm input even in pure 16-bit training.
+RMSNORM_FP32_FAMILIES = frozenset(
+    {
+        "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "gemma", "gemma2", "phi3",
+        "deepseek_v2", "deepseek_v3",
+    }
 )
 # Families whose eager attention runs softmax in fp32 and keeps that output for backward.
 FP32_SOFTMAX_FAMILIES = frozenset(
-    {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "gemma2", "phi", "phi3"}
+    {
+        "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "gemma2", "phi", "phi3",
+        "gpt_bigcode",  # GPTBigCodeConfig.attention_softmax_in_fp32 defaults to True
+    }
 )

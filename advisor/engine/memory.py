@@ -74,6 +74,7 @@ class Workload:
     lora_rank: int
     lora_targets: tuple[str, ...] = ()
     double_quant: bool = False
+    lora_dropout: bool = False
 
     @property
     def training(self) -> bool:
@@ -159,9 +160,15 @@ def stored_linear_inputs(shape: ModelShape, wl: Workload) -> tuple[bool, bool, b
     A linear layer keeps its input only when its weight needs a gradient. Full training keeps
     all of them; bitsandbytes' 4-bit and 8-bit matmuls keep their input whenever the input
     needs a gradient (MatMul4Bit: `ctx.tensors = (A, B)`), so quantised LoRA keeps all too. A
-    frozen 16-bit layer keeps its input only where a LoRA adapter on it needs that input.
+    frozen 16-bit layer keeps its input only where a LoRA adapter on it needs that input, and
+    not even then when the adapter's dropout hands it a copy (counted by
+    `lora_dropout_bytes_per_token`).
     """
-    if not wl.adapters or wl.weight_format in ("int4", "int8") or not wl.lora_targets:
+    if not wl.adapters or wl.weight_format in ("int4", "int8"):
+        return True, True, True
+    if wl.lora_dropout:
+        return False, False, False
+    if not wl.lora_targets:
         return True, True, True
     targets = set(wl.lora_targets)
     roles = [lin.role for lin in shape.linears if _short(lin.name) in targets]
@@ -171,6 +178,20 @@ def stored_linear_inputs(shape: ModelShape, wl: Workload) -> tuple[bool, bool, b
     mlp = any(role.endswith(_MLP_IN_SUFFIXES) for role in roles)
     down = any(role.endswith(_MLP_DOWN_SUFFIXES) for role in roles)
     return attn, mlp, down
+
+
+def lora_dropout_bytes_per_token(shape: ModelShape, wl: Workload) -> float:
+    """Bytes per token and layer that LoRA dropout keeps: a bool mask and the dropped-out
+    16-bit input for every adapted linear layer (each PEFT adapter has its own nn.Dropout)."""
+    if not (wl.adapters and wl.lora_dropout):
+        return 0.0
+    per_element = c.LORA_DROPOUT.value + wl.act_bytes
+    targets = set(wl.lora_targets)
+    linears = [lin for lin in shape.linears if not targets or _short(lin.name) in targets]
+    if not linears:  # no named linears: q, k, v, o, the MLP's input projections and its output
+        h, f = shape.hidden_size, shape.intermediate_size
+        return per_element * ((4 + (2 if shape.gated_mlp else 1)) * h + f)
+    return per_element * sum(lin.in_features * lin.count_per_layer for lin in linears)
 
 
 def training_activations_per_layer(
@@ -199,10 +220,16 @@ def training_activations_per_layer(
     dropout = shape.family in c.DROPOUT_FAMILIES
     e = wl.act_bytes
     amp = wl.autocast
-    r = 4 if amp else e
+    # Norm inputs: fp32 under autocast, and where the RMSNorm upcasts before normalising.
+    r = 4 if amp or shape.family in c.RMSNORM_FP32_FAMILIES else e
     sb = s * b
     attn_in, mlp_in, down_in = stored_linear_inputs(shape, wl)
-    unsharded = 2 * r * sb * h + (attn_in + mlp_in) * e * sb * h + (2 * sb * h if dropout else 0)
+    unsharded = (
+        2 * r * sb * h
+        + (attn_in + mlp_in) * e * sb * h
+        + (2 * sb * h if dropout else 0)
+        + lora_dropout_bytes_per_token(shape, wl) * sb
+    )
     attn = e * sb * (shape.attn_dim + 2 * kv + h)  # Q, K, V, output
     # Gated: gate, up and act(gate) always (SiLU and product backward), the product when the
     # down projection keeps its input. GELU: its input always, its output likewise.

@@ -197,6 +197,9 @@ class EstimateRequest(_Frozen):
     # Module names LoRA adapts ("q_proj", "v_proj", ...); None: every linear layer of a block,
     # as the QLoRA paper recommends.
     lora_target_modules: list[str] | None = None
+    # Dropout on the adapters' input; None: on (LitGPT 0.05, QLoRA paper 0.05-0.1). 0 saves the
+    # mask and the dropped-out copy of the input that every adapter keeps for backward.
+    lora_dropout: float | None = Field(default=None, ge=0, lt=1)
     # 4-bit NF4 double quantisation of the constants; None: on for QLoRA (the paper's recipe),
     # off for int4 inference (transformers' BitsAndBytesConfig default).
     double_quant: bool | None = None

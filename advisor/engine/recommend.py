@@ -242,7 +242,7 @@ def evaluate(
             if request.num_gpus is not None:
                 counts = [k for k in counts if k == request.num_gpus] or [request.num_gpus]
             capacity = int(acc.memory_gb * 1e9)
-            util = utilisation.get((acc.name, wl.training)) or default_utilisation(wl)
+            util = utilisation.get((acc.name, wl.training)) or default_utilisation(wl, acc)
             single_fits = fits_elsewhere = False
             for strategy, unavailable in strategies_for(request, wl, system):
                 allowed = _allowed(strategy, counts, node)
@@ -307,6 +307,10 @@ def _size(
 
     target = sizing.target_wall_hours
     gpu_hours = None
+    if tokens is not None and peak and util.calibrated:
+        reasons.append(
+            f"assumes {util.value:.0%} of the {dtype} dense peak, the {util.source}."
+        )
     if tokens is not None and peak:
         gpu_hours = hours(n)
         if gpu_hours / n > target and (n_fit is not None):

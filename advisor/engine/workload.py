@@ -230,4 +230,5 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         double_quant=(
             request.double_quant if request.double_quant is not None else task == "qlora"
         ),
+        lora_dropout=request.lora_dropout is None or request.lora_dropout > 0,
     )

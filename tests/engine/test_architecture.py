@@ -704,6 +704,41 @@ CASES = [
         "model card size table: large-v3 1550M; Hub safetensors total 1543490560",
         "whisper",
     ),
+    Case(
+        "bigcode/starcoder",
+        load("bigcode/starcoder"),
+        15_517_456_384,
+        15_517_456_384,
+        0,
+        "public MultiPL-T parameter table: 'multipl-t-starcoder-15b-ocaml': (40, 6144, "
+        "15517456384.0) (a StarCoder-15B fine-tune, same shape); Li et al. 2023, StarCoder "
+        "(arXiv:2305.06161): '15.5B parameter models'. Multi-query attention: c_attn is "
+        "6144 x (6144 + 2 x 128), not 3 x 6144 (the generic estimate gave 18.4B)",
+        "gpt_bigcode",
+    ),
+    Case(
+        "bigcode/starcoderbase-1b shape",
+        {
+            **load("bigcode/starcoder"),
+            "n_embd": 2048, "n_head": 16, "n_inner": 8192, "n_layer": 24,
+        },
+        1_137_207_296,
+        1_137_207_296,
+        0,
+        "public MultiPL-T parameter table: 'multipl-t-starcoder-1b-ocaml': (24, 2048, "
+        "1137207296.0)",
+        "gpt_bigcode",
+    ),
+    Case(
+        "mosaicml/mpt-7b",
+        load("mosaicml/mpt-7b"),
+        6_649_286_656,
+        6.7e9,
+        0.01,
+        "mosaicml/mpt-7b model card: '6.7B' parameters (d_model 4096, 32 layers, vocab 50432, "
+        "no biases, ALiBi so no position embedding, output tied to wte)",
+        "mpt",
+    ),
 ]
 
 

@@ -1,6 +1,7 @@
 """Memory per GPU by component, against formulas whose numbers are known exactly."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -151,8 +152,9 @@ def test_flash_attention_drops_the_quadratic_term():
     shape = llama2_7b()
     wl = workload(task="full_finetune", seq_len=4096, mixed_precision=False)
     s, h, f = 4096, 4096, 11008
-    # norms and inputs 8sbh, Q/K/V/O 8sbh (no GQA), SwiGLU inner 8sbf, logsumexp 4bas
-    expected = 8 * s * h + 8 * s * h + 8 * s * f + 4 * 32 * s
+    # RMSNorm inputs kept in fp32 8sbh, attention/MLP inputs 4sbh, Q/K/V/O 8sbh (no GQA),
+    # SwiGLU inner 8sbf, logsumexp 4bas
+    expected = 8 * s * h + 4 * s * h + 8 * s * h + 8 * s * f + 4 * 32 * s
     assert training_activations_per_layer(shape, wl) == expected
 
 
@@ -270,6 +272,34 @@ def test_deepseek_latent_kv_cache_is_narrower_than_heads_times_dims():
     wl = workload(seq_len=1000, new_tokens=24)
     width = shape.kv_cache_width or 2 * shape.num_kv_heads * shape.head_dim
     assert kv_cache_bytes(shape, wl) == shape.num_layers * width * 1024 * 2
+
+
+def test_lora_dropout_keeps_a_mask_and_a_copy_of_the_input_for_every_adapter():
+    """PEFT gives each adapted module its own nn.Dropout: on q and v of Llama-2-7B that is two
+    16-bit copies of the attention input plus two bool masks, and the frozen base then keeps
+    no input of its own."""
+    shape = llama2_7b()
+    s, h = 2048, 4096
+    plain = workload(task="lora", lora_targets=("q_proj", "v_proj"), mixed_precision=False)
+    dropped = workload(
+        task="lora", lora_targets=("q_proj", "v_proj"), mixed_precision=False, lora_dropout=True
+    )
+    extra = training_activations_per_layer(shape, dropped) - training_activations_per_layer(
+        shape, plain
+    )
+    assert extra == 2 * (2 + 1) * s * h - 2 * s * h
+
+
+def test_rmsnorm_inputs_are_kept_in_fp32_even_in_pure_16_bit_training():
+    """transformers' LlamaRMSNorm upcasts to fp32 before normalising; GPT-NeoX's LayerNorm
+    does not, so the same shape costs 2 bytes per norm input less under that family."""
+    shape = llama2_7b()
+    wl = workload(task="full_finetune", mixed_precision=False)
+    neox = replace(shape, family="gpt_neox")
+    s, h = 2048, 4096
+    assert training_activations_per_layer(shape, wl) - training_activations_per_layer(
+        neox, wl
+    ) == 2 * (4 - 2) * s * h
 
 
 def test_frozen_16_bit_layers_keep_no_inputs_but_4_bit_layers_do():
