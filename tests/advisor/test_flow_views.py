@@ -272,3 +272,36 @@ def test_session_whose_chart_is_gone_gets_a_message_not_a_500(client):
                                                     current_step="work_kind")
     response = client.get(step_url(advisor_session, "work_kind"))
     assertContains(response, "no longer available", status_code=410)
+
+
+def test_unreachable_hub_never_breaks_the_flow(
+    client, settings, django_capture_on_commit_callbacks
+):
+    """The Hub does not answer: the lookup fails with a way forward and the researcher goes on,
+    typing the parameter count, to a result."""
+    from django.core.management import call_command
+
+    call_command("load_catalog", "default", verbosity=0)
+    settings.HF_ENDPOINT = "http://127.0.0.1:9"  # the discard port: nothing listens
+    settings.HF_TIMEOUT_SECONDS = 1
+    advisor_session = start(client)
+    answer_all(client, advisor_session, [("work_kind", "lora")])
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            step_url(advisor_session, "model"), {"answer": "mistralai/Mistral-7B-v0.1"})
+    assert response.status_code == 302
+    page = client.get(response["Location"])
+    assert page.status_code == 200
+    assertContains(page, "type the parameter count")
+    rest = [
+        ("model_params", "7.24"), ("precision", "bf16"), ("batch_size", "4"),
+        ("seq_len", "2048"), ("dataset_tokens", "20"), ("epochs", "3"), ("num_gpus", ""),
+        ("data_sensitivity", "public"), ("timeline", ""), ("hpc_experience", "some"),
+        ("azure", "no"), ("notebooks", "no"),
+    ]
+    response = answer_all(client, advisor_session, rest)
+    result = client.get(response["Location"])
+    assert result.status_code == 200
+    assertContains(result, "GPU hours")
+    advisor_session.refresh_from_db()
+    assert advisor_session.estimate_result["params_total"] == 7_240_000_000
