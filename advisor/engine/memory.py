@@ -134,6 +134,31 @@ def base_weight_bytes(
     return total * c.BYTES[weight_format], 0.0
 
 
+def quantised_base_bytes(shape: ModelShape, wl: Workload) -> tuple[float, float, float]:
+    """(stored weights, quantisation constants, dequantisation workspace) of the base model.
+
+    Whether a 4-bit stack quantises the LM head depends on the library, which the request does
+    not name. transformers' bitsandbytes integration keeps the output layer in 16-bit
+    (`get_keys_to_not_convert`); Lightning's BitsandbytesPrecision (LitGPT) replaces every
+    `nn.Linear`, the head included, and bitsandbytes then dequantises the whole head for every
+    forward (and backward) pass over more than one token. With a large vocabulary the head is
+    the largest linear layer, so its dequantised copies outweigh the bytes the 4-bit head
+    saves. The larger of the two layouts is what the GPU must hold.
+    """
+    weights, constants = base_weight_bytes(shape, wl.weight_format, wl.double_quant)
+    workspace = dequant_workspace_bytes(shape, wl)
+    head = shape.vocab_size * shape.hidden_size
+    if wl.weight_format != "int4" or not head:
+        return weights, constants, workspace
+    per_weight = (c.NF4_DOUBLE_QUANT if wl.double_quant else c.NF4_CONSTANTS).value
+    head_weights = weights - shape.params_lm_head * 2 + head * 0.5
+    head_constants = constants + head * per_weight
+    head_workspace = c.DEQUANT_WORKSPACE_LAYERS.value * max(shape.largest_linear, head) * 2
+    if head_weights + head_constants + head_workspace > weights + constants + workspace:
+        return head_weights, head_constants, head_workspace
+    return weights, constants, workspace
+
+
 def _quantised_rows(shape: ModelShape) -> int:
     if shape.linears:
         per_layer = sum(lin.out_features * lin.count_per_layer for lin in shape.linears)
@@ -317,7 +342,7 @@ class MemoryModel:
 
     def __init__(self, shape: ModelShape, wl: Workload) -> None:
         self.shape, self.wl = shape, wl
-        weights, constants = base_weight_bytes(shape, wl.weight_format, wl.double_quant)
+        weights, constants, workspace = quantised_base_bytes(shape, wl)
         grads = optim = 0.0
         if wl.training:
             if wl.adapters:
@@ -339,7 +364,7 @@ class MemoryModel:
         if wl.training and not wl.adapters and wl.state_mode == "mixed":
             p = shape.params_total
             self.amp_states = (p * (4 + c.AMP_CAST_CACHE.value), p * 4.0, optim - p * 4.0)
-        self.workspace = dequant_workspace_bytes(shape, wl)
+        self.workspace = workspace
         self.gathered = (
             c.ZERO3_LIVE_LAYERS.value * shape.params_per_layer * c.BYTES[wl.compute_dtype]
         )
