@@ -335,3 +335,15 @@ def test_frozen_16_bit_layers_keep_no_inputs_but_4_bit_layers_do():
     kept_by_full = training_activations_per_layer(shape, full)
     assert training_activations_per_layer(shape, qlora) == kept_by_full
     assert training_activations_per_layer(shape, lora) == kept_by_full - 2 * s * (h + f)
+
+
+def test_sharded_mixed_precision_keeps_16_bit_layer_inputs_under_checkpointing():
+    """Plain PyTorch AMP keeps fp32 parameters, so the residual stream (each checkpointed
+    layer's input) is fp32; ZeRO and FSDP compute with 16-bit parameters, so it is 16-bit."""
+    shape = llama2_7b()
+    wl = workload(task="pretrain", gradient_checkpointing=True, seq_len=2048)
+    amp = memory_per_gpu(shape, wl, "single", 1)["activations"]
+    for strategy in ("zero2", "fsdp"):
+        sharded = memory_per_gpu(shape, wl, strategy, 8)["activations"]
+        # 32 layer inputs plus the embedding output and final norm input, 2 bytes less each
+        assert amp - sharded == (32 + 2) * 2048 * 4096 * 2
