@@ -180,10 +180,14 @@ INT8_ROW_SCALE = Constant(
 DEQUANT_WORKSPACE_LAYERS = Constant(
     "Dequantisation workspace",
     2,
-    "copies of the largest quantised linear layer in 16-bit",
-    "bitsandbytes dequantises a 4-bit weight to the compute dtype for each matmul (forward, "
-    "and again in backward for QLoRA) (QLoRA paper section 3; bitsandbytes Linear4bit)",
-    "the 16-bit copy of the layer being computed lives beside the packed weights",
+    "copies of the largest quantised linear layer in 16-bit (the LM head where it is 4-bit)",
+    "bitsandbytes 0.41 MatMul4Bit: `linear(A, dequantize_4bit(B, state).to(A.dtype).t())` for "
+    "any input of more than one token (forward, and again in backward for QLoRA). "
+    "dequantize_4bit allocates the whole layer in the dtype it was quantised from, and "
+    "Lightning's BitsandbytesPrecision quantises from fp16 (`_Linear4bit._quantize_weight`: "
+    "`.to(dtype=torch.half)`), so with bf16 compute the cast is a second copy. Lightning also "
+    "quantises the LM head; transformers keeps it in 16-bit (`get_keys_to_not_convert`)",
+    "the 16-bit copies of the layer being computed live beside the packed weights",
 )
 
 # --- Compute -----------------------------------------------------------------------------------
@@ -323,8 +327,8 @@ MEMORY_MARGIN = Constant(
     0.10,
     "relative, either way",
     "spread of the validation errors: docs/accuracy.md (issue 3 section 7) measures a median "
-    "absolute error of 3.9% on 43 published peak-memory points, all but two within +-10% "
-    "(worst -14%)",
+    "absolute error of 2.2% on 43 published peak-memory points, all within +-10% "
+    "(worst -9%)",
     "an estimate within this margin of a GPU's capacity may not fit",
 )
 GPU_HOURS_MARGIN = Constant(
@@ -332,7 +336,7 @@ GPU_HOURS_MARGIN = Constant(
     0.25,
     "relative, either way",
     "spread of the validation errors: docs/accuracy.md measures a median absolute error of "
-    "~24% on 20 published GPU-hour totals and benchmarks; utilisation varies 40-70% across "
+    "~21% on 20 published GPU-hour totals and benchmarks; utilisation varies 40-75% across "
     "training stacks",
     "throughput depends on software and data pipeline",
 )

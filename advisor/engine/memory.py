@@ -134,6 +134,31 @@ def base_weight_bytes(
     return total * c.BYTES[weight_format], 0.0
 
 
+def quantised_base_bytes(shape: ModelShape, wl: Workload) -> tuple[float, float, float]:
+    """(stored weights, quantisation constants, dequantisation workspace) of the base model.
+
+    Whether a 4-bit stack quantises the LM head depends on the library, which the request does
+    not name. transformers' bitsandbytes integration keeps the output layer in 16-bit
+    (`get_keys_to_not_convert`); Lightning's BitsandbytesPrecision (LitGPT) replaces every
+    `nn.Linear`, the head included, and bitsandbytes then dequantises the whole head for every
+    forward (and backward) pass over more than one token. With a large vocabulary the head is
+    the largest linear layer, so its dequantised copies outweigh the bytes the 4-bit head
+    saves. The larger of the two layouts is what the GPU must hold.
+    """
+    weights, constants = base_weight_bytes(shape, wl.weight_format, wl.double_quant)
+    workspace = dequant_workspace_bytes(shape, wl)
+    head = shape.vocab_size * shape.hidden_size
+    if wl.weight_format != "int4" or not head:
+        return weights, constants, workspace
+    per_weight = (c.NF4_DOUBLE_QUANT if wl.double_quant else c.NF4_CONSTANTS).value
+    head_weights = weights - shape.params_lm_head * 2 + head * 0.5
+    head_constants = constants + head * per_weight
+    head_workspace = c.DEQUANT_WORKSPACE_LAYERS.value * max(shape.largest_linear, head) * 2
+    if head_weights + head_constants + head_workspace > weights + constants + workspace:
+        return head_weights, head_constants, head_workspace
+    return weights, constants, workspace
+
+
 def _quantised_rows(shape: ModelShape) -> int:
     if shape.linears:
         per_layer = sum(lin.out_features * lin.count_per_layer for lin in shape.linears)
@@ -253,10 +278,22 @@ def training_activations_per_layer(
     return unsharded + sharded / tp
 
 
-def training_activations(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
+def training_activations(
+    shape: ModelShape, wl: Workload, *, tp: int = 1, sixteen_bit_params: bool = False
+) -> float:
+    """All layers' saved tensors, or with checkpointing each layer's input plus one layer.
+
+    Plain PyTorch AMP keeps fp32 parameters, so the embedding output and the residual stream
+    between layers are fp32. DeepSpeed's bf16/fp16 modes cast the module to 16-bit
+    (`module.bfloat16()`, fp32 master weights live in the optimizer) and FSDP computes with
+    `MixedPrecision.param_dtype`, so under those (`sixteen_bit_params`) the stream, and the
+    layer inputs checkpointing keeps, are 16-bit. Norm inputs stay fp32 under autocast either
+    way: layer_norm autocasts to fp32 and saves that copy.
+    """
     layers = shape.total_layers
     per_layer = training_activations_per_layer(shape, wl, tp=tp)
-    residual_bytes = 4 if wl.autocast else wl.act_bytes  # autocast keeps the stream in fp32
+    fp32_stream = wl.autocast and not sixteen_bit_params
+    residual_bytes = 4 if fp32_stream else wl.act_bytes
     sbh = wl.seq_len * wl.batch_size * shape.hidden_size * residual_bytes
     embeddings_and_final_norm = 2 * sbh
     if wl.gradient_checkpointing:
@@ -301,6 +338,9 @@ def kv_cache_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
     return shape.num_layers * per_token * wl.batch_size * tokens * wl.act_bytes
 
 
+_SIXTEEN_BIT_PARAM_STRATEGIES = frozenset({"zero1", "zero2", "zero3", "fsdp", "zero3_offload"})
+
+
 def memory_per_gpu(shape: ModelShape, wl: Workload, strategy: str, n: int) -> dict[str, int]:
     """Peak bytes per GPU by component for `n` GPUs under `strategy`."""
     return MemoryModel(shape, wl).per_gpu(strategy, n)
@@ -317,7 +357,7 @@ class MemoryModel:
 
     def __init__(self, shape: ModelShape, wl: Workload) -> None:
         self.shape, self.wl = shape, wl
-        weights, constants = base_weight_bytes(shape, wl.weight_format, wl.double_quant)
+        weights, constants, workspace = quantised_base_bytes(shape, wl)
         grads = optim = 0.0
         if wl.training:
             if wl.adapters:
@@ -339,22 +379,25 @@ class MemoryModel:
         if wl.training and not wl.adapters and wl.state_mode == "mixed":
             p = shape.params_total
             self.amp_states = (p * (4 + c.AMP_CAST_CACHE.value), p * 4.0, optim - p * 4.0)
-        self.workspace = dequant_workspace_bytes(shape, wl)
+        self.workspace = workspace
         self.gathered = (
             c.ZERO3_LIVE_LAYERS.value * shape.params_per_layer * c.BYTES[wl.compute_dtype]
         )
-        self._flows: dict[int, tuple[float, float, float]] = {}
+        self._flows: dict[tuple[int, bool], tuple[float, float, float]] = {}
 
-    def _flow(self, tp: int) -> tuple[float, float, float]:
+    def _flow(self, tp: int, sixteen_bit_params: bool) -> tuple[float, float, float]:
         """(activations, logits, KV cache) per GPU with `tp`-way tensor parallelism."""
-        found = self._flows.get(tp)
+        key = (tp, sixteen_bit_params)
+        found = self._flows.get(key)
         if found is None:
             shape, wl = self.shape, self.wl
             if wl.training:
-                activations = training_activations(shape, wl, tp=tp)
+                activations = training_activations(
+                    shape, wl, tp=tp, sixteen_bit_params=sixteen_bit_params
+                )
             else:
                 activations = inference_activations(shape, wl, tp=tp)
-            found = self._flows[tp] = (
+            found = self._flows[key] = (
                 activations,
                 logits_bytes(shape, wl, tp=tp),
                 kv_cache_bytes(shape, wl, tp=tp),
@@ -366,7 +409,8 @@ class MemoryModel:
         dp = n if strategy not in ("single", "tensor_parallel") else 1
         weights, constants, workspace = self.weights, self.constants, self.workspace
         grads, optim, gathered = self.grads, self.optim, self.gathered
-        activations, logits, kv = self._flow(tp)
+        # ZeRO/FSDP mixed precision computes with 16-bit parameters (see training_activations).
+        activations, logits, kv = self._flow(tp, strategy in _SIXTEEN_BIT_PARAM_STRATEGIES)
         if self.amp_states is not None and strategy in ("single", "ddp", "tensor_parallel"):
             weights, grads, optim = self.amp_states
         if strategy == "tensor_parallel":

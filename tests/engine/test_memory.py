@@ -247,12 +247,31 @@ def test_qlora_keeps_the_base_model_in_4_bit_and_adds_the_dequantisation_workspa
     wl = workload(task="qlora", weight_format="int4", precision="int4", double_quant=True)
     parts = memory_per_gpu(shape, wl, "single", 1)
     adapters = lora_trainable_params(shape, wl)
-    assert parts["weights"] == 3_762_823_168 + adapters * 4
-    # QLoRA's double quantisation: 0.127 bits of constants per weight
+    head = 32000 * 4096
+    # Llama-2's 32000 x 4096 head is larger than its largest block layer (4096 x 11008), so the
+    # layout with a 4-bit head dequantised whole (Lightning/LitGPT) needs more than the one
+    # with a 16-bit head (transformers): 0.2 GB saved on the weights, 0.35 GB more workspace.
+    assert parts["weights"] == 3_762_823_168 - head * 2 + head // 2 + adapters * 4
+    # QLoRA's double quantisation: 0.127 bits of constants per weight; two 16-bit copies of
+    # the head while it is dequantised.
     assert parts["quantization"] == int(
-        6_476_005_376 * 0.127 / 8 + 2 * (4096 * 11008) * 2
+        (6_476_005_376 + head) * 0.127 / 8 + 2 * head * 2
     )
     assert parts["optimizer_states"] == adapters * 8
+
+
+def test_4_bit_head_layout_is_used_only_where_it_needs_more_memory():
+    """A head smaller than the largest block layer costs less quantised than in 16-bit, so the
+    16-bit-head layout (transformers' default) is the one that must fit."""
+    shape = llama_like_shape(
+        num_layers=80, hidden_size=8192, num_attention_heads=64, num_kv_heads=8,
+        intermediate_size=28672, vocab_size=32000,
+    )
+    wl = workload(task="inference", weight_format="int4", precision="int4")
+    parts = memory_per_gpu(shape, wl, "single", 1)
+    linear = shape.params_linear
+    assert parts["weights"] == int(linear * 0.5 + (shape.params_total - linear) * 2)
+    assert parts["quantization"] == int(linear * 4 / 64 + 2 * (8192 * 28672) * 2)
 
 
 def test_tensor_parallel_splits_weights_and_kv_cache():
@@ -316,3 +335,15 @@ def test_frozen_16_bit_layers_keep_no_inputs_but_4_bit_layers_do():
     kept_by_full = training_activations_per_layer(shape, full)
     assert training_activations_per_layer(shape, qlora) == kept_by_full
     assert training_activations_per_layer(shape, lora) == kept_by_full - 2 * s * (h + f)
+
+
+def test_sharded_mixed_precision_keeps_16_bit_layer_inputs_under_checkpointing():
+    """Plain PyTorch AMP keeps fp32 parameters, so the residual stream (each checkpointed
+    layer's input) is fp32; ZeRO and FSDP compute with 16-bit parameters, so it is 16-bit."""
+    shape = llama2_7b()
+    wl = workload(task="pretrain", gradient_checkpointing=True, seq_len=2048)
+    amp = memory_per_gpu(shape, wl, "single", 1)["activations"]
+    for strategy in ("zero2", "fsdp"):
+        sharded = memory_per_gpu(shape, wl, strategy, 8)["activations"]
+        # 32 layer inputs plus the embedding output and final norm input, 2 bytes less each
+        assert amp - sharded == (32 + 2) * 2048 * 4096 * 2
