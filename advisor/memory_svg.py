@@ -12,17 +12,9 @@ from dataclasses import dataclass
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-COMPONENTS = [
-    ("weights", "Weights"),
-    ("gradients", "Gradients"),
-    ("optimizer_states", "Optimizer states"),
-    ("activations", "Activations"),
-    ("logits", "Logits"),
-    ("kv_cache", "KV cache"),
-    ("quantization", "Quantisation buffers"),
-    ("cuda_context", "CUDA context"),
-    ("allocator_reserve", "Allocator reserve"),
-]
+from advisor.engine.memory import COMPONENT_LABELS
+
+COMPONENTS = list(COMPONENT_LABELS.items())
 
 # (pattern body, fill) per component: shapes differ, and so do the greys behind them.
 _PATTERNS = {

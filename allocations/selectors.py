@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 
+from advisor.engine.memory import COMPONENT_LABELS
 from allocations.facilities import facility_get, trial_gpu_hours_limit
 from allocations.models import AllocationEvent, AllocationRequest, DataSensitivity, Service
 from allocations.services import requested_gpu_hours_from_result
@@ -119,17 +120,7 @@ def estimate_view(snapshot: dict[str, Any]) -> dict[str, Any]:
 
 
 # Components of MemoryBreakdown, in the order a bar shows them.
-MEMORY_COMPONENTS = (
-    ("weights", "Weights"),
-    ("gradients", "Gradients"),
-    ("optimizer_states", "Optimizer states"),
-    ("activations", "Activations"),
-    ("logits", "Logits"),
-    ("kv_cache", "KV cache"),
-    ("quantization", "Quantisation"),
-    ("cuda_context", "CUDA context"),
-    ("allocator_reserve", "Allocator reserve"),
-)
+MEMORY_COMPONENTS = tuple(COMPONENT_LABELS.items())
 MEMORY_COLOURS = (
     "#0b5cad",
     "#1a7f37",

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from advisor.engine.memory import COMPONENTS  # noqa: E402
 from advisor.engine.models import (  # noqa: E402
     AcceleratorSpec,
     CatalogSpec,
@@ -898,24 +899,13 @@ def _rule_fits(o: Outcome, rule_bytes: float | None) -> bool | None:
     return rule_bytes <= o.capacity_bytes
 
 
-_COMPONENTS = (
-    "weights",
-    "gradients",
-    "optimizer_states",
-    "activations",
-    "logits",
-    "kv_cache",
-    "quantization",
-    "cuda_context",
-    "allocator_reserve",
-)
 
 
 def _breakdown(o: Outcome) -> str:
     m = o.memory
     if m is None:
         return ""
-    parts = [f"{name} {getattr(m, name) / 1e9:.2f}" for name in _COMPONENTS if getattr(m, name)]
+    parts = [f"{name} {getattr(m, name) / 1e9:.2f}" for name in COMPONENTS if getattr(m, name)]
     return f"Engine components (GB): {', '.join(parts)}; total {m.total_bytes / 1e9:.2f}."
 
 

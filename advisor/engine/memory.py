@@ -43,17 +43,19 @@ _ADAPTER_STATE = {
     ("fp32", "sgd"): (4, 4, 4),
 }
 
-COMPONENTS = (
-    "weights",
-    "gradients",
-    "optimizer_states",
-    "activations",
-    "logits",
-    "kv_cache",
-    "quantization",
-    "cuda_context",
-    "allocator_reserve",
-)
+# The components of MemoryBreakdown in the order pages draw them, with their names for people.
+COMPONENT_LABELS = {
+    "weights": "Weights",
+    "gradients": "Gradients",
+    "optimizer_states": "Optimizer states",
+    "activations": "Activations",
+    "logits": "Logits",
+    "kv_cache": "KV cache",
+    "quantization": "Quantisation buffers",
+    "cuda_context": "CUDA context",
+    "allocator_reserve": "Allocator reserve",
+}
+COMPONENTS = tuple(COMPONENT_LABELS)
 
 
 @dataclass(frozen=True, slots=True)
