@@ -139,11 +139,17 @@ def strategies_for(
     return out
 
 
-def partition_for(system: SystemSpec, node: NodeTypeSpec) -> PartitionSpec | None:
-    matches = [p for p in system.partitions if node.name in p.node_types]
-    if not matches:
-        return None
-    return max(matches, key=lambda p: (p.max_wall_hours or 0, p.max_gpus_per_job or 0))
+def partitions_by_node(system: SystemSpec) -> dict[str, PartitionSpec]:
+    """Node type name -> the partition with the longest wall time (then the most GPUs per job)
+    that has it; on a tie the first listed. One pass over the partitions."""
+    best: dict[str, PartitionSpec] = {}
+    keys: dict[str, tuple[float, int]] = {}
+    for part in system.partitions:
+        key = (part.max_wall_hours or 0, part.max_gpus_per_job or 0)
+        for name in part.node_types:
+            if name not in keys or key > keys[name]:
+                best[name], keys[name] = part, key
+    return best
 
 
 def system_rejections(request: EstimateRequest, system: SystemSpec) -> list[str]:
@@ -328,6 +334,7 @@ def evaluate(
                 f"{system.display_name} has limited availability" + (f" ({note})." if note else ".")
             )
         trial = system.trial_gpu_hours
+        partitions = partitions_by_node(system) if system.partitions else {}
         for node in system.node_types:
             acc = accelerators.get(node.accelerator)
             if acc is None:
@@ -344,7 +351,7 @@ def evaluate(
             ) = shared
             if no_dtype is not None:
                 node_reasons.append(no_dtype)
-            partition = partition_for(system, node) if system.partitions else None
+            partition = partitions.get(node.name)
             counts, one, within_node, several = layout(node, partition)
             gpn = node.gpus_per_node
             per_node = max(gpn, 1)
