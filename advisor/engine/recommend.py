@@ -187,12 +187,14 @@ def evaluate(
 ) -> list[Candidate]:
     """Every system / node type / strategy sized for `request`, unranked.
 
-    This runs for every option of every estimate (about 70 over the default catalog, a
-    thousand estimates a second is the goal), so the per-option work is kept to lookups and
-    the reasons it has to write: what depends only on the request, the system or the node
-    type is worked out once for each; memory per GPU once per (strategy, GPU count); the
-    sizing scan once per (strategy, allowed counts, capacity); GPU hours once per
-    (accelerator, GPU count, scaling efficiency). The caches live for this call only.
+    The loop body runs for every option of every estimate (about 70 over the default catalog;
+    the goal is a thousand estimates a second), so it is one flat loop with the per-option
+    work kept to lookups, arithmetic and the reasons it has to write. What depends only on the
+    request, the system, the accelerator or the node type's shape is worked out once for each;
+    memory per GPU once per (strategy, GPU count); the sizing scan once per (strategy, allowed
+    counts, capacity); inference GPU hours once per (accelerator, GPU count, scaling
+    efficiency). The caches live for this call only, so nothing carries over to the next
+    estimate (tests/engine/test_ranking_caches.py).
     """
     training = wl.training
     tokens = None
