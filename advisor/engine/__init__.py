@@ -20,7 +20,7 @@ from advisor.engine.models import (
     MemoryBreakdown,
     Recommendation,
 )
-from advisor.engine.recommend import evaluate, rank
+from advisor.engine.recommend import evaluate, rank, trusted
 from advisor.engine.shape import ModelShape
 from advisor.engine.slurm import sbatch_script
 from advisor.engine.workload import (
@@ -100,9 +100,8 @@ def estimate_shape(
     )
     if best is not None:
         reasons = _recommendation_reasons(best, candidates, wl)
-        recommendation = Recommendation.model_construct(
-            **{**dict(best.option), "reasons": reasons}
-        )
+        # The best option's fields, already complete, with the longer reasons.
+        recommendation = trusted(Recommendation, {**best.option.__dict__, "reasons": reasons})
         slurm_script = sbatch_script(
             option=best.option,
             system=best.system,

@@ -8,7 +8,10 @@ counts is enough. Rejections keep their numbers and say why in plain words.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from operator import attrgetter
+
+from pydantic import BaseModel
 
 from advisor.engine import constants as c
 from advisor.engine.compute import (
@@ -44,12 +47,21 @@ def trusted(cls, values: dict):
     ranking builds a hundred of these per estimate, and validation would only re-check our own
     arithmetic. Results still round-trip through `model_validate_json` (tested).
     """
-    obj = cls.__new__(cls)
-    object.__setattr__(obj, "__dict__", values)
-    object.__setattr__(obj, "__pydantic_fields_set__", set(values))
-    object.__setattr__(obj, "__pydantic_extra__", None)
-    object.__setattr__(obj, "__pydantic_private__", None)
+    obj = _new(cls)  # BaseModel has no __new__ of its own
+    _set_dict(obj, "__dict__", values)
+    _set_fields_set(obj, set(values))
+    _set_extra(obj, None)
+    _set_private(obj, None)
     return obj
+
+
+# Frozen models refuse their own __setattr__; BaseModel's slots are set through their
+# descriptors directly, which is about twice as fast as object.__setattr__ by name.
+_new = object.__new__
+_set_dict = object.__setattr__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def gb(value: float) -> str:
@@ -61,16 +73,16 @@ class Candidate:
     fields: dict  # Option's fields; the Option itself is built once ranked
     eligible: bool
     headroom: bool
-    queue: float
-    sort_cost: float
     partition: PartitionSpec | None
     system: SystemSpec
     node: NodeTypeSpec
     accelerator: AcceleratorSpec
     compute_dtype: str | None
-    slow: bool = False  # wall time beyond the target even on the most GPUs tried
-    notes: list[str] = field(default_factory=list)
+    sort_key: tuple  # rank() sorts by it
     option: Option | None = None
+
+
+_sort_key = attrgetter("sort_key")
 
 
 def counts_for(node: NodeTypeSpec, partition: PartitionSpec | None, limit: int | None) -> list[int]:
@@ -127,11 +139,17 @@ def strategies_for(
     return out
 
 
-def partition_for(system: SystemSpec, node: NodeTypeSpec) -> PartitionSpec | None:
-    matches = [p for p in system.partitions if node.name in p.node_types]
-    if not matches:
-        return None
-    return max(matches, key=lambda p: (p.max_wall_hours or 0, p.max_gpus_per_job or 0))
+def partitions_by_node(system: SystemSpec) -> dict[str, PartitionSpec]:
+    """Node type name -> the partition with the longest wall time (then the most GPUs per job)
+    that has it; on a tie the first listed. One pass over the partitions."""
+    best: dict[str, PartitionSpec] = {}
+    keys: dict[str, tuple[float, int]] = {}
+    for part in system.partitions:
+        key = (part.max_wall_hours or 0, part.max_gpus_per_job or 0)
+        for name in part.node_types:
+            if name not in keys or key > keys[name]:
+                best[name], keys[name] = part, key
+    return best
 
 
 def system_rejections(request: EstimateRequest, system: SystemSpec) -> list[str]:
@@ -167,61 +185,158 @@ def evaluate(
     accelerators: dict[str, AcceleratorSpec],
     utilisation: dict[tuple[str, bool], Utilisation],
 ) -> list[Candidate]:
+    """Every system / node type / strategy sized for `request`, unranked.
+
+    The loop body runs for every option of every estimate (about 70 over the default catalog;
+    the goal is a thousand estimates a second), so it is one flat loop with the per-option
+    work kept to lookups, arithmetic and the reasons it has to write. What depends only on the
+    request, the system, the accelerator or the node type's shape is worked out once for each;
+    memory per GPU once per (strategy, GPU count); the sizing scan once per (strategy, allowed
+    counts, capacity); inference GPU hours once per (accelerator, GPU count, scaling
+    efficiency). The caches live for this call only, so nothing carries over to the next
+    estimate (tests/engine/test_ranking_caches.py).
+    """
+    training = wl.training
     tokens = None
     if request.tokens is not None:
-        tokens = request.tokens * (request.epochs if wl.training else 1)
+        tokens = request.tokens * (request.epochs if training else 1)
     limit = request.constraints.max_gpus
     if request.num_gpus is not None:
         limit = request.num_gpus if limit is None else min(limit, request.num_gpus)
-    candidates: list[Candidate] = []
-    # Memory per GPU depends on the strategy and the GPU count only, not on the system.
-    cache: dict[tuple[str, int], tuple[dict[str, int], MemoryBreakdown]] = {}
+    margin = c.MEMORY_MARGIN.value
+    margin_pct = f"{margin:.0%}"
+    contingency_rate = c.CONTINGENCY.value
+    with_contingency = 1 + contingency_rate
+    max_wall = request.constraints.max_wall_hours
+    target = max_wall / with_contingency if max_wall else c.TARGET_WALL_HOURS.value
+    flops_per_token = training_flops_per_token(shape, wl) if training else None
+    splits_heads = wl.task == "inference"  # tensor parallelism must split the heads evenly
+    free_choice = request.strategy is None
     model = MemoryModel(shape, wl)
-
-    def memory(strategy: str, n: int) -> tuple[dict[str, int], MemoryBreakdown]:
-        key = (strategy, n)
-        found = cache.get(key)
-        if found is None:
-            parts = model.per_gpu(strategy, n)
-            found = cache[key] = (parts, trusted(MemoryBreakdown, dict(parts)))
-        return found
-
-    totals: dict[tuple[str, int], int] = {}
+    # strategy -> GPU count -> memory per GPU by component (and its total).
+    parts_by_count: dict[str, dict[int, dict[str, int]]] = {}
+    totals_by_count: dict[str, dict[int, int]] = {}
+    # (strategy, GPU count) -> the breakdown the options with that layout share.
+    breakdowns: dict[tuple[str, int], MemoryBreakdown] = {}
+    # (strategy, allowed counts, capacity) -> (smallest count that fits, smallest with headroom)
     sized: dict[tuple[str, tuple[int, ...], int], tuple[int | None, int | None]] = {}
+    # accelerator -> what the node types that have it share (see `on_accelerator`).
+    per_accelerator: dict[str, tuple] = {}
+    # Inference: (accelerator, GPU count, scaling efficiency) -> GPU hours; peak and
+    # utilisation follow from the accelerator, so node types that share one share their hours.
+    hours_memo: dict[tuple[str, int, float], float] = {}
+    # (GPUs per node, nodes, partition's job limits) -> what `layout` returns.
+    layouts: dict[tuple, tuple] = {}
 
-    def sizing(strategy: str, allowed: tuple[int, ...], capacity: int):
+    def sizing(strategy: str, allowed: tuple[int, ...], capacity: int, headroom_limit: float):
         """(smallest count that fits, smallest that fits with the margin to spare).
 
         Memory per GPU never grows with the count, so the scan stops at the first count with
         the margin to spare.
         """
-        key = (strategy, allowed, capacity)
-        found = sized.get(key)
-        if found is not None:
-            return found
-        limit = capacity / (1 + c.MEMORY_MARGIN.value)
+        totals = totals_by_count.get(strategy)
+        if totals is None:
+            totals = totals_by_count[strategy] = {}
+            parts_by_count[strategy] = {}
         n_fit = n_head = None
         for k in allowed:
-            total = totals.get((strategy, k))
+            total = totals.get(k)
             if total is None:
-                total = totals[(strategy, k)] = memory(strategy, k)[0]["total_bytes"]
+                parts = parts_by_count[strategy][k] = model.per_gpu(strategy, k)
+                total = totals[k] = parts["total_bytes"]
             if n_fit is None and total <= capacity:
                 n_fit = k
-            if total <= limit:
+            if total <= headroom_limit:
                 n_head = k
                 break
-        sized[key] = (n_fit, n_head)
-        return n_fit, n_head
+        found = sized[(strategy, allowed, capacity)] = (n_fit, n_head)
+        return found
 
-    sizing.peaks = {}
-    sizing.flops_per_token = training_flops_per_token(shape, wl) if wl.training else None
-    max_wall = request.constraints.max_wall_hours
-    sizing.target_wall_hours = (
-        max_wall / (1 + c.CONTINGENCY.value) if max_wall else c.TARGET_WALL_HOURS.value
-    )
+    def breakdown_for(strategy: str, n: int) -> MemoryBreakdown:
+        parts = parts_by_count.setdefault(strategy, {}).get(n)
+        if parts is None:
+            parts = parts_by_count[strategy][n] = model.per_gpu(strategy, n)
+            totals_by_count.setdefault(strategy, {})[n] = parts["total_bytes"]
+        found = breakdowns[(strategy, n)] = trusted(MemoryBreakdown, dict(parts))
+        return found
 
+    def on_accelerator(acc: AcceleratorSpec) -> tuple:
+        """What every node type with `acc` shares: (compute dtype, why it has none, capacity,
+        the limit for headroom, capacity in words, utilisation, peak, whether GPU hours can
+        be estimated, the calibrated-utilisation reason)."""
+        dtype = compute_dtype_for(acc, wl)
+        no_dtype = None
+        if dtype is None:
+            no_dtype = f"no {wl.compute_dtype} on {acc.display_name}" + (
+                " (use fp16)." if wl.compute_dtype == "bf16" else "."
+            )
+        capacity = int(acc.memory_gb * 1e9)
+        util = utilisation.get((acc.name, training)) or default_utilisation(wl, acc)
+        peak = peak_tflops(acc, dtype) if dtype else 0.0
+        timed = bool(tokens is not None and peak)
+        assumes = None
+        if timed and util.calibrated:
+            assumes = f"assumes {util.value:.0%} of the {dtype} dense peak, the {util.source}."
+        found = per_accelerator[acc.name] = (
+            dtype, no_dtype, capacity, capacity / (1 + margin), gb(capacity), util, peak, timed,
+            assumes,
+        )
+        return found
+
+    def hours(node: NodeTypeSpec, acc: AcceleratorSpec, peak: float, util: float, k: int,
+              strategy: str) -> float:
+        eff = scaling_efficiency(node, k, strategy)
+        if training:
+            return training_gpu_hours(shape, wl, tokens, peak, util, eff, flops_per_token)
+        key = (acc.name, k, eff)
+        found = hours_memo.get(key)
+        if found is None:
+            found = hours_memo[key] = inference_gpu_hours(
+                shape, wl, acc, tokens, peak, util, k, eff
+            )
+        return found
+
+    def layout(node: NodeTypeSpec, partition: PartitionSpec | None) -> tuple:
+        """(GPU counts, those a single-GPU job may use, tensor parallelism within the node,
+        multi-GPU data parallelism) for the node type in its partition; node types of the
+        same shape share them."""
+        key = (
+            node.gpus_per_node,
+            node.count,
+            partition.max_nodes_per_job if partition is not None else None,
+            partition.max_gpus_per_job if partition is not None else None,
+        )
+        found = layouts.get(key)
+        if found is None:
+            counts = counts_for(node, partition, limit)
+            if request.num_gpus is not None:
+                counts = [k for k in counts if k == request.num_gpus] or [request.num_gpus]
+            gpn = node.gpus_per_node
+            found = layouts[key] = (
+                counts,
+                (1,) if 1 in counts else (),
+                tuple(k for k in counts if 1 < k <= gpn),
+                tuple(k for k in counts if k > 1),
+            )
+        return found
+
+    candidates: list[Candidate] = []
+    append = candidates.append
     for system in systems:
         sys_reasons = system_rejections(request, system)
+        strategies = strategies_for(request, wl, system)
+        cloud = system.kind == "cloud"
+        queue = system.typical_queue_wait_hours
+        if queue is None:
+            queue = 24
+        limited = None
+        if system.status == "limited":
+            note = system.status_note.split(". ")[0].rstrip(".")
+            limited = (
+                f"{system.display_name} has limited availability" + (f" ({note})." if note else ".")
+            )
+        trial = system.trial_gpu_hours
+        partitions = partitions_by_node(system) if system.partitions else {}
         for node in system.node_types:
             acc = accelerators.get(node.accelerator)
             if acc is None:
@@ -231,26 +346,33 @@ def evaluate(
                 node_reasons.append(f"{node.name} on {system.display_name} is retired.")
             if request.accelerator is not None and acc.name != request.accelerator:
                 node_reasons.append(f"You asked for {request.accelerator}.")
-            dtype = compute_dtype_for(acc, wl)
-            if dtype is None:
-                node_reasons.append(
-                    f"no {wl.compute_dtype} on {acc.display_name}"
-                    + (" (use fp16)." if wl.compute_dtype == "bf16" else ".")
-                )
-            partition = partition_for(system, node)
-            counts = counts_for(node, partition, limit)
-            if request.num_gpus is not None:
-                counts = [k for k in counts if k == request.num_gpus] or [request.num_gpus]
-            capacity = int(acc.memory_gb * 1e9)
-            util = utilisation.get((acc.name, wl.training)) or default_utilisation(wl, acc)
+            shared = per_accelerator.get(acc.name) or on_accelerator(acc)
+            (
+                dtype, no_dtype, capacity, headroom_limit, capacity_gb, util, peak, timed,
+                assumes,
+            ) = shared
+            if no_dtype is not None:
+                node_reasons.append(no_dtype)
+            partition = partitions.get(node.name)
+            counts, one, within_node, several = layout(node, partition)
+            gpn = node.gpus_per_node
+            per_node = max(gpn, 1)
+            price = node.price_per_gpu_hour or system.price_per_gpu_hour
+            part_name = partition.name if partition is not None else None
+            part_wall = partition.max_wall_hours if partition is not None else None
             single_fits = fits_elsewhere = False
-            for strategy, unavailable in strategies_for(request, wl, system):
-                allowed = _allowed(strategy, counts, node)
+            for strategy, unavailable in strategies:
+                if strategy == "single":
+                    allowed = one
+                elif strategy == "tensor_parallel":
+                    allowed = within_node
+                else:
+                    allowed = several
                 if not allowed and strategy != "single":
                     continue  # e.g. multi-GPU strategies where a job gets one GPU: not tried
                 # Tensor parallelism when one GPU is enough, and CPU offload when an on-GPU
                 # strategy fits, would never rank first: not tried unless asked for.
-                if request.strategy is None and (
+                if free_choice and (
                     (strategy == "tensor_parallel" and single_fits)
                     or (strategy == "zero3_offload" and fits_elsewhere)
                 ):
@@ -258,207 +380,174 @@ def evaluate(
                 reasons = list(node_reasons)
                 if unavailable:
                     reasons.append(unavailable + ".")
-                cand = _size(
-                    request, shape, wl, system, node, acc, partition, strategy, counts,
-                    capacity, dtype, util, tokens, reasons, memory, sizing, allowed,
+                hard = bool(reasons)  # system/accelerator-level rejections
+                if not allowed:
+                    allowed = (counts[-1],)
+                    hard = True
+                    reasons.append(
+                        f"{strategy} needs more than the {counts[-1]} GPU(s) allowed here."
+                    )
+                found = sized.get((strategy, allowed, capacity))
+                if found is None:
+                    found = sizing(strategy, allowed, capacity, headroom_limit)
+                n_fit, n_head = found
+                n = n_head or n_fit or allowed[-1]
+                gpu_hours = None
+                if assumes is not None:
+                    reasons.append(assumes)
+                if timed:
+                    gpu_hours = hours(node, acc, peak, util.value, n, strategy)
+                    if gpu_hours / n > target and (n_fit is not None):
+                        # Widen to more GPUs (memory per GPU only falls) until the run fits
+                        # the target.
+                        for k in allowed:
+                            if k > n:
+                                n, gpu_hours = k, hours(node, acc, peak, util.value, k, strategy)
+                                if gpu_hours / k <= target:
+                                    break
+                        reasons.append(
+                            f"uses {n} GPUs to bring the wall time to about "
+                            f"{gpu_hours / n:,.0f} h (target {target:g} h)."
+                        )
+                breakdown = breakdowns.get((strategy, n)) or breakdown_for(strategy, n)
+                need = breakdown.total_bytes
+                fits = need <= capacity
+                headroom = need <= headroom_limit
+                if not fits:
+                    reasons.append(
+                        f"needs {gb(need)} per GPU even on {n} GPU(s) with {strategy}; "
+                        f"{acc.display_name} has {capacity_gb}."
+                    )
+                elif not headroom:
+                    reasons.append(
+                        f"{gb(need)} per GPU is within {margin_pct} of the "
+                        f"{capacity_gb} of {acc.display_name}: it may run out of memory."
+                    )
+                elif n_fit is not None and n_head is not None and n_head > n_fit:
+                    reasons.append(
+                        f"{n_fit} GPU(s) would be within {margin_pct} of capacity; "
+                        f"{n_head} recommended for headroom."
+                    )
+                if splits_heads and strategy == "tensor_parallel" and (
+                    shape.num_attention_heads % n
+                    or shape.num_kv_heads % n and shape.num_kv_heads > n
+                ):
+                    hard = True
+                    reasons.append(
+                        f"{shape.num_attention_heads} attention heads do not split over {n} GPUs."
+                    )
+                nodes = -(-n // per_node)
+                wall = contingency = requested = cost = None
+                if gpu_hours is not None:
+                    contingency = gpu_hours * contingency_rate
+                    requested = gpu_hours + contingency
+                    wall = gpu_hours / n
+                    if price is not None:
+                        billed = n
+                        if cloud:
+                            # A cloud VM is rented whole: a 2-GPU job on an 8-GPU size pays
+                            # for 8.
+                            billed = nodes * gpn
+                            if billed > n:
+                                reasons.append(
+                                    f"billed for the whole {node.name} ({billed} GPUs) while "
+                                    f"using {n}."
+                                )
+                        cost = round(requested / n * billed * price, 2)
+                eligible = not hard
+                if wall is not None and max_wall is not None and wall * with_contingency > max_wall:
+                    reasons.append(
+                        f"needs about {wall:.1f} h of wall time; your limit is {max_wall:g} h."
+                    )
+                    eligible = False
+                if wall is not None and part_wall and wall > part_wall:
+                    reasons.append(
+                        f"about {wall:.0f} h of wall time exceeds the {part_name} limit of "
+                        f"{part_wall:g} h: run {math.ceil(wall / part_wall)} chained jobs that "
+                        "resume from checkpoints."
+                    )
+                if limited is not None:
+                    reasons.append(limited)
+                if requested is not None and trial and requested <= trial:
+                    reasons.append(
+                        f"{requested:.0f} GPU hours fit within {system.display_name}'s trial "
+                        f"access ({trial:g} GPU hours)."
+                    )
+                eligible = eligible and fits
+                slow = wall is not None and wall > target
+                wall_shown = None if wall is None else round(wall, 2)
+                cand = Candidate(
+                    {
+                        "system": system.name,
+                        "accelerator": acc.name,
+                        "num_gpus": n,
+                        "nodes": nodes,
+                        "strategy": strategy,
+                        "memory_per_gpu_bytes": need,
+                        "memory": breakdown,
+                        "capacity_bytes": capacity,
+                        "fits": fits,
+                        "gpu_hours": None if gpu_hours is None else round(gpu_hours, 2),
+                        "contingency_gpu_hours": (
+                            None if contingency is None else round(contingency, 2)
+                        ),
+                        "requested_gpu_hours": None if requested is None else round(requested, 2),
+                        "wall_hours": wall_shown,
+                        "cost": cost,
+                        "currency": system.currency if cost is not None else "",
+                        "reasons": reasons,
+                        "rank": None,
+                        "eligible": eligible,
+                        "headroom": headroom,
+                        "partition": part_name,
+                        "compute_dtype": dtype,
+                        "utilisation": util.value,
+                    },
+                    eligible,
+                    headroom,
+                    partition,
+                    system,
+                    node,
+                    acc,
+                    dtype,
+                    # The ranking: fits with headroom, fewest GPUs, fastest, shortest expected
+                    # queue, cheapest (see rank()).
+                    (
+                        not eligible,
+                        not headroom,
+                        slow,
+                        # CPU offload trades much speed for memory: only when nothing else fits.
+                        strategy == "zero3_offload",
+                        n,
+                        nodes,
+                        # "Fastest" is time to result: expected queue wait + wall time (seed
+                        # 002), with the wall time as the option shows it.
+                        (wall_shown if wall_shown is not None else 0) + queue,
+                        cost if cost is not None else 0.0,
+                        need,
+                        system.name,
+                        acc.name,
+                    ),
                 )
-                candidates.append(cand)
-                fits = cand.fields["fits"]
+                append(cand)
                 fits_elsewhere = fits_elsewhere or fits
-                single_fits = single_fits or (strategy == "single" and cand.headroom)
-                if node_reasons and cand.headroom:
+                single_fits = single_fits or (strategy == "single" and headroom)
+                if node_reasons and headroom:
                     # Ruled out whatever the strategy (retired, a constraint, no bf16): one
                     # option with its numbers says why; the other strategies add nothing.
                     break
     return candidates
 
 
-def _allowed(strategy: str, counts: list[int], node: NodeTypeSpec) -> tuple[int, ...]:
-    if strategy == "single":
-        return (1,) if 1 in counts else ()
-    if strategy == "tensor_parallel":
-        return tuple(k for k in counts if 1 < k <= node.gpus_per_node)
-    return tuple(k for k in counts if k > 1)
-
-
-def _size(
-    request, shape, wl, system, node, acc, partition, strategy, counts, capacity, dtype, util,
-    tokens, reasons, memory, sizing, allowed,
-) -> Candidate:
-    hard = bool(reasons)  # system/accelerator-level rejections
-    if not allowed:
-        allowed = (counts[-1],)
-        hard = True
-        reasons.append(f"{strategy} needs more than the {counts[-1]} GPU(s) allowed here.")
-    headroom_limit = capacity / (1 + c.MEMORY_MARGIN.value)
-    n_fit, n_head = sizing(strategy, allowed, capacity)
-    n = n_head or n_fit or allowed[-1]
-    peak = sizing.peaks.get((acc.name, dtype))
-    if peak is None:
-        peak = sizing.peaks[(acc.name, dtype)] = (peak_tflops(acc, dtype) if dtype else 0.0)
-
-    def hours(k: int) -> float:
-        eff = scaling_efficiency(node, k, strategy)
-        if wl.training:
-            return training_gpu_hours(
-                shape, wl, tokens, peak, util.value, eff, sizing.flops_per_token
-            )
-        return inference_gpu_hours(shape, wl, acc, tokens, peak, util.value, k, eff)
-
-    target = sizing.target_wall_hours
-    gpu_hours = None
-    if tokens is not None and peak and util.calibrated:
-        reasons.append(
-            f"assumes {util.value:.0%} of the {dtype} dense peak, the {util.source}."
-        )
-    if tokens is not None and peak:
-        gpu_hours = hours(n)
-        if gpu_hours / n > target and (n_fit is not None):
-            # Widen to more GPUs (memory per GPU only falls) until the run fits the target.
-            for k in allowed:
-                if k > n:
-                    n, gpu_hours = k, hours(k)
-                    if gpu_hours / k <= target:
-                        break
-            reasons.append(
-                f"uses {n} GPUs to bring the wall time to about {gpu_hours / n:,.0f} h "
-                f"(target {target:g} h)."
-            )
-    mem, breakdown = memory(strategy, n)
-    need = mem["total_bytes"]
-    fits = need <= capacity
-    headroom = need <= headroom_limit
-    if not fits:
-        reasons.append(
-            f"needs {gb(need)} per GPU even on {n} GPU(s) with {strategy}; "
-            f"{acc.display_name} has {gb(capacity)}."
-        )
-    elif not headroom:
-        reasons.append(
-            f"{gb(need)} per GPU is within {c.MEMORY_MARGIN.value:.0%} of the "
-            f"{gb(capacity)} of {acc.display_name}: it may run out of memory."
-        )
-    elif n_fit is not None and n_head is not None and n_head > n_fit:
-        reasons.append(
-            f"{n_fit} GPU(s) would be within {c.MEMORY_MARGIN.value:.0%} of capacity; "
-            f"{n_head} recommended for headroom."
-        )
-    if wl.task == "inference" and strategy == "tensor_parallel" and (
-        shape.num_attention_heads % n or shape.num_kv_heads % n and shape.num_kv_heads > n
-    ):
-        hard = True
-        reasons.append(f"{shape.num_attention_heads} attention heads do not split over {n} GPUs.")
-
-    nodes = math.ceil(n / max(node.gpus_per_node, 1))
-    wall = contingency = requested = cost = None
-    if gpu_hours is not None:
-        contingency = gpu_hours * c.CONTINGENCY.value
-        requested = gpu_hours + contingency
-        wall = gpu_hours / n
-        price = node.price_per_gpu_hour or system.price_per_gpu_hour
-        if price is not None:
-            billed = n
-            if system.kind == "cloud":
-                # A cloud VM is rented whole: a 2-GPU job on an 8-GPU size pays for 8.
-                billed = nodes * node.gpus_per_node
-                if billed > n:
-                    reasons.append(
-                        f"billed for the whole {node.name} ({billed} GPUs) while using {n}."
-                    )
-            cost = round(requested / n * billed * price, 2)
-    eligible = not hard
-    max_wall = request.constraints.max_wall_hours
-    if wall is not None and max_wall is not None and wall * (1 + c.CONTINGENCY.value) > max_wall:
-        reasons.append(f"needs about {wall:.1f} h of wall time; your limit is {max_wall:g} h.")
-        eligible = False
-    part_wall = partition.max_wall_hours if partition is not None else None
-    if wall is not None and part_wall and wall > part_wall:
-        reasons.append(
-            f"about {wall:.0f} h of wall time exceeds the {partition.name} limit of "
-            f"{part_wall:g} h: run {math.ceil(wall / part_wall)} chained jobs that resume from "
-            "checkpoints."
-        )
-    if system.status == "limited":
-        note = system.status_note.split(". ")[0].rstrip(".")
-        reasons.append(
-            f"{system.display_name} has limited availability" + (f" ({note})." if note else ".")
-        )
-    if requested is not None and system.trial_gpu_hours and requested <= system.trial_gpu_hours:
-        reasons.append(
-            f"{requested:.0f} GPU hours fit within {system.display_name}'s trial access "
-            f"({system.trial_gpu_hours:g} GPU hours)."
-        )
-    fields = {
-        "system": system.name,
-        "accelerator": acc.name,
-        "num_gpus": n,
-        "nodes": nodes,
-        "strategy": strategy,
-        "memory_per_gpu_bytes": need,
-        "memory": breakdown,
-        "capacity_bytes": capacity,
-        "fits": fits,
-        "gpu_hours": _round(gpu_hours),
-        "contingency_gpu_hours": _round(contingency),
-        "requested_gpu_hours": _round(requested),
-        "wall_hours": _round(wall),
-        "cost": cost,
-        "currency": system.currency if cost is not None else "",
-        "reasons": reasons,
-        "rank": None,
-        "eligible": eligible and fits,
-        "headroom": headroom,
-        "partition": partition.name if partition else None,
-        "compute_dtype": dtype,
-        "utilisation": util.value,
-    }
-    queue = system.typical_queue_wait_hours if system.typical_queue_wait_hours is not None else 24
-    return Candidate(
-        slow=wall is not None and wall > sizing.target_wall_hours,
-        fields=fields,
-        eligible=eligible and fits,
-        headroom=headroom,
-        queue=queue,
-        sort_cost=cost if cost is not None else 0.0,
-        partition=partition,
-        system=system,
-        node=node,
-        accelerator=acc,
-        compute_dtype=dtype,
-    )
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 2)
-
-
 def rank(candidates: list[Candidate]) -> list[Candidate]:
-    """Fits with headroom, fewest GPUs, fastest, shortest expected queue, cheapest."""
-
-    def key(cand: Candidate):
-        opt = cand.fields
-        wall = opt["wall_hours"]
-        return (
-            not cand.eligible,
-            not cand.headroom,
-            cand.slow,
-            # CPU offload trades much speed for memory: only when nothing else fits.
-            opt["strategy"] == "zero3_offload",
-            opt["num_gpus"],
-            opt["nodes"],
-            # "Fastest" is time to result: expected queue wait + wall time (seed 002).
-            (wall if wall is not None else 0) + cand.queue,
-            cand.sort_cost,
-            opt["memory_per_gpu_bytes"],
-            opt["system"],
-            opt["accelerator"],
-        )
-
-    ordered = sorted(candidates, key=key)
+    """Fits with headroom, fewest GPUs, fastest, shortest expected queue, cheapest: the order of
+    each candidate's `sort_key` (built in evaluate)."""
+    ordered = sorted(candidates, key=_sort_key)
     position = 0
     for cand in ordered:
+        fields = cand.fields
         if cand.eligible:
             position += 1
-            cand.fields["rank"] = position
-        cand.option = trusted(Option, cand.fields)
+            fields["rank"] = position
+        cand.option = trusted(Option, fields)
     return ordered
