@@ -91,7 +91,10 @@ def allocation_request_initial_from_session(*, session, user) -> dict[str, Any]:
         "cpu_hours": 0,
         "gpu_hours": gpu_hours or 0,
         "start_date": _parse_date(answers.get("timeline_start")),
-        "end_date": _parse_date(answers.get("timeline_end")),
+        # The flowchart asks one date, the deadline ("By when do you need the results?"):
+        # the allocation should last until then.
+        "end_date": _parse_date(answers.get("timeline_end"))
+        or _parse_date(answers.get("timeline")),
         "data_sensitivity": sensitivity if sensitivity in DataSensitivity.values else "",
         "justification": result.get("justification") or "",
         "trial": bool(gpu_hours) and gpu_hours <= trial_gpu_hours_limit(system),
