@@ -118,7 +118,71 @@ def estimate_view(snapshot: dict[str, Any]) -> dict[str, Any]:
         "justification": result.get("justification", ""),
         "options": result.get("options") or [],
         "memory_picture": memory_picture(result),
+        "inputs": estimate_inputs(snapshot.get("request") or {}),
     }
+
+
+TASK_LABELS = {
+    "inference": "Inference",
+    "full_finetune": "Full fine-tuning",
+    "lora": "LoRA fine-tuning",
+    "qlora": "QLoRA fine-tuning",
+    "pretrain": "Pre-training",
+}
+
+
+def _count(value: Any) -> str:
+    return f"{value:,.0f}" if isinstance(value, int | float) else str(value)
+
+
+def estimate_inputs(request: dict[str, Any]) -> list[tuple[str, str]]:
+    """The workload the researcher described, as (label, value) rows a reviewer reads first.
+
+    The engine's assumptions say how it computed; these say what it computed for, so staff
+    can question "3 epochs of 4 billion tokens?" without opening the JSON export.
+    """
+    if not request:
+        return []
+    rows: list[tuple[str, str]] = []
+    if request.get("model_id"):
+        rows.append(("Model", str(request["model_id"])))
+    elif request.get("params"):
+        rows.append(("Model", f"{_count(request['params'])} parameters (as typed)"))
+    elif request.get("config"):
+        architectures = (request["config"].get("architectures") or ["?"])[0]
+        rows.append(("Model", f"from a config.json ({architectures})"))
+    task = request.get("task")
+    if task:
+        rows.append(("Work", TASK_LABELS.get(task, str(task))))
+    for key, label in (
+        ("precision", "Precision"),
+        ("batch_size", "Batch size per GPU"),
+        ("seq_len", "Sequence length"),
+    ):
+        if request.get(key) is not None:
+            rows.append((label, _count(request[key])))
+    if request.get("tokens") is not None:
+        label = "Tokens in total" if task == "inference" else "Tokens per epoch"
+        rows.append((label, _count(request["tokens"])))
+    if request.get("new_tokens") is not None:
+        rows.append(("Tokens generated per request", _count(request["new_tokens"])))
+    if task != "inference" and request.get("epochs") is not None:
+        rows.append(("Epochs", f"{request['epochs']:g}"))
+    if task in ("lora", "qlora") and request.get("lora_rank"):
+        rows.append(("LoRA rank", str(request["lora_rank"])))
+    for key, label in (
+        ("num_gpus", "GPUs asked for"),
+        ("strategy", "Parallel strategy asked for"),
+        ("system", "System asked for"),
+        ("accelerator", "GPU asked for"),
+    ):
+        if request.get(key):
+            rows.append((label, str(request[key])))
+    sensitivity = (request.get("constraints") or {}).get("data_sensitivity")
+    if sensitivity:
+        label = dict(DataSensitivity.choices).get(sensitivity, sensitivity)
+        rows.append(("Data sensitivity", str(label)))
+    return rows
 
 
 # Components of MemoryBreakdown, in the order a bar shows them.

@@ -52,6 +52,31 @@ def test_create_form_is_prefilled_from_the_advisor_session(researcher_client, re
     assertContains(response, "Weights: 13.48 GB")
 
 
+def test_prefill_takes_the_end_date_from_the_flows_deadline_answer(
+    researcher_client, researcher
+):
+    # The default flowchart asks one date, "By when do you need the results?" (step timeline).
+    session = make_session(
+        user=researcher, answers={"timeline": "2027-06-30", "data_sensitivity": "public"}
+    )
+    response = researcher_client.get(reverse("allocations:request-create", args=[session.pk]))
+    form = response.context["form"]
+    assert form.initial["end_date"].isoformat() == "2027-06-30"
+    assert form.initial["start_date"] is None
+    assertContains(
+        response,
+        '<input type="date" name="end_date" value="2027-06-30" id="id_end_date">',
+        html=True,
+    )
+
+
+def test_prefill_ignores_a_deadline_that_is_not_a_date(researcher_client, researcher):
+    session = make_session(user=researcher, answers={"timeline": "soon"})
+    response = researcher_client.get(reverse("allocations:request-create", args=[session.pk]))
+    assert response.status_code == 200
+    assert response.context["form"].initial["end_date"] is None
+
+
 def test_large_estimate_does_not_suggest_trial(researcher_client, researcher):
     session = make_session(user=researcher, requested_gpu_hours=4000.0)
     response = researcher_client.get(reverse("allocations:request-create", args=[session.pk]))

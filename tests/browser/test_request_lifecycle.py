@@ -219,6 +219,12 @@ def test_a_request_from_advice_to_approval(browser, live_server, default_catalog
     assert estimate.locator("tbody tr").count() == len(assumptions)
     assert estimate.locator("tbody tr").first.locator("td").first.inner_text() == (
         assumptions[0]["name"])
+    # ... and the workload it was computed for, as the researcher described it.
+    inputs = dict(zip(estimate.locator(".estimate-inputs dt").all_inner_texts(),
+                      estimate.locator(".estimate-inputs dd").all_inner_texts(), strict=True))
+    assert inputs["Model"] == "7,000,000,000 parameters (as typed)"
+    assert inputs["Work"] == "LoRA fine-tuning"
+    assert (inputs["Tokens per epoch"], inputs["Epochs"]) == ("4,000,000,000", "3")
     admin.screenshot(path=screenshots / "lifecycle-5-admin-review.png", full_page=True)
     _decide(admin, "Request changes", message=CHANGES_MESSAGE)
 
