@@ -115,6 +115,38 @@ def test_save_draft_then_submit(researcher_client, researcher, settings):
     assert allocation_request.project_code == "ABC-DEF-001"
 
 
+def test_a_refused_submission_lists_every_problem_at_the_top(researcher_client, researcher):
+    session = make_session(user=researcher)
+    url = reverse("allocations:request-create", args=[session.pk])
+    response = researcher_client.post(
+        url, as_post(complete_fields(project_code="", pi_email="grace"), action="submit")
+    )
+    assert response.status_code == 200
+    assert AllocationRequest.objects.count() == 0
+    assertContains(
+        response,
+        '<h2 id="error-summary-heading">The request was not submitted: fix these first</h2>',
+        html=True,
+    )
+    assertContains(
+        response,
+        '<li><a href="#id_project_code">Project code: '
+        "Fill in the project code before submitting.</a></li>",
+        html=True,
+    )
+    assertContains(
+        response,
+        '<li><a href="#id_pi_email">PI/supervisor email: Enter a valid email address.</a></li>',
+        html=True,
+    )
+
+
+def test_a_valid_form_shows_no_error_summary(researcher_client, researcher):
+    session = make_session(user=researcher)
+    response = researcher_client.get(reverse("allocations:request-create", args=[session.pk]))
+    assertNotContains(response, 'id="error-summary"')
+
+
 @pytest.mark.parametrize(
     ("overrides", "field", "message"),
     [

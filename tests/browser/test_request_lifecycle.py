@@ -167,6 +167,23 @@ def test_a_request_from_advice_to_approval(browser, live_server, default_catalog
     assert_accessible(page, axe_core_path)
     page.screenshot(path=screenshots / "lifecycle-2-prefilled-form.png", full_page=True)
 
+    # Submitting before completing the form says what is missing, next to each field.
+    page.get_by_role("button", name="Submit", exact=True).click()
+    page.wait_for_selector("#error-summary")
+    assert page.locator("#error-summary h2").inner_text() == (
+        "The request was not submitted: fix these first")
+    page.locator("#error-summary").get_by_role("link", name="Start date:").click()
+    page.wait_for_function("document.activeElement?.id === 'id_start_date'")
+    assert page.locator("#id_project_title_error").inner_text() == (
+        "Fill in the project title before submitting.")
+    assert page.locator("#id_start_date_error").inner_text() == (
+        "Fill in the start date before submitting.")
+    assert page.locator("#id_project_title").get_attribute("aria-invalid") == "true"
+    assert AllocationRequest.objects.count() == 0
+    assert page.locator("#id_gpu_hours").input_value() == str(expected_hours)  # kept
+    assert_accessible(page, axe_core_path)
+    page.screenshot(path=screenshots / "lifecycle-2b-form-errors.png", full_page=True)
+
     page.locator("#id_project_title").fill(TITLE)
     page.locator("#id_project_code").fill("R-2026-042")
     page.locator("#id_research_area").fill("Natural language processing")
@@ -183,7 +200,7 @@ def test_a_request_from_advice_to_approval(browser, live_server, default_catalog
     page.get_by_role("link", name="Edit or submit").click()
     page.wait_for_selector("#id_project_title")
     assert page.locator("#id_project_title").input_value() == TITLE
-    page.get_by_role("button", name="Submit").click()
+    page.get_by_role("button", name="Submit", exact=True).click()
     page.wait_for_selector("#request-status:text('Submitted')")
     assert page.locator("h1").inner_text() == TITLE
     assert_accessible(page, axe_core_path)
@@ -206,7 +223,7 @@ def test_a_request_from_advice_to_approval(browser, live_server, default_catalog
     admin.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     admin.goto(live_server.url + "/admin/")
     _sign_in(admin, "rcp")
-    admin.wait_for_selector("#site-name")
+    _wait_for_path(admin, "/admin/")  # the login page has the same header: wait for the index
     admin.goto(live_server.url + "/admin/allocations/allocationrequest/")
     admin.locator("#changelist-filter").get_by_role("link", name="Submitted", exact=True).click()
     _wait_for_path(admin, r"/admin/allocations/allocationrequest/\?status__exact=submitted")
@@ -239,7 +256,7 @@ def test_a_request_from_advice_to_approval(browser, live_server, default_catalog
     page.locator("#id_gpu_hours").fill(str(trimmed))
     page.locator("#id_resubmit_message").fill(RESUBMIT_NOTE)
     assert_accessible(page, axe_core_path)
-    page.get_by_role("button", name="Resubmit").click()
+    page.get_by_role("button", name="Resubmit", exact=True).click()
     page.wait_for_selector("#request-status:text('Resubmitted')")
 
     # (6) Staff approve, granting fewer hours than asked.
