@@ -47,6 +47,7 @@ TITLE = 'LoRA <script>alert("pwned")</script> & friends'
 CHANGES_MESSAGE = 'Please trim the hours & say why 3 epochs <b>are</b> needed.'
 RESUBMIT_NOTE = "Trimmed to 2 epochs' worth <i>plus</i> contingency."
 APPROVE_MESSAGE = "Approved for <Baskerville> & co."
+INTERNAL_NOTE = "Staff only: PI confirmed by phone."
 PASSWORD = "correct horse battery staple 7"
 WAIT_MS = 20_000
 
@@ -144,6 +145,14 @@ def test_a_request_from_advice_to_approval(browser, live_server, default_catalog
     page.get_by_role("link", name="Create allocation request").click()
     _wait_for_path(page, r"/accounts/login/\?next=.+")
     assert page.locator("h1").inner_text() == "Sign in"
+    assert_accessible(page, axe_core_path)
+    # A mistyped password keeps the way back to the request form.
+    page.locator("#id_username").fill("ada")
+    page.locator("#id_password").fill("not the password")
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    page.wait_for_selector("form .errorlist")
+    assert "enter a correct username and password" in page.locator("form .errorlist").inner_text()
+    assert page.locator("input[name=next]").input_value() == f"/requests/new/{session.pk}/"
     assert_accessible(page, axe_core_path)
     _sign_in(page, "ada")
     _wait_for_path(page, f"/requests/new/{session.pk}/")
@@ -243,12 +252,13 @@ def test_a_request_from_advice_to_approval(browser, live_server, default_catalog
     assert inputs["Work"] == "LoRA fine-tuning"
     assert (inputs["Tokens per epoch"], inputs["Epochs"]) == ("4,000,000,000", "3")
     admin.screenshot(path=screenshots / "lifecycle-5-admin-review.png", full_page=True)
-    _decide(admin, "Request changes", message=CHANGES_MESSAGE)
+    _decide(admin, "Request changes", message=CHANGES_MESSAGE, note=INTERNAL_NOTE)
 
     # (5) The researcher reads the message in the timeline, edits and resubmits.
     page.goto(live_server.url + f"/requests/{allocation_request.pk}/")
     assert page.locator("#request-status").inner_text() == "Changes requested"
     assert page.locator(".timeline blockquote").last.inner_text() == CHANGES_MESSAGE
+    assert INTERNAL_NOTE not in page.content()
     page.get_by_role("link", name="Edit and resubmit").click()
     page.wait_for_selector("#id_gpu_hours")
     assert CHANGES_MESSAGE in page.locator("[role=note]").inner_text()
@@ -305,6 +315,7 @@ def test_a_request_from_advice_to_approval(browser, live_server, default_catalog
     text, html = _parts(changes)
     assert CHANGES_MESSAGE in text
     assert "say why 3 epochs &lt;b&gt;are&lt;/b&gt; needed." in html
+    assert INTERNAL_NOTE not in text + html
     approved = by_subject[f"[Allocation request approved] {TITLE}"]
     text, html = _parts(approved)
     assert f"GPU hours granted: {granted} (you asked for {trimmed})." in text
@@ -315,12 +326,14 @@ def test_a_request_from_advice_to_approval(browser, live_server, default_catalog
     researcher.close()
 
 
-def _decide(admin, label: str, *, message: str, granted: int | None = None) -> None:
+def _decide(admin, label: str, *, message: str, granted: int | None = None,
+            note: str = "") -> None:
     admin.locator(".review-decisions").get_by_role("link", name=label).click()
     admin.wait_for_selector("#id_message")
     if granted is not None:
         admin.locator("#id_granted_gpu_hours").fill(str(granted))
     admin.locator("#id_message").fill(message)
+    admin.locator("#id_note").fill(note)
     admin.locator(f"input[type=submit][value='{label}']").click()
     admin.wait_for_selector(".messagelist .success, .errorlist, .errornote")
     assert admin.locator(".errorlist, .errornote").count() == 0, admin.locator(
