@@ -22,16 +22,20 @@ UNCERTAIN_GPU_HOURS_RELATIVE = 0.5
 
 
 def allocation_request_list_for_researcher(*, user) -> QuerySet[AllocationRequest]:
-    return AllocationRequest.objects.for_researcher(user).order_by("-updated_at")
+    return (
+        AllocationRequest.objects.for_researcher(user)
+        .select_related("system")
+        .order_by("-updated_at")
+    )
 
 
 def allocation_request_get_for_researcher(*, user, pk) -> AllocationRequest:
     """Someone else's request is a 404, the same as one that does not exist."""
     events = AllocationEvent.objects.select_related("actor")
     return get_object_or_404(
-        AllocationRequest.objects.for_researcher(user).prefetch_related(
-            Prefetch("events", queryset=events)
-        ),
+        AllocationRequest.objects.for_researcher(user)
+        .select_related("system")
+        .prefetch_related(Prefetch("events", queryset=events)),
         pk=pk,
     )
 

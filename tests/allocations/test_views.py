@@ -198,6 +198,26 @@ def test_my_requests_lists_only_mine(researcher_client, researcher):
     assertNotContains(response, "Somebody else")
 
 
+def test_my_requests_and_detail_name_the_facility_as_the_catalog_does(
+    researcher_client, researcher, django_assert_num_queries
+):
+    from catalog.models import Profile, System
+
+    profile = Profile.objects.create(name="test", title="Test institute", is_active=True)
+    system = System.objects.create(
+        profile=profile, name="baskerville", display_name="Baskerville (Birmingham)",
+        kind="hpc_batch", status="active", source="test",
+    )
+    linked = make_request(researcher=researcher, project_title="Linked", system=system)
+    make_request(researcher=researcher, project_title="Catalog lost it", facility="gone-hpc")
+    with django_assert_num_queries(3):  # session, user, requests with their systems
+        response = researcher_client.get(reverse("allocations:request-list"))
+    assertContains(response, "<td>Baskerville (Birmingham)</td>", html=True)
+    assertContains(response, "<td>gone-hpc</td>", html=True)
+    response = researcher_client.get(reverse("allocations:request-detail", args=[linked.pk]))
+    assertContains(response, "HPC — Baskerville (Birmingham) (New allocation)")
+
+
 def test_detail_shows_timeline_with_staff_message_but_not_internal_note(
     researcher_client, researcher
 ):

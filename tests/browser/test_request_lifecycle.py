@@ -102,7 +102,8 @@ def _parts(message) -> tuple[str, str]:
 
 
 def test_a_request_from_advice_to_approval(browser, live_server, default_catalog, celery_worker,
-                                           screenshots, axe_core_path):
+                                           screenshots, axe_core_path, settings):
+    settings.STAFF_NOTIFICATION_EMAILS = []  # no fixed list: every active staff user hears
     email_dir = Path(os.environ["EMAIL_FILE_PATH"])
     before = set(email_dir.glob("*.log")) if email_dir.exists() else set()
     _user("ada", email="ada@example.ac.uk", first_name="Ada", last_name="Lovelace")
@@ -221,6 +222,7 @@ def test_a_request_from_advice_to_approval(browser, live_server, default_catalog
     row = page.locator("tbody tr")
     assert row.count() == 1
     assert row.locator("td").nth(0).inner_text() == TITLE
+    assert row.locator("td").nth(1).inner_text() == system  # as people name it, not its key
     assert row.locator("td").nth(3).inner_text() == "Submitted"
     assert "&lt;script&gt;" in page.content()
     assert_accessible(page, axe_core_path)
