@@ -106,11 +106,33 @@ def allocation_request_initial_from_session(*, session, user) -> dict[str, Any]:
     return initial
 
 
-def estimate_view(snapshot: dict[str, Any]) -> dict[str, Any]:
+def requested_against_estimate(*, requested: int | None, result: dict[str, Any]) -> dict | None:
+    """How the hours asked for differ from the estimate's (rounded up as the form does).
+
+    None when they agree, or there is nothing to compare: a reviewer should not have to
+    subtract two numbers in two columns to notice a researcher changed the hours.
+    """
+    estimated = requested_gpu_hours_from_result(result)
+    if requested is None or estimated is None or requested == estimated:
+        return None
+    return {
+        "requested": requested,
+        "estimated": estimated,
+        "difference": abs(requested - estimated),
+        "direction": "more" if requested > estimated else "fewer",
+    }
+
+
+def estimate_view(
+    snapshot: dict[str, Any], *, requested_gpu_hours: int | None = None
+) -> dict[str, Any]:
     """The frozen estimate, shaped for a template: headline numbers, assumptions, memory."""
     result = snapshot.get("result") or {}
     recommendation = result.get("recommendation") or {}
     return {
+        "requested_against_estimate": requested_against_estimate(
+            requested=requested_gpu_hours, result=result
+        ),
         "engine_version": snapshot.get("engine_version") or result.get("engine_version", ""),
         "request": snapshot.get("request") or {},
         "params_total": result.get("params_total"),

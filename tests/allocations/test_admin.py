@@ -135,6 +135,28 @@ def test_typed_parameter_count_reads_as_a_grouped_number(staff_client):
     assertNotContains(response, "<dt>Epochs</dt>", html=True)
 
 
+@pytest.mark.parametrize(
+    ("gpu_hours", "line"),
+    [
+        (200, "The request asks for 200 GPU hours: 88 fewer than this estimate's 288."),
+        (300, "The request asks for 300 GPU hours: 12 more than this estimate's 288."),
+        (288, None),
+    ],
+)
+def test_request_page_flags_hours_that_differ_from_the_estimate(staff_client, gpu_hours, line):
+    allocation_request = make_request(status=Status.RESUBMITTED, gpu_hours=gpu_hours)
+    for url in (
+        reverse("admin:allocations_allocationrequest_change", args=[allocation_request.pk]),
+        reverse("admin:allocations_allocationrequest_decide",
+                args=[allocation_request.pk, "approve"]),
+    ):
+        response = staff_client.get(url)
+        if line is None:
+            assertNotContains(response, 'id="requested-against-estimate"')
+        else:
+            assertContains(response, f"<strong>{line}</strong>", html=True)
+
+
 def test_no_decision_buttons_on_a_draft(staff_client):
     allocation_request = make_request(status=Status.DRAFT)
     response = staff_client.get(reverse(

@@ -218,6 +218,20 @@ def test_my_requests_and_detail_name_the_facility_as_the_catalog_does(
     assertContains(response, "HPC — Baskerville (Birmingham) (New allocation)")
 
 
+def test_detail_tells_the_researcher_their_hours_differ_from_the_estimate(
+    researcher_client, researcher
+):
+    allocation_request = make_request(researcher=researcher, gpu_hours=250)
+    response = researcher_client.get(
+        reverse("allocations:request-detail", args=[allocation_request.pk])
+    )
+    assertContains(
+        response,
+        "<strong>The request asks for 250 GPU hours: 38 fewer than this estimate's 288.</strong>",
+        html=True,
+    )
+
+
 def test_detail_shows_timeline_with_staff_message_but_not_internal_note(
     researcher_client, researcher
 ):

@@ -274,6 +274,9 @@ def test_a_request_from_advice_to_approval(browser, live_server, default_catalog
     # (6) Staff approve, granting fewer hours than asked.
     granted = trimmed - 10
     admin.reload()
+    assert admin.locator("#requested-against-estimate").inner_text() == (
+        f"The request asks for {trimmed} GPU hours: {expected_hours - trimmed} fewer than this "
+        f"estimate's {expected_hours}.")
     _decide(admin, "Approve", message=APPROVE_MESSAGE, granted=granted)
 
     # (7) The researcher sees the approval and the hours granted.
