@@ -213,7 +213,7 @@ class AllocationRequestAdmin(admin.ModelAdmin):
         }
         if obj is not None:
             extra_context.update(
-                estimate=estimate_view(obj.estimate_snapshot),
+                estimate=estimate_view(obj.estimate_snapshot, requested_gpu_hours=obj.gpu_hours),
                 decisions=(
                     [(key, label) for key, (label, _form) in DECISIONS.items()]
                     if obj.status in PENDING_STATUSES
@@ -301,7 +301,7 @@ class AllocationRequestAdmin(admin.ModelAdmin):
             "form": form,
             "decision_label": label,
             "change_url": change_url,
-            "estimate": estimate_view(obj.estimate_snapshot),
+            "estimate": estimate_view(obj.estimate_snapshot, requested_gpu_hours=obj.gpu_hours),
         }
         return TemplateResponse(
             request, "admin/allocations/allocationrequest/decision.html", context

@@ -171,6 +171,11 @@ class AllocationRequest(models.Model):
         return self.project_title or f"Allocation request {self.id}"
 
     @property
+    def facility_label(self) -> str:
+        """The facility as people name it ("Baskerville"), or its key once the catalog lost it."""
+        return self.system.display_name if self.system_id else self.facility
+
+    @property
     def is_editable(self) -> bool:
         return self.status in EDITABLE_STATUSES
 

@@ -23,16 +23,20 @@ UNCERTAIN_GPU_HOURS_RELATIVE = 0.5
 
 
 def allocation_request_list_for_researcher(*, user) -> QuerySet[AllocationRequest]:
-    return AllocationRequest.objects.for_researcher(user).order_by("-updated_at")
+    return (
+        AllocationRequest.objects.for_researcher(user)
+        .select_related("system")
+        .order_by("-updated_at")
+    )
 
 
 def allocation_request_get_for_researcher(*, user, pk) -> AllocationRequest:
     """Someone else's request is a 404, the same as one that does not exist."""
     events = AllocationEvent.objects.select_related("actor")
     return get_object_or_404(
-        AllocationRequest.objects.for_researcher(user).prefetch_related(
-            Prefetch("events", queryset=events)
-        ),
+        AllocationRequest.objects.for_researcher(user)
+        .select_related("system")
+        .prefetch_related(Prefetch("events", queryset=events)),
         pk=pk,
     )
 
@@ -92,7 +96,10 @@ def allocation_request_initial_from_session(*, session, user) -> dict[str, Any]:
         "cpu_hours": 0,
         "gpu_hours": gpu_hours or 0,
         "start_date": _parse_date(answers.get("timeline_start")),
-        "end_date": _parse_date(answers.get("timeline_end")),
+        # The flowchart asks one date, the deadline ("By when do you need the results?"):
+        # the allocation should last until then.
+        "end_date": _parse_date(answers.get("timeline_end"))
+        or _parse_date(answers.get("timeline")),
         "data_sensitivity": sensitivity if sensitivity in DataSensitivity.values else "",
         "justification": result.get("justification") or "",
         "trial": bool(gpu_hours) and gpu_hours <= trial_gpu_hours_limit(system),
@@ -100,11 +107,33 @@ def allocation_request_initial_from_session(*, session, user) -> dict[str, Any]:
     return initial
 
 
-def estimate_view(snapshot: dict[str, Any]) -> dict[str, Any]:
+def requested_against_estimate(*, requested: int | None, result: dict[str, Any]) -> dict | None:
+    """How the hours asked for differ from the estimate's (rounded up as the form does).
+
+    None when they agree, or there is nothing to compare: a reviewer should not have to
+    subtract two numbers in two columns to notice a researcher changed the hours.
+    """
+    estimated = requested_gpu_hours_from_result(result)
+    if requested is None or estimated is None or requested == estimated:
+        return None
+    return {
+        "requested": requested,
+        "estimated": estimated,
+        "difference": abs(requested - estimated),
+        "direction": "more" if requested > estimated else "fewer",
+    }
+
+
+def estimate_view(
+    snapshot: dict[str, Any], *, requested_gpu_hours: int | None = None
+) -> dict[str, Any]:
     """The frozen estimate, shaped for a template: headline numbers, assumptions, memory."""
     result = snapshot.get("result") or {}
     recommendation = result.get("recommendation") or {}
     return {
+        "requested_against_estimate": requested_against_estimate(
+            requested=requested_gpu_hours, result=result
+        ),
         "engine_version": snapshot.get("engine_version") or result.get("engine_version", ""),
         "request": snapshot.get("request") or {},
         "params_total": result.get("params_total"),
@@ -116,7 +145,71 @@ def estimate_view(snapshot: dict[str, Any]) -> dict[str, Any]:
         "justification": result.get("justification", ""),
         "options": result.get("options") or [],
         "memory_picture": memory_picture(result),
+        "inputs": estimate_inputs(snapshot.get("request") or {}),
     }
+
+
+TASK_LABELS = {
+    "inference": "Inference",
+    "full_finetune": "Full fine-tuning",
+    "lora": "LoRA fine-tuning",
+    "qlora": "QLoRA fine-tuning",
+    "pretrain": "Pre-training",
+}
+
+
+def _count(value: Any) -> str:
+    return f"{value:,.0f}" if isinstance(value, int | float) else str(value)
+
+
+def estimate_inputs(request: dict[str, Any]) -> list[tuple[str, str]]:
+    """The workload the researcher described, as (label, value) rows a reviewer reads first.
+
+    The engine's assumptions say how it computed; these say what it computed for, so staff
+    can question "3 epochs of 4 billion tokens?" without opening the JSON export.
+    """
+    if not request:
+        return []
+    rows: list[tuple[str, str]] = []
+    if request.get("model_id"):
+        rows.append(("Model", str(request["model_id"])))
+    elif request.get("params"):
+        rows.append(("Model", f"{_count(request['params'])} parameters (as typed)"))
+    elif request.get("config"):
+        architectures = (request["config"].get("architectures") or ["?"])[0]
+        rows.append(("Model", f"from a config.json ({architectures})"))
+    task = request.get("task")
+    if task:
+        rows.append(("Work", TASK_LABELS.get(task, str(task))))
+    for key, label in (
+        ("precision", "Precision"),
+        ("batch_size", "Batch size per GPU"),
+        ("seq_len", "Sequence length"),
+    ):
+        if request.get(key) is not None:
+            rows.append((label, _count(request[key])))
+    if request.get("tokens") is not None:
+        label = "Tokens in total" if task == "inference" else "Tokens per epoch"
+        rows.append((label, _count(request["tokens"])))
+    if request.get("new_tokens") is not None:
+        rows.append(("Tokens generated per request", _count(request["new_tokens"])))
+    if task != "inference" and request.get("epochs") is not None:
+        rows.append(("Epochs", f"{request['epochs']:g}"))
+    if task in ("lora", "qlora") and request.get("lora_rank"):
+        rows.append(("LoRA rank", str(request["lora_rank"])))
+    for key, label in (
+        ("num_gpus", "GPUs asked for"),
+        ("strategy", "Parallel strategy asked for"),
+        ("system", "System asked for"),
+        ("accelerator", "GPU asked for"),
+    ):
+        if request.get(key):
+            rows.append((label, str(request[key])))
+    sensitivity = (request.get("constraints") or {}).get("data_sensitivity")
+    if sensitivity:
+        label = dict(DataSensitivity.choices).get(sensitivity, sensitivity)
+        rows.append(("Data sensitivity", str(label)))
+    return rows
 
 
 # Components of MemoryBreakdown, in the order a bar shows them.

@@ -138,7 +138,10 @@ def request_detail(request: HttpRequest, pk) -> HttpResponse:
         {
             "allocation_request": allocation_request,
             "events": allocation_request.events.all(),
-            "estimate": estimate_view(allocation_request.estimate_snapshot),
+            "estimate": estimate_view(
+                allocation_request.estimate_snapshot,
+                requested_gpu_hours=allocation_request.gpu_hours,
+            ),
         },
     )
 

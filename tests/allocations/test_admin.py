@@ -101,6 +101,62 @@ def test_request_page_shows_estimate_memory_picture_and_decisions(staff_client):
     assertContains(response, "Re-run estimate")
 
 
+def test_request_page_shows_the_workload_the_estimate_was_for(staff_client):
+    allocation_request = make_request(status=Status.SUBMITTED)
+    response = staff_client.get(reverse(
+        "admin:allocations_allocationrequest_change", args=[allocation_request.pk]
+    ))
+    for label, value in (
+        ("Model", "meta-llama/Llama-2-7b-hf"),
+        ("Work", "LoRA fine-tuning"),
+        ("Precision", "bf16"),
+        ("Batch size per GPU", "4"),
+        ("Sequence length", "2,048"),
+        ("Tokens per epoch", "200,000,000"),
+        ("Epochs", "3"),
+        ("LoRA rank", "16"),
+        ("Data sensitivity", "Internal"),
+    ):
+        assertContains(response, f"<dt>{label}</dt><dd>{value}</dd>", html=True)
+
+
+def test_typed_parameter_count_reads_as_a_grouped_number(staff_client):
+    session = make_session()
+    session.estimate_request = {"params": 7_000_000_000, "task": "inference", "tokens": 5000,
+                                "epochs": 1}
+    session.save()
+    allocation_request = make_request(status=Status.SUBMITTED, session=session)
+    response = staff_client.get(reverse(
+        "admin:allocations_allocationrequest_change", args=[allocation_request.pk]
+    ))
+    assertContains(response, "<dt>Model</dt><dd>7,000,000,000 parameters (as typed)</dd>",
+                   html=True)
+    assertContains(response, "<dt>Tokens in total</dt><dd>5,000</dd>", html=True)
+    assertNotContains(response, "<dt>Epochs</dt>", html=True)
+
+
+@pytest.mark.parametrize(
+    ("gpu_hours", "line"),
+    [
+        (200, "The request asks for 200 GPU hours: 88 fewer than this estimate's 288."),
+        (300, "The request asks for 300 GPU hours: 12 more than this estimate's 288."),
+        (288, None),
+    ],
+)
+def test_request_page_flags_hours_that_differ_from_the_estimate(staff_client, gpu_hours, line):
+    allocation_request = make_request(status=Status.RESUBMITTED, gpu_hours=gpu_hours)
+    for url in (
+        reverse("admin:allocations_allocationrequest_change", args=[allocation_request.pk]),
+        reverse("admin:allocations_allocationrequest_decide",
+                args=[allocation_request.pk, "approve"]),
+    ):
+        response = staff_client.get(url)
+        if line is None:
+            assertNotContains(response, 'id="requested-against-estimate"')
+        else:
+            assertContains(response, f"<strong>{line}</strong>", html=True)
+
+
 def test_no_decision_buttons_on_a_draft(staff_client):
     allocation_request = make_request(status=Status.DRAFT)
     response = staff_client.get(reverse(

@@ -52,6 +52,31 @@ def test_create_form_is_prefilled_from_the_advisor_session(researcher_client, re
     assertContains(response, "Weights: 13.48 GB")
 
 
+def test_prefill_takes_the_end_date_from_the_flows_deadline_answer(
+    researcher_client, researcher
+):
+    # The default flowchart asks one date, "By when do you need the results?" (step timeline).
+    session = make_session(
+        user=researcher, answers={"timeline": "2027-06-30", "data_sensitivity": "public"}
+    )
+    response = researcher_client.get(reverse("allocations:request-create", args=[session.pk]))
+    form = response.context["form"]
+    assert form.initial["end_date"].isoformat() == "2027-06-30"
+    assert form.initial["start_date"] is None
+    assertContains(
+        response,
+        '<input type="date" name="end_date" value="2027-06-30" id="id_end_date">',
+        html=True,
+    )
+
+
+def test_prefill_ignores_a_deadline_that_is_not_a_date(researcher_client, researcher):
+    session = make_session(user=researcher, answers={"timeline": "soon"})
+    response = researcher_client.get(reverse("allocations:request-create", args=[session.pk]))
+    assert response.status_code == 200
+    assert response.context["form"].initial["end_date"] is None
+
+
 def test_large_estimate_does_not_suggest_trial(researcher_client, researcher):
     session = make_session(user=researcher, requested_gpu_hours=4000.0)
     response = researcher_client.get(reverse("allocations:request-create", args=[session.pk]))
@@ -88,6 +113,38 @@ def test_save_draft_then_submit(researcher_client, researcher, settings):
     allocation_request.refresh_from_db()
     assert allocation_request.status == Status.SUBMITTED
     assert allocation_request.project_code == "ABC-DEF-001"
+
+
+def test_a_refused_submission_lists_every_problem_at_the_top(researcher_client, researcher):
+    session = make_session(user=researcher)
+    url = reverse("allocations:request-create", args=[session.pk])
+    response = researcher_client.post(
+        url, as_post(complete_fields(project_code="", pi_email="grace"), action="submit")
+    )
+    assert response.status_code == 200
+    assert AllocationRequest.objects.count() == 0
+    assertContains(
+        response,
+        '<h2 id="error-summary-heading">The request was not submitted: fix these first</h2>',
+        html=True,
+    )
+    assertContains(
+        response,
+        '<li><a href="#id_project_code">Project code: '
+        "Fill in the project code before submitting.</a></li>",
+        html=True,
+    )
+    assertContains(
+        response,
+        '<li><a href="#id_pi_email">PI/supervisor email: Enter a valid email address.</a></li>',
+        html=True,
+    )
+
+
+def test_a_valid_form_shows_no_error_summary(researcher_client, researcher):
+    session = make_session(user=researcher)
+    response = researcher_client.get(reverse("allocations:request-create", args=[session.pk]))
+    assertNotContains(response, 'id="error-summary"')
 
 
 @pytest.mark.parametrize(
@@ -139,6 +196,40 @@ def test_my_requests_lists_only_mine(researcher_client, researcher):
     response = researcher_client.get(reverse("allocations:request-list"))
     assert list(response.context["allocation_requests"]) == [mine]
     assertNotContains(response, "Somebody else")
+
+
+def test_my_requests_and_detail_name_the_facility_as_the_catalog_does(
+    researcher_client, researcher, django_assert_num_queries
+):
+    from catalog.models import Profile, System
+
+    profile = Profile.objects.create(name="test", title="Test institute", is_active=True)
+    system = System.objects.create(
+        profile=profile, name="baskerville", display_name="Baskerville (Birmingham)",
+        kind="hpc_batch", status="active", source="test",
+    )
+    linked = make_request(researcher=researcher, project_title="Linked", system=system)
+    make_request(researcher=researcher, project_title="Catalog lost it", facility="gone-hpc")
+    with django_assert_num_queries(3):  # session, user, requests with their systems
+        response = researcher_client.get(reverse("allocations:request-list"))
+    assertContains(response, "<td>Baskerville (Birmingham)</td>", html=True)
+    assertContains(response, "<td>gone-hpc</td>", html=True)
+    response = researcher_client.get(reverse("allocations:request-detail", args=[linked.pk]))
+    assertContains(response, "HPC — Baskerville (Birmingham) (New allocation)")
+
+
+def test_detail_tells_the_researcher_their_hours_differ_from_the_estimate(
+    researcher_client, researcher
+):
+    allocation_request = make_request(researcher=researcher, gpu_hours=250)
+    response = researcher_client.get(
+        reverse("allocations:request-detail", args=[allocation_request.pk])
+    )
+    assertContains(
+        response,
+        "<strong>The request asks for 250 GPU hours: 38 fewer than this estimate's 288.</strong>",
+        html=True,
+    )
 
 
 def test_detail_shows_timeline_with_staff_message_but_not_internal_note(
