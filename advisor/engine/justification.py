@@ -3,6 +3,8 @@ and compute calculation, and why this system."""
 
 from __future__ import annotations
 
+import math
+
 from advisor.engine.memory import Workload
 from advisor.engine.models import AcceleratorSpec, EstimateRequest, Option, SystemSpec
 from advisor.engine.shape import ModelShape
@@ -18,6 +20,11 @@ TASK_WORDS = {
 
 def _h(hours: float) -> str:
     return f"{hours:,.1f}" if hours < 10 else f"{hours:,.0f}"
+
+
+def _h_requested(hours: float) -> str:
+    # A request asks for whole GPU hours, rounded up: the paragraph states that same number.
+    return f"{math.ceil(hours):,}" if hours >= 10 else _h(hours)
 
 
 def _params(n: int) -> str:
@@ -90,7 +97,7 @@ def draft(
             f"{(option.utilisation or 0):.0%} of the {option.compute_dtype} dense peak, "
             f"{_h(option.gpu_hours)} GPU hours, plus {_h(option.contingency_gpu_hours)} GPU "
             f"hours contingency for debugging, evaluation and restarts: "
-            f"{_h(option.requested_gpu_hours)} GPU hours in total, about "
+            f"{_h_requested(option.requested_gpu_hours)} GPU hours in total, about "
             f"{_h(option.wall_hours)} hours of wall time."
         )
     why = f"{system.display_name} fits this work"

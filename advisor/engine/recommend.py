@@ -84,6 +84,12 @@ class Candidate:
 
 _sort_key = attrgetter("sort_key")
 
+# How much a researcher must set up and debug for each strategy; breaks ties in the ranking.
+STRATEGY_COMPLEXITY = {
+    "single": 0, "ddp": 1, "zero1": 2, "zero2": 3, "fsdp": 4, "zero3": 4,
+    "tensor_parallel": 5, "zero3_offload": 6,
+}
+
 
 def counts_for(node: NodeTypeSpec, partition: PartitionSpec | None, limit: int | None) -> list[int]:
     """GPU counts a job may ask for: powers of two within a node, then whole nodes."""
@@ -514,6 +520,9 @@ def evaluate(
                     # queue, cheapest (see rank()).
                     (
                         not eligible,
+                        # Limited availability (closing, not open to the institute): only when
+                        # no fully available system serves the work.
+                        limited is not None,
                         not headroom,
                         slow,
                         # CPU offload trades much speed for memory: only when nothing else fits.
@@ -524,6 +533,8 @@ def evaluate(
                         # 002), with the wall time as the option shows it.
                         (wall_shown if wall_shown is not None else 0) + queue,
                         cost if cost is not None else 0.0,
+                        # Equal in all of that: the simpler setup to run (DDP before ZeRO).
+                        STRATEGY_COMPLEXITY[strategy],
                         need,
                         system.name,
                         acc.name,
