@@ -168,7 +168,7 @@ if AUTH_REMOTE_USER:
         MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
         "allocations.middleware.ProxyRemoteUserMiddleware",
     )
-    AUTHENTICATION_BACKENDS.insert(0, "django.contrib.auth.backends.RemoteUserBackend")
+    AUTHENTICATION_BACKENDS.insert(0, "allocations.backends.ProxyRemoteUserBackend")
 
 # --- Internationalisation ---------------------------------------------------------------------
 

@@ -670,3 +670,42 @@ def test_every_probe_left_the_database_alone(client):
     assert not AdvisorSession.objects.exists()
     assert not HfModelLookup.objects.exists()
     assert not AllocationRequest.objects.exists()
+
+
+# --- Single sign-on behind the proxy ----------------------------------------------------------
+
+
+@pytest.fixture
+def proxy_sso(settings):
+    auth = "django.contrib.auth.middleware.AuthenticationMiddleware"
+    middleware = list(settings.MIDDLEWARE)
+    middleware.insert(middleware.index(auth) + 1,
+                      "allocations.middleware.ProxyRemoteUserMiddleware")
+    settings.MIDDLEWARE = middleware
+    settings.AUTHENTICATION_BACKENDS = ["allocations.backends.ProxyRemoteUserBackend",
+                                        "django.contrib.auth.backends.ModelBackend"]
+    settings.AUTH_REMOTE_USER_HEADER = "HTTP_X_REMOTE_USER"
+    return settings
+
+
+@pytest.mark.parametrize("name", ["x" * 151, "jd\x00oe", "jdoe\x1b[31m"])
+def test_unusable_proxy_user_name_signs_nobody_in(client, proxy_sso, django_user_model, name):
+    # Was a 500 on every page: the name went into the username column as it came.
+    response = client.get("/requests/", headers={"X-Remote-User": name})
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("login"))
+    assert not django_user_model.objects.exists()
+
+
+def test_longest_usable_proxy_user_name_signs_in(client, proxy_sso):
+    response = client.get("/requests/", headers={"X-Remote-User": "x" * 150})
+    assert response.status_code == 200
+    assert response.wsgi_request.user.get_username() == "x" * 150
+
+
+def test_lookup_model_command_refuses_a_nul_in_the_revision(db):
+    # Was a DataError traceback: the revision was stored as given.
+    with pytest.raises(CommandError, match="The revision must be a branch, tag or commit sha"):
+        call_command("lookup_model", "org/name", "--revision", "ma\x00in",
+                     stdout=io.StringIO())
+    assert not HfModelLookup.objects.exists()
