@@ -467,19 +467,21 @@ def _step_url(advisor_session, step, *, embed=False):
     return reverse(name, kwargs={"session_id": advisor_session.id, "step": step})
 
 
+@pytest.mark.parametrize("embed", [False, True], ids=["page", "embed"])
 @pytest.mark.parametrize("headers", [{}, HX], ids=["plain", "htmx"])
 @pytest.mark.parametrize(("step", "value"), [
     ("work_kind", NUL), ("work_kind", "x" * 100_000), ("work_kind", "\uff4c\uff4f\uff52\uff41"),
     ("model", "org/na\x00me"), ("model", "x" * 5000), ("model", XSS),
     ("model", "\uff4d\uff45\uff54\uff41/llama"),
 ])
-def test_bad_step_answers_are_refused_and_change_nothing(client, step, value, headers):
+def test_bad_step_answers_are_refused_and_change_nothing(client, step, value, headers, embed):
     advisor_session = _start(client)
     if step == "model":
         client.post(_step_url(advisor_session, "work_kind"), {"answer": "lora"})
     advisor_session.refresh_from_db()
     before = dict(advisor_session.answers)
-    response = client.post(_step_url(advisor_session, step), {"answer": value}, headers=headers)
+    response = client.post(_step_url(advisor_session, step, embed=embed), {"answer": value},
+                           headers=headers)
     assert response.status_code == 200
     assert response.context["form"].errors["answer"]
     assertNotContains(response, "<script>alert(2)", status_code=200)
@@ -498,6 +500,52 @@ def test_bad_numbers_are_refused_with_a_message(client, value):
     assert response.context["form"].errors["answer"]
     advisor_session.refresh_from_db()
     assert "model_params" not in advisor_session.answers
+
+
+def _answer_until(client, advisor_session, target: str) -> None:
+    """Plain answers (first choice, 1 for numbers, no model) until `target` is the question
+    ("outcome": until the flow ends)."""
+    from advisor.flowchart import load_chart
+
+    chart = load_chart(advisor_session.chart)
+    for _ in range(30):
+        advisor_session.refresh_from_db()
+        step = advisor_session.current_step
+        if step == target or (target == "outcome" and advisor_session.completed_at):
+            return
+        node = chart.by_id[step]
+        value = {"number": "1", "model_id": "", "date": ""}.get(
+            node.type, node.choices[0].value if node.choices else "")
+        if step == "work_kind":
+            value = "lora"
+        response = client.post(_step_url(advisor_session, step), {"answer": value})
+        assert response.status_code == 302, (step, value)
+    raise AssertionError(f"never reached {target}")
+
+
+@pytest.mark.parametrize("value", ["0000-00-00", "99999-01-01", "2027-02-30", "31/12/2027",
+                                   "2027-13-01", NUL, "x" * 5000])
+def test_impossible_dates_are_refused_with_a_message(client, default_catalog, value):
+    advisor_session = _start(client)
+    _answer_until(client, advisor_session, "timeline")
+    response = client.post(_step_url(advisor_session, "timeline"), {"answer": value})
+    assert response.status_code == 200
+    assert response.context["form"].errors["answer"]
+    advisor_session.refresh_from_db()
+    assert "timeline" not in advisor_session.answers
+
+
+@pytest.mark.parametrize("value", ["0001-01-01", "9999-12-31"])
+def test_extreme_real_dates_reach_a_result(client, default_catalog, value):
+    advisor_session = _start(client)
+    _answer_until(client, advisor_session, "timeline")
+    response = client.post(_step_url(advisor_session, "timeline"), {"answer": value})
+    assert response.status_code == 302
+    advisor_session.refresh_from_db()
+    assert advisor_session.answers["timeline"] == value
+    _answer_until(client, advisor_session, "outcome")
+    response = client.get(reverse("advisor:result", kwargs={"session_id": advisor_session.id}))
+    assert response.status_code == 200
 
 
 def test_a_step_answered_twice_keeps_the_second_answer(client):
