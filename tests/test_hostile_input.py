@@ -549,6 +549,28 @@ def test_extreme_real_dates_reach_a_result(client, default_catalog, value):
     assert response.status_code == 200
 
 
+def test_non_utf8_form_bytes_are_refused_like_any_bad_answer(client):
+    advisor_session = _start(client)
+    response = client.post(_step_url(advisor_session, "work_kind"), data="answer=lo%FF%FEra",
+                           content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 200
+    assert response.context["form"].errors["answer"] == ["Choose one of the options listed."]
+    advisor_session.refresh_from_db()
+    assert advisor_session.answers == {}
+
+
+def test_thousands_of_fields_are_a_400_page(client):
+    advisor_session = _start(client)
+    body = "&".join(f"f{i}=x" for i in range(2000)) + "&answer=lora"
+    response = client.post(_step_url(advisor_session, "work_kind"), data=body,
+                           content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 400
+    assertContains(response, "<h1>That request could not be understood</h1>", status_code=400,
+                   html=True)
+    advisor_session.refresh_from_db()
+    assert advisor_session.answers == {}
+
+
 def test_a_step_answered_twice_keeps_the_second_answer(client):
     advisor_session = _start(client)
     url = _step_url(advisor_session, "work_kind")
