@@ -39,6 +39,9 @@ def estimate_api(request: HttpRequest) -> JsonResponse:
         data = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         return _errors(400, "", f"The body is not valid JSON: {exc}.")
+    except RecursionError:
+        # A quarter of a megabyte of "[" parses into nothing an estimate could use.
+        return _errors(400, "", "The body is nested too deeply to be an estimate request.")
     try:
         result = estimate_run(data=data)
     except RequestError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor import hub
 from advisor.engine import RequestError, estimate, parse_request
 from advisor.engine.errors import EstimateError
 from advisor.engine.models import EstimateRequest, EstimateResult
@@ -16,12 +17,19 @@ from catalog.selectors import engine_catalog
 def estimate_run(*, data: Any) -> EstimateResult:
     """Estimate from JSON-like data; raises RequestError (field-level) for bad input."""
     request = parse_request(data)
+    if request.model_id:
+        # The id is looked up in the database next; one the Hub would refuse (a NUL, a path,
+        # a web address) is the caller's mistake, said as such, not a database error.
+        try:
+            hub.validate_repo_id(request.model_id)
+        except hub.InvalidRepoIdError as exc:
+            raise RequestError([("model_id", exc.message)]) from None
     if request.model_id and request.hub is None and request.config is None and (
         request.params is None
     ):
-        hub = hf_model_lookup_metadata(repo_id=request.model_id)
-        if hub is not None:
-            request = EstimateRequest.model_validate({**request.model_dump(), "hub": hub})
+        metadata = hf_model_lookup_metadata(repo_id=request.model_id)
+        if metadata is not None:
+            request = EstimateRequest.model_validate({**request.model_dump(), "hub": metadata})
     # Retired systems stay in so the result can say why they are not recommended.
     catalog = engine_catalog(include_retired=True)
     try:

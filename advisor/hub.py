@@ -160,7 +160,10 @@ def validate_repo_id(raw: str) -> str:
 
 def validate_revision(raw: str) -> str:
     """Branch, tag or commit sha; the Hub quotes it into the URL, so only forbid the silly."""
-    if not raw or len(raw) > 200 or any(ch.isspace() for ch in raw) or ".." in raw:
+    # isprintable: no whitespace but the space (refused next) and no NUL, which PostgreSQL
+    # refuses to store.
+    if (not raw or len(raw) > 200 or not raw.isprintable() or any(ch.isspace() for ch in raw)
+            or ".." in raw):
         raise InvalidRepoIdError("The revision must be a branch, tag or commit sha such as main.")
     return raw
 

@@ -14,6 +14,14 @@ class AllocationRequestForm(forms.ModelForm):
     """The institute's form. Saving a draft checks values; submitting also checks completeness."""
 
     facility = forms.ChoiceField(label="Which facility?", required=False)
+    # Not a model field: it becomes the resubmission event's message. A form field, so it is
+    # checked like every other text (length, no NUL characters) and kept when the form fails.
+    resubmit_message = forms.CharField(
+        label="Note to staff with your resubmission (optional)",
+        required=False,
+        max_length=4000,
+        widget=forms.Textarea(attrs={"rows": 3}),
+    )
 
     class Meta:
         model = AllocationRequest

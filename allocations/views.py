@@ -52,7 +52,12 @@ def _apply_errors(form: AllocationRequestForm, exc: ValidationError) -> None:
 
 def _form_context(form, *, result: dict, allocation_request=None, session=None) -> dict:
     gpu_hours = form["gpu_hours"].value()
-    facility = form["facility"].value() or ""
+    if form.is_bound:
+        # Only a facility that passed the form's own choice check is looked up: a tampered
+        # value may hold anything, a NUL character included (PostgreSQL refuses those).
+        facility = getattr(form, "cleaned_data", {}).get("facility") or ""
+    else:
+        facility = form["facility"].value() or ""
     try:
         hours = int(gpu_hours) if gpu_hours not in (None, "") else None
     except (TypeError, ValueError):
@@ -180,7 +185,7 @@ def request_edit(request: HttpRequest, pk) -> HttpResponse:
                     allocation_request_resubmit(
                         allocation_request=updated,
                         researcher=request.user,
-                        message=request.POST.get("resubmit_message", ""),
+                        message=form.cleaned_data["resubmit_message"],
                     )
             except ValidationError as exc:
                 _apply_errors(form, exc)

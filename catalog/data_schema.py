@@ -281,11 +281,34 @@ def _cross_check(doc: CatalogFile, raw: Any, path: Path) -> None:
             raise _fail(path, raw, (*loc, "system"), f"unknown system {bench.system!r}")
 
 
+def _nul_location(value: Any, loc: tuple) -> tuple | None:
+    """Where the first NUL character is, in a key or a string value, else None."""
+    if isinstance(value, str):
+        return loc if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if "\x00" in key:
+                return loc
+            found = _nul_location(item, (*loc, key))
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _nul_location(item, (*loc, index))
+            if found is not None:
+                return found
+    return None
+
+
 def validate_catalog_file(path: Path) -> CatalogFile:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise CatalogFileError(f"{display_path(path)}: cannot be read ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise CatalogFileError(
+            f"{display_path(path)}: not UTF-8 text (byte {exc.start}); save it as UTF-8 JSON"
+        ) from exc
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -293,6 +316,12 @@ def validate_catalog_file(path: Path) -> CatalogFile:
             f"{display_path(path)}: not valid JSON (line {exc.lineno}, column {exc.colno}: "
             f"{exc.msg})"
         ) from exc
+    except RecursionError as exc:
+        raise CatalogFileError(f"{display_path(path)}: nested too deeply to be a catalog") from exc
+    nul_at = _nul_location(raw, ())
+    if nul_at is not None:
+        # PostgreSQL text cannot hold NUL: refuse here, before any write, with the place named.
+        raise _fail(path, raw, nul_at, "contains a NUL character (\\u0000)")
     try:
         doc = CatalogFile.model_validate(raw)
     except ValidationError as exc:

@@ -25,6 +25,22 @@ from advisor.engine.models import (
 )
 
 
+def _holds_nul(value) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(item) for item in value)
+    return False
+
+
+def validate_json_has_no_nul(value) -> None:
+    """PostgreSQL's jsonb refuses \\u0000, so a NUL typed into the admin would be a 500."""
+    if _holds_nul(value):
+        raise ValidationError("Remove the NUL character (\\u0000): it cannot be stored.")
+
+
 class Profile(models.Model):
     name = models.SlugField(max_length=64, unique=True)
     title = models.CharField(max_length=200)
@@ -75,7 +91,7 @@ class Accelerator(models.Model):
     tdp_w = models.FloatField(null=True, blank=True)
     interconnect = models.CharField(max_length=300, blank=True)
     launch = models.CharField(max_length=20, blank=True, help_text="YYYY-MM")
-    seed_values = models.JSONField(default=list, blank=True)
+    seed_values = models.JSONField(default=list, blank=True, validators=[validate_json_has_no_nul])
     notes = models.TextField(blank=True)
     source = models.CharField(max_length=300)
 
@@ -184,7 +200,7 @@ class System(models.Model):
     typical_queue_wait_hours = models.FloatField(null=True, blank=True)
     access_route = models.TextField(blank=True)
     queue_guidance = models.TextField(blank=True)
-    modules = models.JSONField(default=list, blank=True)
+    modules = models.JSONField(default=list, blank=True, validators=[validate_json_has_no_nul])
     container = models.CharField(max_length=300, blank=True)
     notes = models.TextField(blank=True)
     source = models.CharField(max_length=300)

@@ -64,9 +64,11 @@ ALLOWED_HOSTS = env_list(
     "DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"]
 )
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS")
+# Our own 403 page for a refused form post, framable inside the embed (config/views.py).
+CSRF_FAILURE_VIEW = "config.views.csrf_failure"
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "config.apps.TriageAdminConfig",  # django.contrib.admin with config.admin.TriageAdminSite
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -166,7 +168,7 @@ if AUTH_REMOTE_USER:
         MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
         "allocations.middleware.ProxyRemoteUserMiddleware",
     )
-    AUTHENTICATION_BACKENDS.insert(0, "django.contrib.auth.backends.RemoteUserBackend")
+    AUTHENTICATION_BACKENDS.insert(0, "allocations.backends.ProxyRemoteUserBackend")
 
 # --- Internationalisation ---------------------------------------------------------------------
 

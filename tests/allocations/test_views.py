@@ -364,7 +364,7 @@ def remote_user_settings(settings):
     middleware.insert(middleware.index(auth) + 1, proxy)
     settings.MIDDLEWARE = middleware
     settings.AUTHENTICATION_BACKENDS = [
-        "django.contrib.auth.backends.RemoteUserBackend",
+        "allocations.backends.ProxyRemoteUserBackend",
         "django.contrib.auth.backends.ModelBackend",
     ]
     settings.AUTH_REMOTE_USER_HEADER = "HTTP_X_REMOTE_USER"

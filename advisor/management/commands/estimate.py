@@ -37,8 +37,12 @@ class Command(BaseCommand):
             data = json.loads(text)
         except OSError as exc:
             raise CommandError(f"Cannot read {source}: {exc.strerror}.") from None
+        except UnicodeDecodeError as exc:
+            raise CommandError(f"{source} is not UTF-8 text (byte {exc.start}).") from None
         except json.JSONDecodeError as exc:
             raise CommandError(f"{source} is not valid JSON: {exc}.") from None
+        except RecursionError:
+            raise CommandError(f"{source} is nested too deeply to be a request.") from None
         try:
             result = estimate_run(data=data)
         except RequestError as exc:
