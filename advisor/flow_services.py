@@ -225,12 +225,10 @@ def _store_result(advisor_session: AdvisorSession, state: FlowState) -> None:
     advisor_session.estimate_request = request.model_dump(mode="json")
     try:
         result = engine_estimate(request, state.catalog)
-    except Exception as exc:  # the engine's own errors carry a message for the researcher
-        if isinstance(exc, EngineUnavailable | ValueError):
-            logger.warning("advisor session %s: no estimate: %s", advisor_session.pk, exc)
-            advisor_session.estimate_result = {"error": str(exc)}
-            return
-        raise
+    except (EngineUnavailable, ValueError) as exc:  # the engine's errors carry a message
+        logger.warning("advisor session %s: no estimate: %s", advisor_session.pk, exc)
+        advisor_session.estimate_result = {"error": str(exc)}
+        return
     advisor_session.estimate_result = result.model_dump(mode="json")
     advisor_session.engine_version = result.engine_version[:40]
 
