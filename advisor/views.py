@@ -176,6 +176,8 @@ def _step_context(request, advisor_session, state, node, form, *, embed: bool) -
         "lookup": flow_services.model_lookup_for(state.answers.get("model"))
         if node.id in ("model", "model_params") else None,
         "action_url": _url("step", embed=embed, session_id=advisor_session.id, step=node.id),
+        # A "did you mean" suggestion on the lookup card answers the model question again.
+        "model_step_url": _url("step", embed=embed, session_id=advisor_session.id, step="model"),
         "resume_url": request.build_absolute_uri(
             _url("resume", embed=False, session_id=advisor_session.id)),
         "chart_url": _url("session-chart", embed=False, session_id=advisor_session.id),

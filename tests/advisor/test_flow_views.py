@@ -305,3 +305,23 @@ def test_unreachable_hub_never_breaks_the_flow(
     assertContains(result, "GPU hours")
     advisor_session.refresh_from_db()
     assert advisor_session.estimate_result["params_total"] == 7_240_000_000
+
+
+@pytest.mark.parametrize("embed", [False, True])
+def test_did_you_mean_suggestions_answer_the_model_question_in_the_flow(client, embed):
+    from advisor.models import HfModelLookup
+
+    advisor_session = start(client)
+    answer_all(client, advisor_session, [("work_kind", "lora"), ("model", "acme/mistrall-7b")])
+    HfModelLookup.objects.filter(requested_id="acme/mistrall-7b").update(
+        status=HfModelLookup.Status.FAILED, error_kind="not_found",
+        message="No model acme/mistrall-7b on the Hub.", suggestions=["acme/mistral-7b"])
+    page = client.get(step_url(advisor_session, "model_params", embed=embed))
+    model_step = step_url(advisor_session, "model", embed=embed)
+    assertContains(page, f'<form method="post" action="{model_step}">')
+    assertContains(page, '<input type="hidden" name="answer" value="acme/mistral-7b">', html=True)
+
+    response = client.post(model_step, {"answer": "acme/mistral-7b"})
+    assert response.status_code == 302
+    advisor_session.refresh_from_db()
+    assert advisor_session.answers["model"] == "acme/mistral-7b"
