@@ -42,7 +42,7 @@ def walk_to_result(client, answers):
 
 def test_lora_7b_in_bf16_is_routed_past_v100s_to_an_a100_class_system(client, default_catalog):
     advisor_session, page = walk_to_result(client, LORA_7B)
-    assertContains(page, "Request time on an A100/H100 HPC system")
+    assertContains(page, "Request time on an HPC system with A100, H100 or newer GPUs")
     assertContains(page, "You chose bf16, which V100s do not support")
     result = advisor_session.estimate_result
     rec = result["recommendation"]

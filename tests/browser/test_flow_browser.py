@@ -137,7 +137,7 @@ def test_lora_of_a_7b_model_with_hub_lookup(browser, live_server, default_catalo
     assert "mistralai/Mistral-7B-v0.1" in card.inner_text()
     walk(page, LORA_MISTRAL_7B[2:], axe=axe_core_path)
     assert page.locator("#result-heading").inner_text() == (
-        "Request time on an A100/H100 HPC system")
+        "Request time on an HPC system with A100, H100 or newer GPUs")
     advisor_session = AdvisorSession.objects.get()
     request = advisor_session.estimate_request
     assert request["model_id"] == "mistralai/Mistral-7B-v0.1"
@@ -204,7 +204,7 @@ def test_flow_without_javascript(browser, live_server, default_catalog, screensh
     page.screenshot(path=screenshots / "6-no-js-validation.png", full_page=True)
     walk(page, [("model_params", "7")] + LORA_MISTRAL_7B[3:], htmx=False)
     assert page.locator("#result-heading").inner_text() == (
-        "Request time on an A100/H100 HPC system")
+        "Request time on an HPC system with A100, H100 or newer GPUs")
     page.screenshot(path=screenshots / "6-no-js-result.png", full_page=True)
     context.close()
 

@@ -120,7 +120,7 @@ def test_a_request_from_advice_to_approval(browser, live_server, default_catalog
         answer(page, step, value)
     page.wait_for_selector("#result-heading")
     assert page.locator("#result-heading").inner_text() == (
-        "Request time on an A100/H100 HPC system")
+        "Request time on an HPC system with A100, H100 or newer GPUs")
     session = AdvisorSession.objects.get()
     rec = session.estimate_result["recommendation"]
     assert session.estimate_result["params_total"] == 7_000_000_000
