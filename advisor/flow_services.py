@@ -16,6 +16,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from advisor.engine.constants import TARGET_WALL_HOURS
 from advisor.engine.models import (
     CatalogSpec,
     Constraints,
@@ -258,6 +259,11 @@ def estimate_request_for(
     constraints: dict[str, Any] = {
         "data_sensitivity": given.get("data_sensitivity") or "public",
     }
+    hours_left = _hours_until_deadline(given.get("timeline"))
+    if hours_left is not None and 0 < hours_left < TARGET_WALL_HOURS.value:
+        # A deadline nearer than the engine's one-week default becomes the wall-time target,
+        # so the recommendation adds GPUs to finish in time (the queue wait is not included).
+        constraints["max_wall_hours"] = hours_left
     if outcome is not None:
         constraints["needs_notebooks"] = outcome.needs_notebooks
         if outcome.needs_cloud is not None:
@@ -278,6 +284,16 @@ def estimate_request_for(
         "constraints": Constraints(**constraints),
     }
     return EstimateRequest(**fields)
+
+
+def _hours_until_deadline(deadline: str | None) -> float | None:
+    if not deadline:
+        return None
+    try:
+        days = (dt.date.fromisoformat(deadline) - timezone.localdate()).days
+    except ValueError:
+        return None
+    return float(days * 24)
 
 
 def model_lookup_for(model_id: str | None):

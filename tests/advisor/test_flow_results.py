@@ -158,3 +158,21 @@ def test_result_links_to_the_allocation_request_form_when_that_app_is_installed(
         pytest.skip("the allocation-requests app (branch alloc) is not merged here")
     assertContains(page, f'<a class="button" href="{url}">Create allocation request</a>',
                    html=True)
+
+
+def test_a_deadline_within_a_week_becomes_the_wall_time_target():
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from advisor.flow_services import estimate_request_for
+
+    answers = {"work_kind": "pretrain", "model_params": "1", "dataset_tokens": "20000"}
+    soon = (timezone.localdate() + dt.timedelta(days=3)).isoformat()
+    later = (timezone.localdate() + dt.timedelta(days=90)).isoformat()
+    assert estimate_request_for(
+        answers={**answers, "timeline": soon}).constraints.max_wall_hours == 72
+    # Further away than the one-week default: the default target stands.
+    assert estimate_request_for(
+        answers={**answers, "timeline": later}).constraints.max_wall_hours is None
+    assert estimate_request_for(answers=answers).constraints.max_wall_hours is None

@@ -147,5 +147,8 @@ def test_mermaid_marks_the_path_in_words():
     path = walk(chart, LORA_7B, decide("no"))
     text = chart.mermaid(highlight=path.steps)
     assert text.startswith("graph TD")
-    assert 'hpc_a100(["Your path: Request time on an HPC system with A100, H100 or newer GPUs"])' in text
+    assert (
+        'hpc_a100(["Your path: Request time on an HPC system with A100, H100 or newer GPUs"])'
+        in text
+    )
     assert 'azure_full(["Submit a full Azure request"])' in text
