@@ -23,6 +23,7 @@ from allocations.models import (
     EDITABLE_STATUSES,
     PENDING_STATUSES,
     AllocationEvent,
+    AllocationKind,
     AllocationRequest,
     ServiceLimit,
     Status,
@@ -162,6 +163,13 @@ def allocation_request_validate(*, values: dict[str, Any], for_submission: bool)
         add("end_date", "The end date must be after the start date.")
     if for_submission and end and end < timezone.localdate():
         add("end_date", "The end date is in the past.")
+    if (
+        for_submission
+        and start
+        and start < timezone.localdate()
+        and values.get("allocation_kind") == AllocationKind.NEW
+    ):
+        add("start_date", "A new allocation cannot start in the past: choose today or later.")
     if end and limit and limit.latest_end_date and end > limit.latest_end_date:
         add(
             "end_date",

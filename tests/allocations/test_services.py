@@ -285,6 +285,16 @@ def test_end_date_after_start_date():
     ]
 
 
+def test_a_new_allocation_cannot_start_in_the_past_but_an_existing_one_may():
+    yesterday = timezone.localdate() - timedelta(days=1)
+    end = timezone.localdate() + timedelta(days=60)
+    assert _errors(start_date=yesterday, end_date=end)["start_date"] == [
+        "A new allocation cannot start in the past: choose today or later."
+    ]
+    assert _errors(allocation_kind="existing", start_date=yesterday, end_date=end) == {}
+    assert _errors(start_date=timezone.localdate(), end_date=end) == {}
+
+
 def test_azure_end_date_limit_is_data():
     ServiceLimit.objects.create(service="azure", latest_end_date=date(2027, 3, 31))
     start = timezone.localdate() + timedelta(days=10)
