@@ -14,6 +14,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from catalog.models import DataSensitivity
+
 
 class Status(models.TextChoices):
     DRAFT = "draft", _("Draft")
@@ -42,15 +44,6 @@ class Service(models.TextChoices):
 class AllocationKind(models.TextChoices):
     NEW = "new", _("New")
     EXISTING = "existing", _("Existing")
-
-
-class DataSensitivity(models.TextChoices):
-    # The engine's DataSensitivity values (advisor/engine/models.py); the seed shows only
-    # "Public non-sensitive".
-    PUBLIC = "public", _("Public non-sensitive")
-    INTERNAL = "internal", _("Internal")
-    CONFIDENTIAL = "confidential", _("Confidential")
-    RESTRICTED = "restricted", _("Restricted")
 
 
 class AllocationRequestQuerySet(models.QuerySet):

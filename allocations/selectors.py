@@ -12,8 +12,9 @@ from django.shortcuts import get_object_or_404
 
 from advisor.engine.memory import COMPONENT_LABELS
 from allocations.facilities import facility_get, trial_gpu_hours_limit
-from allocations.models import AllocationEvent, AllocationRequest, DataSensitivity, Service
+from allocations.models import AllocationEvent, AllocationRequest, Service
 from allocations.services import requested_gpu_hours_from_result
+from catalog.models import DataSensitivity
 
 # An estimate is "uncertain" when the engine's GPU-hours margin is at least this wide either way
 # (the engine states +-25% by default: advisor/engine/constants.py GPU_HOURS_MARGIN), or when

@@ -152,9 +152,11 @@ class SystemStatus(models.TextChoices):
 
 
 class DataSensitivity(models.TextChoices):
-    """Our four levels; the Turing form's "Public non-sensitive" is `public`."""
+    """Our four levels, shared by the catalog (what a system allows) and allocation requests
+    (what the data is); the engine's DataSensitivity has the same values. The Turing form shows
+    only "Public non-sensitive"."""
 
-    PUBLIC = "public", "Public (non-sensitive)"
+    PUBLIC = "public", "Public non-sensitive"
     INTERNAL = "internal", "Internal"
     CONFIDENTIAL = "confidential", "Confidential"
     RESTRICTED = "restricted", "Restricted"
