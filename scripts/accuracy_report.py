@@ -224,6 +224,15 @@ class Outcome(BaseModel):
     lowest: Option | None = None  # the cheapest fitting option on the measured GPU
 
     @property
+    def compared_gpu_hours(self) -> float | None:
+        """The engine figure that counts what the measurement counts: a published run total is
+        wall-clock time x GPUs, restarts and evaluation included, as `requested_gpu_hours` is;
+        a benchmark's steady throughput is compute alone, as `gpu_hours` is."""
+        if self.point.measured.what == "published_total":
+            return self.requested_gpu_hours
+        return self.gpu_hours
+
+    @property
     def fits(self) -> bool | None:
         return None if self.option is None else self.option.fits
 
@@ -447,17 +456,17 @@ def summarise(outcomes: list[Outcome], engine_version: str) -> dict[str, Any]:
 
     engine_full = _method_stats(memory_full, lambda o: o.engine_bytes)
     gpu_hours_full = [o for o in gpu_hours if o.point.expressible == "full"]
-    gh_stats = _method_stats(gpu_hours_full, lambda o: o.gpu_hours)
-    gh_all = _method_stats(gpu_hours, lambda o: o.gpu_hours)
-    gh_totals = _method_stats(
-        [o for o in gpu_hours_full if o.point.measured.what == "published_total"],
-        lambda o: o.gpu_hours,
-    )
+    gh_stats = _method_stats(gpu_hours_full, lambda o: o.compared_gpu_hours)
+    gh_all = _method_stats(gpu_hours, lambda o: o.compared_gpu_hours)
+    run_totals = [o for o in gpu_hours_full if o.point.measured.what == "published_total"]
+    gh_totals = _method_stats(run_totals, lambda o: o.requested_gpu_hours)
+    gh_totals_compute = _method_stats(run_totals, lambda o: o.gpu_hours)
     gh_benchmarks = _method_stats(
         [o for o in gpu_hours_full if o.point.measured.what == "throughput_derived"],
         lambda o: o.gpu_hours,
     )
     gh_requested = _method_stats(gpu_hours_full, lambda o: o.requested_gpu_hours)
+    gh_compute_only = _method_stats(gpu_hours_full, lambda o: o.gpu_hours)
     gh_lowest = _method_stats(
         gpu_hours_full, lambda o: None if o.lowest is None else o.lowest.gpu_hours
     )
@@ -488,10 +497,12 @@ def summarise(outcomes: list[Outcome], engine_version: str) -> dict[str, Any]:
             "engine_predicted_fitting": sum(1 for o in fits_cases if o.fits is True),
         },
         "gpu_hours": {
-            "compute": gh_stats,
-            "compute_all": gh_all,
-            "compute_run_totals": gh_totals,
+            "like_for_like": gh_stats,
+            "like_for_like_all": gh_all,
+            "requested_run_totals": gh_totals,
+            "compute_run_totals": gh_totals_compute,
             "compute_benchmarks": gh_benchmarks,
+            "compute_only": gh_compute_only,
             "requested": gh_requested,
             "lowest_option": gh_lowest,
         },
@@ -569,8 +580,12 @@ METHOD_TEXT = """\
   and QLoRA it is the frozen base's Total Size.
 - Both baselines use the engine's parameter count, so the comparison is about method, not counting.
 - Fit checks compare with the catalog capacity (memory_gb x 1e9) of the measured GPU.
-- GPU hours: published totals, compared with the option's `gpu_hours` (the target) and
-  `requested_gpu_hours`.
+- GPU hours: each measurement is compared with the engine figure that counts the same thing.
+  A published run total is wall-clock time x GPUs of a real run, so it includes restarts,
+  evaluation and checkpoint writes; it is compared with `requested_gpu_hours`, the compute plus
+  the contingency for exactly those. A throughput benchmark (tokens per second over a few
+  steps) is compute alone; it is compared with `gpu_hours`. Both columns are shown for every
+  point, and the summary above gives every other reading.
 
 """
 
@@ -754,6 +769,7 @@ def _gpu_hour_rows(outcomes: list[Outcome]) -> list[str]:
         "Engine's job (GPUs, strategy, fits)",
         "Lowest gpu_hours on this GPU (GPUs, strategy)",
         "Error",
+        "Target compares",
     )
     for o in outcomes:
         job = lowest = "—"
@@ -777,6 +793,9 @@ def _gpu_hour_rows(outcomes: list[Outcome]) -> list[str]:
                 job,
                 lowest,
                 _pct(o.rel_error(None if o.lowest is None else o.lowest.gpu_hours)),
+                "requested_gpu_hours"
+                if o.point.measured.what == "published_total"
+                else "gpu_hours",
             )
         )
     return rows
@@ -799,9 +818,16 @@ def _miss_lines(outcomes: list[Outcome]) -> list[str]:
             said = _fit_word(o.fits)
             misses.append(f"- {pid}: measured to fit, engine says {said}. {_breakdown(o)}")
         elif kind == "gpu_hours":
-            err = o.rel_error(o.gpu_hours)
+            err = o.rel_error(o.compared_gpu_hours)
             if err is not None and abs(err) > GPU_HOURS_MEDIAN_TARGET:
-                misses.append(f"- {pid}: GPU hours {_pct(err)}.{_implied_throughput(o)}")
+                field = (
+                    "requested_gpu_hours"
+                    if o.point.measured.what == "published_total"
+                    else "gpu_hours"
+                )
+                misses.append(
+                    f"- {pid}: GPU hours {_pct(err)} (`{field}`).{_implied_throughput(o)}"
+                )
     return misses or ["No point is off by more than its target."]
 
 
@@ -834,11 +860,15 @@ def render_report(outcomes: list[Outcome], summary: dict[str, Any], commentary: 
         f"{oom['accelerate_predicted_not_fitting']}/{oom['cases']}. Cases measured to fit that the "
         f"engine also predicts as fitting: {fits['engine_predicted_fitting']}/{fits['cases']}.",
         f"GPU hours (full points): median absolute error "
-        f"{_abs_pct(gh['compute']['median_abs_error'])} for `gpu_hours` (compute alone; "
-        f"{_abs_pct(gh['compute_run_totals']['median_abs_error'])} on published run totals, "
-        f"{_abs_pct(gh['compute_benchmarks']['median_abs_error'])} on throughput benchmarks) and "
-        f"{_abs_pct(gh['requested']['median_abs_error'])} for `requested_gpu_hours` (with "
-        f"contingency); {_abs_pct(gh['compute_all']['median_abs_error'])} for `gpu_hours` with the "
+        f"{_abs_pct(gh['like_for_like']['median_abs_error'])} like for like (the target): "
+        f"{_abs_pct(gh['requested_run_totals']['median_abs_error'])} for `requested_gpu_hours` "
+        "against published run totals, "
+        f"{_abs_pct(gh['compute_benchmarks']['median_abs_error'])} for `gpu_hours` against "
+        "throughput benchmarks. Other readings: "
+        f"{_abs_pct(gh['compute_only']['median_abs_error'])} for `gpu_hours` against every point "
+        f"({_abs_pct(gh['compute_run_totals']['median_abs_error'])} on run totals); "
+        f"{_abs_pct(gh['requested']['median_abs_error'])} for `requested_gpu_hours` against every "
+        f"point; {_abs_pct(gh['like_for_like_all']['median_abs_error'])} like for like with the "
         "planned TinyLlama figure included; "
         f"{_abs_pct(gh['lowest_option']['median_abs_error'])} for the lowest `gpu_hours` of any "
         "fitting job on the measured GPU. The baselines give no GPU hours.",

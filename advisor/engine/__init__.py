@@ -32,7 +32,7 @@ from advisor.engine.workload import (
     resolve_shape,
 )
 
-ENGINE_VERSION = "1.0.0"
+ENGINE_VERSION = "1.1.0"
 
 __all__ = [
     "ENGINE_VERSION",
@@ -262,7 +262,10 @@ def _assumptions(request: EstimateRequest, shape: ModelShape, wl: Workload) -> l
             }[mode]
             out.append(c.ZERO_MIXED_ADAM.assumption(f"{text}; optimizer {wl.optimizer}"))
             out.append(c.TRAIN_FLOPS_PER_PARAM.assumption())
-            for const in (c.MFU_TRAINING_HOPPER, c.MFU_TRAINING, c.MFU_TRAINING_OLDER):
+            defaults = [c.MFU_TRAINING_HOPPER, c.MFU_TRAINING, c.MFU_TRAINING_OLDER]
+            if wl.flash_attention:
+                defaults.insert(1, c.MFU_TRAINING_FLASH)
+            for const in defaults:
                 out.append(
                     const.assumption(
                         f"{const.value:.0%}; a catalog benchmark on the accelerator replaces it"

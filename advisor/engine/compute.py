@@ -93,13 +93,24 @@ def utilisation_table(
     return table
 
 
-def default_training_utilisation(acc: AcceleratorSpec | None) -> c.Constant:
-    """The documented default for the accelerator's class (its dense 16-bit peak)."""
+def default_training_utilisation(
+    acc: AcceleratorSpec | None, flash_attention: bool = False
+) -> c.Constant:
+    """The documented default for the accelerator's class (its dense 16-bit peak) and, on
+    A100-class NVIDIA GPUs, for the attention kernel: the Hopper and V100 figures were measured
+    with the attention their era had, so only the A100 class has one of each."""
     peak = (acc.bf16_tflops or acc.fp16_tflops or 0) if acc is not None else 0
     if peak >= c.HOPPER_CLASS_TFLOPS:
         return c.MFU_TRAINING_HOPPER
     if peak and peak < c.OLDER_CLASS_TFLOPS:
         return c.MFU_TRAINING_OLDER
+    if (
+        flash_attention
+        and acc is not None
+        and acc.vendor.lower() == "nvidia"
+        and acc.memory_bandwidth_gb_s >= c.FLASH_MFU_MIN_BANDWIDTH_GB_S
+    ):
+        return c.MFU_TRAINING_FLASH
     return c.MFU_TRAINING
 
 
@@ -108,7 +119,7 @@ def default_utilisation(wl: Workload, acc: AcceleratorSpec | None = None) -> Uti
         return Utilisation(c.MFU_PREFILL.value, c.MFU_PREFILL.source)
     if wl.adapters:
         return Utilisation(c.MFU_LORA.value, c.MFU_LORA.source)
-    const = default_training_utilisation(acc)
+    const = default_training_utilisation(acc, wl.flash_attention)
     return Utilisation(const.value, const.source)
 
 

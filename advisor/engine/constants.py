@@ -227,6 +227,19 @@ MFU_TRAINING = Constant(
     "(A100, MI250X) where the catalog has no benchmark",
     "documented default for Ampere-class GPUs when the catalog has no measurement",
 )
+MFU_TRAINING_FLASH = Constant(
+    "Hardware FLOPs utilisation, training with FlashAttention (A100-class NVIDIA GPUs)",
+    0.60,
+    "of the dense 16-bit peak, applied to the FLOPs executed (recomputation included)",
+    "Dao-AILab/flash-attention, training/README.md ('Training speed'): GPT3-1.3B and -2.7B on "
+    "one node of 8 x A100 80GB SXM4 with NVLink, FlashAttention and fused MLP, LayerNorm and "
+    "cross-entropy kernels, no activation checkpointing: up to 189 TFLOP/s per GPU, 60.6% "
+    "model FLOPs utilisation (169k and 85k tokens/s, 61% with this engine's FLOP count). For "
+    "NVIDIA GPUs with a 200-600 TFLOP/s dense 16-bit peak and HBM (1.5 TB/s or more: A100) when "
+    "the request trains with flash attention and the catalog has no benchmark",
+    "flash attention removes the memory-bound passes over the sequence x sequence scores that "
+    "the A100 default (Megatron-LM 2021, before FlashAttention) still paid for",
+)
 MFU_TRAINING_HOPPER = Constant(
     "Hardware FLOPs utilisation, training (H100-class GPUs)",
     0.40,
@@ -248,6 +261,10 @@ MFU_TRAINING_OLDER = Constant(
     "the at-scale figure, as for the other GPU classes",
 )
 HOPPER_CLASS_TFLOPS = 600  # dense 16-bit peak at or above which MFU_TRAINING_HOPPER applies
+# Memory bandwidth from which an A100-class GPU counts as HBM-fed like the A100s that
+# MFU_TRAINING_FLASH was measured on (A100 40GB: 1,555 GB/s); GDDR cards (L40S: 864 GB/s) wait
+# longer on the elementwise work that flash attention does not remove.
+FLASH_MFU_MIN_BANDWIDTH_GB_S = 1500
 OLDER_CLASS_TFLOPS = 200  # below which MFU_TRAINING_OLDER applies
 BENCHMARK_MFU_BOUNDS = (0.05, 0.85)  # a derived MFU outside this is a unit error, not a measurement
 MFU_LORA = Constant(
@@ -335,8 +352,9 @@ GPU_HOURS_MARGIN = Constant(
     "GPU-hours uncertainty",
     0.25,
     "relative, either way",
-    "spread of the validation errors: docs/accuracy.md measures a median absolute error of "
-    "~21% on 20 published GPU-hour totals and benchmarks; utilisation varies 40-75% across "
+    "spread of the validation errors: docs/accuracy.md compares 20 published GPU-hour totals "
+    "and benchmarks like for like: median absolute error 10%, 10th-90th percentile of the "
+    "signed errors -11% to +25%; utilisation varies 40-75% across "
     "training stacks",
     "throughput depends on software and data pipeline",
 )

@@ -155,7 +155,7 @@ def test_each_numeric_target_is_reported_as_pass_or_miss_truthfully(generated, k
         stats = (
             summary["memory"]["engine_full"]
             if key.startswith("memory")
-            else summary["gpu_hours"]["compute"]
+            else summary["gpu_hours"]["like_for_like"]
         )
         if key == "memory_no_under_estimate_beyond_10pct" and stats["estimated"] < stats["points"]:
             assert target["status"] == "MISS"
@@ -202,3 +202,34 @@ def test_median_error_in_summary_matches_the_per_point_table(generated):
         median = statistics.median(abs(e) for e in full_memory_errors)
         # The table rounds to whole percent.
         assert reported == pytest.approx(median, abs=0.006)
+
+
+def test_gpu_hour_target_compares_each_measurement_with_the_figure_that_counts_the_same(generated):
+    """A published run total (wall clock x GPUs, restarts included) is compared with
+    requested_gpu_hours; a throughput benchmark (compute alone) with gpu_hours. The table says
+    which for every point, and the summary's median is the median of those errors."""
+    report, summary = generated
+    measurements = {p.id: p for p in report_module.load_measurements().points}
+    rows = [
+        line.strip("| ").split(" | ")
+        for line in report.splitlines()
+        if line.startswith("| ")
+        and line.split(" | ")[0][2:] in measurements
+        and measurements[line.split(" | ")[0][2:]].kind == "gpu_hours"
+    ]
+    assert rows
+    errors = []
+    for cells in rows:
+        point = measurements[cells[0]]
+        compared = cells[-1]
+        if point.measured.what == "published_total":
+            assert compared == "requested_gpu_hours"
+            error = cells[6]
+        else:
+            assert compared == "gpu_hours"
+            error = cells[4]
+        if point.expressible == "full" and error != "—":
+            errors.append(abs(float(error.rstrip(" %"))) / 100)
+
+    reported = summary["gpu_hours"]["like_for_like"]["median_abs_error"]
+    assert reported == pytest.approx(statistics.median(errors), abs=0.006)
