@@ -224,13 +224,17 @@ class Outcome(BaseModel):
     lowest: Option | None = None  # the cheapest fitting option on the measured GPU
 
     @property
-    def compared_gpu_hours(self) -> float | None:
+    def compared_field(self) -> str:
         """The engine figure that counts what the measurement counts: a published run total is
         wall-clock time x GPUs, restarts and evaluation included, as `requested_gpu_hours` is;
         a benchmark's steady throughput is compute alone, as `gpu_hours` is."""
         if self.point.measured.what == "published_total":
-            return self.requested_gpu_hours
-        return self.gpu_hours
+            return "requested_gpu_hours"
+        return "gpu_hours"
+
+    @property
+    def compared_gpu_hours(self) -> float | None:
+        return getattr(self, self.compared_field)
 
     @property
     def fits(self) -> bool | None:
@@ -793,9 +797,7 @@ def _gpu_hour_rows(outcomes: list[Outcome]) -> list[str]:
                 job,
                 lowest,
                 _pct(o.rel_error(None if o.lowest is None else o.lowest.gpu_hours)),
-                "requested_gpu_hours"
-                if o.point.measured.what == "published_total"
-                else "gpu_hours",
+                o.compared_field,
             )
         )
     return rows
@@ -820,13 +822,9 @@ def _miss_lines(outcomes: list[Outcome]) -> list[str]:
         elif kind == "gpu_hours":
             err = o.rel_error(o.compared_gpu_hours)
             if err is not None and abs(err) > GPU_HOURS_MEDIAN_TARGET:
-                field = (
-                    "requested_gpu_hours"
-                    if o.point.measured.what == "published_total"
-                    else "gpu_hours"
-                )
                 misses.append(
-                    f"- {pid}: GPU hours {_pct(err)} (`{field}`).{_implied_throughput(o)}"
+                    f"- {pid}: GPU hours {_pct(err)} (`{o.compared_field}`)."
+                    f"{_implied_throughput(o)}"
                 )
     return misses or ["No point is off by more than its target."]
 

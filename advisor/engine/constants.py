@@ -224,7 +224,8 @@ MFU_TRAINING = Constant(
     "3,072 GPUs, counting recomputation; Korthikanti et al. 2022 (arXiv:2205.05198, abstract): "
     "530B on 2,240 A100s at 54.2% MFU, 42.1% MFU with full recomputation (56% counting the "
     "recomputed forward). For GPUs with a 200-600 TFLOP/s dense 16-bit peak "
-    "(A100, MI250X) where the catalog has no benchmark",
+    "(A100, L40S, MI250X) where the catalog has no benchmark and MFU_TRAINING_FLASH does not "
+    "apply",
     "documented default for Ampere-class GPUs when the catalog has no measurement",
 )
 MFU_TRAINING_FLASH = Constant(
