@@ -35,7 +35,8 @@ class ActiveFlowchartForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["chart"].choices = [
-            (key, f"{key}: {_title(key)}") for key in available_charts()]
+            (key, f"{key}: {_title(key)}") for key in available_charts()
+        ]
 
     def clean_chart(self):
         key = self.cleaned_data["chart"]
@@ -109,7 +110,14 @@ class HfModelLookupAdmin(admin.ModelAdmin):
     message, so staff can see why an estimate fell back to a typed parameter count."""
 
     list_display = [
-        "repo_id", "revision", "status", "error_kind", "attempts", "fetched_at", "updated_at"]
+        "repo_id",
+        "revision",
+        "status",
+        "error_kind",
+        "attempts",
+        "fetched_at",
+        "updated_at",
+    ]
     list_filter = ["status", "error_kind"]
     search_fields = ["repo_id", "requested_id", "sha"]
     date_hierarchy = "created_at"

@@ -18,7 +18,9 @@ from django.shortcuts import render
 from django.urls import reverse
 
 # scheme://host[:port], nothing more: anything else would let a typo widen the policy.
-_ORIGIN = re.compile(r"^https?://[A-Za-z0-9.-]+(:\d{1,5})?$|^https?://\[[0-9A-Fa-f:]+\](:\d{1,5})?$")
+_ORIGIN = re.compile(
+    r"^https?://[A-Za-z0-9.-]+(:\d{1,5})?$|^https?://\[[0-9A-Fa-f:]+\](:\d{1,5})?$"
+)
 
 
 def allowed_origins() -> list[str]:
@@ -46,12 +48,19 @@ def embeddable(view):
         except Http404:
             # Django's own 404 page carries X-Frame-Options: DENY, which the frame shows as an
             # empty box: answer inside the frame instead, with a way to start again.
-            response = render(request, "advisor/problem.html", {
-                "embed": True, "embed_origins": allowed_origins(), "status": 404,
-                "message": "There is no advisor session at this address: the link may be "
-                           "mistyped or the session belongs to another account.",
-                "resume_url": reverse("advisor:embed-start"),
-            }, status=404)
+            response = render(
+                request,
+                "advisor/problem.html",
+                {
+                    "embed": True,
+                    "embed_origins": allowed_origins(),
+                    "status": 404,
+                    "message": "There is no advisor session at this address: the link may be "
+                    "mistyped or the session belongs to another account.",
+                    "resume_url": reverse("advisor:embed-start"),
+                },
+                status=404,
+            )
         response.xframe_options_exempt = True
         response["Content-Security-Policy"] = f"frame-ancestors {frame_ancestors()}"
         return response

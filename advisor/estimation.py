@@ -24,8 +24,11 @@ def estimate_run(*, data: Any) -> EstimateResult:
             hub.validate_repo_id(request.model_id)
         except hub.InvalidRepoIdError as exc:
             raise RequestError([("model_id", exc.message)]) from None
-    if request.model_id and request.hub is None and request.config is None and (
-        request.params is None
+    if (
+        request.model_id
+        and request.hub is None
+        and request.config is None
+        and (request.params is None)
     ):
         metadata = hf_model_lookup_metadata(repo_id=request.model_id)
         if metadata is not None:

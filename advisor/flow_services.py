@@ -177,9 +177,7 @@ def step_is_answerable(*, state: FlowState, step: str) -> bool:
 
 
 @transaction.atomic
-def advisor_session_answer(
-    *, advisor_session: AdvisorSession, step: str, raw: Any
-) -> FlowState:
+def advisor_session_answer(*, advisor_session: AdvisorSession, step: str, raw: Any) -> FlowState:
     """Store one answer and move the session on; raises AnswerError with a message for the field.
 
     The step must be the current question or an earlier one on the path (changing an earlier
@@ -190,8 +188,9 @@ def advisor_session_answer(
     node = state.chart.node(step)
     if node is None or node.kind != "question" or not step_is_answerable(state=state, step=step):
         raise StepNotOnPath(step)
-    earlier = {s: state.answers[s] for s in state.path.questions
-               if s in state.answers and s != step}
+    earlier = {
+        s: state.answers[s] for s in state.path.questions if s in state.answers and s != step
+    }
     value = clean_answer(node, raw, earlier)
     if node.type == "model_id" and value:
         _model_lookup_start(value)
@@ -304,8 +303,11 @@ def model_lookup_for(model_id: str | None):
 
     from advisor.models import HfModelLookup
 
-    return (HfModelLookup.objects.filter(Q(requested_id=model_id) | Q(repo_id=model_id))
-            .order_by("-updated_at").first())
+    return (
+        HfModelLookup.objects.filter(Q(requested_id=model_id) | Q(repo_id=model_id))
+        .order_by("-updated_at")
+        .first()
+    )
 
 
 def _model_lookup_start(model_id: str) -> None:
@@ -366,10 +368,12 @@ def check_v100_sufficient(*, node, answers, catalog, cache) -> Decision:
     result = _estimate_for_check(answers, catalog, cache)
     if isinstance(result, str):
         return Decision("unknown", f"We could not estimate the memory: {result}")
-    v100_names = {a.name for a in catalog.accelerators if "v100" in a.name.lower()
-                  or "v100" in a.display_name.lower()}
-    candidates = [o for o in result.options if o.accelerator in v100_names] if v100_names \
-        else []
+    v100_names = {
+        a.name
+        for a in catalog.accelerators
+        if "v100" in a.name.lower() or "v100" in a.display_name.lower()
+    }
+    candidates = [o for o in result.options if o.accelerator in v100_names] if v100_names else []
     fitting = [o for o in candidates if o.fits and o.nodes == 1]
     if fitting:
         best = min(fitting, key=lambda o: (o.num_gpus, o.memory_per_gpu_bytes))
@@ -397,8 +401,9 @@ def check_fits_gpu_memory(*, node, answers, catalog, cache) -> Decision:
     if isinstance(result, str):
         return Decision("unknown", f"We could not estimate the memory: {result}")
     limit = limit_gb * 1e9
-    fitting = [o for o in result.options
-               if o.num_gpus <= max_gpus and o.memory_per_gpu_bytes <= limit]
+    fitting = [
+        o for o in result.options if o.num_gpus <= max_gpus and o.memory_per_gpu_bytes <= limit
+    ]
     if fitting:
         best = min(fitting, key=lambda o: (o.num_gpus, o.memory_per_gpu_bytes))
         return Decision(
@@ -449,24 +454,28 @@ def cpu_advice_for(*, state: FlowState) -> CpuAdvice:
     else:
         reasons.append("It can run unattended, so a batch job can run it from the queue.")
     if data_gb not in (None, ""):
-        reasons.append(f"You will handle about {data_gb:g} GB of data: ask for at least that "
-                       "much storage, with room for intermediate files.")
+        reasons.append(
+            f"You will handle about {data_gb:g} GB of data: ask for at least that "
+            "much storage, with room for intermediate files."
+        )
     sensitivity = answers.get("data_sensitivity")
     if sensitivity in ("confidential", "restricted"):
         reasons.append("Your data is sensitive: use a system approved for it.")
     script = ""
     if outcome.advice == "cpu_batch":
-        script = "\n".join([
-            "#!/bin/bash",
-            "#SBATCH --job-name=cpu-processing",
-            "#SBATCH --nodes=1",
-            "#SBATCH --ntasks=1",
-            "#SBATCH --cpus-per-task=8      # no --gres: this job needs no GPU",
-            "#SBATCH --mem=32G",
-            "#SBATCH --time=12:00:00",
-            "",
-            "python process.py",
-        ])
+        script = "\n".join(
+            [
+                "#!/bin/bash",
+                "#SBATCH --job-name=cpu-processing",
+                "#SBATCH --nodes=1",
+                "#SBATCH --ntasks=1",
+                "#SBATCH --cpus-per-task=8      # no --gres: this job needs no GPU",
+                "#SBATCH --mem=32G",
+                "#SBATCH --time=12:00:00",
+                "",
+                "python process.py",
+            ]
+        )
     return CpuAdvice(outcome.title, outcome.help, reasons, list(outcome.systems), script)
 
 
@@ -478,8 +487,10 @@ def deadline_warning(*, state: FlowState, wall_hours: float | None) -> str:
     if days_left < 0:
         return "Your deadline has passed; check the date you gave."
     if wall_hours > days_left * 24:
-        return (f"The job needs about {wall_hours:,.0f} hours of wall time, longer than the "
-                f"{days_left} days until your deadline, before any queue wait.")
+        return (
+            f"The job needs about {wall_hours:,.0f} hours of wall time, longer than the "
+            f"{days_left} days until your deadline, before any queue wait."
+        )
     return ""
 
 

@@ -65,12 +65,17 @@ class Condition(_Strict):
 
     @model_validator(mode="after")
     def _one_test(self) -> Condition:
-        tests = [self.equals, self.in_, self.not_in, self.contains, self.lt, self.gte,
-                 self.answered]
+        tests = [
+            self.equals,
+            self.in_,
+            self.not_in,
+            self.contains,
+            self.lt,
+            self.gte,
+            self.answered,
+        ]
         if sum(t is not None for t in tests) != 1:
-            raise ValueError(
-                "needs exactly one of equals, in, not_in, contains, lt, gte, answered"
-            )
+            raise ValueError("needs exactly one of equals, in, not_in, contains, lt, gte, answered")
         return self
 
     def holds(self, answers: Mapping[str, Any]) -> bool:
@@ -219,8 +224,11 @@ class Flowchart(_Strict):
                     for condition in edge.when:
                         if condition.step != node.id:
                             continue
-                        wanted = [condition.equals] if condition.equals else (
-                            condition.in_ or condition.not_in or [])
+                        wanted = (
+                            [condition.equals]
+                            if condition.equals
+                            else (condition.in_ or condition.not_in or [])
+                        )
                         for value in wanted:
                             if value not in values:
                                 raise ValueError(
@@ -363,8 +371,9 @@ def parse_chart(text: str, *, name: str = "<chart>") -> Flowchart:
     try:
         return Flowchart.model_validate(raw)
     except ValidationError as exc:
-        raise FlowchartError(f"{name}: " + "; ".join(_describe(error, raw)
-                                                     for error in exc.errors())) from exc
+        raise FlowchartError(
+            f"{name}: " + "; ".join(_describe(error, raw) for error in exc.errors())
+        ) from exc
 
 
 def _describe(error: Mapping[str, Any], raw: dict) -> str:
@@ -373,8 +382,11 @@ def _describe(error: Mapping[str, Any], raw: dict) -> str:
     where = []
     if len(loc) >= 2 and loc[0] == "nodes" and isinstance(loc[1], int):
         nodes = raw.get("nodes") or []
-        node_id = nodes[loc[1]].get("id") if loc[1] < len(nodes) and isinstance(
-            nodes[loc[1]], dict) else None
+        node_id = (
+            nodes[loc[1]].get("id")
+            if loc[1] < len(nodes) and isinstance(nodes[loc[1]], dict)
+            else None
+        )
         where.append(f"node {node_id!r}" if node_id else f"nodes[{loc[1]}]")
         loc = loc[2:]
     field_path = ".".join(str(part) for part in loc)
@@ -410,8 +422,9 @@ def clean_answer(node: Node, raw: Any, answers: Mapping[str, Any] | None = None)
     text = "" if raw is None else str(raw).strip()
     if text == "":
         if required:
-            raise AnswerError("Choose one option." if node.type == "single"
-                              else "This question needs an answer.")
+            raise AnswerError(
+                "Choose one option." if node.type == "single" else "This question needs an answer."
+            )
         return None
     if node.type == "single":
         if text not in node.choice_labels:
@@ -482,8 +495,7 @@ class Walk:
 
     @property
     def questions(self) -> list[str]:
-        return [step for step in self.steps if step != self.outcome and
-                step not in self.decisions]
+        return [step for step in self.steps if step != self.outcome and step not in self.decisions]
 
 
 def walk(chart: Flowchart, answers: Mapping[str, Any], decide: Decide) -> Walk:

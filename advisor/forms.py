@@ -13,8 +13,14 @@ from advisor.flowchart import AnswerError, Node, clean_answer
 class StepForm(forms.Form):
     """Asks one question; cleaning uses the chart's own rules so the form and the walk agree."""
 
-    def __init__(self, *args, node: Node, earlier: Mapping[str, Any] | None = None,
-                 autofocus_errors: bool = True, **kwargs):
+    def __init__(
+        self,
+        *args,
+        node: Node,
+        earlier: Mapping[str, Any] | None = None,
+        autofocus_errors: bool = True,
+        **kwargs,
+    ):
         super().__init__(*args, **kwargs)
         self.node = node
         self.autofocus_errors = autofocus_errors
@@ -28,8 +34,11 @@ class StepForm(forms.Form):
         return not (node.required_unless and self.earlier.get(node.required_unless))
 
     def clean_answer(self):
-        raw = self.data.getlist(self.add_prefix("answer")) if self.node.type == "multiple" \
+        raw = (
+            self.data.getlist(self.add_prefix("answer"))
+            if self.node.type == "multiple"
             else self.data.get(self.add_prefix("answer"), "")
+        )
         try:
             return clean_answer(self.node, raw, self.earlier)
         except AnswerError as exc:
@@ -37,8 +46,12 @@ class StepForm(forms.Form):
 
     def full_clean(self):
         super().full_clean()
-        if (self.autofocus_errors and self.is_bound and self.errors
-                and self.node.type not in ("single", "multiple")):
+        if (
+            self.autofocus_errors
+            and self.is_bound
+            and self.errors
+            and self.node.type not in ("single", "multiple")
+        ):
             # Without JavaScript nothing else can move focus to the field that needs fixing
             # (radio groups would repeat autofocus on every button, so flow.js does those; after
             # an htmx swap flow.js moves focus to the message itself).
@@ -47,23 +60,32 @@ class StepForm(forms.Form):
 
 def _field_for(node: Node, *, required: bool) -> forms.Field:
     required_message = {
-        "single": "Choose one option.", "multiple": "Choose at least one option.",
+        "single": "Choose one option.",
+        "multiple": "Choose at least one option.",
     }.get(node.type or "", "This question needs an answer.")
-    common = {"label": node.title, "help_text": node.help, "required": required,
-              "error_messages": {"required": required_message,
-                                 "invalid_choice": "Choose one of the options listed."}}
+    common = {
+        "label": node.title,
+        "help_text": node.help,
+        "required": required,
+        "error_messages": {
+            "required": required_message,
+            "invalid_choice": "Choose one of the options listed.",
+        },
+    }
     attrs: dict[str, Any] = {}
     if node.placeholder:
         attrs["placeholder"] = node.placeholder
     if node.type == "single":
         return forms.ChoiceField(
-            choices=[(c.value, c.label) for c in node.choices], widget=forms.RadioSelect,
+            choices=[(c.value, c.label) for c in node.choices],
+            widget=forms.RadioSelect,
             **common,
         )
     if node.type == "multiple":
         return forms.MultipleChoiceField(
             choices=[(c.value, c.label) for c in node.choices],
-            widget=forms.CheckboxSelectMultiple, **common,
+            widget=forms.CheckboxSelectMultiple,
+            **common,
         )
     if node.type == "number":
         # A text box with a numeric keyboard: the server's message ("Enter at most 2,000

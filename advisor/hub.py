@@ -66,10 +66,22 @@ REQUEST_ACCESS = "Request access on the model's Hub page, then look it up again.
 
 # Bytes per element of each safetensors dtype, for "size per dtype" (hf-hub-notes.md §5.3).
 DTYPE_BYTES = {
-    "F64": 8, "I64": 8, "U64": 8,
-    "F32": 4, "I32": 4, "U32": 4,
-    "F16": 2, "BF16": 2, "I16": 2, "U16": 2,
-    "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "I8": 1, "U8": 1, "BOOL": 1,
+    "F64": 8,
+    "I64": 8,
+    "U64": 8,
+    "F32": 4,
+    "I32": 4,
+    "U32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I16": 2,
+    "U16": 2,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "F8_E8M0": 1,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
 }
 
 
@@ -162,8 +174,13 @@ def validate_revision(raw: str) -> str:
     """Branch, tag or commit sha; the Hub quotes it into the URL, so only forbid the silly."""
     # isprintable: no whitespace but the space (refused next) and no NUL, which PostgreSQL
     # refuses to store.
-    if (not raw or len(raw) > 200 or not raw.isprintable() or any(ch.isspace() for ch in raw)
-            or ".." in raw):
+    if (
+        not raw
+        or len(raw) > 200
+        or not raw.isprintable()
+        or any(ch.isspace() for ch in raw)
+        or ".." in raw
+    ):
         raise InvalidRepoIdError("The revision must be a branch, tag or commit sha such as main.")
     return raw
 
@@ -474,7 +491,8 @@ def fetch_model(repo_id: str, revision: str = "main") -> FetchedModel:
         "safetensors_parameters": counts,
         "safetensors_total": total,
         "bytes_per_dtype": {
-            dtype: count * DTYPE_BYTES[dtype] for dtype, count in counts.items()
+            dtype: count * DTYPE_BYTES[dtype]
+            for dtype, count in counts.items()
             if dtype in DTYPE_BYTES
         },
         "params_total": params_total,

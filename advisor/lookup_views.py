@@ -32,15 +32,17 @@ class ModelLookupForm(forms.Form):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         # Search-as-you-type, layered on a field that works without it.
-        self.fields["repo_id"].widget.attrs.update({
-            "list": "model-suggestion-options",
-            "hx-get": reverse("advisor:model-suggest"),
-            "hx-trigger": f"input changed delay:300ms[this.value.trim().length >= "
-            f"{SUGGESTION_MIN_LENGTH}]",
-            "hx-target": "#model-suggestions",
-            "hx-swap": "outerHTML",
-            "hx-sync": "this:replace",
-        })
+        self.fields["repo_id"].widget.attrs.update(
+            {
+                "list": "model-suggestion-options",
+                "hx-get": reverse("advisor:model-suggest"),
+                "hx-trigger": f"input changed delay:300ms[this.value.trim().length >= "
+                f"{SUGGESTION_MIN_LENGTH}]",
+                "hx-target": "#model-suggestions",
+                "hx-swap": "outerHTML",
+                "hx-sync": "this:replace",
+            }
+        )
 
     def clean_repo_id(self) -> str:
         value = self.cleaned_data["repo_id"]
@@ -81,8 +83,12 @@ def model_suggest(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         template,
-        {"query": query, "suggestions": suggestions, "note": note,
-         "min_length": SUGGESTION_MIN_LENGTH},
+        {
+            "query": query,
+            "suggestions": suggestions,
+            "note": note,
+            "min_length": SUGGESTION_MIN_LENGTH,
+        },
     )
 
 

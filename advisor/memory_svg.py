@@ -19,23 +19,42 @@ COMPONENTS = list(COMPONENT_LABELS.items())
 # (pattern body, fill) per component: shapes differ, and so do the greys behind them.
 _PATTERNS = {
     "weights": ('<rect width="8" height="8" fill="#1b4f8a"/>', None),
-    "gradients": ('<rect width="8" height="8" fill="#e8eef6"/>'
-                  '<path d="M0 8L8 0" stroke="#1b4f8a" stroke-width="2"/>', None),
-    "optimizer_states": ('<rect width="8" height="8" fill="#f3e9d2"/>'
-                         '<path d="M0 0L8 8M8 0L0 8" stroke="#7a4b00" stroke-width="1.5"/>',
-                         None),
-    "activations": ('<rect width="8" height="8" fill="#e5f2e8"/>'
-                    '<circle cx="4" cy="4" r="1.8" fill="#1a6b32"/>', None),
-    "logits": ('<rect width="8" height="8" fill="#f6e3e5"/>'
-               '<path d="M4 0V8" stroke="#8a1c2b" stroke-width="2"/>', None),
-    "kv_cache": ('<rect width="8" height="8" fill="#ece6f5"/>'
-                 '<path d="M0 4H8" stroke="#4b2a7a" stroke-width="2"/>', None),
-    "quantization": ('<rect width="8" height="8" fill="#fff"/>'
-                     '<rect width="4" height="4" fill="#555"/><rect x="4" y="4" width="4" '
-                     'height="4" fill="#555"/>', None),
+    "gradients": (
+        '<rect width="8" height="8" fill="#e8eef6"/>'
+        '<path d="M0 8L8 0" stroke="#1b4f8a" stroke-width="2"/>',
+        None,
+    ),
+    "optimizer_states": (
+        '<rect width="8" height="8" fill="#f3e9d2"/>'
+        '<path d="M0 0L8 8M8 0L0 8" stroke="#7a4b00" stroke-width="1.5"/>',
+        None,
+    ),
+    "activations": (
+        '<rect width="8" height="8" fill="#e5f2e8"/><circle cx="4" cy="4" r="1.8" fill="#1a6b32"/>',
+        None,
+    ),
+    "logits": (
+        '<rect width="8" height="8" fill="#f6e3e5"/>'
+        '<path d="M4 0V8" stroke="#8a1c2b" stroke-width="2"/>',
+        None,
+    ),
+    "kv_cache": (
+        '<rect width="8" height="8" fill="#ece6f5"/>'
+        '<path d="M0 4H8" stroke="#4b2a7a" stroke-width="2"/>',
+        None,
+    ),
+    "quantization": (
+        '<rect width="8" height="8" fill="#fff"/>'
+        '<rect width="4" height="4" fill="#555"/><rect x="4" y="4" width="4" '
+        'height="4" fill="#555"/>',
+        None,
+    ),
     "cuda_context": ('<rect width="8" height="8" fill="#9aa4ae"/>', None),
-    "allocator_reserve": ('<rect width="8" height="8" fill="#fff"/>'
-                          '<path d="M0 0L8 8" stroke="#57606a" stroke-width="1"/>', None),
+    "allocator_reserve": (
+        '<rect width="8" height="8" fill="#fff"/>'
+        '<path d="M0 0L8 8" stroke="#57606a" stroke-width="1"/>',
+        None,
+    ),
 }
 
 WIDTH = 720
@@ -83,7 +102,10 @@ def memory_chart_svg(*, bars: list[MemoryBar], title: str = "Memory per GPU") ->
         format_html(
             '<svg xmlns="http://www.w3.org/2000/svg" class="memory-chart" role="img" '
             'viewBox="0 0 {} {}" width="100%" aria-labelledby="memory-chart-title '
-            'memory-chart-desc">', WIDTH, height),
+            'memory-chart-desc">',
+            WIDTH,
+            height,
+        ),
         format_html('<title id="memory-chart-title">{}</title>', title),
         format_html(
             '<desc id="memory-chart-desc">{}</desc>',
@@ -100,42 +122,80 @@ def memory_chart_svg(*, bars: list[MemoryBar], title: str = "Memory per GPU") ->
     parts.append("</defs>")
     y = 30
     for bar in bars:
-        parts.append(format_html(
-            '<text x="{}" y="{}" font-size="14" font-weight="bold">{}</text>',
-            LEFT, y, bar.label))
+        parts.append(
+            format_html(
+                '<text x="{}" y="{}" font-size="14" font-weight="bold">{}</text>',
+                LEFT,
+                y,
+                bar.label,
+            )
+        )
         top = y + 8
-        parts.append(format_html(
-            '<rect x="{}" y="{}" width="{}" height="{}" fill="#fff" stroke="#57606a"/>',
-            LEFT, top, plot_width, BAR_HEIGHT))
+        parts.append(
+            format_html(
+                '<rect x="{}" y="{}" width="{}" height="{}" fill="#fff" stroke="#57606a"/>',
+                LEFT,
+                top,
+                plot_width,
+                BAR_HEIGHT,
+            )
+        )
         start = 0
         for component in used:
             size = bar.components.get(component, 0)
             if size <= 0:
                 continue
-            parts.append(format_html(
-                '<rect x="{}" y="{}" width="{}" height="{}" fill="url(#mem-{})" '
-                'stroke="#1b1f24" stroke-width="0.5"><title>{}: {}</title></rect>',
-                _n(x(start)), top, _n(max(x(start + size) - x(start), 0.5)), BAR_HEIGHT, component,
-                dict(COMPONENTS)[component], _gb(size)))
+            parts.append(
+                format_html(
+                    '<rect x="{}" y="{}" width="{}" height="{}" fill="url(#mem-{})" '
+                    'stroke="#1b1f24" stroke-width="0.5"><title>{}: {}</title></rect>',
+                    _n(x(start)),
+                    top,
+                    _n(max(x(start + size) - x(start), 0.5)),
+                    BAR_HEIGHT,
+                    component,
+                    dict(COMPONENTS)[component],
+                    _gb(size),
+                )
+            )
             start += size
         if bar.capacity_bytes:
             cap_x = x(bar.capacity_bytes)
-            parts.append(format_html(
-                '<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="#1b1f24" '
-                'stroke-width="3" stroke-dasharray="4 2"/>',
-                _n(cap_x), _n(cap_x), top - 4, top + BAR_HEIGHT + 4))
-        parts.append(format_html(
-            '<text x="{}" y="{}" font-size="13">{}</text>',
-            LEFT, top + BAR_HEIGHT + 18, _bar_status(bar)))
+            parts.append(
+                format_html(
+                    '<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="#1b1f24" '
+                    'stroke-width="3" stroke-dasharray="4 2"/>',
+                    _n(cap_x),
+                    _n(cap_x),
+                    top - 4,
+                    top + BAR_HEIGHT + 4,
+                )
+            )
+        parts.append(
+            format_html(
+                '<text x="{}" y="{}" font-size="13">{}</text>',
+                LEFT,
+                top + BAR_HEIGHT + 18,
+                _bar_status(bar),
+            )
+        )
         y += ROW_HEIGHT
     y += 4
     for index, component in enumerate(used):
         column, row = index % 3, index // 3
         lx, ly = LEFT + column * 236, y + row * 24
-        parts.append(format_html(
-            '<rect x="{}" y="{}" width="18" height="14" fill="url(#mem-{})" stroke="#1b1f24"/>'
-            '<text x="{}" y="{}" font-size="13">{}</text>',
-            lx, ly, component, lx + 24, ly + 12, dict(COMPONENTS)[component]))
+        parts.append(
+            format_html(
+                '<rect x="{}" y="{}" width="18" height="14" fill="url(#mem-{})" stroke="#1b1f24"/>'
+                '<text x="{}" y="{}" font-size="13">{}</text>',
+                lx,
+                ly,
+                component,
+                lx + 24,
+                ly + 12,
+                dict(COMPONENTS)[component],
+            )
+        )
     parts.append("</svg>")
     return mark_safe("".join(str(p) for p in parts))  # noqa: S308 - every value escaped above
 
@@ -144,8 +204,10 @@ def _bar_status(bar: MemoryBar) -> str:
     if bar.fits is None:
         return f"needs {_gb(bar.total_bytes)}"
     verdict = "fits" if bar.fits else "does NOT fit"
-    return (f"needs {_gb(bar.total_bytes)} of {_gb(bar.capacity_bytes or 0)}: {verdict} "
-            "(dashed line: capacity)")
+    return (
+        f"needs {_gb(bar.total_bytes)} of {_gb(bar.capacity_bytes or 0)}: {verdict} "
+        "(dashed line: capacity)"
+    )
 
 
 def _bar_sentence(bar: MemoryBar) -> str:

@@ -127,6 +127,7 @@ class HfModelLookup(models.Model):
             file_sizes=data.get("files") or {},
         )
 
+
 class ActiveFlowchart(models.Model):
     """Which flowchart researchers get: one row, chosen by staff in the admin."""
 
@@ -137,7 +138,10 @@ class ActiveFlowchart(models.Model):
     )
     changed_at = models.DateTimeField(auto_now=True)
     changed_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
         related_name="+",
     )
 

@@ -57,8 +57,10 @@ def _find(repo_id: str, revision: str) -> HfModelLookup | None:
 
 def _stale_condition(revision: str) -> Q:
     now = timezone.now()
-    stale = Q(status=Status.FAILED, updated_at__lt=now - timedelta(
-        seconds=settings.HF_LOOKUP_FAILED_MAX_AGE_SECONDS))
+    stale = Q(
+        status=Status.FAILED,
+        updated_at__lt=now - timedelta(seconds=settings.HF_LOOKUP_FAILED_MAX_AGE_SECONDS),
+    )
     stale |= Q(status=Status.RUNNING, started_at__lt=now - _running_is_stale_after())
     if not _SHA_RE.match(revision):
         # A branch moves; what a commit sha names never changes.
@@ -261,6 +263,9 @@ def _record_failure(lookup_id: int, claimed_at, error: hub.HubError, *, final: b
             updated_at=timezone.now(),
         )
     logger.info(
-        "Hub lookup %s %s: %s%s", lookup_id, "failed" if final else "will retry", error.kind,
+        "Hub lookup %s %s: %s%s",
+        lookup_id,
+        "failed" if final else "will retry",
+        error.kind,
         "" if updated else " (superseded)",
     )

@@ -16,8 +16,10 @@ _flow = [
 
 urlpatterns = [
     *(path(route, view, name=name) for route, view, name in _flow),
-    *(path(f"embed/{route}", embeddable(view), {"embed": True}, name=f"embed-{name}")
-      for route, view, name in _flow),
+    *(
+        path(f"embed/{route}", embeddable(view), {"embed": True}, name=f"embed-{name}")
+        for route, view, name in _flow
+    ),
     path("chart/", views.chart_view, name="chart"),
     path("api/estimate", api.estimate_api, name="api-estimate"),
     path("a/<uuid:session_id>/chart/", views.session_chart_view, name="session-chart"),

@@ -31,8 +31,14 @@ def _url(name: str, *, embed: bool, **kwargs: Any) -> str:
     return reverse(f"advisor:{'embed-' if embed else ''}{name}", kwargs=kwargs or None)
 
 
-def _page(request: HttpRequest, template: str, context: dict, *, status: int = 200,
-          partial: str | None = None) -> HttpResponse:
+def _page(
+    request: HttpRequest,
+    template: str,
+    context: dict,
+    *,
+    status: int = 200,
+    partial: str | None = None,
+) -> HttpResponse:
     htmx = getattr(request, "htmx", None)
     wants_partial = partial and htmx and not htmx.history_restore_request
     name = f"{template}#{partial}" if wants_partial else template
@@ -42,12 +48,23 @@ def _page(request: HttpRequest, template: str, context: dict, *, status: int = 2
     return render(request, name, context, status=status)
 
 
-def _problem(request: HttpRequest, *, status: int, message: str, embed: bool,
-             advisor_session: AdvisorSession | None = None) -> HttpResponse:
-    context = {"message": message, "status": status, "embed": embed,
-               "advisor_session": advisor_session,
-               "resume_url": _url("resume", embed=embed, session_id=advisor_session.id)
-               if advisor_session else _url("start", embed=embed)}
+def _problem(
+    request: HttpRequest,
+    *,
+    status: int,
+    message: str,
+    embed: bool,
+    advisor_session: AdvisorSession | None = None,
+) -> HttpResponse:
+    context = {
+        "message": message,
+        "status": status,
+        "embed": embed,
+        "advisor_session": advisor_session,
+        "resume_url": _url("resume", embed=embed, session_id=advisor_session.id)
+        if advisor_session
+        else _url("start", embed=embed),
+    }
     return _page(request, "advisor/problem.html", context, status=status)
 
 
@@ -60,9 +77,13 @@ def _chart_gone(view):
         try:
             return view(request, *args, embed=embed, **kwargs)
         except FlowchartError:
-            return _problem(request, status=410, embed=embed,
-                            message="The flowchart this session used is no longer available. "
-                                    "Please start again.")
+            return _problem(
+                request,
+                status=410,
+                embed=embed,
+                message="The flowchart this session used is no longer available. "
+                "Please start again.",
+            )
 
     return wrapped
 
@@ -89,20 +110,30 @@ def flow_start(request: HttpRequest, embed: bool = False) -> HttpResponse:
     if request.method == "POST":
         advisor_session = flow_services.advisor_session_start(user=request.user)
         request.session[SESSION_KEY] = str(advisor_session.id)
-        return redirect(_url("step", embed=embed, session_id=advisor_session.id,
-                             step=advisor_session.current_step))
+        return redirect(
+            _url(
+                "step",
+                embed=embed,
+                session_id=advisor_session.id,
+                step=advisor_session.current_step,
+            )
+        )
     chart = load_chart(flow_services.active_chart_key())
     previous = None
     previous_id = request.session.get(SESSION_KEY)
     if previous_id:
         previous = AdvisorSession.objects.filter(pk=previous_id).first()
-    return _page(request, "advisor/start.html", {
-        "chart": chart,
-        "embed": embed,
-        "previous": previous,
-        "previous_url": _url("resume", embed=embed, session_id=previous.id) if previous else "",
-        "start_url": _url("start", embed=embed),
-    })
+    return _page(
+        request,
+        "advisor/start.html",
+        {
+            "chart": chart,
+            "embed": embed,
+            "previous": previous,
+            "previous_url": _url("resume", embed=embed, session_id=previous.id) if previous else "",
+            "start_url": _url("start", embed=embed),
+        },
+    )
 
 
 @require_GET
@@ -112,8 +143,9 @@ def flow_resume(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
     state = flow_services.advisor_session_state(advisor_session=advisor_session)
     if state.path.outcome:
         return redirect(_url("result", embed=embed, session_id=advisor_session.id))
-    return redirect(_url("step", embed=embed, session_id=advisor_session.id,
-                         step=state.path.current))
+    return redirect(
+        _url("step", embed=embed, session_id=advisor_session.id, step=state.path.current)
+    )
 
 
 # --- One question per step --------------------------------------------------------------------
@@ -132,33 +164,42 @@ def display_answer(node: Node, value: Any) -> str:
     return str(value)
 
 
-def _journey(state: flow_services.FlowState, advisor_session: AdvisorSession, *,
-             embed: bool) -> list[dict]:
+def _journey(
+    state: flow_services.FlowState, advisor_session: AdvisorSession, *, embed: bool
+) -> list[dict]:
     """The path so far: answered questions with a link to change each, and decisions made."""
     items = []
     for step in state.path.steps:
         node = state.chart.by_id[step]
         if node.kind == "question" and step in state.answers:
-            items.append({
-                "kind": "question", "node": node,
-                "answer": display_answer(node, state.answers[step]),
-                "change_url": _url("step", embed=embed, session_id=advisor_session.id,
-                                   step=step),
-            })
+            items.append(
+                {
+                    "kind": "question",
+                    "node": node,
+                    "answer": display_answer(node, state.answers[step]),
+                    "change_url": _url(
+                        "step", embed=embed, session_id=advisor_session.id, step=step
+                    ),
+                }
+            )
         elif node.kind == "decision":
             decision = state.path.decisions[step]
-            items.append({
-                "kind": "decision", "node": node,
-                "answer": node.outcomes.get(decision.value, decision.value),
-                "explanation": decision.explanation,
-            })
+            items.append(
+                {
+                    "kind": "decision",
+                    "node": node,
+                    "answer": node.outcomes.get(decision.value, decision.value),
+                    "explanation": decision.explanation,
+                }
+            )
     return items
 
 
 def _progress(state: flow_services.FlowState) -> dict:
     done = len([s for s in state.path.questions if s != state.path.current])
-    remaining = (state.chart.min_questions_to_outcome(state.path.current)
-                 if state.path.current else 0)
+    remaining = (
+        state.chart.min_questions_to_outcome(state.path.current) if state.path.current else 0
+    )
     total = done + remaining
     return {"done": done, "total": total, "step_number": min(done + 1, total) if total else 0}
 
@@ -174,16 +215,20 @@ def _step_context(request, advisor_session, state, node, form, *, embed: bool) -
         "journey": _journey(state, advisor_session, embed=embed),
         "editing_earlier": node.id != state.path.current,
         "lookup": flow_services.model_lookup_for(state.answers.get("model"))
-        if node.id in ("model", "model_params") else None,
+        if node.id in ("model", "model_params")
+        else None,
         "action_url": _url("step", embed=embed, session_id=advisor_session.id, step=node.id),
         # A "did you mean" suggestion on the lookup card answers the model question again.
         "model_step_url": _url("step", embed=embed, session_id=advisor_session.id, step="model"),
         "resume_url": request.build_absolute_uri(
-            _url("resume", embed=False, session_id=advisor_session.id)),
+            _url("resume", embed=False, session_id=advisor_session.id)
+        ),
         "chart_url": _url("session-chart", embed=False, session_id=advisor_session.id),
-        "current_url": _url("step", embed=embed, session_id=advisor_session.id,
-                            step=state.path.current) if state.path.current else
-        _url("result", embed=embed, session_id=advisor_session.id),
+        "current_url": _url(
+            "step", embed=embed, session_id=advisor_session.id, step=state.path.current
+        )
+        if state.path.current
+        else _url("result", embed=embed, session_id=advisor_session.id),
     }
 
 
@@ -205,35 +250,49 @@ def flow_step(request: HttpRequest, session_id, step: str, embed: bool = False) 
     state = flow_services.advisor_session_state(advisor_session=advisor_session)
     node = state.chart.node(step)
     if node is None or node.kind != "question":
-        return _problem(request, status=404, embed=embed, advisor_session=advisor_session,
-                        message="This flowchart has no question with that name.")
+        return _problem(
+            request,
+            status=404,
+            embed=embed,
+            advisor_session=advisor_session,
+            message="This flowchart has no question with that name.",
+        )
     if not flow_services.step_is_answerable(state=state, step=step):
         if request.method == "POST":
             return _problem(
-                request, status=400, embed=embed, advisor_session=advisor_session,
+                request,
+                status=400,
+                embed=embed,
+                advisor_session=advisor_session,
                 message="That question is not on your path: your earlier answers lead "
-                        "elsewhere. Nothing was saved.")
+                "elsewhere. Nothing was saved.",
+            )
         return redirect(_url("resume", embed=embed, session_id=advisor_session.id))
     earlier = _earlier_answers(state, step)
     if request.method == "POST":
-        form = StepForm(request.POST, node=node, earlier=earlier,
-                        autofocus_errors=not request.htmx)
+        form = StepForm(request.POST, node=node, earlier=earlier, autofocus_errors=not request.htmx)
         if form.is_valid():
             try:
                 new_state = flow_services.advisor_session_answer(
-                    advisor_session=advisor_session, step=step, raw=form.cleaned_data["answer"])
+                    advisor_session=advisor_session, step=step, raw=form.cleaned_data["answer"]
+                )
             except AnswerError as exc:
                 form.add_error("answer", str(exc))
             except flow_services.StepNotOnPath:
-                return _problem(request, status=400, embed=embed,
-                                advisor_session=advisor_session,
-                                message="That question is not on your path. Nothing was saved.")
+                return _problem(
+                    request,
+                    status=400,
+                    embed=embed,
+                    advisor_session=advisor_session,
+                    message="That question is not on your path. Nothing was saved.",
+                )
             else:
                 return _after_answer(request, advisor_session, new_state, embed=embed)
     else:
         initial = advisor_session.answers.get(step)
-        form = StepForm(initial={"answer": initial} if initial is not None else None,
-                        node=node, earlier=earlier)
+        form = StepForm(
+            initial={"answer": initial} if initial is not None else None, node=node, earlier=earlier
+        )
     context = _step_context(request, advisor_session, state, node, form, embed=embed)
     return _page(request, "advisor/flow.html", context, partial="advisor-step")
 
@@ -251,8 +310,11 @@ def _after_answer(request, advisor_session, state, *, embed: bool) -> HttpRespon
     advisor_session.refresh_from_db()
     node = state.chart.by_id[next_step]
     previous = advisor_session.answers.get(next_step)
-    form = StepForm(initial={"answer": previous} if previous is not None else None, node=node,
-                    earlier=_earlier_answers(state, next_step))
+    form = StepForm(
+        initial={"answer": previous} if previous is not None else None,
+        node=node,
+        earlier=_earlier_answers(state, next_step),
+    )
     context = _step_context(request, advisor_session, state, node, form, embed=embed)
     response = _page(request, "advisor/flow.html", context, partial="advisor-step")
     return push_url(response, target)
@@ -281,15 +343,19 @@ def _option_label(option: Option, systems, accelerators) -> str:
     return f"{gpu} x {option.num_gpus} on {system}"
 
 
-def _memory_bars(result: EstimateResult, shown: list[Option], systems, accelerators,
-                 capacity) -> list[MemoryBar]:
+def _memory_bars(
+    result: EstimateResult, shown: list[Option], systems, accelerators, capacity
+) -> list[MemoryBar]:
     bars = []
     for option in shown:
         breakdown = option.memory or result.memory
         components = {key: getattr(breakdown, key) for key, _ in COMPONENTS}
         cap = option.capacity_bytes or capacity.get(option.accelerator)
-        bars.append(MemoryBar(_option_label(option, systems, accelerators),
-                              int(cap) if cap else None, components))
+        bars.append(
+            MemoryBar(
+                _option_label(option, systems, accelerators), int(cap) if cap else None, components
+            )
+        )
     return bars
 
 
@@ -299,7 +365,11 @@ def _alternatives(result: EstimateResult) -> list[Option]:
     best: dict[tuple[str, str], Option] = {}
     for option in result.options:
         if rec and (option.system, option.accelerator, option.num_gpus, option.strategy) == (
-                rec.system, rec.accelerator, rec.num_gpus, rec.strategy):
+            rec.system,
+            rec.accelerator,
+            rec.num_gpus,
+            rec.strategy,
+        ):
             continue
         key = (option.system, option.accelerator)
         current = best.get(key)
@@ -313,15 +383,18 @@ def _gb(n_bytes: float) -> str:
 
 
 def _option_order(option: Option):
-    return (not option.fits, option.rank if option.rank is not None else 10**6,
-            option.requested_gpu_hours if option.requested_gpu_hours is not None else 1e18)
+    return (
+        not option.fits,
+        option.rank if option.rank is not None else 10**6,
+        option.requested_gpu_hours if option.requested_gpu_hours is not None else 1e18,
+    )
 
 
 EXPERIENCE_TIPS = {
     "none": "New to HPC? Batch systems run your script from a queue: start with a short test "
-            "job (a few minutes, one GPU) using the starter script, check it with seff or "
-            "sstat, then scale up. Trial access, where a system offers it, suits this first "
-            "step (seed 001).",
+    "job (a few minutes, one GPU) using the starter script, check it with seff or "
+    "sstat, then scale up. Trial access, where a system offers it, suits this first "
+    "step (seed 001).",
     "some": "Run a short test job first and check its memory and speed before the full run.",
 }
 
@@ -332,8 +405,9 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
     advisor_session = _load_session(request, session_id)
     state = flow_services.advisor_session_state(advisor_session=advisor_session)
     if not state.path.outcome:
-        return redirect(_url("step", embed=embed, session_id=advisor_session.id,
-                             step=state.path.current))
+        return redirect(
+            _url("step", embed=embed, session_id=advisor_session.id, step=state.path.current)
+        )
     outcome = state.outcome
     stored = advisor_session.estimate_result or {}
     result = None
@@ -349,11 +423,13 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
         "result": result,
         "estimate_error": error,
         "cpu": flow_services.cpu_advice_for(state=state)
-        if outcome.advice in ("cpu_interactive", "cpu_batch") else None,
+        if outcome.advice in ("cpu_interactive", "cpu_batch")
+        else None,
         "allocation_url": _allocation_url(advisor_session),
         "chart_url": _url("session-chart", embed=False, session_id=advisor_session.id),
         "resume_url": request.build_absolute_uri(
-            _url("resume", embed=False, session_id=advisor_session.id)),
+            _url("resume", embed=False, session_id=advisor_session.id)
+        ),
         "restart_url": _url("start", embed=embed),
         "experience_tip": EXPERIENCE_TIPS.get(state.answers.get("hpc_experience", ""), ""),
     }
@@ -361,24 +437,33 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
         systems, accelerators, capacity = _names(state.catalog)
         alternatives = _alternatives(result)
         shown = ([result.recommendation] if result.recommendation else []) + alternatives[:3]
-        context.update({
-            "alternatives": [
-                {"option": o, "label": _option_label(o, systems, accelerators)}
-                for o in alternatives],
-            "recommendation_label": _option_label(result.recommendation, systems, accelerators)
-            if result.recommendation else "",
-            "memory_svg": memory_chart_svg(bars=_memory_bars(
-                result, shown, systems, accelerators, capacity)),
-            "memory_rows": [
-                {"label": label, "gb": _gb(getattr(result.memory, key))}
-                for key, label in COMPONENTS if getattr(result.memory, key)],
-            "memory_total": _gb(result.memory.total_bytes),
-            "rec_memory": _gb(result.recommendation.memory_per_gpu_bytes)
-            if result.recommendation else "",
-            "deadline_warning": flow_services.deadline_warning(
-                state=state, wall_hours=result.recommendation.wall_hours
-                if result.recommendation else None),
-        })
+        context.update(
+            {
+                "alternatives": [
+                    {"option": o, "label": _option_label(o, systems, accelerators)}
+                    for o in alternatives
+                ],
+                "recommendation_label": _option_label(result.recommendation, systems, accelerators)
+                if result.recommendation
+                else "",
+                "memory_svg": memory_chart_svg(
+                    bars=_memory_bars(result, shown, systems, accelerators, capacity)
+                ),
+                "memory_rows": [
+                    {"label": label, "gb": _gb(getattr(result.memory, key))}
+                    for key, label in COMPONENTS
+                    if getattr(result.memory, key)
+                ],
+                "memory_total": _gb(result.memory.total_bytes),
+                "rec_memory": _gb(result.recommendation.memory_per_gpu_bytes)
+                if result.recommendation
+                else "",
+                "deadline_warning": flow_services.deadline_warning(
+                    state=state,
+                    wall_hours=result.recommendation.wall_hours if result.recommendation else None,
+                ),
+            }
+        )
     return _page(request, "advisor/result.html", context)
 
 
@@ -387,8 +472,11 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
 
 def _chart_context(chart: Flowchart, steps: list[str]) -> dict:
     by_id = chart.by_id
-    return {"chart": chart, "mermaid": chart.mermaid(highlight=steps),
-            "path_titles": [by_id[s].title for s in steps]}
+    return {
+        "chart": chart,
+        "mermaid": chart.mermaid(highlight=steps),
+        "path_titles": [by_id[s].title for s in steps],
+    }
 
 
 @require_GET

@@ -17,8 +17,10 @@ class ProxyRemoteUserBackend(RemoteUserBackend):
 
     def authenticate(self, request, remote_user):
         if remote_user and not _usable(remote_user):
-            logger.warning("Proxy sent an unusable user name (%d characters); nobody signed in.",
-                           len(remote_user))
+            logger.warning(
+                "Proxy sent an unusable user name (%d characters); nobody signed in.",
+                len(remote_user),
+            )
             return None
         return super().authenticate(request, remote_user)
 

@@ -59,13 +59,22 @@ def main() -> None:
         "bench-staff", "staff@example.ac.uk", "bench-only"
     )
     researchers = [
-        users.get_or_create(username=f"bench-researcher-{i}",
-                            defaults={"email": f"r{i}@example.ac.uk", "last_name": f"R{i}"})[0]
+        users.get_or_create(
+            username=f"bench-researcher-{i}",
+            defaults={"email": f"r{i}@example.ac.uk", "last_name": f"R{i}"},
+        )[0]
         for i in range(200)
     ]
     snapshot = {"request": estimate_request(), "result": estimate_result(), "engine_version": "1"}
-    statuses = [Status.SUBMITTED, Status.RESUBMITTED, Status.APPROVED, Status.REJECTED,
-                Status.CHANGES_REQUESTED, Status.DRAFT, Status.WITHDRAWN]
+    statuses = [
+        Status.SUBMITTED,
+        Status.RESUBMITTED,
+        Status.APPROVED,
+        Status.REJECTED,
+        Status.CHANGES_REQUESTED,
+        Status.DRAFT,
+        Status.WITHDRAWN,
+    ]
     have = AllocationRequest.objects.count()
     now = timezone.now()
     start = time.perf_counter()
@@ -108,11 +117,15 @@ def main() -> None:
         filtered.append(time.perf_counter() - t0)
 
     engine = connection.vendor
-    print(f"database: {engine}; requests: {AllocationRequest.objects.count():,} "
-          f"({len(batch):,} created in {created:.1f} s)")
-    print(f"queue page:            median {statistics.median(timings) * 1000:.0f} ms "
-          f"(min {min(timings) * 1000:.0f}, max {max(timings) * 1000:.0f}) over {args.runs} runs, "
-          f"{query_count} SQL queries, {len(response.content) / 1024:.0f} KiB")
+    print(
+        f"database: {engine}; requests: {AllocationRequest.objects.count():,} "
+        f"({len(batch):,} created in {created:.1f} s)"
+    )
+    print(
+        f"queue page:            median {statistics.median(timings) * 1000:.0f} ms "
+        f"(min {min(timings) * 1000:.0f}, max {max(timings) * 1000:.0f}) over {args.runs} runs, "
+        f"{query_count} SQL queries, {len(response.content) / 1024:.0f} KiB"
+    )
     print(f"filtered and searched: median {statistics.median(filtered) * 1000:.0f} ms")
 
 

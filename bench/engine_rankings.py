@@ -107,10 +107,23 @@ def catalog_from_file(path: Path = DEFAULT_CATALOG) -> CatalogSpec:
             SystemSpec(
                 **sys_in.model_dump(
                     include={
-                        "name", "display_name", "operator", "kind", "scheduler", "status",
-                        "status_note", "notebooks", "data_sensitivity", "trial_gpu_hours",
-                        "price_per_gpu_hour", "currency", "typical_queue_wait_hours",
-                        "access_route", "queue_guidance", "modules", "tooling",
+                        "name",
+                        "display_name",
+                        "operator",
+                        "kind",
+                        "scheduler",
+                        "status",
+                        "status_note",
+                        "notebooks",
+                        "data_sensitivity",
+                        "trial_gpu_hours",
+                        "price_per_gpu_hour",
+                        "currency",
+                        "typical_queue_wait_hours",
+                        "access_route",
+                        "queue_guidance",
+                        "modules",
+                        "tooling",
                     }
                 ),
                 container=sys_in.container or None,
@@ -118,9 +131,17 @@ def catalog_from_file(path: Path = DEFAULT_CATALOG) -> CatalogSpec:
                     NodeTypeSpec(
                         **nt.model_dump(
                             include={
-                                "name", "count", "gpus_per_node", "accelerator", "cpu_cores",
-                                "ram_gb", "intra_node_interconnect", "inter_node_interconnect",
-                                "inter_node_gbit_s", "price_per_gpu_hour", "status",
+                                "name",
+                                "count",
+                                "gpus_per_node",
+                                "accelerator",
+                                "cpu_cores",
+                                "ram_gb",
+                                "intra_node_interconnect",
+                                "inter_node_interconnect",
+                                "inter_node_gbit_s",
+                                "price_per_gpu_hour",
+                                "status",
                             }
                         )
                     )
@@ -131,9 +152,7 @@ def catalog_from_file(path: Path = DEFAULT_CATALOG) -> CatalogSpec:
         )
     names = {s.name for s in systems}
     benchmarks = [
-        BenchmarkSpec(
-            **b.model_dump(exclude={"name", "strategy"}), strategy=b.strategy or None
-        )
+        BenchmarkSpec(**b.model_dump(exclude={"name", "strategy"}), strategy=b.strategy or None)
         for b in doc.benchmarks
         if b.system is None or b.system in names
     ]

@@ -26,12 +26,30 @@ from django.test.utils import setup_test_environment  # noqa: E402
 
 from advisor.models import AdvisorSession  # noqa: E402
 
-LORA = [("work_kind", "lora"), ("model", ""), ("model_params", "7"), ("precision", "bf16"),
-        ("batch_size", "4"), ("seq_len", "2048"), ("dataset_tokens", "20"), ("epochs", "3"),
-        ("num_gpus", ""), ("data_sensitivity", "public"), ("timeline", ""),
-        ("hpc_experience", "some"), ("azure", "no"), ("notebooks", "no")]
-CPU = [("work_kind", "cpu"), ("cpu_data_size", "20"), ("cpu_interactive", "yes"),
-       ("data_sensitivity", "public"), ("timeline", ""), ("hpc_experience", "none")]
+LORA = [
+    ("work_kind", "lora"),
+    ("model", ""),
+    ("model_params", "7"),
+    ("precision", "bf16"),
+    ("batch_size", "4"),
+    ("seq_len", "2048"),
+    ("dataset_tokens", "20"),
+    ("epochs", "3"),
+    ("num_gpus", ""),
+    ("data_sensitivity", "public"),
+    ("timeline", ""),
+    ("hpc_experience", "some"),
+    ("azure", "no"),
+    ("notebooks", "no"),
+]
+CPU = [
+    ("work_kind", "cpu"),
+    ("cpu_data_size", "20"),
+    ("cpu_interactive", "yes"),
+    ("data_sensitivity", "public"),
+    ("timeline", ""),
+    ("hpc_experience", "none"),
+]
 
 
 def run(name: str, answers, rounds: int = 5) -> None:
@@ -48,9 +66,11 @@ def run(name: str, answers, rounds: int = 5) -> None:
         start = time.perf_counter()
         assert client.get(response["Location"]).status_code == 200
         results.append(time.perf_counter() - start)
-    print(f"{name}: {len(posts)} answer posts, median {statistics.median(posts) * 1000:.1f} ms, "
-          f"worst {max(posts) * 1000:.1f} ms; result page median "
-          f"{statistics.median(results) * 1000:.1f} ms, worst {max(results) * 1000:.1f} ms")
+    print(
+        f"{name}: {len(posts)} answer posts, median {statistics.median(posts) * 1000:.1f} ms, "
+        f"worst {max(posts) * 1000:.1f} ms; result page median "
+        f"{statistics.median(results) * 1000:.1f} ms, worst {max(results) * 1000:.1f} ms"
+    )
 
 
 if __name__ == "__main__":

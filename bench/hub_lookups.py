@@ -63,8 +63,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--database-url", default="")
     parser.add_argument("--concurrency", type=int, default=50)
-    parser.add_argument("--hub-latency-ms", type=float, default=0.0,
-                        help="added to every fake Hub answer, as a distant Hub would")
+    parser.add_argument(
+        "--hub-latency-ms",
+        type=float,
+        default=0.0,
+        help="added to every fake Hub answer, as a distant Hub would",
+    )
     parser.add_argument("--repeat", type=int, default=200)
     args = parser.parse_args()
 
@@ -89,8 +93,9 @@ def main() -> int:
     HfModelLookup.objects.filter(requested_id=MODEL).delete()
     fake_hub.latency = args.hub_latency_ms / 1000
     engine = connection.vendor
-    print(f"fake Hub {fake_hub.url}  database {engine}  added Hub latency "
-          f"{args.hub_latency_ms:g} ms")
+    print(
+        f"fake Hub {fake_hub.url}  database {engine}  added Hub latency {args.hub_latency_ms:g} ms"
+    )
 
     # 1. N concurrent lookups of one uncached model.
     barrier = threading.Barrier(args.concurrency)
@@ -142,8 +147,10 @@ def main() -> int:
     print(f"\ncached lookup (service, {args.repeat}x):      {_ms(cached)}")
     print(f"  same, cache emptied each time (DB read):  {_ms(database)}")
     print(f"direct Hub fetch (model info + config, {direct_repeat}x): {_ms(direct)}")
-    print(f"cached is {ratio:.1f}x faster (median)   (goal: at least 20x); from the database "
-          f"alone {statistics.median(direct) / statistics.median(database):.1f}x")
+    print(
+        f"cached is {ratio:.1f}x faster (median)   (goal: at least 20x); from the database "
+        f"alone {statistics.median(direct) / statistics.median(database):.1f}x"
+    )
 
     fake_hub.stop()
     ok = info_calls == 1 and not errors and ratio >= 20

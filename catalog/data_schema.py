@@ -256,7 +256,9 @@ def _cross_check(doc: CatalogFile, raw: Any, path: Path) -> None:
             cited(node_type.source, (*loc, "source"))
             if node_type.accelerator not in accelerators:
                 raise _fail(
-                    path, raw, (*loc, "accelerator"),
+                    path,
+                    raw,
+                    (*loc, "accelerator"),
                     f"unknown accelerator {node_type.accelerator!r} (not in this file's "
                     "accelerators)",
                 )
@@ -267,7 +269,9 @@ def _cross_check(doc: CatalogFile, raw: Any, path: Path) -> None:
             for k, name in enumerate(partition.node_types):
                 if name not in node_names:
                     raise _fail(
-                        path, raw, (*loc, "node_types", k),
+                        path,
+                        raw,
+                        (*loc, "node_types", k),
                         f"unknown node type {name!r} (not in this system's node_types)",
                     )
     for i, bench in enumerate(doc.benchmarks):

@@ -61,12 +61,8 @@ def engine_catalog(*, include_retired: bool = False, profile: str | None = None)
     system_specs = [s.to_engine(include_retired=include_retired) for s in systems]
     names = {s.name for s in system_specs}
 
-    benchmarks = Benchmark.objects.select_related("accelerator", "system").filter(
-        profile=chosen
-    )
-    bench_specs = [
-        b.to_engine() for b in benchmarks if b.system is None or b.system.name in names
-    ]
+    benchmarks = Benchmark.objects.select_related("accelerator", "system").filter(profile=chosen)
+    bench_specs = [b.to_engine() for b in benchmarks if b.system is None or b.system.name in names]
     used = {nt.accelerator for s in system_specs for nt in s.node_types}
     used |= {b.accelerator for b in bench_specs}
     accelerators = Accelerator.objects.filter(name__in=used).order_by("name")

@@ -179,9 +179,7 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool) -> LoadSummary:
         values = sys_in.model_dump(
             exclude={"name", "node_types", "partitions", "tooling", "tooling_source"}
         )
-        system = up.save(
-            System, {"name": sys_in.name}, {"profile": profile, **values}, where=where
-        )
+        system = up.save(System, {"name": sys_in.name}, {"profile": profile, **values}, where=where)
         systems[sys_in.name] = system
 
         node_types: dict[str, NodeType] = {}

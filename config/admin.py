@@ -14,8 +14,10 @@ from django.http import HttpRequest, HttpResponseRedirect
 
 
 def query_has_nul(request: HttpRequest) -> bool:
-    return any("\x00" in key or any("\x00" in value for value in values)
-               for key, values in request.GET.lists())
+    return any(
+        "\x00" in key or any("\x00" in value for value in values)
+        for key, values in request.GET.lists()
+    )
 
 
 class TriageAdminSite(admin.AdminSite):
@@ -25,8 +27,11 @@ class TriageAdminSite(admin.AdminSite):
         @functools.wraps(checked)
         def inner(request: HttpRequest, *args, **kwargs):
             if query_has_nul(request):
-                messages.error(request, "Filters and searches cannot contain NUL characters; "
-                                        "showing the page without them.")
+                messages.error(
+                    request,
+                    "Filters and searches cannot contain NUL characters; "
+                    "showing the page without them.",
+                )
                 return HttpResponseRedirect(request.path)
             return checked(request, *args, **kwargs)
 

@@ -49,9 +49,7 @@ def env_list(name: str, *, default: list[str] | None = None) -> list[str]:
 
 
 def _required(name: str) -> str:
-    raise ImproperlyConfigured(
-        f"{name} must be set when DJANGO_DEBUG is false (see .env.example)."
-    )
+    raise ImproperlyConfigured(f"{name} must be set when DJANGO_DEBUG is false (see .env.example).")
 
 
 # --- Core -------------------------------------------------------------------------------------

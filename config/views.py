@@ -27,8 +27,9 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     """
     embed = request.path.startswith(EMBED_PREFIX)
     page = request.path.removeprefix("/embed") if embed else request.path
-    response = render(request, "403_csrf.html",
-                      {"embed": embed, "retry_url": page, "reason": reason}, status=403)
+    response = render(
+        request, "403_csrf.html", {"embed": embed, "retry_url": page, "reason": reason}, status=403
+    )
     if embed:
         response.xframe_options_exempt = True
         response["Content-Security-Policy"] = f"frame-ancestors {frame_ancestors()}"

@@ -927,8 +927,6 @@ def _rule_fits(o: Outcome, rule_bytes: float | None) -> bool | None:
     return rule_bytes <= o.capacity_bytes
 
 
-
-
 def _breakdown(o: Outcome) -> str:
     m = o.memory
     if m is None:

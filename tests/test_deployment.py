@@ -49,9 +49,10 @@ def test_compose_runs_web_and_worker_from_one_image_and_environment():
 
 
 def test_compose_file_parses_with_docker_compose(tmp_path):
-    if shutil.which("docker") and subprocess.run(
-        ["docker", "compose", "version"], capture_output=True
-    ).returncode == 0:
+    if (
+        shutil.which("docker")
+        and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0
+    ):
         command = ["docker", "compose"]
     elif shutil.which("docker-compose"):
         command = ["docker-compose"]
@@ -66,7 +67,10 @@ def test_compose_file_parses_with_docker_compose(tmp_path):
     try:
         result = subprocess.run(
             [*command, "-f", str(ROOT / "docker-compose.yml"), "config", "-q"],
-            cwd=ROOT, capture_output=True, text=True, timeout=60,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
     finally:
         if created:
@@ -100,8 +104,12 @@ def test_production_web_entry_point_serves_healthz(transactional_db, tmp_path):
     }
     log = (tmp_path / "web.log").open("w")
     process = subprocess.Popen(
-        [str(ROOT / "bin" / "start-web")], cwd=ROOT, env=env, stdout=log,
-        stderr=subprocess.STDOUT, start_new_session=True,
+        [str(ROOT / "bin" / "start-web")],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 90

@@ -24,7 +24,11 @@ def run_manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
     return subprocess.run(
         [sys.executable, "manage.py", *args],
-        cwd=ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -84,14 +88,13 @@ def test_local_staff_account_is_refused_in_production(settings, django_user_mode
     assert not django_user_model.objects.exists()
 
 
-
-
 @pytest.mark.django_db
 def test_the_header_sign_in_link_returns_to_the_page_it_was_clicked_on(client):
     # A researcher who signs in from a result page should land back on that result.
     response = client.get("/?ref=intranet")
     assert response.status_code == 200
     assert '<a href="/accounts/login/?next=/%3Fref%3Dintranet">Sign in</a>' in (
-        response.content.decode())
+        response.content.decode()
+    )
     response = client.get("/accounts/login/?next=/requests/")
     assert '<a href="/accounts/login/">Sign in</a>' in response.content.decode()

@@ -61,8 +61,7 @@ def staff_client(client):
 
 
 def post_json(client, body: str | bytes):
-    return client.post(reverse("advisor:api-estimate"), data=body,
-                       content_type="application/json")
+    return client.post(reverse("advisor:api-estimate"), data=body, content_type="application/json")
 
 
 # --- POST /api/estimate and manage.py estimate ------------------------------------------------
@@ -75,36 +74,54 @@ def test_api_model_id_with_a_nul_is_a_field_error_not_a_database_error(
     # Was a 500: the id went straight into the stored-lookup query and PostgreSQL refused it.
     response = post_json(client, json.dumps({"model_id": model_id, "task": "lora"}))
     assert response.status_code == 400
-    assert response.json() == {"errors": [{
-        "field": "model_id",
-        "message": "A model id uses only letters, digits, '-', '_' and '.' "
-                   "(and one '/' between organisation and name).",
-    }]}
+    assert response.json() == {
+        "errors": [
+            {
+                "field": "model_id",
+                "message": "A model id uses only letters, digits, '-', '_' and '.' "
+                "(and one '/' between organisation and name).",
+            }
+        ]
+    }
 
 
 def test_api_model_id_that_is_a_web_address_is_named_as_such(client, default_catalog):
-    response = post_json(client, json.dumps(
-        {"model_id": "https://huggingface.co/org/name", "task": "lora"}))
+    response = post_json(
+        client, json.dumps({"model_id": "https://huggingface.co/org/name", "task": "lora"})
+    )
     assert response.status_code == 400
-    assert response.json()["errors"] == [{
-        "field": "model_id",
-        "message": "Enter the model id, not a web address: for https://huggingface.co/org/name "
-                   "type org/name.",
-    }]
+    assert response.json()["errors"] == [
+        {
+            "field": "model_id",
+            "message": "Enter the model id, not a web address: for https://huggingface.co/org/name "
+            "type org/name.",
+        }
+    ]
 
 
 def test_api_deeply_nested_body_is_a_400_not_a_recursion_error(client):
     # Was a 500: json.loads raised RecursionError on 100,000 nested arrays (200 KB).
     response = post_json(client, b"[" * 100_000 + b"]" * 100_000)
     assert response.status_code == 400
-    assert response.json() == {"errors": [{
-        "field": "", "message": "The body is nested too deeply to be an estimate request."}]}
+    assert response.json() == {
+        "errors": [
+            {"field": "", "message": "The body is nested too deeply to be an estimate request."}
+        ]
+    }
 
 
-@pytest.mark.parametrize("raw", [b'{"params": NaN, "task": "lora"}',
-                                 b'{"params": Infinity, "task": "lora"}',
-                                 b'{"params": 1e999, "task": "lora"}',
-                                 b"\xff\xfe{}", b'"just a string"', b"null", b"[1, 2]"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"params": NaN, "task": "lora"}',
+        b'{"params": Infinity, "task": "lora"}',
+        b'{"params": 1e999, "task": "lora"}',
+        b"\xff\xfe{}",
+        b'"just a string"',
+        b"null",
+        b"[1, 2]",
+    ],
+)
 def test_api_junk_bodies_are_400s(client, default_catalog, raw):
     response = post_json(client, raw)
     assert response.status_code == 400
@@ -193,7 +210,8 @@ def test_tampered_facility_with_a_nul_is_refused_on_create(researcher_client, re
     )
     assert response.status_code == 200
     assert response.context["form"].errors["facility"] == [
-        "Select a valid choice. basker\x00ville is not one of the available choices."]
+        "Select a valid choice. basker\x00ville is not one of the available choices."
+    ]
     assert not AllocationRequest.objects.exists()
 
 
@@ -221,37 +239,51 @@ def test_resubmit_note_with_a_nul_is_refused_and_the_request_stays_put(
     )
     assert response.status_code == 200
     assert response.context["form"].errors["resubmit_message"] == [
-        "Null characters are not allowed."]
+        "Null characters are not allowed."
+    ]
     allocation_request.refresh_from_db()
     assert allocation_request.status == Status.CHANGES_REQUESTED
     assert not AllocationEvent.objects.filter(allocation_request=allocation_request).exists()
 
 
-def test_resubmit_note_reaches_staff_and_is_kept_when_the_form_fails(
-    researcher_client, researcher
-):
+def test_resubmit_note_reaches_staff_and_is_kept_when_the_form_fails(researcher_client, researcher):
     allocation_request = make_request(researcher=researcher, status=Status.CHANGES_REQUESTED)
     url = reverse("allocations:request-edit", args=[allocation_request.pk])
-    failed = researcher_client.post(url, as_post(
-        complete_fields(project_title=""), action="submit", resubmit_message=XSS))
+    failed = researcher_client.post(
+        url, as_post(complete_fields(project_title=""), action="submit", resubmit_message=XSS)
+    )
     assert failed.status_code == 200
     # What was typed comes back (escaped) instead of vanishing with the failed post.
     assertContains(failed, "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;")
     assertNotContains(failed, "<img src=x")
-    response = researcher_client.post(url, as_post(
-        complete_fields(), action="submit", resubmit_message="Shorter run, as asked."))
+    response = researcher_client.post(
+        url, as_post(complete_fields(), action="submit", resubmit_message="Shorter run, as asked.")
+    )
     assert response.status_code == 302
     event = AllocationEvent.objects.get(allocation_request=allocation_request)
     assert (event.to_status, event.message) == (Status.RESUBMITTED, "Shorter run, as asked.")
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("project_title", NUL), ("project_title", "x" * 10_000), ("justification", NUL),
-    ("caller_name", "x" * 10_000), ("pi_email", "a@b\x00.ac.uk"), ("service", NUL),
-    ("gpu_hours", "1e309"), ("gpu_hours", "NaN"), ("gpu_hours", "99999999999999999999999"),
-    ("cpu_hours", "-Infinity"), ("start_date", "0000-00-00"), ("end_date", "99999-01-01"),
-    ("start_date", "2027-02-30"), ("allocation_kind", "\x00"), ("data_sensitivity", XSS),
-])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("project_title", NUL),
+        ("project_title", "x" * 10_000),
+        ("justification", NUL),
+        ("caller_name", "x" * 10_000),
+        ("pi_email", "a@b\x00.ac.uk"),
+        ("service", NUL),
+        ("gpu_hours", "1e309"),
+        ("gpu_hours", "NaN"),
+        ("gpu_hours", "99999999999999999999999"),
+        ("cpu_hours", "-Infinity"),
+        ("start_date", "0000-00-00"),
+        ("end_date", "99999-01-01"),
+        ("start_date", "2027-02-30"),
+        ("allocation_kind", "\x00"),
+        ("data_sensitivity", XSS),
+    ],
+)
 def test_bad_request_form_values_get_a_message_and_save_nothing(
     researcher_client, researcher, field, value
 ):
@@ -268,20 +300,33 @@ def test_bad_request_form_values_get_a_message_and_save_nothing(
 def test_script_in_every_request_text_field_is_escaped_where_shown(
     researcher_client, researcher, staff_client_factory
 ):
-    texts = dict.fromkeys(("caller_name", "caller_branch", "project_title", "project_code",
-                           "research_area", "pi_name"), SCRIPT)
-    allocation_request = make_request(researcher=researcher, status=Status.SUBMITTED,
-                                      justification="J" * 40 + XSS, **texts)
+    texts = dict.fromkeys(
+        (
+            "caller_name",
+            "caller_branch",
+            "project_title",
+            "project_code",
+            "research_area",
+            "pi_name",
+        ),
+        SCRIPT,
+    )
+    allocation_request = make_request(
+        researcher=researcher, status=Status.SUBMITTED, justification="J" * 40 + XSS, **texts
+    )
     allocation_request.researcher.first_name = SCRIPT
     allocation_request.researcher.save()
-    pages = [reverse("allocations:request-detail", args=[allocation_request.pk]),
-             reverse("allocations:request-list")]
+    pages = [
+        reverse("allocations:request-detail", args=[allocation_request.pk]),
+        reverse("allocations:request-list"),
+    ]
     staff = staff_client_factory()
     admin_pages = [
         reverse("admin:allocations_allocationrequest_changelist"),
         reverse("admin:allocations_allocationrequest_change", args=[allocation_request.pk]),
-        reverse("admin:allocations_allocationrequest_decide",
-                args=[allocation_request.pk, "approve"]),
+        reverse(
+            "admin:allocations_allocationrequest_decide", args=[allocation_request.pk, "approve"]
+        ),
         reverse("admin:allocations_allocationrequest_rerun", args=[allocation_request.pk]),
     ]
     for client, urls in ((researcher_client, pages), (staff, admin_pages)):
@@ -303,12 +348,11 @@ def staff_client_factory(db):
     return make
 
 
-def test_withdrawing_an_approved_request_is_refused_with_a_message(
-    researcher_client, researcher
-):
+def test_withdrawing_an_approved_request_is_refused_with_a_message(researcher_client, researcher):
     allocation_request = make_request(researcher=researcher, status=Status.APPROVED)
     response = researcher_client.post(
-        reverse("allocations:request-withdraw", args=[allocation_request.pk]), follow=True)
+        reverse("allocations:request-withdraw", args=[allocation_request.pk]), follow=True
+    )
     assertContains(response, "Cannot withdraw a request that is approved.")
     allocation_request.refresh_from_db()
     assert allocation_request.status == Status.APPROVED
@@ -318,8 +362,7 @@ def test_submitting_twice_records_one_submission(researcher_client, researcher):
     allocation_request = make_request(researcher=researcher)
     url = reverse("allocations:request-edit", args=[allocation_request.pk])
     first = researcher_client.post(url, as_post(complete_fields(), action="submit"))
-    replay = researcher_client.post(url, as_post(complete_fields(), action="submit"),
-                                    follow=True)
+    replay = researcher_client.post(url, as_post(complete_fields(), action="submit"), follow=True)
     assert first.status_code == 302
     assertContains(replay, "A request that is submitted cannot be edited.")
     assert AllocationEvent.objects.filter(to_status=Status.SUBMITTED).count() == 1
@@ -328,17 +371,18 @@ def test_submitting_twice_records_one_submission(researcher_client, researcher):
 # --- The admin --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("query", [
-    "allocations/allocationrequest/?status=%00",
-    "allocations/allocationrequest/?facility=ab%00c",
-    "allocations/allocationrequest/?q=%00",
-    "catalog/system/?status=%00",
-    "advisor/hfmodellookup/?status=%00&q=x",
-    "autocomplete/?term=a%00&app_label=catalog&model_name=nodetype&field_name=accelerator",
-])
-def test_admin_filter_with_a_nul_goes_back_to_the_plain_list_with_a_message(
-    staff_client, query
-):
+@pytest.mark.parametrize(
+    "query",
+    [
+        "allocations/allocationrequest/?status=%00",
+        "allocations/allocationrequest/?facility=ab%00c",
+        "allocations/allocationrequest/?q=%00",
+        "catalog/system/?status=%00",
+        "advisor/hfmodellookup/?status=%00&q=x",
+        "autocomplete/?term=a%00&app_label=catalog&model_name=nodetype&field_name=accelerator",
+    ],
+)
+def test_admin_filter_with_a_nul_goes_back_to_the_plain_list_with_a_message(staff_client, query):
     # Was a 500 for list filters: the value reached PostgreSQL when the list was rendered.
     make_request(status=Status.SUBMITTED)
     url = f"/admin/{query}"
@@ -346,8 +390,9 @@ def test_admin_filter_with_a_nul_goes_back_to_the_plain_list_with_a_message(
     assert response.status_code == 302
     assert response["Location"] == url.split("?")[0]
     page = staff_client.get("/admin/")
-    assertContains(page, "Filters and searches cannot contain NUL characters; showing the page "
-                         "without them.")
+    assertContains(
+        page, "Filters and searches cannot contain NUL characters; showing the page without them."
+    )
 
 
 def _admin_change_post(client, url: str, **changes) -> dict:
@@ -371,27 +416,34 @@ def test_admin_json_field_with_an_escaped_nul_is_a_form_error(staff_client, defa
     response = staff_client.post(url, data)
     assert response.status_code == 200
     assert response.context["adminform"].form.errors["seed_values"] == [
-        "Remove the NUL character (\\u0000): it cannot be stored."]
+        "Remove the NUL character (\\u0000): it cannot be stored."
+    ]
     accelerator.refresh_from_db()
     assert "\x00" not in json.dumps(accelerator.seed_values, ensure_ascii=False)
 
 
-@pytest.mark.parametrize(("decision", "data", "field"), [
-    ("approve", {"granted_gpu_hours": "1e309"}, "granted_gpu_hours"),
-    ("approve", {"granted_gpu_hours": "NaN"}, "granted_gpu_hours"),
-    ("approve", {"granted_gpu_hours": "99999999999999999999999"}, "granted_gpu_hours"),
-    ("approve", {"granted_gpu_hours": "0"}, "granted_gpu_hours"),
-    ("approve", {"granted_gpu_hours": "-3"}, "granted_gpu_hours"),
-    ("approve", {"granted_gpu_hours": "10", "message": NUL}, "message"),
-    ("approve", {"granted_gpu_hours": "10", "note": NUL}, "note"),
-    ("reject", {"message": NUL}, "message"),
-    ("request-changes", {"message": "\x00"}, "message"),
-])
+@pytest.mark.parametrize(
+    ("decision", "data", "field"),
+    [
+        ("approve", {"granted_gpu_hours": "1e309"}, "granted_gpu_hours"),
+        ("approve", {"granted_gpu_hours": "NaN"}, "granted_gpu_hours"),
+        ("approve", {"granted_gpu_hours": "99999999999999999999999"}, "granted_gpu_hours"),
+        ("approve", {"granted_gpu_hours": "0"}, "granted_gpu_hours"),
+        ("approve", {"granted_gpu_hours": "-3"}, "granted_gpu_hours"),
+        ("approve", {"granted_gpu_hours": "10", "message": NUL}, "message"),
+        ("approve", {"granted_gpu_hours": "10", "note": NUL}, "note"),
+        ("reject", {"message": NUL}, "message"),
+        ("request-changes", {"message": "\x00"}, "message"),
+    ],
+)
 def test_admin_decisions_with_bad_values_change_nothing(staff_client, decision, data, field):
     allocation_request = make_request(status=Status.SUBMITTED)
-    response = staff_client.post(reverse(
-        "admin:allocations_allocationrequest_decide", args=[allocation_request.pk, decision]),
-        data)
+    response = staff_client.post(
+        reverse(
+            "admin:allocations_allocationrequest_decide", args=[allocation_request.pk, decision]
+        ),
+        data,
+    )
     assert response.status_code == 200
     assert response.context["form"].errors[field]
     allocation_request.refresh_from_db()
@@ -399,53 +451,69 @@ def test_admin_decisions_with_bad_values_change_nothing(staff_client, decision, 
     assert not AllocationEvent.objects.exists()
 
 
-@pytest.mark.parametrize("data", [
-    {"epochs": "1e309"}, {"epochs": "NaN"}, {"epochs": "0"}, {"epochs": "-1"},
-    {"accelerator": NUL}, {"precision": "\x00"}, {"accelerator": "x" * 500},
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"epochs": "1e309"},
+        {"epochs": "NaN"},
+        {"epochs": "0"},
+        {"epochs": "-1"},
+        {"accelerator": NUL},
+        {"precision": "\x00"},
+        {"accelerator": "x" * 500},
+    ],
+)
 def test_admin_rerun_with_bad_values_gets_a_form_error(staff_client, data):
     allocation_request = make_request(status=Status.SUBMITTED)
-    response = staff_client.post(reverse(
-        "admin:allocations_allocationrequest_rerun", args=[allocation_request.pk]), data)
+    response = staff_client.post(
+        reverse("admin:allocations_allocationrequest_rerun", args=[allocation_request.pk]), data
+    )
     assert response.status_code == 200
     assert response.context["form"].errors
     assert response.context["comparison"] is None
 
 
-@pytest.mark.parametrize("data", [{"epochs": "1e308"}, {"accelerator": XSS},
-                                  {"epochs": "1e-300"}])
-def test_admin_rerun_with_absurd_values_answers_with_a_message(staff_client, default_catalog,
-                                                               data):
+@pytest.mark.parametrize("data", [{"epochs": "1e308"}, {"accelerator": XSS}, {"epochs": "1e-300"}])
+def test_admin_rerun_with_absurd_values_answers_with_a_message(staff_client, default_catalog, data):
     allocation_request = make_request(status=Status.SUBMITTED)
-    response = staff_client.post(reverse(
-        "admin:allocations_allocationrequest_rerun", args=[allocation_request.pk]), data)
+    response = staff_client.post(
+        reverse("admin:allocations_allocationrequest_rerun", args=[allocation_request.pk]), data
+    )
     assert response.status_code == 200
     assertNotContains(response, "<script>alert(2)")
     assert response.context["error"] or response.context["form"].errors
 
 
-@pytest.mark.parametrize("path", [
-    "allocations/allocationrequest/not-a-uuid/change/",
-    "allocations/allocationrequest/not-a-uuid/decide/approve/",
-    f"allocations/allocationrequest/{NIL_UUID}/rerun/",
-    "catalog/system/%00/change/",
-    "catalog/accelerator/99999999999999999999999/change/",
-    "allocations/allocationrequest/?o=999",
-    "allocations/allocationrequest/?submitted_at__gte=0000-00-00",
-    "allocations/allocationrequest/?p=99999",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "allocations/allocationrequest/not-a-uuid/change/",
+        "allocations/allocationrequest/not-a-uuid/decide/approve/",
+        f"allocations/allocationrequest/{NIL_UUID}/rerun/",
+        "catalog/system/%00/change/",
+        "catalog/accelerator/99999999999999999999999/change/",
+        "allocations/allocationrequest/?o=999",
+        "allocations/allocationrequest/?submitted_at__gte=0000-00-00",
+        "allocations/allocationrequest/?p=99999",
+    ],
+)
 def test_admin_tampered_urls_are_never_a_500(staff_client, path):
     assert staff_client.get(f"/admin/{path}").status_code in (200, 302, 404)
 
 
 def test_csv_export_neutralises_formulas_in_every_text_field(staff_client):
     allocation_request = make_request(
-        status=Status.SUBMITTED, project_title='=HYPERLINK("http://evil","x")',
-        pi_name="+SUM(A1)", research_area="@cmd", caller_branch="-2+3",
-        justification="\t=1+1 " + "j" * 40)
+        status=Status.SUBMITTED,
+        project_title='=HYPERLINK("http://evil","x")',
+        pi_name="+SUM(A1)",
+        research_area="@cmd",
+        caller_branch="-2+3",
+        justification="\t=1+1 " + "j" * 40,
+    )
     response = staff_client.post(
         reverse("admin:allocations_allocationrequest_changelist"),
-        {"action": "export_csv", "_selected_action": [str(allocation_request.pk)]})
+        {"action": "export_csv", "_selected_action": [str(allocation_request.pk)]},
+    )
     header, row = list(csv.reader(io.StringIO(response.content.decode())))
     cells = dict(zip(header, row, strict=True))
     assert cells["project_title"] == """'=HYPERLINK("http://evil","x")"""
@@ -470,19 +538,27 @@ def _step_url(advisor_session, step, *, embed=False):
 
 @pytest.mark.parametrize("embed", [False, True], ids=["page", "embed"])
 @pytest.mark.parametrize("headers", [{}, HX], ids=["plain", "htmx"])
-@pytest.mark.parametrize(("step", "value"), [
-    ("work_kind", NUL), ("work_kind", "x" * 100_000), ("work_kind", "\uff4c\uff4f\uff52\uff41"),
-    ("model", "org/na\x00me"), ("model", "x" * 5000), ("model", XSS),
-    ("model", "\uff4d\uff45\uff54\uff41/llama"),
-])
+@pytest.mark.parametrize(
+    ("step", "value"),
+    [
+        ("work_kind", NUL),
+        ("work_kind", "x" * 100_000),
+        ("work_kind", "\uff4c\uff4f\uff52\uff41"),
+        ("model", "org/na\x00me"),
+        ("model", "x" * 5000),
+        ("model", XSS),
+        ("model", "\uff4d\uff45\uff54\uff41/llama"),
+    ],
+)
 def test_bad_step_answers_are_refused_and_change_nothing(client, step, value, headers, embed):
     advisor_session = _start(client)
     if step == "model":
         client.post(_step_url(advisor_session, "work_kind"), {"answer": "lora"})
     advisor_session.refresh_from_db()
     before = dict(advisor_session.answers)
-    response = client.post(_step_url(advisor_session, step, embed=embed), {"answer": value},
-                           headers=headers)
+    response = client.post(
+        _step_url(advisor_session, step, embed=embed), {"answer": value}, headers=headers
+    )
     assert response.status_code == 200
     assert response.context["form"].errors["answer"]
     assertNotContains(response, "<script>alert(2)", status_code=200)
@@ -516,7 +592,8 @@ def _answer_until(client, advisor_session, target: str) -> None:
             return
         node = chart.by_id[step]
         value = {"number": "1", "model_id": "", "date": ""}.get(
-            node.type, node.choices[0].value if node.choices else "")
+            node.type, node.choices[0].value if node.choices else ""
+        )
         if step == "work_kind":
             value = "lora"
         response = client.post(_step_url(advisor_session, step), {"answer": value})
@@ -524,8 +601,10 @@ def _answer_until(client, advisor_session, target: str) -> None:
     raise AssertionError(f"never reached {target}")
 
 
-@pytest.mark.parametrize("value", ["0000-00-00", "99999-01-01", "2027-02-30", "31/12/2027",
-                                   "2027-13-01", NUL, "x" * 5000])
+@pytest.mark.parametrize(
+    "value",
+    ["0000-00-00", "99999-01-01", "2027-02-30", "31/12/2027", "2027-13-01", NUL, "x" * 5000],
+)
 def test_impossible_dates_are_refused_with_a_message(client, default_catalog, value):
     advisor_session = _start(client)
     _answer_until(client, advisor_session, "timeline")
@@ -551,8 +630,11 @@ def test_extreme_real_dates_reach_a_result(client, default_catalog, value):
 
 def test_non_utf8_form_bytes_are_refused_like_any_bad_answer(client):
     advisor_session = _start(client)
-    response = client.post(_step_url(advisor_session, "work_kind"), data="answer=lo%FF%FEra",
-                           content_type="application/x-www-form-urlencoded")
+    response = client.post(
+        _step_url(advisor_session, "work_kind"),
+        data="answer=lo%FF%FEra",
+        content_type="application/x-www-form-urlencoded",
+    )
     assert response.status_code == 200
     assert response.context["form"].errors["answer"] == ["Choose one of the options listed."]
     advisor_session.refresh_from_db()
@@ -562,11 +644,15 @@ def test_non_utf8_form_bytes_are_refused_like_any_bad_answer(client):
 def test_thousands_of_fields_are_a_400_page(client):
     advisor_session = _start(client)
     body = "&".join(f"f{i}=x" for i in range(2000)) + "&answer=lora"
-    response = client.post(_step_url(advisor_session, "work_kind"), data=body,
-                           content_type="application/x-www-form-urlencoded")
+    response = client.post(
+        _step_url(advisor_session, "work_kind"),
+        data=body,
+        content_type="application/x-www-form-urlencoded",
+    )
     assert response.status_code == 400
-    assertContains(response, "<h1>That request could not be understood</h1>", status_code=400,
-                   html=True)
+    assertContains(
+        response, "<h1>That request could not be understood</h1>", status_code=400, html=True
+    )
     advisor_session.refresh_from_db()
     assert advisor_session.answers == {}
 
@@ -580,11 +666,20 @@ def test_a_step_answered_twice_keeps_the_second_answer(client):
     assert advisor_session.answers == {"work_kind": "qlora"}
 
 
-@pytest.mark.parametrize("path", [
-    f"/a/{NIL_UUID}/step/work_kind/", f"/a/{NIL_UUID}/result/", f"/a/{NIL_UUID}/chart/",
-    f"/embed/a/{NIL_UUID}/result/", f"/a/{NIL_UUID}/", "/a/not-a-uuid/step/work_kind/",
-    "/lookups/99999999999999999999/", "/lookups/0/", "/no/such/page/",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"/a/{NIL_UUID}/step/work_kind/",
+        f"/a/{NIL_UUID}/result/",
+        f"/a/{NIL_UUID}/chart/",
+        f"/embed/a/{NIL_UUID}/result/",
+        f"/a/{NIL_UUID}/",
+        "/a/not-a-uuid/step/work_kind/",
+        "/lookups/99999999999999999999/",
+        "/lookups/0/",
+        "/no/such/page/",
+    ],
+)
 def test_unknown_addresses_are_404_pages(client, path):
     response = client.get(path)
     assert response.status_code == 404
@@ -598,7 +693,8 @@ def test_unknown_session_inside_the_embed_answers_in_the_frame(client, settings,
     assert response.status_code == 404
     assert "X-Frame-Options" not in response
     assert response["Content-Security-Policy"] == (
-        "frame-ancestors 'self' https://intranet.example.ac.uk")
+        "frame-ancestors 'self' https://intranet.example.ac.uk"
+    )
     assertContains(response, "There is no advisor session at this address", status_code=404)
     assertContains(response, 'href="/embed/"', status_code=404)
 
@@ -611,10 +707,17 @@ def test_tampered_step_names_are_404s(client, step):
     assertNotContains(response, "<script>", status_code=404)
 
 
-@pytest.mark.parametrize(("method", "path"), [
-    ("put", "/"), ("delete", "/api/estimate"), ("patch", "/lookups/"),
-    ("post", "/chart/"), ("post", "/catalog/"), ("get", "/requests/{pk}/withdraw/"),
-])
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("put", "/"),
+        ("delete", "/api/estimate"),
+        ("patch", "/lookups/"),
+        ("post", "/chart/"),
+        ("post", "/catalog/"),
+        ("get", "/requests/{pk}/withdraw/"),
+    ],
+)
 def test_wrong_methods_are_405s(researcher_client, researcher, method, path):
     allocation_request = make_request(researcher=researcher)
     response = getattr(researcher_client, method)(path.format(pk=allocation_request.pk))
@@ -625,19 +728,20 @@ def test_wrong_methods_are_405s(researcher_client, researcher, method, path):
 
 
 @pytest.mark.parametrize("headers", [{}, HX], ids=["plain", "htmx"])
-@pytest.mark.parametrize("repo_id", [NUL, XSS, "a" * 500, "\uff4d\uff45\uff54\uff41/llama",
-                                     "org/name\x00"])
+@pytest.mark.parametrize(
+    "repo_id", [NUL, XSS, "a" * 500, "\uff4d\uff45\uff54\uff41/llama", "org/name\x00"]
+)
 def test_bad_lookup_ids_get_a_message_and_start_nothing(client, repo_id, headers):
-    response = client.post(reverse("advisor:lookup-start"), {"repo_id": repo_id},
-                           headers=headers)
+    response = client.post(reverse("advisor:lookup-start"), {"repo_id": repo_id}, headers=headers)
     assertContains(response, 'class="errorlist', status_code=200)
     assertContains(response, 'aria-invalid="true"')
     assertNotContains(response, "<script>alert(2)")
     assert not HfModelLookup.objects.exists()
 
 
-@pytest.mark.parametrize("query", ["%00%00%00", "a" * 10_000, "%ff%fe%fd",
-                                   "%3Cscript%3Ealert(2)%3C/script%3E"])
+@pytest.mark.parametrize(
+    "query", ["%00%00%00", "a" * 10_000, "%ff%fe%fd", "%3Cscript%3Ealert(2)%3C/script%3E"]
+)
 def test_model_suggestions_survive_junk_queries(client, query, settings):
     settings.HF_ENDPOINT = "http://127.0.0.1:9"  # nothing listens: the Hub is unreachable
     response = client.get(f"/models/suggest?q={query}")
@@ -645,8 +749,9 @@ def test_model_suggestions_survive_junk_queries(client, query, settings):
     assertNotContains(response, "<script>alert(2)")
 
 
-@pytest.mark.parametrize("query", ["sort=%00&profile=", "sort=-&profile=",
-                                   "sort=" + "x" * 5000, "sort=%ff%fe"])
+@pytest.mark.parametrize(
+    "query", ["sort=%00&profile=", "sort=-&profile=", "sort=" + "x" * 5000, "sort=%ff%fe"]
+)
 def test_catalog_ignores_a_junk_sort(client, default_catalog, query):
     response = client.get(f"/catalog/?{query}")
     assert response.status_code == 200
@@ -663,9 +768,15 @@ def test_catalog_unknown_profile_is_a_404(client, default_catalog, profile):
 # --- Login ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("username", "password"), [
-    ("ad\x00min", "x"), ("x" * 10_000, "x"), ("admin", "p\x00w"), (XSS, XSS),
-])
+@pytest.mark.parametrize(
+    ("username", "password"),
+    [
+        ("ad\x00min", "x"),
+        ("x" * 10_000, "x"),
+        ("admin", "p\x00w"),
+        (XSS, XSS),
+    ],
+)
 def test_login_with_junk_is_refused_with_a_message(client, username, password):
     response = client.post(reverse("login"), {"username": username, "password": password})
     assert response.status_code == 200
@@ -673,11 +784,15 @@ def test_login_with_junk_is_refused_with_a_message(client, username, password):
     assertNotContains(response, "<script>alert(2)")
 
 
-@pytest.mark.parametrize("next_url", ["javascript:alert(1)", "//evil.example/", "%00",
-                                      "/%5Cevil.example/", "https://evil.example/"])
+@pytest.mark.parametrize(
+    "next_url",
+    ["javascript:alert(1)", "//evil.example/", "%00", "/%5Cevil.example/", "https://evil.example/"],
+)
 def test_login_never_redirects_off_site(client, researcher, settings, next_url):
-    response = client.post(f"{reverse('login')}?next={next_url}",
-                           {"username": researcher.username, "password": "pw-for-tests-only"})
+    response = client.post(
+        f"{reverse('login')}?next={next_url}",
+        {"username": researcher.username, "password": "pw-for-tests-only"},
+    )
     assert response.status_code == 302
     assert response["Location"] == settings.LOGIN_REDIRECT_URL
 
@@ -696,8 +811,11 @@ def test_403_page_is_the_sites_own(client):
     # Staff without the model permission reach the review URL but may not decide.
     client.force_login(make_user(staff=True))
     allocation_request = make_request(status=Status.SUBMITTED)
-    response = client.get(reverse("admin:allocations_allocationrequest_decide",
-                                  args=[allocation_request.pk, "approve"]))
+    response = client.get(
+        reverse(
+            "admin:allocations_allocationrequest_decide", args=[allocation_request.pk, "approve"]
+        )
+    )
     assert response.status_code == 403
     assertContains(response, "<h1>You cannot open this page</h1>", status_code=403, html=True)
 
@@ -705,8 +823,9 @@ def test_403_page_is_the_sites_own(client):
 def test_400_page_is_the_sites_own(client):
     response = client.get("/", headers={"Host": "evil.example"})
     assert response.status_code == 400
-    assertContains(response, "<h1>That request could not be understood</h1>",
-                   status_code=400, html=True)
+    assertContains(
+        response, "<h1>That request could not be understood</h1>", status_code=400, html=True
+    )
 
 
 def test_500_page_renders_without_any_context(rf):
@@ -738,7 +857,8 @@ def test_csrf_failure_inside_the_embed_shows_in_the_frame_and_offers_a_new_tab(d
     assert response.status_code == 403
     assert "X-Frame-Options" not in response
     assert response["Content-Security-Policy"] == (
-        "frame-ancestors 'self' https://intranet.example.ac.uk")
+        "frame-ancestors 'self' https://intranet.example.ac.uk"
+    )
     assertContains(response, 'href="/" target="_blank"', status_code=403)
     assertContains(response, "Open the advisor in a new tab", status_code=403)
     assert not AdvisorSession.objects.exists()
@@ -746,8 +866,15 @@ def test_csrf_failure_inside_the_embed_shows_in_the_frame_and_offers_a_new_tab(d
 
 def test_every_probe_left_the_database_alone(client):
     """A sweep of junk against every page at once: nothing created, nothing a 500."""
-    for path in ["/", "/chart/", "/catalog/", "/lookups/", "/models/suggest?q=%00",
-                 "/requests/", "/accounts/login/"]:
+    for path in [
+        "/",
+        "/chart/",
+        "/catalog/",
+        "/lookups/",
+        "/models/suggest?q=%00",
+        "/requests/",
+        "/accounts/login/",
+    ]:
         for headers in ({}, HX):
             assert client.get(path, headers=headers).status_code < 500
     assert not AdvisorSession.objects.exists()
@@ -762,11 +889,14 @@ def test_every_probe_left_the_database_alone(client):
 def proxy_sso(settings):
     auth = "django.contrib.auth.middleware.AuthenticationMiddleware"
     middleware = list(settings.MIDDLEWARE)
-    middleware.insert(middleware.index(auth) + 1,
-                      "allocations.middleware.ProxyRemoteUserMiddleware")
+    middleware.insert(
+        middleware.index(auth) + 1, "allocations.middleware.ProxyRemoteUserMiddleware"
+    )
     settings.MIDDLEWARE = middleware
-    settings.AUTHENTICATION_BACKENDS = ["allocations.backends.ProxyRemoteUserBackend",
-                                        "django.contrib.auth.backends.ModelBackend"]
+    settings.AUTHENTICATION_BACKENDS = [
+        "allocations.backends.ProxyRemoteUserBackend",
+        "django.contrib.auth.backends.ModelBackend",
+    ]
     settings.AUTH_REMOTE_USER_HEADER = "HTTP_X_REMOTE_USER"
     return settings
 
@@ -789,6 +919,5 @@ def test_longest_usable_proxy_user_name_signs_in(client, proxy_sso):
 def test_lookup_model_command_refuses_a_nul_in_the_revision(db):
     # Was a DataError traceback: the revision was stored as given.
     with pytest.raises(CommandError, match="The revision must be a branch, tag or commit sha"):
-        call_command("lookup_model", "org/name", "--revision", "ma\x00in",
-                     stdout=io.StringIO())
+        call_command("lookup_model", "org/name", "--revision", "ma\x00in", stdout=io.StringIO())
     assert not HfModelLookup.objects.exists()

@@ -78,9 +78,7 @@ def estimate_shape(
     if wl.training and request.tokens is None:
         warnings.append("No token count given: GPU hours cannot be estimated, only memory.")
     if wl.task == "inference" and request.tokens is None:
-        warnings.append(
-            "No token count given: GPU hours need the total prompt + generated tokens."
-        )
+        warnings.append("No token count given: GPU hours need the total prompt + generated tokens.")
     accelerators = {a.name: a for a in catalog.accelerators}
     candidates = rank(
         evaluate(
@@ -95,8 +93,10 @@ def estimate_shape(
     best = next((cand for cand in candidates if cand.eligible), None)
     recommendation = None
     slurm_script = None
-    model_name = request.model_id or (request.hub.repo_id if request.hub else None) or (
-        shape.architecture or f"a {shape.params_total / 1e9:.1f}B-parameter model"
+    model_name = (
+        request.model_id
+        or (request.hub.repo_id if request.hub else None)
+        or (shape.architecture or f"a {shape.params_total / 1e9:.1f}B-parameter model")
     )
     if best is not None:
         reasons = _recommendation_reasons(best, candidates, wl)
@@ -184,8 +184,10 @@ def _recommendation_reasons(best, candidates, wl: Workload) -> list[str]:
         reasons.append(f"Cost about {opt.cost:,.2f} {opt.currency}.")
     eligible = [cand for cand in candidates if cand.eligible]
     if len(eligible) > 1:
-        reasons.append(f"Ranked first of {len(eligible)} workable options: fewest GPUs, then "
-                       "fastest, then shortest queue, then cost.")
+        reasons.append(
+            f"Ranked first of {len(eligible)} workable options: fewest GPUs, then "
+            "fastest, then shortest queue, then cost."
+        )
     reasons.extend(r for r in opt.reasons if r not in reasons)
     return reasons
 
@@ -230,8 +232,10 @@ def _assumptions(request: EstimateRequest, shape: ModelShape, wl: Workload) -> l
     if wl.weight_format == "int8":
         out.append(c.INT8_ROW_SCALE.assumption())
     if wl.training:
-        activ = "gradient checkpointing: layer inputs only" if wl.gradient_checkpointing else (
-            "all layers kept"
+        activ = (
+            "gradient checkpointing: layer inputs only"
+            if wl.gradient_checkpointing
+            else ("all layers kept")
         )
         out.append(c.KORTHIKANTI.assumption(f"{activ}; flash attention {wl.flash_attention}"))
         out.append(c.LOGITS_TRAINING_BYTES.assumption())

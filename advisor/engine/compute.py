@@ -182,8 +182,10 @@ def inference_gpu_hours(
     batches = math.ceil(requests / wl.batch_size)
     rate = peak * 1e12 * util * n * eff
     n_flop = shape.flop_params
-    prefill_flops = wl.batch_size * wl.seq_len * (
-        2 * n_flop + 4 * shape.num_layers * shape.attn_dim * wl.seq_len
+    prefill_flops = (
+        wl.batch_size
+        * wl.seq_len
+        * (2 * n_flop + 4 * shape.num_layers * shape.attn_dim * wl.seq_len)
     )
     prefill = prefill_flops / rate
     decode = 0.0

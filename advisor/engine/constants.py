@@ -376,8 +376,17 @@ MAX_GPUS_SEARCHED = 512
 # set attention/hidden dropout 0.1) and so keep dropout masks for backward.
 DROPOUT_FAMILIES = frozenset(
     {
-        "gpt2", "gpt_bigcode", "bert", "roberta", "distilbert", "t5", "bart", "opt", "vit",
-        "whisper", "bloom",
+        "gpt2",
+        "gpt_bigcode",
+        "bert",
+        "roberta",
+        "distilbert",
+        "t5",
+        "bart",
+        "opt",
+        "vit",
+        "whisper",
+        "bloom",
     }
 )
 # Families whose RMSNorm upcasts its input to fp32 before normalising (transformers'
@@ -385,14 +394,31 @@ DROPOUT_FAMILIES = frozenset(
 # so autograd keeps a 4-byte copy of every norm input even in pure 16-bit training.
 RMSNORM_FP32_FAMILIES = frozenset(
     {
-        "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "gemma", "gemma2", "phi3",
-        "deepseek_v2", "deepseek_v3",
+        "llama",
+        "mistral",
+        "mixtral",
+        "qwen2",
+        "qwen2_moe",
+        "qwen3",
+        "gemma",
+        "gemma2",
+        "phi3",
+        "deepseek_v2",
+        "deepseek_v3",
     }
 )
 # Families whose eager attention runs softmax in fp32 and keeps that output for backward.
 FP32_SOFTMAX_FAMILIES = frozenset(
     {
-        "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "gemma2", "phi", "phi3",
+        "llama",
+        "mistral",
+        "mixtral",
+        "qwen2",
+        "qwen2_moe",
+        "gemma",
+        "gemma2",
+        "phi",
+        "phi3",
         "gpt_bigcode",  # GPTBigCodeConfig.attention_softmax_in_fp32 defaults to True
     }
 )

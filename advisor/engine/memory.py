@@ -110,9 +110,7 @@ def lora_trainable_params(shape: ModelShape, wl: Workload) -> int:
         h, f = shape.hidden_size, shape.intermediate_size
         per_layer = 4 * (h + h) + (3 if shape.gated_mlp else 2) * (h + f)
         return wl.lora_rank * per_layer * shape.total_layers
-    per_layer = sum(
-        (lin.in_features + lin.out_features) * lin.count_per_layer for lin in linears
-    )
+    per_layer = sum((lin.in_features + lin.out_features) * lin.count_per_layer for lin in linears)
     return wl.lora_rank * per_layer * shape.total_layers
 
 
@@ -353,8 +351,16 @@ class MemoryModel:
     `per_gpu` then shards them for a strategy and GPU count (the ranking calls it often)."""
 
     __slots__ = (
-        "_flows", "amp_states", "constants", "gathered", "grads", "optim", "shape", "weights",
-        "wl", "workspace",
+        "_flows",
+        "amp_states",
+        "constants",
+        "gathered",
+        "grads",
+        "optim",
+        "shape",
+        "weights",
+        "wl",
+        "workspace",
     )
 
     def __init__(self, shape: ModelShape, wl: Workload) -> None:
@@ -440,8 +446,7 @@ class MemoryModel:
         dynamic = grads + activations + logits + kv + workspace
         static = weights + optim + constants
         reserve = (
-            dynamic * c.ALLOCATOR_FRAGMENTATION.value
-            + static * c.ALLOCATOR_STATIC_ROUNDING.value
+            dynamic * c.ALLOCATOR_FRAGMENTATION.value + static * c.ALLOCATOR_STATIC_ROUNDING.value
         )
         parts = {
             "weights": int(weights),

@@ -86,8 +86,14 @@ _sort_key = attrgetter("sort_key")
 
 # How much a researcher must set up and debug for each strategy; breaks ties in the ranking.
 STRATEGY_COMPLEXITY = {
-    "single": 0, "ddp": 1, "zero1": 2, "zero2": 3, "fsdp": 4, "zero3": 4,
-    "tensor_parallel": 5, "zero3_offload": 6,
+    "single": 0,
+    "ddp": 1,
+    "zero1": 2,
+    "zero2": 3,
+    "fsdp": 4,
+    "zero3": 4,
+    "tensor_parallel": 5,
+    "zero3_offload": 6,
 }
 
 
@@ -284,13 +290,21 @@ def evaluate(
         if timed and util.calibrated:
             assumes = f"assumes {util.value:.0%} of the {dtype} dense peak, the {util.source}."
         found = per_accelerator[acc.name] = (
-            dtype, no_dtype, capacity, capacity / (1 + margin), gb(capacity), util, peak, timed,
+            dtype,
+            no_dtype,
+            capacity,
+            capacity / (1 + margin),
+            gb(capacity),
+            util,
+            peak,
+            timed,
             assumes,
         )
         return found
 
-    def hours(node: NodeTypeSpec, acc: AcceleratorSpec, peak: float, util: float, k: int,
-              strategy: str) -> float:
+    def hours(
+        node: NodeTypeSpec, acc: AcceleratorSpec, peak: float, util: float, k: int, strategy: str
+    ) -> float:
         eff = scaling_efficiency(node, k, strategy)
         if training:
             return training_gpu_hours(shape, wl, tokens, peak, util, eff, flops_per_token)
@@ -338,8 +352,8 @@ def evaluate(
         limited = None
         if system.status == "limited":
             note = system.status_note.split(". ")[0].rstrip(".")
-            limited = (
-                f"{system.display_name} has limited availability" + (f" ({note})." if note else ".")
+            limited = f"{system.display_name} has limited availability" + (
+                f" ({note})." if note else "."
             )
         trial = system.trial_gpu_hours
         partitions = partitions_by_node(system) if system.partitions else {}
@@ -354,7 +368,14 @@ def evaluate(
                 node_reasons.append(f"You asked for {request.accelerator}.")
             shared = per_accelerator.get(acc.name) or on_accelerator(acc)
             (
-                dtype, no_dtype, capacity, headroom_limit, capacity_gb, util, peak, timed,
+                dtype,
+                no_dtype,
+                capacity,
+                headroom_limit,
+                capacity_gb,
+                util,
+                peak,
+                timed,
                 assumes,
             ) = shared
             if no_dtype is not None:
@@ -434,9 +455,14 @@ def evaluate(
                         f"{n_fit} GPU(s) would be within {margin_pct} of capacity; "
                         f"{n_head} recommended for headroom."
                     )
-                if splits_heads and strategy == "tensor_parallel" and (
-                    shape.num_attention_heads % n
-                    or shape.num_kv_heads % n and shape.num_kv_heads > n
+                if (
+                    splits_heads
+                    and strategy == "tensor_parallel"
+                    and (
+                        shape.num_attention_heads % n
+                        or shape.num_kv_heads % n
+                        and shape.num_kv_heads > n
+                    )
                 ):
                     hard = True
                     reasons.append(

@@ -49,9 +49,7 @@ def sbatch_script(
     nodes = option.nodes
     cpus_per_gpu = (node.cpu_cores // node.gpus_per_node) if node.cpu_cores else 8
     cpus = max(cpus_per_gpu * gpus_per_node, 1)
-    mem_gb = (
-        int(node.ram_gb * gpus_per_node / node.gpus_per_node * 0.9) if node.ram_gb else None
-    )
+    mem_gb = int(node.ram_gb * gpus_per_node / node.gpus_per_node * 0.9) if node.ram_gb else None
     time, time_note = slurm_time(option.wall_hours, partition)
     safe_name = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in model_name)[:40]
     lines = [
@@ -106,12 +104,12 @@ def _launcher(option: Option, gpus_per_node: int, nodes: int, cpus: int) -> list
             f"python infer.py --tensor-parallel-size {gpus_per_node}",
         ]
     rdzv = [
-        "head_node=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)",
+        'head_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
         f"export OMP_NUM_THREADS={max(cpus // max(gpus_per_node, 1), 1)}",
     ]
     torchrun = (
         f"srun torchrun --nnodes={nodes} --nproc_per_node={gpus_per_node} "
-        "--rdzv_backend=c10d --rdzv_endpoint=\"$head_node:29500\" --rdzv_id=\"$SLURM_JOB_ID\""
+        '--rdzv_backend=c10d --rdzv_endpoint="$head_node:29500" --rdzv_id="$SLURM_JOB_ID"'
     )
     if strategy == "ddp":
         return [*rdzv, f"{torchrun} train.py"]
@@ -119,8 +117,8 @@ def _launcher(option: Option, gpus_per_node: int, nodes: int, cpus: int) -> list
         return [
             *rdzv,
             f"srun accelerate launch --num_machines={nodes} "
-            f"--num_processes={nodes * gpus_per_node} --main_process_ip=\"$head_node\" "
-            "--machine_rank=\"$SLURM_NODEID\" --use_fsdp "
+            f'--num_processes={nodes * gpus_per_node} --main_process_ip="$head_node" '
+            '--machine_rank="$SLURM_NODEID" --use_fsdp '
             "--fsdp_sharding_strategy=FULL_SHARD train.py",
         ]
     stage = {"zero1": 1, "zero2": 2, "zero3": 3, "zero3_offload": 3}[strategy]

@@ -9,8 +9,10 @@ pytestmark = pytest.mark.django_db
 
 def test_lookup_admin_lists_failures_with_their_kind(admin_client):
     HfModelLookup.objects.create(
-        repo_id="acme/missing", requested_id="acme/missing",
-        status=HfModelLookup.Status.FAILED, error_kind="not_found",
+        repo_id="acme/missing",
+        requested_id="acme/missing",
+        status=HfModelLookup.Status.FAILED,
+        error_kind="not_found",
         message="No model <acme/missing> on the Hub: check the spelling.",
     )
     response = admin_client.get("/admin/advisor/hfmodellookup/?status=failed")

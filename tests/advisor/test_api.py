@@ -14,9 +14,7 @@ from django.urls import reverse
 from advisor.engine import ENGINE_VERSION
 
 CONFIGS = Path(__file__).resolve().parents[1] / "engine" / "configs"
-LLAMA2_7B = json.loads(
-    (CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text()
-)
+LLAMA2_7B = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
 GOOD = {"config": LLAMA2_7B, "task": "lora", "precision": "bf16", "tokens": 50_000_000}
 
 

@@ -15,10 +15,20 @@ from advisor.models import AdvisorSession
 pytestmark = pytest.mark.django_db
 
 LORA_7B = [
-    ("work_kind", "lora"), ("model", ""), ("model_params", "7"), ("precision", "bf16"),
-    ("batch_size", "4"), ("seq_len", "2048"), ("dataset_tokens", "20"), ("epochs", "3"),
-    ("num_gpus", ""), ("data_sensitivity", "public"), ("timeline", ""),
-    ("hpc_experience", "some"), ("azure", "no"), ("notebooks", "no"),
+    ("work_kind", "lora"),
+    ("model", ""),
+    ("model_params", "7"),
+    ("precision", "bf16"),
+    ("batch_size", "4"),
+    ("seq_len", "2048"),
+    ("dataset_tokens", "20"),
+    ("epochs", "3"),
+    ("num_gpus", ""),
+    ("data_sensitivity", "public"),
+    ("timeline", ""),
+    ("hpc_experience", "some"),
+    ("azure", "no"),
+    ("notebooks", "no"),
 ]
 
 
@@ -33,7 +43,8 @@ def walk_to_result(client, answers):
     for step, value in answers:
         response = client.post(
             reverse("advisor:step", kwargs={"session_id": advisor_session.id, "step": step}),
-            {"answer": value})
+            {"answer": value},
+        )
         assert response.status_code == 302, (step, response.content[:300])
     assert response["Location"] == f"/a/{advisor_session.id}/result/"
     advisor_session.refresh_from_db()
@@ -48,11 +59,15 @@ def test_lora_7b_in_bf16_is_routed_past_v100s_to_an_a100_class_system(client, de
     rec = result["recommendation"]
     assert rec["system"] in {"baskerville", "stanage", "dawn"}
     assert advisor_session.estimate_request["constraints"]["systems"] == [
-        "baskerville", "stanage", "dawn"]
+        "baskerville",
+        "stanage",
+        "dawn",
+    ]
     assert advisor_session.estimate_request["params"] == 7_000_000_000
     # Contingency on its own line, then the sum a request asks for.
-    assertContains(page, f'<dd id="contingency">+ {rec["contingency_gpu_hours"]:g} GPU hours</dd>',
-                   html=True)
+    assertContains(
+        page, f'<dd id="contingency">+ {rec["contingency_gpu_hours"]:g} GPU hours</dd>', html=True
+    )
     assertContains(page, "GPU hours to request")
     assertContains(page, 'role="img"')
     assertContains(page, "Memory per GPU against each GPU")
@@ -64,10 +79,18 @@ def test_lora_7b_in_bf16_is_routed_past_v100s_to_an_a100_class_system(client, de
 
 def test_small_fp16_inference_fits_a_v100(client, default_catalog):
     answers = [
-        ("work_kind", "inference"), ("model", ""), ("model_params", "0.11"),
-        ("precision", "fp16"), ("batch_size", "32"), ("seq_len", "512"),
-        ("inference_tokens", "50"), ("data_sensitivity", "public"), ("timeline", ""),
-        ("hpc_experience", "none"), ("azure", "no"), ("notebooks", "no"),
+        ("work_kind", "inference"),
+        ("model", ""),
+        ("model_params", "0.11"),
+        ("precision", "fp16"),
+        ("batch_size", "32"),
+        ("seq_len", "512"),
+        ("inference_tokens", "50"),
+        ("data_sensitivity", "public"),
+        ("timeline", ""),
+        ("hpc_experience", "none"),
+        ("azure", "no"),
+        ("notebooks", "no"),
     ]
     advisor_session, page = walk_to_result(client, answers)
     assertContains(page, "Request time on a V100-class HPC system")
@@ -86,11 +109,15 @@ def test_public_web_service_on_azure_is_estimated_for_the_cloud(client, default_
 
 
 def test_admin_warns_when_the_active_chart_points_at_a_retired_system(
-        admin_client, default_catalog, tmp_path, monkeypatch):
+    admin_client, default_catalog, tmp_path, monkeypatch
+):
     for path in flowchart.CHARTS_DIR.glob("*.yaml"):
         shutil.copy(path, tmp_path / path.name)
-    stale = (tmp_path / "default.yaml").read_text().replace(
-        "systems: [baskerville, stanage, dawn]", "systems: [jade2]")
+    stale = (
+        (tmp_path / "default.yaml")
+        .read_text()
+        .replace("systems: [baskerville, stanage, dawn]", "systems: [jade2]")
+    )
     (tmp_path / "default.yaml").write_text(stale)
     monkeypatch.setattr(flowchart, "CHARTS_DIR", tmp_path)
     response = admin_client.get("/admin/advisor/activeflowchart/")
@@ -99,7 +126,8 @@ def test_admin_warns_when_the_active_chart_points_at_a_retired_system(
 
 
 def test_admin_shows_no_retired_warning_for_the_shipped_default_chart(
-        admin_client, default_catalog):
+    admin_client, default_catalog
+):
     response = admin_client.get("/admin/advisor/activeflowchart/")
     assertNotContains(response, "which is retired")
 
@@ -107,27 +135,82 @@ def test_admin_shows_no_retired_warning_for_the_shipped_default_chart(
 @pytest.mark.parametrize(
     ("profile", "answers", "outcome", "systems"),
     [
-        ("lancaster", [("work_kind", "cpu"), ("cpu_data_size", "5"), ("cpu_interactive", "yes"),
-                       ("data_sensitivity", "public")], "hex_jupyter", None),
-        ("lancaster", [("work_kind", "inference"), ("model", ""), ("model_params", "0.11"),
-                       ("precision", "fp16"), ("batch_size", "8"), ("seq_len", "512"),
-                       ("inference_tokens", "10"), ("data_sensitivity", "public"),
-                       ("interactive_gpu", "yes")], "hex_gpu", ["hex"]),
-        ("lancaster", [("work_kind", "lora"), ("model", ""), ("model_params", "7"),
-                       ("precision", "bf16"), ("batch_size", "4"), ("seq_len", "2048"),
-                       ("dataset_tokens", "20"), ("epochs", "3"), ("num_gpus", ""),
-                       ("data_sensitivity", "public"), ("interactive_gpu", "no")],
-         "hec_gpu", ["hec"]),
-        ("uva", [("work_kind", "cpu"), ("cpu_data_size", "5"), ("cpu_interactive", "no"),
-                 ("data_sensitivity", "public")], "uva_standard", None),
-        ("uva", [("work_kind", "inference"), ("model", ""), ("model_params", "0.11"),
-                 ("precision", "fp16"), ("batch_size", "8"), ("seq_len", "512"),
-                 ("inference_tokens", "10"), ("data_sensitivity", "public")],
-         "uva_gpu", ["uva-hpc"]),
+        (
+            "lancaster",
+            [
+                ("work_kind", "cpu"),
+                ("cpu_data_size", "5"),
+                ("cpu_interactive", "yes"),
+                ("data_sensitivity", "public"),
+            ],
+            "hex_jupyter",
+            None,
+        ),
+        (
+            "lancaster",
+            [
+                ("work_kind", "inference"),
+                ("model", ""),
+                ("model_params", "0.11"),
+                ("precision", "fp16"),
+                ("batch_size", "8"),
+                ("seq_len", "512"),
+                ("inference_tokens", "10"),
+                ("data_sensitivity", "public"),
+                ("interactive_gpu", "yes"),
+            ],
+            "hex_gpu",
+            ["hex"],
+        ),
+        (
+            "lancaster",
+            [
+                ("work_kind", "lora"),
+                ("model", ""),
+                ("model_params", "7"),
+                ("precision", "bf16"),
+                ("batch_size", "4"),
+                ("seq_len", "2048"),
+                ("dataset_tokens", "20"),
+                ("epochs", "3"),
+                ("num_gpus", ""),
+                ("data_sensitivity", "public"),
+                ("interactive_gpu", "no"),
+            ],
+            "hec_gpu",
+            ["hec"],
+        ),
+        (
+            "uva",
+            [
+                ("work_kind", "cpu"),
+                ("cpu_data_size", "5"),
+                ("cpu_interactive", "no"),
+                ("data_sensitivity", "public"),
+            ],
+            "uva_standard",
+            None,
+        ),
+        (
+            "uva",
+            [
+                ("work_kind", "inference"),
+                ("model", ""),
+                ("model_params", "0.11"),
+                ("precision", "fp16"),
+                ("batch_size", "8"),
+                ("seq_len", "512"),
+                ("inference_tokens", "10"),
+                ("data_sensitivity", "public"),
+            ],
+            "uva_gpu",
+            ["uva-hpc"],
+        ),
     ],
 )
 def test_lancaster_and_uva_charts_route_with_their_catalogs(
-        client, db, profile, answers, outcome, systems):
+    client, db, profile, answers, outcome, systems
+):
     from django.utils.html import escape
 
     from advisor.flow_services import active_flowchart_set
@@ -147,7 +230,8 @@ def test_lancaster_and_uva_charts_route_with_their_catalogs(
 
 
 def test_result_links_to_the_allocation_request_form_when_that_app_is_installed(
-        client, default_catalog):
+    client, default_catalog
+):
     from django.urls import NoReverseMatch, reverse
 
     advisor_session, page = walk_to_result(client, LORA_7B)
@@ -156,8 +240,7 @@ def test_result_links_to_the_allocation_request_form_when_that_app_is_installed(
     except NoReverseMatch:
         assertNotContains(page, "Create allocation request")
         pytest.skip("the allocation-requests app (branch alloc) is not merged here")
-    assertContains(page, f'<a class="button" href="{url}">Create allocation request</a>',
-                   html=True)
+    assertContains(page, f'<a class="button" href="{url}">Create allocation request</a>', html=True)
 
 
 def test_a_deadline_within_a_week_becomes_the_wall_time_target():
@@ -170,9 +253,12 @@ def test_a_deadline_within_a_week_becomes_the_wall_time_target():
     answers = {"work_kind": "pretrain", "model_params": "1", "dataset_tokens": "20000"}
     soon = (timezone.localdate() + dt.timedelta(days=3)).isoformat()
     later = (timezone.localdate() + dt.timedelta(days=90)).isoformat()
-    assert estimate_request_for(
-        answers={**answers, "timeline": soon}).constraints.max_wall_hours == 72
+    assert (
+        estimate_request_for(answers={**answers, "timeline": soon}).constraints.max_wall_hours == 72
+    )
     # Further away than the one-week default: the default target stands.
-    assert estimate_request_for(
-        answers={**answers, "timeline": later}).constraints.max_wall_hours is None
+    assert (
+        estimate_request_for(answers={**answers, "timeline": later}).constraints.max_wall_hours
+        is None
+    )
     assert estimate_request_for(answers=answers).constraints.max_wall_hours is None

@@ -12,8 +12,12 @@ pytestmark = pytest.mark.django_db
 
 HX = {"HX-Request": "true"}
 SCRAPING = [
-    ("work_kind", "cpu"), ("cpu_data_size", "20"), ("cpu_interactive", "yes"),
-    ("data_sensitivity", "public"), ("timeline", ""), ("hpc_experience", "none"),
+    ("work_kind", "cpu"),
+    ("cpu_data_size", "20"),
+    ("cpu_interactive", "yes"),
+    ("data_sensitivity", "public"),
+    ("timeline", ""),
+    ("hpc_experience", "none"),
 ]
 
 
@@ -68,8 +72,7 @@ def test_plain_post_redirects_to_the_next_step(client):
 
 def test_htmx_post_swaps_in_the_next_step_and_pushes_its_url(client):
     advisor_session = start(client)
-    response = client.post(step_url(advisor_session, "work_kind"), {"answer": "lora"},
-                           headers=HX)
+    response = client.post(step_url(advisor_session, "work_kind"), {"answer": "lora"}, headers=HX)
     assert response.status_code == 200
     assert response["HX-Push-Url"] == step_url(advisor_session, "model")
     body = response.content.decode()
@@ -83,8 +86,9 @@ def test_invalid_number_is_shown_next_to_the_field_with_status_200(client):
     advisor_session = start(client)
     answer_all(client, advisor_session, [("work_kind", "lora"), ("model", "")])
     for extra in ({}, {"headers": HX}):
-        response = client.post(step_url(advisor_session, "model_params"),
-                               {"answer": "seven"}, **extra)
+        response = client.post(
+            step_url(advisor_session, "model_params"), {"answer": "seven"}, **extra
+        )
         assert response.status_code == 200
         assertContains(response, "Enter a number, for example 8.")
         assertContains(response, 'aria-describedby="id_answer_helptext id_answer_error"')
@@ -116,8 +120,9 @@ def test_web_scraping_gets_cpu_advice_not_a_gpu(client):
 def test_htmx_answer_that_ends_the_flow_redirects_the_whole_page(client):
     advisor_session = start(client)
     answer_all(client, advisor_session, SCRAPING[:-1])
-    response = client.post(step_url(advisor_session, "hpc_experience"), {"answer": "none"},
-                           headers=HX)
+    response = client.post(
+        step_url(advisor_session, "hpc_experience"), {"answer": "none"}, headers=HX
+    )
     assert response["HX-Redirect"] == f"/a/{advisor_session.id}/result/"
 
 
@@ -138,8 +143,7 @@ def test_resume_link_continues_where_the_researcher_left_off(client):
     answer_all(client, advisor_session, SCRAPING[:3])
     from django.test import Client
 
-    response = Client().get(reverse("advisor:resume",
-                                    kwargs={"session_id": advisor_session.id}))
+    response = Client().get(reverse("advisor:resume", kwargs={"session_id": advisor_session.id}))
     assert response["Location"] == step_url(advisor_session, "data_sensitivity")
 
 
@@ -154,8 +158,9 @@ def test_answers_attach_to_the_account_on_login(client, django_user_model):
 
 def test_session_of_another_account_is_not_found(client, django_user_model):
     owner = django_user_model.objects.create_user("owner", password="pw-123456-xyz")
-    advisor_session = AdvisorSession.objects.create(chart="default", user=owner,
-                                                    current_step="work_kind")
+    advisor_session = AdvisorSession.objects.create(
+        chart="default", user=owner, current_step="work_kind"
+    )
     assert client.get(step_url(advisor_session, "work_kind")).status_code == 404
 
 
@@ -167,8 +172,7 @@ def test_tampered_step_name_is_a_404_with_a_message(client):
     for step in ("no_such_step", "v100_sufficient", "hpc_a100", "%3Cscript%3E"):
         response = client.post(step_url(advisor_session, step), {"answer": "x"})
         assert response.status_code == 404
-        assertContains(response, "This flowchart has no question with that name.",
-                       status_code=404)
+        assertContains(response, "This flowchart has no question with that name.", status_code=404)
 
 
 def test_answer_for_a_step_not_on_the_path_is_refused_and_changes_nothing(client):
@@ -195,8 +199,9 @@ def test_oversized_body_is_a_400(client, settings):
 def test_script_in_a_text_answer_is_escaped(client):
     advisor_session = start(client)
     answer_all(client, advisor_session, [("work_kind", "lora")])
-    response = client.post(step_url(advisor_session, "model"),
-                           {"answer": "<script>alert(1)</script>"})
+    response = client.post(
+        step_url(advisor_session, "model"), {"answer": "<script>alert(1)</script>"}
+    )
     assert response.status_code == 200
     assert b"<script>alert(1)</script>" not in response.content
     assertContains(response, "That is not a Hugging Face model id.")
@@ -221,7 +226,8 @@ def test_embed_pages_may_be_framed_by_allowed_origins_only(client, settings):
     response = client.get("/embed/")
     assert "X-Frame-Options" not in response
     assert response["Content-Security-Policy"] == (
-        "frame-ancestors 'self' https://intranet.example.ac.uk")
+        "frame-ancestors 'self' https://intranet.example.ac.uk"
+    )
     assertContains(response, 'class="embed"')
     assertContains(response, "advisor/frame.js")
 
@@ -249,11 +255,13 @@ def test_chart_page_draws_the_chart_with_vendored_mermaid(client):
 def test_session_chart_lists_the_path(client):
     advisor_session = start(client)
     answer_all(client, advisor_session, SCRAPING)
-    response = client.get(reverse("advisor:session-chart",
-                                  kwargs={"session_id": advisor_session.id}))
+    response = client.get(
+        reverse("advisor:session-chart", kwargs={"session_id": advisor_session.id})
+    )
     assertContains(response, "Your path: Use an interactive CPU service, not a GPU")
-    assertContains(response, "<li>Will you need to watch the job and fix it while it runs?</li>",
-                   html=True)
+    assertContains(
+        response, "<li>Will you need to watch the job and fix it while it runs?</li>", html=True
+    )
 
 
 def test_admin_chooses_the_active_chart(admin_client):
@@ -268,8 +276,7 @@ def test_admin_chooses_the_active_chart(admin_client):
 
 
 def test_session_whose_chart_is_gone_gets_a_message_not_a_500(client):
-    advisor_session = AdvisorSession.objects.create(chart="retired_chart",
-                                                    current_step="work_kind")
+    advisor_session = AdvisorSession.objects.create(chart="retired_chart", current_step="work_kind")
     response = client.get(step_url(advisor_session, "work_kind"))
     assertContains(response, "no longer available", status_code=410)
 
@@ -288,16 +295,25 @@ def test_unreachable_hub_never_breaks_the_flow(
     answer_all(client, advisor_session, [("work_kind", "lora")])
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(
-            step_url(advisor_session, "model"), {"answer": "mistralai/Mistral-7B-v0.1"})
+            step_url(advisor_session, "model"), {"answer": "mistralai/Mistral-7B-v0.1"}
+        )
     assert response.status_code == 302
     page = client.get(response["Location"])
     assert page.status_code == 200
     assertContains(page, "type the parameter count")
     rest = [
-        ("model_params", "7.24"), ("precision", "bf16"), ("batch_size", "4"),
-        ("seq_len", "2048"), ("dataset_tokens", "20"), ("epochs", "3"), ("num_gpus", ""),
-        ("data_sensitivity", "public"), ("timeline", ""), ("hpc_experience", "some"),
-        ("azure", "no"), ("notebooks", "no"),
+        ("model_params", "7.24"),
+        ("precision", "bf16"),
+        ("batch_size", "4"),
+        ("seq_len", "2048"),
+        ("dataset_tokens", "20"),
+        ("epochs", "3"),
+        ("num_gpus", ""),
+        ("data_sensitivity", "public"),
+        ("timeline", ""),
+        ("hpc_experience", "some"),
+        ("azure", "no"),
+        ("notebooks", "no"),
     ]
     response = answer_all(client, advisor_session, rest)
     result = client.get(response["Location"])
@@ -314,8 +330,11 @@ def test_did_you_mean_suggestions_answer_the_model_question_in_the_flow(client, 
     advisor_session = start(client)
     answer_all(client, advisor_session, [("work_kind", "lora"), ("model", "acme/mistrall-7b")])
     HfModelLookup.objects.filter(requested_id="acme/mistrall-7b").update(
-        status=HfModelLookup.Status.FAILED, error_kind="not_found",
-        message="No model acme/mistrall-7b on the Hub.", suggestions=["acme/mistral-7b"])
+        status=HfModelLookup.Status.FAILED,
+        error_kind="not_found",
+        message="No model acme/mistrall-7b on the Hub.",
+        suggestions=["acme/mistral-7b"],
+    )
     page = client.get(step_url(advisor_session, "model_params", embed=embed))
     model_step = step_url(advisor_session, "model", embed=embed)
     assertContains(page, f'<form method="post" action="{model_step}">')

@@ -16,9 +16,18 @@ from advisor.flowchart import (
 )
 
 LORA_7B = {
-    "work_kind": "lora", "model": None, "model_params": 7, "precision": "bf16",
-    "batch_size": 4, "seq_len": 2048, "dataset_tokens": 20, "epochs": 3,
-    "num_gpus": None, "data_sensitivity": "public", "timeline": None, "hpc_experience": "some",
+    "work_kind": "lora",
+    "model": None,
+    "model_params": 7,
+    "precision": "bf16",
+    "batch_size": 4,
+    "seq_len": 2048,
+    "dataset_tokens": 20,
+    "epochs": 3,
+    "num_gpus": None,
+    "data_sensitivity": "public",
+    "timeline": None,
+    "hpc_experience": "some",
     "azure": "no",
     "notebooks": "no",
 }
@@ -108,7 +117,8 @@ def test_good_answers_are_cleaned():
     assert clean_answer(chart.node("model_params"), "1,000") == 1000
     assert clean_answer(chart.node("model_params"), "0.11") == 0.11
     assert clean_answer(chart.node("model"), " google-bert/bert-base-uncased ") == (
-        "google-bert/bert-base-uncased")
+        "google-bert/bert-base-uncased"
+    )
     assert clean_answer(chart.node("timeline"), "2027-03-31") == "2027-03-31"
 
 

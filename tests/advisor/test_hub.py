@@ -48,8 +48,22 @@ def test_validate_repo_id_agrees_with_the_client():
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id as client_validate
 
-    samples = ["gpt2", "a/b", "a.b/c", "a/b.git", "a//b", "a/b/c", "-a/b", "a_/b_", "a..b",
-               "x" * 96, "x" * 97, "a b", "org/na--me", "a-/b"]
+    samples = [
+        "gpt2",
+        "a/b",
+        "a.b/c",
+        "a/b.git",
+        "a//b",
+        "a/b/c",
+        "-a/b",
+        "a_/b_",
+        "a..b",
+        "x" * 96,
+        "x" * 97,
+        "a b",
+        "org/na--me",
+        "a-/b",
+    ]
     for sample in samples:
         try:
             client_validate(sample)

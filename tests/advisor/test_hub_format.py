@@ -5,8 +5,14 @@ from advisor.templatetags.hub_format import bytes_short, count_short
 
 @pytest.mark.parametrize(
     ("value", "shown"),
-    [(None, "unknown"), (950, "950"), (124439808, "124 M"), (1235814400, "1.24 B"),
-     (7241732096, "7.24 B"), (1_000_000_000_000, "1 T")],
+    [
+        (None, "unknown"),
+        (950, "950"),
+        (124439808, "124 M"),
+        (1235814400, "1.24 B"),
+        (7241732096, "7.24 B"),
+        (1_000_000_000_000, "1 T"),
+    ],
 )
 def test_count_short(value, shown):
     assert count_short(value) == shown

@@ -8,6 +8,7 @@ import pytest
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
+
 @pytest.fixture
 def page(browser):
     page = browser.new_page()
@@ -15,8 +16,7 @@ def page(browser):
     page.close()
 
 
-def test_card_polls_until_the_worker_is_done_then_stops(page, fake_hub, celery_worker,
-                                                        live_server):
+def test_card_polls_until_the_worker_is_done_then_stops(page, fake_hub, celery_worker, live_server):
     from playwright.sync_api import expect
 
     fake_hub.delay("acme/slow-model", 1.5)  # model info + config.json: about 3 s in flight

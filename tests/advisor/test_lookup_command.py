@@ -58,7 +58,10 @@ def test_not_found_prints_the_failure_and_exits_non_zero(fake_hub):
 def test_invalid_id_exits_non_zero_with_a_clear_message():
     result = subprocess.run(
         [sys.executable, "manage.py", "lookup_model", "https://huggingface.co/gpt2"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={**os.environ, "HF_ENDPOINT": "http://127.0.0.1:9"},
     )
 

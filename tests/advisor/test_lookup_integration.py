@@ -57,7 +57,10 @@ def test_worker_waits_as_long_as_retry_after_says_then_completes(fake_hub, celer
 
 
 def test_lookup_survives_its_worker_being_killed_mid_lookup(
-    fake_hub, transactional_db, _celery_worker_session, artifacts_dir  # noqa: PT019
+    fake_hub,
+    transactional_db,
+    _celery_worker_session,  # noqa: PT019
+    artifacts_dir,
 ):
     # The shared worker would take the task too; this test needs one whose death it controls,
     # with a short visibility timeout (redelivery) and a short time limit (stale "running").
@@ -78,8 +81,12 @@ def test_lookup_survives_its_worker_being_killed_mid_lookup(
     try:
         fake_hub.delay("acme/slow-model", 3)  # the worker is mid-request when it dies
         lookup = hf_model_lookup_request(repo_id="acme/slow-model")
-        wait_for(lambda: fake_hub.model_info_requests("acme/slow-model") == 1, timeout=30,
-                 what="the worker to ask the Hub", worker=worker)
+        wait_for(
+            lambda: fake_hub.model_info_requests("acme/slow-model") == 1,
+            timeout=30,
+            what="the worker to ask the Hub",
+            worker=worker,
+        )
 
         worker.kill()
 
@@ -88,8 +95,7 @@ def test_lookup_survives_its_worker_being_killed_mid_lookup(
         fake_hub.delay("acme/slow-model", 0)
         time.sleep(3)  # past the visibility timeout: the restarted worker gets the task back
         worker.start()
-        wait_for(lambda: settled(lookup), timeout=60, what="the redelivered lookup",
-                 worker=worker)
+        wait_for(lambda: settled(lookup), timeout=60, what="the redelivered lookup", worker=worker)
     finally:
         worker.stop()
 

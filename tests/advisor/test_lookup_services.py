@@ -209,8 +209,11 @@ def test_redelivered_task_changes_nothing(fake_hub, django_capture_on_commit_cal
 
 def test_running_lookup_is_left_alone_until_its_time_limit_has_passed(fake_hub, settings):
     lookup = HfModelLookup.objects.create(
-        repo_id="gpt2", requested_id="gpt2", status=Status.RUNNING,
-        started_at=timezone.now(), attempts=1,
+        repo_id="gpt2",
+        requested_id="gpt2",
+        status=Status.RUNNING,
+        started_at=timezone.now(),
+        attempts=1,
     )
 
     with pytest.raises(LookupBusy) as busy:

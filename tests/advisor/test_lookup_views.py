@@ -81,8 +81,9 @@ def fake_hub_url(lookup):
     return f"{settings.HF_ENDPOINT}/meta-llama/Llama-3.2-1B"
 
 
-def test_failed_lookup_offers_close_matches_as_buttons(client, fake_hub,
-                                                       django_capture_on_commit_callbacks):
+def test_failed_lookup_offers_close_matches_as_buttons(
+    client, fake_hub, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         client.post(reverse("advisor:lookup-start"), {"repo_id": "acme/slow-modle"})
     lookup = HfModelLookup.objects.get()
@@ -91,8 +92,9 @@ def test_failed_lookup_offers_close_matches_as_buttons(client, fake_hub,
 
     assertNotContains(response, "hx-trigger")
     assertContains(response, "Check the spelling")
-    assertContains(response, '<input type="hidden" name="repo_id" value="acme/slow-model">',
-                   html=True)
+    assertContains(
+        response, '<input type="hidden" name="repo_id" value="acme/slow-model">', html=True
+    )
 
 
 def test_invalid_id_is_explained_and_nothing_is_stored(client, fake_hub):
@@ -110,8 +112,9 @@ def test_user_text_is_escaped(client, fake_hub):
     assertContains(response, "&lt;script&gt;x&lt;/script&gt;")
 
 
-def test_htmx_post_returns_the_card_and_pushes_its_url(client, fake_hub,
-                                                       django_capture_on_commit_callbacks):
+def test_htmx_post_returns_the_card_and_pushes_its_url(
+    client, fake_hub, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=False):
         response = client.post(reverse("advisor:lookup-start"), {"repo_id": "gpt2"}, headers=HX)
 

@@ -60,8 +60,13 @@ def test_queue_query_count_does_not_grow_with_rows(staff_client, django_assert_n
 def test_queue_shows_the_columns_staff_need(staff_client):
     allocation_request = make_request(status=Status.SUBMITTED, project_title="Protein folding")
     response = staff_client.get(QUEUE)
-    for text in ("Protein folding", allocation_request.researcher.get_full_name(), "baskerville",
-                 "288", "Submitted"):
+    for text in (
+        "Protein folding",
+        allocation_request.researcher.get_full_name(),
+        "baskerville",
+        "288",
+        "Submitted",
+    ):
         assertContains(response, text)
     assertContains(response, "Age")
 
@@ -77,8 +82,9 @@ def test_queue_shows_the_columns_staff_need(staff_client):
 )
 def test_queue_filters_and_search(staff_client, query, shown, hidden):
     make_request(status=Status.SUBMITTED, project_title="Pending one")
-    make_request(status=Status.APPROVED, project_title="Approved one", trial=True,
-                 data_sensitivity="public")
+    make_request(
+        status=Status.APPROVED, project_title="Approved one", trial=True, data_sensitivity="public"
+    )
     response = staff_client.get(QUEUE + query)
     assertContains(response, shown)
     assertNotContains(response, hidden)
@@ -86,26 +92,29 @@ def test_queue_filters_and_search(staff_client, query, shown, hidden):
 
 def test_request_page_shows_estimate_memory_picture_and_decisions(staff_client):
     allocation_request = make_request(status=Status.SUBMITTED)
-    response = staff_client.get(reverse(
-        "admin:allocations_allocationrequest_change", args=[allocation_request.pk]
-    ))
+    response = staff_client.get(
+        reverse("admin:allocations_allocationrequest_change", args=[allocation_request.pk])
+    )
     assertContains(response, "compute + ")
     assertContains(response, "<strong>288.0 GPU hours</strong>", html=True)
     assertContains(response, "0.42 of dense BF16 peak")  # an assumption
     assertContains(response, '<svg role="img"')
     assertContains(response, "26.8 GB per GPU of 40.0 GB capacity")
     for key in ("approve", "request-changes", "reject"):
-        assertContains(response, reverse(
-            "admin:allocations_allocationrequest_decide", args=[allocation_request.pk, key]
-        ))
+        assertContains(
+            response,
+            reverse(
+                "admin:allocations_allocationrequest_decide", args=[allocation_request.pk, key]
+            ),
+        )
     assertContains(response, "Re-run estimate")
 
 
 def test_request_page_shows_the_workload_the_estimate_was_for(staff_client):
     allocation_request = make_request(status=Status.SUBMITTED)
-    response = staff_client.get(reverse(
-        "admin:allocations_allocationrequest_change", args=[allocation_request.pk]
-    ))
+    response = staff_client.get(
+        reverse("admin:allocations_allocationrequest_change", args=[allocation_request.pk])
+    )
     for label, value in (
         ("Model", "meta-llama/Llama-2-7b-hf"),
         ("Work", "LoRA fine-tuning"),
@@ -122,15 +131,20 @@ def test_request_page_shows_the_workload_the_estimate_was_for(staff_client):
 
 def test_typed_parameter_count_reads_as_a_grouped_number(staff_client):
     session = make_session()
-    session.estimate_request = {"params": 7_000_000_000, "task": "inference", "tokens": 5000,
-                                "epochs": 1}
+    session.estimate_request = {
+        "params": 7_000_000_000,
+        "task": "inference",
+        "tokens": 5000,
+        "epochs": 1,
+    }
     session.save()
     allocation_request = make_request(status=Status.SUBMITTED, session=session)
-    response = staff_client.get(reverse(
-        "admin:allocations_allocationrequest_change", args=[allocation_request.pk]
-    ))
-    assertContains(response, "<dt>Model</dt><dd>7,000,000,000 parameters (as typed)</dd>",
-                   html=True)
+    response = staff_client.get(
+        reverse("admin:allocations_allocationrequest_change", args=[allocation_request.pk])
+    )
+    assertContains(
+        response, "<dt>Model</dt><dd>7,000,000,000 parameters (as typed)</dd>", html=True
+    )
     assertContains(response, "<dt>Tokens in total</dt><dd>5,000</dd>", html=True)
     assertNotContains(response, "<dt>Epochs</dt>", html=True)
 
@@ -147,8 +161,9 @@ def test_request_page_flags_hours_that_differ_from_the_estimate(staff_client, gp
     allocation_request = make_request(status=Status.RESUBMITTED, gpu_hours=gpu_hours)
     for url in (
         reverse("admin:allocations_allocationrequest_change", args=[allocation_request.pk]),
-        reverse("admin:allocations_allocationrequest_decide",
-                args=[allocation_request.pk, "approve"]),
+        reverse(
+            "admin:allocations_allocationrequest_decide", args=[allocation_request.pk, "approve"]
+        ),
     ):
         response = staff_client.get(url)
         if line is None:
@@ -159,9 +174,9 @@ def test_request_page_flags_hours_that_differ_from_the_estimate(staff_client, gp
 
 def test_no_decision_buttons_on_a_draft(staff_client):
     allocation_request = make_request(status=Status.DRAFT)
-    response = staff_client.get(reverse(
-        "admin:allocations_allocationrequest_change", args=[allocation_request.pk]
-    ))
+    response = staff_client.get(
+        reverse("admin:allocations_allocationrequest_change", args=[allocation_request.pk])
+    )
     assertNotContains(response, "/decide/approve/")
 
 
@@ -174,8 +189,12 @@ def _decide(client, allocation_request, decision, data):
 
 def test_approve_with_different_granted_hours(staff_client):
     allocation_request = make_request(status=Status.SUBMITTED, gpu_hours=288)
-    response = _decide(staff_client, allocation_request, "approve",
-                       {"granted_gpu_hours": "200", "message": "Start with 200.", "note": "n"})
+    response = _decide(
+        staff_client,
+        allocation_request,
+        "approve",
+        {"granted_gpu_hours": "200", "message": "Start with 200.", "note": "n"},
+    )
     assert response.status_code == 302
     allocation_request.refresh_from_db()
     assert (allocation_request.status, allocation_request.granted_gpu_hours) == ("approved", 200)
@@ -185,9 +204,11 @@ def test_approve_with_different_granted_hours(staff_client):
 
 def test_approve_form_is_prefilled_with_requested_hours(staff_client):
     allocation_request = make_request(status=Status.SUBMITTED, gpu_hours=288)
-    response = staff_client.get(reverse(
-        "admin:allocations_allocationrequest_decide", args=[allocation_request.pk, "approve"]
-    ))
+    response = staff_client.get(
+        reverse(
+            "admin:allocations_allocationrequest_decide", args=[allocation_request.pk, "approve"]
+        )
+    )
     assert response.context["form"].initial == {"granted_gpu_hours": 288}
 
 
@@ -241,7 +262,7 @@ def test_non_staff_cannot_post_decisions(client):
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
-        ("=HYPERLINK(\"http://evil\")", "'=HYPERLINK(\"http://evil\")"),
+        ('=HYPERLINK("http://evil")', '\'=HYPERLINK("http://evil")'),
         ("+1", "'+1"),
         ("-2+3", "'-2+3"),
         ("@SUM(A1)", "'@SUM(A1)"),
@@ -257,14 +278,20 @@ def test_csv_safe(value, expected):
 
 
 def _export(client, action, requests):
-    return client.post(QUEUE, {
-        "action": action, "_selected_action": [str(r.pk) for r in requests], "index": 0,
-    })
+    return client.post(
+        QUEUE,
+        {
+            "action": action,
+            "_selected_action": [str(r.pk) for r in requests],
+            "index": 0,
+        },
+    )
 
 
 def test_csv_export_neutralises_formulas(staff_client):
-    evil = make_request(status=Status.SUBMITTED, project_title="=cmd|' /C calc'!A0",
-                        justification="@SUM(1+1)")
+    evil = make_request(
+        status=Status.SUBMITTED, project_title="=cmd|' /C calc'!A0", justification="@SUM(1+1)"
+    )
     response = _export(staff_client, "export_csv", [evil])
     assert response["Content-Type"] == "text/csv; charset=utf-8"
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
@@ -297,7 +324,8 @@ def test_estimate_comparison_marks_what_changed():
     new = estimate_result(requested_gpu_hours=576.0)
     rows = {row["label"]: row for row in estimate_comparison(old=old, new=new)}
     assert (rows["Requested GPU hours"]["old"], rows["Requested GPU hours"]["new"]) == (
-        288.0, 576.0,
+        288.0,
+        576.0,
     )
     assert rows["Requested GPU hours"]["changed"] is True
     assert rows["System"]["changed"] is False
@@ -321,12 +349,14 @@ def test_session_factory_builds_a_valid_engine_result():
 
 def test_researcher_text_is_escaped_in_the_admin(staff_client):
     allocation_request = make_request(
-        status=Status.SUBMITTED, project_title="<script>alert(1)</script>",
+        status=Status.SUBMITTED,
+        project_title="<script>alert(1)</script>",
         justification="<img src=x onerror=alert(2)>",
     )
-    for url in (QUEUE, reverse(
-        "admin:allocations_allocationrequest_change", args=[allocation_request.pk]
-    )):
+    for url in (
+        QUEUE,
+        reverse("admin:allocations_allocationrequest_change", args=[allocation_request.pk]),
+    ):
         response = staff_client.get(url)
         assertNotContains(response, "<script>alert(1)</script>")
         assertNotContains(response, "<img src=x")

@@ -95,9 +95,7 @@ def test_data_sensitivity_must_suit_the_system(profile):
 
 def test_service_must_match_the_system(profile):
     make_system(profile, "azure", kind="cloud")
-    assert _errors(facility="azure", service="hpc")["facility"] == [
-        "Azure is not an HPC facility."
-    ]
+    assert _errors(facility="azure", service="hpc")["facility"] == ["Azure is not an HPC facility."]
 
 
 def test_request_links_the_catalog_system(profile):
@@ -117,11 +115,18 @@ def test_admin_rerun_with_more_epochs_side_by_side(client):
     client.force_login(make_user(staff=True, is_superuser=True))
     allocation_request = make_request(status=Status.SUBMITTED)
     request_inputs = {
-        "params": 6_738_415_616, "task": "lora", "precision": "bf16", "batch_size": 4,
-        "seq_len": 2048, "tokens": 200_000_000, "epochs": 3, "lora_rank": 16,
+        "params": 6_738_415_616,
+        "task": "lora",
+        "precision": "bf16",
+        "batch_size": 4,
+        "seq_len": 2048,
+        "tokens": 200_000_000,
+        "epochs": 3,
+        "lora_rank": 16,
     }
     allocation_request.estimate_snapshot = {
-        **allocation_request.estimate_snapshot, "request": request_inputs,
+        **allocation_request.estimate_snapshot,
+        "request": request_inputs,
     }
     allocation_request.save()
     url = reverse("admin:allocations_allocationrequest_rerun", args=[allocation_request.pk])

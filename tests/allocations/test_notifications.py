@@ -59,8 +59,12 @@ def test_subject_cannot_carry_extra_headers(staff, django_capture_on_commit_call
 
 def test_decision_message_is_escaped_in_html(staff, django_capture_on_commit_callbacks):
     allocation_request = make_request(status=Status.SUBMITTED)
-    _approve(allocation_request, staff, django_capture_on_commit_callbacks,
-             message="<script>steal()</script>")
+    _approve(
+        allocation_request,
+        staff,
+        django_capture_on_commit_callbacks,
+        message="<script>steal()</script>",
+    )
     (message,) = mail.outbox
     assert message.to == [allocation_request.researcher.email]
     assert "<script>steal()</script>" in message.body  # plain text shows what was typed

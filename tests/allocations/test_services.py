@@ -62,7 +62,9 @@ def test_transition_table(action, status, staff):
         assert result.status == ALLOWED[(action, status)]
         event = AllocationEvent.objects.get(allocation_request=allocation_request)
         assert (event.from_status, event.to_status, event.actor) == (
-            status, ALLOWED[(action, status)], actor,
+            status,
+            ALLOWED[(action, status)],
+            actor,
         )
     else:
         with pytest.raises(TransitionError, match="Cannot"):
@@ -98,15 +100,20 @@ def test_other_researcher_cannot_withdraw():
 def test_approve_records_granted_hours_message_and_note(staff):
     allocation_request = make_request(status=Status.SUBMITTED, gpu_hours=288)
     approved = allocation_request_approve(
-        allocation_request=allocation_request, reviewer=staff, granted_gpu_hours=200,
-        message="Granted 200 now; ask again after the first run.", note="Queue is busy.",
+        allocation_request=allocation_request,
+        reviewer=staff,
+        granted_gpu_hours=200,
+        message="Granted 200 now; ask again after the first run.",
+        note="Queue is busy.",
     )
     assert approved.status == Status.APPROVED
     assert approved.granted_gpu_hours == 200
     assert approved.decided_at is not None
     event = approved.events.get()
     assert (event.granted_gpu_hours, event.message, event.note) == (
-        200, "Granted 200 now; ask again after the first run.", "Queue is busy.",
+        200,
+        "Granted 200 now; ask again after the first run.",
+        "Queue is busy.",
     )
 
 
@@ -157,7 +164,8 @@ def test_full_round_trip_records_every_event(staff):
         allocation_request=allocation_request, reviewer=staff, message="Add the project code."
     )
     allocation_request_update(
-        allocation_request=allocation_request, researcher=researcher,
+        allocation_request=allocation_request,
+        researcher=researcher,
         fields={"project_code": "XYZ-002"},
     )
     allocation_request_resubmit(allocation_request=allocation_request, researcher=researcher)
@@ -298,12 +306,12 @@ def test_a_new_allocation_cannot_start_in_the_past_but_an_existing_one_may():
 def test_azure_end_date_limit_is_data():
     ServiceLimit.objects.create(service="azure", latest_end_date=date(2027, 3, 31))
     start = timezone.localdate() + timedelta(days=10)
-    errors = _errors(
-        service="azure", facility="azure", start_date=start, end_date=date(2027, 4, 1)
-    )
+    errors = _errors(service="azure", facility="azure", start_date=start, end_date=date(2027, 4, 1))
     assert errors == {"end_date": ["Azure requests can end no later than 31 March 2027."]}
-    assert _errors(service="azure", facility="azure", start_date=start,
-                   end_date=date(2027, 3, 31)) == {}
+    assert (
+        _errors(service="azure", facility="azure", start_date=start, end_date=date(2027, 3, 31))
+        == {}
+    )
 
 
 def test_service_limit_caps_gpu_hours():

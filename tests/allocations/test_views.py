@@ -52,9 +52,7 @@ def test_create_form_is_prefilled_from_the_advisor_session(researcher_client, re
     assertContains(response, "Weights: 13.48 GB")
 
 
-def test_prefill_takes_the_end_date_from_the_flows_deadline_answer(
-    researcher_client, researcher
-):
+def test_prefill_takes_the_end_date_from_the_flows_deadline_answer(researcher_client, researcher):
     # The default flowchart asks one date, "By when do you need the results?" (step timeline).
     session = make_session(
         user=researcher, answers={"timeline": "2027-06-30", "data_sensitivity": "public"}
@@ -96,9 +94,7 @@ def test_save_draft_then_submit(researcher_client, researcher, settings):
     settings.STAFF_NOTIFICATION_EMAILS = ["rcp@example.ac.uk"]
     session = make_session(user=researcher)
     url = reverse("allocations:request-create", args=[session.pk])
-    response = researcher_client.post(
-        url, as_post(complete_fields(project_code=""), action="save")
-    )
+    response = researcher_client.post(url, as_post(complete_fields(project_code=""), action="save"))
     allocation_request = AllocationRequest.objects.get()
     assertRedirects(response, reverse("allocations:request-detail", args=[allocation_request.pk]))
     assert allocation_request.status == Status.DRAFT
@@ -152,16 +148,28 @@ def test_a_valid_form_shows_no_error_summary(researcher_client, researcher):
     [
         ({"pi_email": "not-an-email"}, "pi_email", "Enter a valid email address."),
         ({"gpu_hours": -5}, "gpu_hours", "GPU hours cannot be negative."),
-        ({"gpu_hours": 0}, "gpu_hours",
-         "Request more than 0 GPU hours: every facility here is a GPU service."),
-        ({"trial": True, "gpu_hours": 900}, "trial",
-         "Trial access is limited to 400 GPU hours; untick trial to request 900 GPU hours as a "
-         "full allocation."),
-        ({"end_date": "2027-01-01", "start_date": "2027-02-01"}, "end_date",
-         "The end date must be after the start date."),
+        (
+            {"gpu_hours": 0},
+            "gpu_hours",
+            "Request more than 0 GPU hours: every facility here is a GPU service.",
+        ),
+        (
+            {"trial": True, "gpu_hours": 900},
+            "trial",
+            "Trial access is limited to 400 GPU hours; untick trial to request 900 GPU hours as a "
+            "full allocation.",
+        ),
+        (
+            {"end_date": "2027-01-01", "start_date": "2027-02-01"},
+            "end_date",
+            "The end date must be after the start date.",
+        ),
         ({"project_title": ""}, "project_title", "Fill in the project title before submitting."),
-        ({"facility": "not-a-system"}, "facility",
-         "Select a valid choice. not-a-system is not one of the available choices."),
+        (
+            {"facility": "not-a-system"},
+            "facility",
+            "Select a valid choice. not-a-system is not one of the available choices.",
+        ),
     ],
 )
 def test_bad_input_gets_a_clear_message_and_saves_nothing(
@@ -179,7 +187,8 @@ def test_bad_input_gets_a_clear_message_and_saves_nothing(
 
 def test_researcher_text_is_escaped(researcher_client, researcher):
     allocation_request = make_request(
-        researcher=researcher, project_title="<script>alert(1)</script>",
+        researcher=researcher,
+        project_title="<script>alert(1)</script>",
         justification="<img src=x onerror=alert(2)>",
     )
     response = researcher_client.get(
@@ -205,8 +214,12 @@ def test_my_requests_and_detail_name_the_facility_as_the_catalog_does(
 
     profile = Profile.objects.create(name="test", title="Test institute", is_active=True)
     system = System.objects.create(
-        profile=profile, name="baskerville", display_name="Baskerville (Birmingham)",
-        kind="hpc_batch", status="active", source="test",
+        profile=profile,
+        name="baskerville",
+        display_name="Baskerville (Birmingham)",
+        kind="hpc_batch",
+        status="active",
+        source="test",
     )
     linked = make_request(researcher=researcher, project_title="Linked", system=system)
     make_request(researcher=researcher, project_title="Catalog lost it", facility="gone-hpc")
@@ -239,8 +252,10 @@ def test_detail_shows_timeline_with_staff_message_but_not_internal_note(
 
     allocation_request = make_request(researcher=researcher, status=Status.SUBMITTED)
     allocation_request_request_changes(
-        allocation_request=allocation_request, reviewer=make_user(staff=True),
-        message="Please add the PI's email.", note="Second time this month.",
+        allocation_request=allocation_request,
+        reviewer=make_user(staff=True),
+        message="Please add the PI's email.",
+        note="Second time this month.",
     )
     response = researcher_client.get(
         reverse("allocations:request-detail", args=[allocation_request.pk])
@@ -295,8 +310,13 @@ def test_posted_status_and_owner_fields_are_ignored(researcher_client, researche
     someone = make_user()
     researcher_client.post(
         reverse("allocations:request-create", args=[session.pk]),
-        as_post(complete_fields(), action="save", status="approved", researcher=someone.pk,
-                granted_gpu_hours=99999),
+        as_post(
+            complete_fields(),
+            action="save",
+            status="approved",
+            researcher=someone.pk,
+            granted_gpu_hours=99999,
+        ),
     )
     allocation_request = AllocationRequest.objects.get()
     assert allocation_request.status == Status.DRAFT

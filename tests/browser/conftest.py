@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _axe_path() -> str | None:
     path = os.environ.get("AXE_CORE_PATH") or str(
-        ROOT / ".cache/npm/node_modules/axe-core/axe.min.js")
+        ROOT / ".cache/npm/node_modules/axe-core/axe.min.js"
+    )
     return path if Path(path).exists() else None
 
 

@@ -76,33 +76,72 @@ def walk(page, answers, *, axe: str | None = None, htmx: bool = True):
 
 
 BERT_INFERENCE = [
-    ("work_kind", "inference"), ("model", ""), ("model_params", "0.11"), ("precision", "fp16"),
-    ("batch_size", "32"), ("seq_len", "512"), ("inference_tokens", "50"),
-    ("data_sensitivity", "public"), ("timeline", ""), ("hpc_experience", "none"),
-    ("azure", "no"), ("notebooks", "no"),
+    ("work_kind", "inference"),
+    ("model", ""),
+    ("model_params", "0.11"),
+    ("precision", "fp16"),
+    ("batch_size", "32"),
+    ("seq_len", "512"),
+    ("inference_tokens", "50"),
+    ("data_sensitivity", "public"),
+    ("timeline", ""),
+    ("hpc_experience", "none"),
+    ("azure", "no"),
+    ("notebooks", "no"),
 ]
 LORA_MISTRAL_7B = [
-    ("work_kind", "lora"), ("model", "mistralai/Mistral-7B-v0.1"), ("model_params", ""),
-    ("precision", "bf16"), ("batch_size", "4"), ("seq_len", "2048"),
-    ("dataset_tokens", "20"), ("epochs", "3"), ("num_gpus", ""),
-    ("data_sensitivity", "public"), ("timeline", "2027-06-30"), ("hpc_experience", "some"),
-    ("azure", "no"), ("notebooks", "no"),
+    ("work_kind", "lora"),
+    ("model", "mistralai/Mistral-7B-v0.1"),
+    ("model_params", ""),
+    ("precision", "bf16"),
+    ("batch_size", "4"),
+    ("seq_len", "2048"),
+    ("dataset_tokens", "20"),
+    ("epochs", "3"),
+    ("num_gpus", ""),
+    ("data_sensitivity", "public"),
+    ("timeline", "2027-06-30"),
+    ("hpc_experience", "some"),
+    ("azure", "no"),
+    ("notebooks", "no"),
 ]
 PRETRAIN_1B = [
-    ("work_kind", "pretrain"), ("model", ""), ("model_params", "1"), ("precision", "bf16"),
-    ("batch_size", "8"), ("seq_len", "2048"), ("dataset_tokens", "20000"), ("epochs", "1"),
-    ("num_gpus", "8"), ("data_sensitivity", "public"), ("timeline", ""),
-    ("hpc_experience", "lots"), ("azure", "no"), ("notebooks", "no"),
+    ("work_kind", "pretrain"),
+    ("model", ""),
+    ("model_params", "1"),
+    ("precision", "bf16"),
+    ("batch_size", "8"),
+    ("seq_len", "2048"),
+    ("dataset_tokens", "20000"),
+    ("epochs", "1"),
+    ("num_gpus", "8"),
+    ("data_sensitivity", "public"),
+    ("timeline", ""),
+    ("hpc_experience", "lots"),
+    ("azure", "no"),
+    ("notebooks", "no"),
 ]
 AZURE_WEB_SERVICE = [
-    ("work_kind", "inference"), ("model", ""), ("model_params", "7"), ("precision", "bf16"),
-    ("batch_size", "1"), ("seq_len", "4096"), ("inference_tokens", "200"),
-    ("data_sensitivity", "public"), ("timeline", ""), ("hpc_experience", "none"),
-    ("azure", "yes"), ("who_pays", "project"),
+    ("work_kind", "inference"),
+    ("model", ""),
+    ("model_params", "7"),
+    ("precision", "bf16"),
+    ("batch_size", "1"),
+    ("seq_len", "4096"),
+    ("inference_tokens", "200"),
+    ("data_sensitivity", "public"),
+    ("timeline", ""),
+    ("hpc_experience", "none"),
+    ("azure", "yes"),
+    ("who_pays", "project"),
 ]
 WEB_SCRAPING = [
-    ("work_kind", "cpu"), ("cpu_data_size", "20"), ("cpu_interactive", "yes"),
-    ("data_sensitivity", "public"), ("timeline", ""), ("hpc_experience", "none"),
+    ("work_kind", "cpu"),
+    ("cpu_data_size", "20"),
+    ("cpu_interactive", "yes"),
+    ("data_sensitivity", "public"),
+    ("timeline", ""),
+    ("hpc_experience", "none"),
 ]
 
 
@@ -110,13 +149,15 @@ def recommendation(page) -> str:
     return page.locator(".recommendation").inner_text()
 
 
-def test_bert_inference_on_a_small_gpu(browser, live_server, default_catalog, screenshots,
-                                       axe_core_path):
+def test_bert_inference_on_a_small_gpu(
+    browser, live_server, default_catalog, screenshots, axe_core_path
+):
     page = browser.new_page()
     begin(page, live_server.url)
     walk(page, BERT_INFERENCE)
     assert page.locator("#result-heading").inner_text() == (
-        "Request time on a V100-class HPC system")
+        "Request time on a V100-class HPC system"
+    )
     assert " x 1 on " in recommendation(page)
     assert page.get_by_text("decided for you: It needs").count() == 1
     assert page.locator("svg.memory-chart").count() == 1
@@ -125,8 +166,9 @@ def test_bert_inference_on_a_small_gpu(browser, live_server, default_catalog, sc
     page.close()
 
 
-def test_lora_of_a_7b_model_with_hub_lookup(browser, live_server, default_catalog, fake_hub,
-                                            screenshots, axe_core_path):
+def test_lora_of_a_7b_model_with_hub_lookup(
+    browser, live_server, default_catalog, fake_hub, screenshots, axe_core_path
+):
     page = browser.new_page()
     begin(page, live_server.url)
     answer(page, "work_kind", "lora", axe=axe_core_path)
@@ -137,7 +179,8 @@ def test_lora_of_a_7b_model_with_hub_lookup(browser, live_server, default_catalo
     assert "mistralai/Mistral-7B-v0.1" in card.inner_text()
     walk(page, LORA_MISTRAL_7B[2:], axe=axe_core_path)
     assert page.locator("#result-heading").inner_text() == (
-        "Request time on an HPC system with A100, H100 or newer GPUs")
+        "Request time on an HPC system with A100, H100 or newer GPUs"
+    )
     advisor_session = AdvisorSession.objects.get()
     request = advisor_session.estimate_request
     assert request["model_id"] == "mistralai/Mistral-7B-v0.1"
@@ -151,8 +194,9 @@ def test_lora_of_a_7b_model_with_hub_lookup(browser, live_server, default_catalo
     page.close()
 
 
-def test_pretraining_a_1b_model_on_several_gpus(browser, live_server, default_catalog,
-                                               screenshots, axe_core_path):
+def test_pretraining_a_1b_model_on_several_gpus(
+    browser, live_server, default_catalog, screenshots, axe_core_path
+):
     page = browser.new_page()
     begin(page, live_server.url)
     walk(page, PRETRAIN_1B)
@@ -160,14 +204,16 @@ def test_pretraining_a_1b_model_on_several_gpus(browser, live_server, default_ca
     rec = AdvisorSession.objects.get().estimate_result["recommendation"]
     assert rec["num_gpus"] == 8
     assert rec["requested_gpu_hours"] == pytest.approx(
-        rec["gpu_hours"] + rec["contingency_gpu_hours"], abs=0.05)
+        rec["gpu_hours"] + rec["contingency_gpu_hours"], abs=0.05
+    )
     assert_accessible(page, axe_core_path)
     page.screenshot(path=screenshots / "3-pretrain-1b-result.png", full_page=True)
     page.close()
 
 
-def test_public_web_service_that_needs_azure(browser, live_server, default_catalog,
-                                             screenshots, axe_core_path):
+def test_public_web_service_that_needs_azure(
+    browser, live_server, default_catalog, screenshots, axe_core_path
+):
     page = browser.new_page()
     begin(page, live_server.url)
     walk(page, AZURE_WEB_SERVICE)
@@ -178,13 +224,15 @@ def test_public_web_service_that_needs_azure(browser, live_server, default_catal
     page.close()
 
 
-def test_web_scraping_gets_cpu_advice(browser, live_server, default_catalog, screenshots,
-                                      axe_core_path):
+def test_web_scraping_gets_cpu_advice(
+    browser, live_server, default_catalog, screenshots, axe_core_path
+):
     page = browser.new_page()
     begin(page, live_server.url)
     walk(page, WEB_SCRAPING, axe=axe_core_path)
     assert page.locator("#result-heading").inner_text() == (
-        "Use an interactive CPU service, not a GPU")
+        "Use an interactive CPU service, not a GPU"
+    )
     assert page.locator("#gpu-hours").count() == 0
     assert_accessible(page, axe_core_path)
     page.screenshot(path=screenshots / "5-web-scraping-result.png", full_page=True)
@@ -204,13 +252,15 @@ def test_flow_without_javascript(browser, live_server, default_catalog, screensh
     page.screenshot(path=screenshots / "6-no-js-validation.png", full_page=True)
     walk(page, [("model_params", "7")] + LORA_MISTRAL_7B[3:], htmx=False)
     assert page.locator("#result-heading").inner_text() == (
-        "Request time on an HPC system with A100, H100 or newer GPUs")
+        "Request time on an HPC system with A100, H100 or newer GPUs"
+    )
     page.screenshot(path=screenshots / "6-no-js-result.png", full_page=True)
     context.close()
 
 
 def test_htmx_validation_back_forward_and_change_an_earlier_answer(
-        browser, live_server, default_catalog, screenshots, axe_core_path):
+    browser, live_server, default_catalog, screenshots, axe_core_path
+):
     page = browser.new_page()
     begin(page, live_server.url)
     answer(page, "work_kind", "lora")
@@ -264,8 +314,9 @@ def test_closing_the_page_midway_and_resuming(browser, live_server, default_cata
     other.close()
 
 
-def test_start_and_chart_pages_are_accessible(browser, live_server, default_catalog,
-                                             screenshots, axe_core_path):
+def test_start_and_chart_pages_are_accessible(
+    browser, live_server, default_catalog, screenshots, axe_core_path
+):
     page = browser.new_page()
     page.goto(live_server.url + "/")
     assert_accessible(page, axe_core_path)
@@ -276,8 +327,9 @@ def test_start_and_chart_pages_are_accessible(browser, live_server, default_cata
     page.close()
 
 
-def test_embed_inside_an_allowed_intranet_frame(browser, live_server, default_catalog,
-                                                intranet, settings, screenshots):
+def test_embed_inside_an_allowed_intranet_frame(
+    browser, live_server, default_catalog, intranet, settings, screenshots
+):
     allowed, denied = intranet
     settings.EMBED_ALLOWED_ORIGINS = [allowed.origin]
     page = browser.new_page()
@@ -292,16 +344,19 @@ def test_embed_inside_an_allowed_intranet_frame(browser, live_server, default_ca
     frame.locator(f"{STEP}[data-step='cpu_data_size']").wait_for()
     # The frame grows to its content through origin-checked postMessage.
     page.wait_for_function(
-        "document.querySelector('iframe.allocation-triage-frame').style.height !== ''")
+        "document.querySelector('iframe.allocation-triage-frame').style.height !== ''"
+    )
     height = page.evaluate(
-        "parseInt(document.querySelector('iframe.allocation-triage-frame').style.height)")
+        "parseInt(document.querySelector('iframe.allocation-triage-frame').style.height)"
+    )
     assert height > 300
     page.screenshot(path=screenshots / "7-embed-allowed.png", full_page=True)
     page.close()
 
 
-def test_embed_refused_inside_a_disallowed_frame(browser, live_server, default_catalog,
-                                                 intranet, settings, screenshots):
+def test_embed_refused_inside_a_disallowed_frame(
+    browser, live_server, default_catalog, intranet, settings, screenshots
+):
     allowed, denied = intranet
     settings.EMBED_ALLOWED_ORIGINS = [allowed.origin]
     page = browser.new_page()
@@ -310,7 +365,8 @@ def test_embed_refused_inside_a_disallowed_frame(browser, live_server, default_c
     page.wait_for_timeout(1500)
     frame = page.frame_locator("iframe.allocation-triage-frame")
     assert frame.get_by_role("button", name="Start").count() == 0
-    assert page.evaluate(
-        "document.querySelector('iframe.allocation-triage-frame').style.height") == ""
+    assert (
+        page.evaluate("document.querySelector('iframe.allocation-triage-frame').style.height") == ""
+    )
     page.screenshot(path=screenshots / "8-embed-denied.png", full_page=True)
     page.close()

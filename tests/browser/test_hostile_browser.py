@@ -10,8 +10,9 @@ from tests.browser.test_flow_browser import STEP, answer, assert_accessible, beg
 pytestmark = [pytest.mark.browser]
 
 
-def test_csrf_failure_during_an_htmx_step_shows_the_403_page(browser, live_server,
-                                                             default_catalog, axe_core_path):
+def test_csrf_failure_during_an_htmx_step_shows_the_403_page(
+    browser, live_server, default_catalog, axe_core_path
+):
     context = browser.new_context()
     page = context.new_page()
     begin(page, live_server.url)

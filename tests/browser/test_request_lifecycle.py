@@ -38,13 +38,23 @@ os.environ.setdefault(
 )
 
 LORA_7B = [
-    ("work_kind", "lora"), ("model", ""), ("model_params", "7"), ("precision", "bf16"),
-    ("batch_size", "4"), ("seq_len", "2048"), ("dataset_tokens", "4000"), ("epochs", "3"),
-    ("num_gpus", ""), ("data_sensitivity", "public"), ("timeline", "2027-06-30"),
-    ("hpc_experience", "some"), ("azure", "no"), ("notebooks", "no"),
+    ("work_kind", "lora"),
+    ("model", ""),
+    ("model_params", "7"),
+    ("precision", "bf16"),
+    ("batch_size", "4"),
+    ("seq_len", "2048"),
+    ("dataset_tokens", "4000"),
+    ("epochs", "3"),
+    ("num_gpus", ""),
+    ("data_sensitivity", "public"),
+    ("timeline", "2027-06-30"),
+    ("hpc_experience", "some"),
+    ("azure", "no"),
+    ("notebooks", "no"),
 ]
 TITLE = 'LoRA <script>alert("pwned")</script> & friends'
-CHANGES_MESSAGE = 'Please trim the hours & say why 3 epochs <b>are</b> needed.'
+CHANGES_MESSAGE = "Please trim the hours & say why 3 epochs <b>are</b> needed."
 RESUBMIT_NOTE = "Trimmed to 2 epochs' worth <i>plus</i> contingency."
 APPROVE_MESSAGE = "Approved for <Baskerville> & co."
 INTERNAL_NOTE = "Staff only: PI confirmed by phone."
@@ -68,8 +78,13 @@ def _sign_in(page, username: str) -> None:
 def _wait_for_path(page, pattern: str) -> None:
     """Wait until the page's path and query match the regular expression `pattern`."""
     page.wait_for_url(
-        lambda url: re.fullmatch(pattern, urlsplit(url).path + (
-            "?" + urlsplit(url).query if urlsplit(url).query else "")) is not None,
+        lambda url: (
+            re.fullmatch(
+                pattern,
+                urlsplit(url).path + ("?" + urlsplit(url).query if urlsplit(url).query else ""),
+            )
+            is not None
+        ),
         timeout=WAIT_MS,
     )
 
@@ -101,8 +116,9 @@ def _parts(message) -> tuple[str, str]:
     return text, html
 
 
-def test_a_request_from_advice_to_approval(browser, live_server, default_catalog, celery_worker,
-                                           screenshots, axe_core_path, settings):
+def test_a_request_from_advice_to_approval(
+    browser, live_server, default_catalog, celery_worker, screenshots, axe_core_path, settings
+):
     settings.STAFF_NOTIFICATION_EMAILS = []  # no fixed list: every active staff user hears
     email_dir = Path(os.environ["EMAIL_FILE_PATH"])
     before = set(email_dir.glob("*.log")) if email_dir.exists() else set()
@@ -120,7 +136,8 @@ def test_a_request_from_advice_to_approval(browser, live_server, default_catalog
         answer(page, step, value)
     page.wait_for_selector("#result-heading")
     assert page.locator("#result-heading").inner_text() == (
-        "Request time on an HPC system with A100, H100 or newer GPUs")
+        "Request time on an HPC system with A100, H100 or newer GPUs"
+    )
     session = AdvisorSession.objects.get()
     rec = session.estimate_result["recommendation"]
     assert session.estimate_result["params_total"] == 7_000_000_000
@@ -129,17 +146,23 @@ def test_a_request_from_advice_to_approval(browser, live_server, default_catalog
     strategy = "" if rec["strategy"] == "single" else f", {rec['strategy']}"
     nodes = f", {rec['nodes']} nodes" if rec["nodes"] > 1 else ""
     assert page.locator(".recommendation").inner_text() == (
-        f"{accelerator} x {rec['num_gpus']} on {system}{strategy}{nodes}")
+        f"{accelerator} x {rec['num_gpus']} on {system}{strategy}{nodes}"
+    )
     # GPU hours, the contingency on its own line, and their sum to request.
     assert page.locator("#gpu-hours").inner_text() == f"{_fmt(rec['gpu_hours'])} GPU hours"
     assert page.locator("#contingency").inner_text() == (
-        f"+ {_fmt(rec['contingency_gpu_hours'])} GPU hours")
+        f"+ {_fmt(rec['contingency_gpu_hours'])} GPU hours"
+    )
     assert page.locator("#requested-hours").inner_text() == (
-        f"{_fmt(rec['requested_gpu_hours'])} GPU hours")
+        f"{_fmt(rec['requested_gpu_hours'])} GPU hours"
+    )
     # The memory picture: a bar per GPU against capacity, and the table under it.
     assert page.locator("svg.memory-chart").count() == 1
-    assert page.locator("#memory-heading + figure + table tbody tr").last.inner_text().startswith(
-        "Total")
+    assert (
+        page.locator("#memory-heading + figure + table tbody tr")
+        .last.inner_text()
+        .startswith("Total")
+    )
     page.screenshot(path=screenshots / "lifecycle-1-result.png", full_page=True)
 
     # (2) Create the request: sign in first, then land on the pre-filled form.
@@ -167,11 +190,13 @@ def test_a_request_from_advice_to_approval(browser, live_server, default_catalog
     assert page.locator("#id_data_sensitivity").input_value() == "public"
     assert page.locator("#id_end_date").input_value() == "2027-06-30"  # the flow's deadline
     assert page.locator("#id_trial").is_checked() is (
-        expected_hours <= trial_gpu_hours_limit(rec["system"]))
+        expected_hours <= trial_gpu_hours_limit(rec["system"])
+    )
     justification = page.locator("#id_justification").input_value()
     assert justification == session.estimate_result["justification"]
     assert f"{expected_hours:,}" in justification or _fmt(rec["requested_gpu_hours"]) in (
-        justification)
+        justification
+    )
     # The frozen estimate sits beside the form.
     assert page.locator(".estimate .memory-picture").count() == 1
     assert_accessible(page, axe_core_path)
@@ -181,13 +206,16 @@ def test_a_request_from_advice_to_approval(browser, live_server, default_catalog
     page.get_by_role("button", name="Submit", exact=True).click()
     page.wait_for_selector("#error-summary")
     assert page.locator("#error-summary h2").inner_text() == (
-        "The request was not submitted: fix these first")
+        "The request was not submitted: fix these first"
+    )
     page.locator("#error-summary").get_by_role("link", name="Start date:").click()
     page.wait_for_function("document.activeElement?.id === 'id_start_date'")
     assert page.locator("#id_project_title_error").inner_text() == (
-        "Fill in the project title before submitting.")
+        "Fill in the project title before submitting."
+    )
     assert page.locator("#id_start_date_error").inner_text() == (
-        "Fill in the start date before submitting.")
+        "Fill in the start date before submitting."
+    )
     assert page.locator("#id_project_title").get_attribute("aria-invalid") == "true"
     assert AllocationRequest.objects.count() == 0
     assert page.locator("#id_gpu_hours").input_value() == str(expected_hours)  # kept
@@ -245,11 +273,18 @@ def test_a_request_from_advice_to_approval(browser, live_server, default_catalog
     assert estimate.locator(".memory-picture").count() == 1
     assumptions = session.estimate_result["assumptions"]
     assert estimate.locator("tbody tr").count() == len(assumptions)
-    assert estimate.locator("tbody tr").first.locator("td").first.inner_text() == (
-        assumptions[0]["name"])
+    assert (
+        estimate.locator("tbody tr").first.locator("td").first.inner_text()
+        == (assumptions[0]["name"])
+    )
     # ... and the workload it was computed for, as the researcher described it.
-    inputs = dict(zip(estimate.locator(".estimate-inputs dt").all_inner_texts(),
-                      estimate.locator(".estimate-inputs dd").all_inner_texts(), strict=True))
+    inputs = dict(
+        zip(
+            estimate.locator(".estimate-inputs dt").all_inner_texts(),
+            estimate.locator(".estimate-inputs dd").all_inner_texts(),
+            strict=True,
+        )
+    )
     assert inputs["Model"] == "7,000,000,000 parameters (as typed)"
     assert inputs["Work"] == "LoRA fine-tuning"
     assert (inputs["Tokens per epoch"], inputs["Epochs"]) == ("4,000,000,000", "3")
@@ -276,7 +311,8 @@ def test_a_request_from_advice_to_approval(browser, live_server, default_catalog
     admin.reload()
     assert admin.locator("#requested-against-estimate").inner_text() == (
         f"The request asks for {trimmed} GPU hours: {expected_hours - trimmed} fewer than this "
-        f"estimate's {expected_hours}.")
+        f"estimate's {expected_hours}."
+    )
     _decide(admin, "Approve", message=APPROVE_MESSAGE, granted=granted)
 
     # (7) The researcher sees the approval and the hours granted.
@@ -292,18 +328,25 @@ def test_a_request_from_advice_to_approval(browser, live_server, default_catalog
     assert (allocation_request.status, allocation_request.gpu_hours) == (Status.APPROVED, trimmed)
     assert allocation_request.granted_gpu_hours == granted
     assert list(allocation_request.events.values_list("to_status", flat=True)) == [
-        "draft", "submitted", "changes_requested", "resubmitted", "approved"]
+        "draft",
+        "submitted",
+        "changes_requested",
+        "resubmitted",
+        "approved",
+    ]
 
     # The e-mails, through the real worker: staff twice, the researcher twice.
     _wait_until_sent(allocation_request, 4, celery_worker)
     messages = _delivered(email_dir, before)
     by_subject = {m["Subject"]: m for m in messages}
-    assert sorted(by_subject) == sorted([
-        f"[Allocation request submitted] {TITLE}",
-        f"[Allocation request resubmitted] {TITLE}",
-        f"[Allocation request changes requested] {TITLE}",
-        f"[Allocation request approved] {TITLE}",
-    ])
+    assert sorted(by_subject) == sorted(
+        [
+            f"[Allocation request submitted] {TITLE}",
+            f"[Allocation request resubmitted] {TITLE}",
+            f"[Allocation request changes requested] {TITLE}",
+            f"[Allocation request approved] {TITLE}",
+        ]
+    )
     submitted = by_subject[f"[Allocation request submitted] {TITLE}"]
     assert submitted["To"] == "rcp-staff@example.ac.uk"
     text, html = _parts(submitted)
@@ -331,8 +374,7 @@ def test_a_request_from_advice_to_approval(browser, live_server, default_catalog
     researcher.close()
 
 
-def _decide(admin, label: str, *, message: str, granted: int | None = None,
-            note: str = "") -> None:
+def _decide(admin, label: str, *, message: str, granted: int | None = None, note: str = "") -> None:
     admin.locator(".review-decisions").get_by_role("link", name=label).click()
     admin.wait_for_selector("#id_message")
     if granted is not None:
@@ -342,7 +384,8 @@ def _decide(admin, label: str, *, message: str, granted: int | None = None,
     admin.locator(f"input[type=submit][value='{label}']").click()
     admin.wait_for_selector(".messagelist .success, .errorlist, .errornote")
     assert admin.locator(".errorlist, .errornote").count() == 0, admin.locator(
-        "#content-main").inner_text()
+        "#content-main"
+    ).inner_text()
     assert admin.locator(".messagelist .success").inner_text().startswith(f"{label}: done")
 
 

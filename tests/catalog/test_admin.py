@@ -10,8 +10,16 @@ from catalog.models import NodeType, System
 
 pytestmark = pytest.mark.django_db
 
-MODELS = ["profile", "accelerator", "system", "nodetype", "partition", "tool",
-          "toolingsupport", "benchmark"]
+MODELS = [
+    "profile",
+    "accelerator",
+    "system",
+    "nodetype",
+    "partition",
+    "tool",
+    "toolingsupport",
+    "benchmark",
+]
 
 
 @pytest.fixture

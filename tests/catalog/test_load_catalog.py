@@ -48,7 +48,12 @@ def test_default_profile_loads_with_its_systems():
         "default: 6 systems, 13 accelerators, 22 node types, 12 partitions, 1 benchmark ("
     )
     assert set(System.objects.values_list("name", flat=True)) == {
-        "jade2", "baskerville", "stanage", "cosma8", "dawn", "azure",
+        "jade2",
+        "baskerville",
+        "stanage",
+        "cosma8",
+        "dawn",
+        "azure",
     }
     assert Profile.objects.get(is_active=True).name == "default"
 
@@ -189,18 +194,28 @@ def _break(doc: dict, how: str) -> dict:
 @pytest.mark.parametrize(
     ("how", "message"),
     [
-        ("bad type", "systems[0] (jade2).node_types[0].gpus_per_node: Input should be a valid "
-                     "integer, unable to parse string as an integer"),
+        (
+            "bad type",
+            "systems[0] (jade2).node_types[0].gpus_per_node: Input should be a valid "
+            "integer, unable to parse string as an integer",
+        ),
         ("zero", "systems[0] (jade2).node_types[0].gpus_per_node: Input should be greater than 0"),
         ("missing field", "systems[0] (jade2).kind: Field required"),
-        ("unknown accelerator", "systems[0] (jade2).node_types[0].accelerator: unknown "
-                                "accelerator 'v100-64-imaginary' (not in this file's "
-                                "accelerators)"),
+        (
+            "unknown accelerator",
+            "systems[0] (jade2).node_types[0].accelerator: unknown "
+            "accelerator 'v100-64-imaginary' (not in this file's "
+            "accelerators)",
+        ),
         ("duplicate system", "systems[6] (jade2).name: duplicate name 'jade2'"),
-        ("unknown field", "systems[0] (jade2).node_types[0].gpu_per_node: Extra inputs are not "
-                          "permitted"),
-        ("unknown source", "systems[0] (jade2).source: unknown source key 'NOWHERE' "
-                           "(add it to 'sources')"),
+        (
+            "unknown field",
+            "systems[0] (jade2).node_types[0].gpu_per_node: Extra inputs are not permitted",
+        ),
+        (
+            "unknown source",
+            "systems[0] (jade2).source: unknown source key 'NOWHERE' (add it to 'sources')",
+        ),
     ],
 )
 def test_malformed_file_names_file_entry_and_field_and_changes_nothing(
@@ -237,8 +252,11 @@ def test_a_system_cannot_belong_to_two_profiles(default_data, write_catalog):
     doc = copy.deepcopy(default_data)
     doc["profile"]["name"] = "copycat"
     path = write_catalog(doc)
-    with pytest.raises(CommandError, match=r"systems\[0\] \(jade2\)\.name: already belongs to "
-                                           r"profile 'default'"):
+    with pytest.raises(
+        CommandError,
+        match=r"systems\[0\] \(jade2\)\.name: already belongs to "
+        r"profile 'default'",
+    ):
         load(str(path))
     assert snapshot() == before
 
@@ -251,8 +269,11 @@ def test_a_benchmark_cannot_belong_to_two_profiles(default_data, write_catalog):
     for system in doc["systems"]:
         system["name"] = "stanage-copy"
     doc["benchmarks"][0]["system"] = None
-    with pytest.raises(CommandError, match=r"benchmarks\[0\] \(turing-gpt2m-a100-40-bs128-oom\)"
-                                           r"\.name: already belongs to profile 'default'"):
+    with pytest.raises(
+        CommandError,
+        match=r"benchmarks\[0\] \(turing-gpt2m-a100-40-bs128-oom\)"
+        r"\.name: already belongs to profile 'default'",
+    ):
         load(str(write_catalog(doc)))
 
 

@@ -43,7 +43,9 @@ def test_engine_catalog_carries_partitions_prices_and_tooling(default_catalog):
     baskerville = systems["baskerville"]
     a100_80 = next(p for p in baskerville.partitions if p.name == "a100-80")
     assert (a100_80.gpu_request, a100_80.constraint, a100_80.slurm_partition) == (
-        "--gpus={n}", "--constraint=a100_80", None,
+        "--gpus={n}",
+        "--constraint=a100_80",
+        None,
     )
     assert a100_80.node_types == ["A100-80"]
     assert baskerville.status == "limited"
@@ -61,7 +63,10 @@ def test_engine_catalog_carries_partitions_prices_and_tooling(default_catalog):
 def test_engine_catalog_benchmarks_are_calibration_records(default_catalog):
     [bench] = engine_catalog().benchmarks
     assert (bench.accelerator, bench.model, bench.batch_size, bench.outcome) == (
-        "a100-40-sxm4", "GPT2-M (minGPT)", 128, "out_of_memory",
+        "a100-40-sxm4",
+        "GPT2-M (minGPT)",
+        128,
+        "out_of_memory",
     )
     assert bench.source == "SEED-TURING"
 
@@ -87,9 +92,7 @@ def test_engine_catalog_takes_a_fixed_number_of_queries(default_catalog, django_
 def test_comparison_rows_group_node_types_by_gpu(default_catalog):
     rows = comparison_rows(profile=Profile.objects.get(name="default"), sort="-memory")
     assert rows[0].accelerator.memory_gb == 141
-    azure_t4 = next(
-        r for r in rows if r.system.name == "azure" and r.accelerator.name == "t4-16"
-    )
+    azure_t4 = next(r for r in rows if r.system.name == "azure" and r.accelerator.name == "t4-16")
     assert azure_t4.gpus_per_node == [1, 4]
     assert azure_t4.gpus_total is None
     assert azure_t4.price_per_gpu_hour == [0.526, 1.088]

@@ -29,8 +29,12 @@ def test_page_compares_systems_with_units(client, default_catalog):
     response = client.get(reverse("catalog:systems"))
     assert response.status_code == 200
     assert "HX-Request" in response["Vary"]
-    assertContains(response, "<caption>The Alan Turing Institute (HPC Days 2024 talk): 18 system "
-                             "and GPU combinations</caption>", html=True)
+    assertContains(
+        response,
+        "<caption>The Alan Turing Institute (HPC Days 2024 talk): 18 system "
+        "and GPU combinations</caption>",
+        html=True,
+    )
     assertContains(response, '<th scope="col" aria-sort="ascending">', count=1)
     assertContains(response, "756 TFLOP/s")  # H100 PCIe BF16, dense
     assertContains(response, "2,039 GB/s")
@@ -70,10 +74,15 @@ def test_sort_links_work_without_javascript(client, default_catalog):
     by_bf16 = client.get(reverse("catalog:systems") + "?sort=-bf16").content.decode()
     # No BF16 (V100, T4) sorts last whichever the direction.
     assert gpu_cells(by_bf16)[-1] in {
-        "NVIDIA T4 16GB", "NVIDIA Tesla V100 SXM2 32GB", "NVIDIA Tesla V100 PCIe 16GB",
+        "NVIDIA T4 16GB",
+        "NVIDIA Tesla V100 SXM2 32GB",
+        "NVIDIA Tesla V100 PCIe 16GB",
     }
-    assert gpu_cells(by_bf16)[0] in {"NVIDIA H100 80GB SXM5", "NVIDIA H200 SXM 141GB",
-                                     "NVIDIA GH200 Grace Hopper Superchip (H100 96GB)"}
+    assert gpu_cells(by_bf16)[0] in {
+        "NVIDIA H100 80GB SXM5",
+        "NVIDIA H200 SXM 141GB",
+        "NVIDIA GH200 Grace Hopper Superchip (H100 96GB)",
+    }
 
     by_name = client.get(reverse("catalog:systems") + "?sort=system").content.decode()
     systems = row_headers(by_name)
@@ -93,8 +102,9 @@ def test_other_profiles_are_one_link_away(client, default_catalog):
 
     call_command("load_catalog", "uva", "--no-activate", stdout=None)
     response = client.get(reverse("catalog:systems"))
-    assertContains(response, '<a href="?profile=uva">University of Virginia Research '
-                             "Computing</a>", html=True)
+    assertContains(
+        response, '<a href="?profile=uva">University of Virginia Research Computing</a>', html=True
+    )
     uva = client.get(reverse("catalog:systems") + "?profile=uva")
     assertContains(uva, "UVA HPC (Rivanna and Afton)")
     assertContains(uva, "50.89 SU per GPU-hour")

@@ -720,7 +720,10 @@ CASES = [
         "bigcode/starcoderbase-1b shape",
         {
             **load("bigcode/starcoder"),
-            "n_embd": 2048, "n_head": 16, "n_inner": 8192, "n_layer": 24,
+            "n_embd": 2048,
+            "n_head": 16,
+            "n_inner": 8192,
+            "n_layer": 24,
         },
         1_137_207_296,
         1_137_207_296,

@@ -11,9 +11,7 @@ from advisor.engine import EstimateError, RequestError, estimate, parse_request
 from tests.engine.catalog_fixture import catalog
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
-LLAMA2_7B = json.loads(
-    (CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text()
-)
+LLAMA2_7B = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
 
 
 def errors_for(data: dict) -> list[tuple[str, str]]:
@@ -130,7 +128,5 @@ def test_engine_imports_nothing_from_django():
         "assert not [m for m in sys.modules if m == 'django' or m.startswith('django.')], "
         "'django imported'; print('clean')"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=False
-    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.stdout.strip() == "clean", done.stderr

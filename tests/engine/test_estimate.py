@@ -10,12 +10,8 @@ from advisor.engine.models import CatalogSpec, EstimateRequest, EstimateResult
 from tests.engine.catalog_fixture import catalog
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
-LLAMA2_7B = json.loads(
-    (CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text()
-)
-LLAMA2_70B = json.loads(
-    (CONFIGS / "meta-llama__Llama-2-70b-hf" / "config.json").read_text()
-)
+LLAMA2_7B = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
+LLAMA2_70B = json.loads((CONFIGS / "meta-llama__Llama-2-70b-hf" / "config.json").read_text())
 
 
 def run(**fields) -> EstimateResult:
@@ -25,7 +21,8 @@ def run(**fields) -> EstimateResult:
 
 def options_for(result, system, accelerator=None):
     return [
-        o for o in result.options
+        o
+        for o in result.options
         if o.system == system and (accelerator is None or o.accelerator == accelerator)
     ]
 
@@ -105,9 +102,7 @@ def test_notebook_users_are_sent_to_systems_with_notebooks():
 
 
 def test_confidential_data_rules_out_public_only_systems():
-    result = run(
-        task="inference", tokens=10**6, constraints={"data_sensitivity": "confidential"}
-    )
+    result = run(task="inference", tokens=10**6, constraints={"data_sensitivity": "confidential"})
     cosma = options_for(result, "cosma8")[0]
     assert cosma.reasons[0] == "COSMA8 is not approved for confidential data (allowed: public)."
 
@@ -118,9 +113,7 @@ def test_small_job_suggests_trial_access():
 
 
 def test_nothing_fits_says_so():
-    result = run(
-        config=LLAMA2_70B, task="full_finetune", tokens=10**8, constraints={"max_gpus": 1}
-    )
+    result = run(config=LLAMA2_70B, task="full_finetune", tokens=10**8, constraints={"max_gpus": 1})
     assert result.recommendation is None
     assert "Nothing in the catalog fits within the constraints; see each option's reasons." in (
         result.warnings
@@ -132,8 +125,12 @@ def test_nothing_fits_says_so():
 
 def test_slurm_script_for_baskerville_a100_80_uses_the_constraint_and_launcher():
     result = run(
-        task="full_finetune", tokens=10**8, system="baskerville", accelerator="a100-80-sxm4",
-        strategy="zero3", num_gpus=4,
+        task="full_finetune",
+        tokens=10**8,
+        system="baskerville",
+        accelerator="a100-80-sxm4",
+        strategy="zero3",
+        num_gpus=4,
     )
     script = result.slurm_script
     assert "#SBATCH --account=YOUR_PROJECT_ACCOUNT" in script
@@ -162,8 +159,11 @@ def test_every_assumption_has_a_source():
     assert result.assumptions
     assert all(a.source for a in result.assumptions)
     names = {a.name for a in result.assumptions}
-    assert {"Activations per transformer layer", "Contingency", "CUDA context and framework "
-            "overhead"} <= names
+    assert {
+        "Activations per transformer layer",
+        "Contingency",
+        "CUDA context and framework overhead",
+    } <= names
 
 
 def test_uncertainty_gives_a_range():
@@ -176,8 +176,12 @@ def test_uncertainty_gives_a_range():
 def test_estimate_within_the_margin_recommends_the_next_size_up():
     # 7B full fine-tuning with ZeRO-3 on A100 80GB: find a count that fits only without margin.
     result = run(
-        task="full_finetune", tokens=10**8, system="stanage", accelerator="a100-80-sxm4",
-        strategy="zero3", batch_size=4,
+        task="full_finetune",
+        tokens=10**8,
+        system="stanage",
+        accelerator="a100-80-sxm4",
+        strategy="zero3",
+        batch_size=4,
     )
     for option in result.options:
         if option.eligible and option.strategy == "zero3":
@@ -229,7 +233,8 @@ def test_a_limited_system_is_still_offered_with_a_note():
 
     limited = [
         s.model_copy(update={"status": "limited", "status_note": "Turing access ended 2026-04"})
-        if s.name == "baskerville" else s
+        if s.name == "baskerville"
+        else s
         for s in SYSTEMS
     ]
     result = estimate(
@@ -264,7 +269,10 @@ def test_default_utilisation_follows_the_gpu_generation():
 
     def utilisation(flash_attention: bool) -> dict[str, float]:
         request = EstimateRequest(
-            config=LLAMA2_7B, task="pretrain", precision="fp16", tokens=10**9,
+            config=LLAMA2_7B,
+            task="pretrain",
+            precision="fp16",
+            tokens=10**9,
             flash_attention=flash_attention,
         )
         return {o.accelerator: o.utilisation for o in estimate(request, bare).options}
@@ -297,8 +305,14 @@ def test_completed_benchmarks_calibrate_utilisation_from_tokens_per_second():
 
     def bench(tps: float, outcome: str = "completed") -> BenchmarkSpec:
         return BenchmarkSpec(
-            accelerator="h100-80-sxm5", model="test 7B", params=7 * 10**9, task="pretrain",
-            precision="bf16", num_gpus=8, tokens_per_second=tps * 8, outcome=outcome,
+            accelerator="h100-80-sxm5",
+            model="test 7B",
+            params=7 * 10**9,
+            task="pretrain",
+            precision="bf16",
+            num_gpus=8,
+            tokens_per_second=tps * 8,
+            outcome=outcome,
             source="test run",
         )
 
@@ -307,14 +321,14 @@ def test_completed_benchmarks_calibrate_utilisation_from_tokens_per_second():
         systems=catalog().systems,
         benchmarks=[bench(3000), bench(10000), bench(50000, "out_of_memory")],
     )
-    result = estimate(
-        EstimateRequest(config=LLAMA2_7B, task="pretrain", tokens=10**9), calibrated
-    )
+    result = estimate(EstimateRequest(config=LLAMA2_7B, task="pretrain", tokens=10**9), calibrated)
     h100 = [o for o in result.options if o.accelerator == "h100-80-sxm5"]
     expected = (6 * 7e9 * 3000 / 989.4e12 + 6 * 7e9 * 10000 / 989.4e12) / 2
     assert all(o.utilisation == pytest.approx(expected) for o in h100)
-    assert f"assumes {expected:.0%} of the bf16 dense peak, the median of 2 catalog " \
+    assert (
+        f"assumes {expected:.0%} of the bf16 dense peak, the median of 2 catalog "
         "benchmark(s): test run (from tokens/s)." in h100[0].reasons
+    )
 
 
 def test_lora_dropout_is_assumed_on_and_zero_turns_it_off():
@@ -324,7 +338,6 @@ def test_lora_dropout_is_assumed_on_and_zero_turns_it_off():
     off = run(task="lora", precision="fp16", tokens=10**7, lora_dropout=0)
     assert assumed.memory.activations > off.memory.activations
     assert any(
-        a.name == "LoRA dropout" and a.value.startswith("on (default)")
-        for a in assumed.assumptions
+        a.name == "LoRA dropout" and a.value.startswith("on (default)") for a in assumed.assumptions
     )
     assert not any(a.name == "LoRA dropout" for a in off.assumptions)

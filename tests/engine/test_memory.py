@@ -22,15 +22,23 @@ CONFIGS = Path(__file__).parent / "configs"
 
 def llama2_7b() -> ModelShape:
     return llama_like_shape(
-        num_layers=32, hidden_size=4096, num_attention_heads=32, intermediate_size=11008,
+        num_layers=32,
+        hidden_size=4096,
+        num_attention_heads=32,
+        intermediate_size=11008,
         vocab_size=32000,
     )
 
 
 def mistral_7b() -> ModelShape:
     return llama_like_shape(
-        num_layers=32, hidden_size=4096, num_attention_heads=32, num_kv_heads=8,
-        intermediate_size=14336, vocab_size=32000, family="mistral",
+        num_layers=32,
+        hidden_size=4096,
+        num_attention_heads=32,
+        num_kv_heads=8,
+        intermediate_size=14336,
+        vocab_size=32000,
+        family="mistral",
     )
 
 
@@ -122,7 +130,10 @@ def test_korthikanti_formula_for_a_gpt_block_with_eager_attention_and_dropout():
     shape = gpt2_like()
     s, b, h, a = 1024, 2, 768, 12
     wl = workload(
-        task="full_finetune", batch_size=b, seq_len=s, flash_attention=False,
+        task="full_finetune",
+        batch_size=b,
+        seq_len=s,
+        flash_attention=False,
         mixed_precision=False,
     )
     assert training_activations_per_layer(shape, wl) == s * b * h * 34 + 5 * a * s * s * b
@@ -141,7 +152,10 @@ def test_tensor_parallel_activations_follow_korthikanti_table_2():
     shape = gpt2_like()
     s, b, h, a, t = 1024, 1, 768, 12, 4
     wl = workload(
-        task="full_finetune", batch_size=b, seq_len=s, flash_attention=False,
+        task="full_finetune",
+        batch_size=b,
+        seq_len=s,
+        flash_attention=False,
         mixed_precision=False,
     )
     expected = s * b * h * (10 + 24 / t + 5 * a * s / (h * t))
@@ -185,8 +199,12 @@ def test_lora_trainable_parameters(targets, rank, expected):
 def test_full_training_state_per_parameter(mixed, precision, optimizer, weights, grads, optim):
     shape = llama2_7b()
     wl = workload(
-        task="full_finetune", precision=precision, weight_format=precision,
-        compute_dtype=precision, mixed_precision=mixed, optimizer=optimizer,
+        task="full_finetune",
+        precision=precision,
+        weight_format=precision,
+        compute_dtype=precision,
+        mixed_precision=mixed,
+        optimizer=optimizer,
     )
     parts = memory_per_gpu(shape, wl, "single", 1)
     assert parts["weights"] == shape.params_total * weights
@@ -194,9 +212,7 @@ def test_full_training_state_per_parameter(mixed, precision, optimizer, weights,
     assert parts["optimizer_states"] == shape.params_total * optim
 
 
-@pytest.mark.parametrize(
-    ("optimizer", "optim"), [("adamw", 12), ("adamw_8bit", 6), ("sgd", 8)]
-)
+@pytest.mark.parametrize(("optimizer", "optim"), [("adamw", 12), ("adamw_8bit", 6), ("sgd", 8)])
 def test_deepspeed_mixed_precision_follows_the_zero_paper(optimizer, optim):
     """ZeRO's accounting: 2 (16-bit weights) + 2 (16-bit grads) + K (fp32 master + states)."""
     shape = llama2_7b()
@@ -254,9 +270,7 @@ def test_qlora_keeps_the_base_model_in_4_bit_and_adds_the_dequantisation_workspa
     assert parts["weights"] == 3_762_823_168 - head * 2 + head // 2 + adapters * 4
     # QLoRA's double quantisation: 0.127 bits of constants per weight; two 16-bit copies of
     # the head while it is dequantised.
-    assert parts["quantization"] == int(
-        (6_476_005_376 + head) * 0.127 / 8 + 2 * head * 2
-    )
+    assert parts["quantization"] == int((6_476_005_376 + head) * 0.127 / 8 + 2 * head * 2)
     assert parts["optimizer_states"] == adapters * 8
 
 
@@ -264,8 +278,12 @@ def test_4_bit_head_layout_is_used_only_where_it_needs_more_memory():
     """A head smaller than the largest block layer costs less quantised than in 16-bit, so the
     16-bit-head layout (transformers' default) is the one that must fit."""
     shape = llama_like_shape(
-        num_layers=80, hidden_size=8192, num_attention_heads=64, num_kv_heads=8,
-        intermediate_size=28672, vocab_size=32000,
+        num_layers=80,
+        hidden_size=8192,
+        num_attention_heads=64,
+        num_kv_heads=8,
+        intermediate_size=28672,
+        vocab_size=32000,
     )
     wl = workload(task="inference", weight_format="int4", precision="int4")
     parts = memory_per_gpu(shape, wl, "single", 1)
@@ -284,9 +302,7 @@ def test_tensor_parallel_splits_weights_and_kv_cache():
 
 
 def test_deepseek_latent_kv_cache_is_narrower_than_heads_times_dims():
-    config = json.loads(
-        (CONFIGS / "deepseek-ai__deepseek-llm-7b-base" / "config.json").read_text()
-    )
+    config = json.loads((CONFIGS / "deepseek-ai__deepseek-llm-7b-base" / "config.json").read_text())
     shape = shape_from_architecture(architecture_from_config(config))
     wl = workload(seq_len=1000, new_tokens=24)
     width = shape.kv_cache_width or 2 * shape.num_kv_heads * shape.head_dim
@@ -316,9 +332,10 @@ def test_rmsnorm_inputs_are_kept_in_fp32_even_in_pure_16_bit_training():
     wl = workload(task="full_finetune", mixed_precision=False)
     neox = replace(shape, family="gpt_neox")
     s, h = 2048, 4096
-    assert training_activations_per_layer(shape, wl) - training_activations_per_layer(
-        neox, wl
-    ) == 2 * (4 - 2) * s * h
+    assert (
+        training_activations_per_layer(shape, wl) - training_activations_per_layer(neox, wl)
+        == 2 * (4 - 2) * s * h
+    )
 
 
 def test_frozen_16_bit_layers_keep_no_inputs_but_4_bit_layers_do():
@@ -328,8 +345,11 @@ def test_frozen_16_bit_layers_keep_no_inputs_but_4_bit_layers_do():
     s, h, f = 2048, 4096, 11008
     lora = workload(task="lora", lora_targets=("q_proj", "v_proj"), mixed_precision=False)
     qlora = workload(
-        task="qlora", weight_format="int4", precision="int4",
-        lora_targets=("q_proj", "v_proj"), mixed_precision=False,
+        task="qlora",
+        weight_format="int4",
+        precision="int4",
+        lora_targets=("q_proj", "v_proj"),
+        mixed_precision=False,
     )
     full = workload(task="full_finetune", mixed_precision=False)
     kept_by_full = training_activations_per_layer(shape, full)

@@ -70,10 +70,12 @@ def test_more_batch_or_sequence_never_needs_less_memory(shape, wl, extra_batch, 
     strategy = "single" if wl.task == "inference" else "zero2"
     n = 1 if strategy == "single" else 4
     base = memory_per_gpu(shape, wl, strategy, n)["total_bytes"]
-    more_batch = memory_per_gpu(shape, _with(wl, batch_size=wl.batch_size + extra_batch),
-                                strategy, n)["total_bytes"]
-    more_seq = memory_per_gpu(shape, _with(wl, seq_len=wl.seq_len + extra_seq),
-                              strategy, n)["total_bytes"]
+    more_batch = memory_per_gpu(
+        shape, _with(wl, batch_size=wl.batch_size + extra_batch), strategy, n
+    )["total_bytes"]
+    more_seq = memory_per_gpu(shape, _with(wl, seq_len=wl.seq_len + extra_seq), strategy, n)[
+        "total_bytes"
+    ]
     assert more_batch >= base
     assert more_seq >= base
 
@@ -111,12 +113,16 @@ def test_more_gpus_with_tensor_parallelism_never_more_memory_per_gpu_for_inferen
 )
 def test_more_tokens_never_fewer_gpu_hours(task, tokens, factor, layers):
     shape = llama_like_shape(
-        num_layers=layers, hidden_size=2048, num_attention_heads=16, intermediate_size=5632,
+        num_layers=layers,
+        hidden_size=2048,
+        num_attention_heads=16,
+        intermediate_size=5632,
         vocab_size=32000,
     )
     precision = "int4" if task == "qlora" else "bf16"
-    small = EstimateRequest(params=shape.params_total, task=task, precision=precision,
-                            tokens=tokens, seq_len=1024)
+    small = EstimateRequest(
+        params=shape.params_total, task=task, precision=precision, tokens=tokens, seq_len=1024
+    )
     large = small.model_copy(update={"tokens": tokens * factor})
     a = estimate_shape(small, CATALOG, shape)
     b = estimate_shape(large, CATALOG, shape)
@@ -131,10 +137,12 @@ def test_more_tokens_never_fewer_gpu_hours(task, tokens, factor, layers):
 @given(task=st.sampled_from(["full_finetune", "lora", "inference"]), batch=st.integers(1, 16))
 def test_estimates_are_deterministic(task, batch):
     shape = llama_like_shape(
-        num_layers=24, hidden_size=2048, num_attention_heads=16, intermediate_size=5632,
+        num_layers=24,
+        hidden_size=2048,
+        num_attention_heads=16,
+        intermediate_size=5632,
         vocab_size=32000,
     )
-    request = EstimateRequest(params=shape.params_total, task=task, batch_size=batch,
-                              tokens=10**8)
+    request = EstimateRequest(params=shape.params_total, task=task, batch_size=batch, tokens=10**8)
     first = estimate_shape(request, CATALOG, shape).model_dump_json()
     assert estimate_shape(request, CATALOG, shape).model_dump_json() == first

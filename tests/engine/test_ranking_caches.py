@@ -67,11 +67,17 @@ def test_vm_sizes_with_the_same_gpu_keep_their_own_size_and_price():
         typical_queue_wait_hours=0,
         node_types=[
             NodeTypeSpec(
-                name="one", count=0, gpus_per_node=1, accelerator="a100-80-pcie",
+                name="one",
+                count=0,
+                gpus_per_node=1,
+                accelerator="a100-80-pcie",
                 price_per_gpu_hour=1.0,
             ),
             NodeTypeSpec(
-                name="four", count=0, gpus_per_node=4, accelerator="a100-80-pcie",
+                name="four",
+                count=0,
+                gpus_per_node=4,
+                accelerator="a100-80-pcie",
                 price_per_gpu_hour=2.0,
             ),
         ],
@@ -80,9 +86,7 @@ def test_vm_sizes_with_the_same_gpu_keep_their_own_size_and_price():
         EstimateRequest(config=LLAMA2_7B, task="inference", tokens=10**8),
         CatalogSpec(accelerators=ACCELERATORS, systems=[cloud]),
     )
-    single = sorted(
-        (o for o in result.options if o.strategy == "single"), key=lambda o: o.cost
-    )
+    single = sorted((o for o in result.options if o.strategy == "single"), key=lambda o: o.cost)
     assert [(o.num_gpus, o.nodes) for o in single] == [(1, 1), (1, 1)]
     assert single[0].gpu_hours == single[1].gpu_hours > 0
     cheap, whole = single

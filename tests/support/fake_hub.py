@@ -160,16 +160,27 @@ class FakeModel:
             "disabled": False,
             "pipeline_tag": self.pipeline_tag,
             "library_name": self.library_name,
-            "tags": [self.library_name, "safetensors", config.get("model_type", ""),
-                     self.pipeline_tag, f"license:{self.license}", "region:us"],
+            "tags": [
+                self.library_name,
+                "safetensors",
+                config.get("model_type", ""),
+                self.pipeline_tag,
+                f"license:{self.license}",
+                "region:us",
+            ],
             "downloads": self.downloads,
             "likes": self.likes,
-            "config": {"architectures": config.get("architectures"),
-                       "model_type": config.get("model_type"), "tokenizer_config": {}},
+            "config": {
+                "architectures": config.get("architectures"),
+                "model_type": config.get("model_type"),
+                "tokenizer_config": {},
+            },
             "cardData": {"license": self.license},
-            "transformersInfo": {"auto_model": "AutoModelForCausalLM",
-                                 "pipeline_tag": self.pipeline_tag,
-                                 "processor": "AutoTokenizer"},
+            "transformersInfo": {
+                "auto_model": "AutoModelForCausalLM",
+                "pipeline_tag": self.pipeline_tag,
+                "processor": "AutoTokenizer",
+            },
             "siblings": siblings,
             "spaces": [],
             "usedStorage": sum(self.file_size(n) for n in self.files),
@@ -205,53 +216,78 @@ def default_models() -> list[FakeModel]:
     mistral_files: dict[str, bytes | SafetensorsFile] = {
         name: SafetensorsFile.build(tensors, "BF16") for name, tensors in shards.items()
     }
-    mistral_files["model.safetensors.index.json"] = json.dumps({
-        "metadata": {"total_size": sum(
-            f.size - len(f.header) for f in mistral_files.values()  # type: ignore[union-attr]
-        )},
-        "weight_map": {t: name for name, tensors in shards.items() for t, _ in tensors},
-    }).encode()
+    mistral_files["model.safetensors.index.json"] = json.dumps(
+        {
+            "metadata": {
+                "total_size": sum(
+                    f.size - len(f.header)
+                    for f in mistral_files.values()  # type: ignore[union-attr]
+                )
+            },
+            "weight_map": {t: name for name, tensors in shards.items() for t, _ in tensors},
+        }
+    ).encode()
 
     return [
         # Counts in the model info (the common case); the original checkpoint stores the causal
         # mask buffers, so the Hub reports 137,022,720 F32 elements for 124,439,808 parameters.
         FakeModel(
-            "openai-community/gpt2", gpt2, aliases=("gpt2",), license="mit",
-            sha="607a30d783dfa663caf39e06633721c8d4cfcd7e", downloads=14347531, likes=2865,
+            "openai-community/gpt2",
+            gpt2,
+            aliases=("gpt2",),
+            license="mit",
+            sha="607a30d783dfa663caf39e06633721c8d4cfcd7e",
+            downloads=14347531,
+            likes=2865,
             safetensors_parameters={"F32": 137022720},
             files={"model.safetensors": SafetensorsFile(header=b"", size=548105171)},
         ),
         # No counts in the model info: the lookup must read the single file's header.
         FakeModel(
-            "Qwen/Qwen2.5-0.5B", qwen, downloads=900000,
+            "Qwen/Qwen2.5-0.5B",
+            qwen,
+            downloads=900000,
             files={"model.safetensors": SafetensorsFile.build(llama_style_tensors(qwen), "BF16")},
         ),
         # Sharded, no counts in the model info: index + two shard headers.
         FakeModel("mistralai/Mistral-7B-v0.1", mistral, downloads=500000, files=mistral_files),
         # Only a .bin checkpoint: the count must come from config.json.
         FakeModel(
-            "facebook/opt-1.3b", opt, license="other", downloads=200000,
+            "facebook/opt-1.3b",
+            opt,
+            license="other",
+            downloads=200000,
             files={"pytorch_model.bin": b"\0" * 16},
         ),
         # Gated: the model info (and its counts) is public, the files are not.
         FakeModel(
-            "meta-llama/Llama-3.2-1B", llama, gated="manual", license="llama3.2",
-            downloads=2000000, safetensors_parameters={"BF16": 1235814400},
+            "meta-llama/Llama-3.2-1B",
+            llama,
+            gated="manual",
+            license="llama3.2",
+            downloads=2000000,
+            safetensors_parameters={"BF16": 1235814400},
             files={"model.safetensors": SafetensorsFile(header=b"", size=2471645608)},
         ),
         # A header over the client's first 100 kB Range read: it needs the second Range GET.
         FakeModel(
-            "acme/many-tensors", qwen, downloads=2,
-            files={"model.safetensors": SafetensorsFile.build(
-                [(f"blocks.{i}.weight", [10, 10]) for i in range(3000)], "F16")},
+            "acme/many-tensors",
+            qwen,
+            downloads=2,
+            files={
+                "model.safetensors": SafetensorsFile.build(
+                    [(f"blocks.{i}.weight", [10, 10]) for i in range(3000)], "F16"
+                )
+            },
         ),
         # A model that the tests make slow or faulty on purpose.
-        FakeModel("acme/slow-model", qwen, downloads=5,
-                  safetensors_parameters={"BF16": 494032768}),
-        FakeModel("acme/flaky-model", qwen, downloads=4,
-                  safetensors_parameters={"BF16": 494032768}),
-        FakeModel("acme/bench-model", qwen, downloads=3,
-                  safetensors_parameters={"BF16": 494032768}),
+        FakeModel("acme/slow-model", qwen, downloads=5, safetensors_parameters={"BF16": 494032768}),
+        FakeModel(
+            "acme/flaky-model", qwen, downloads=4, safetensors_parameters={"BF16": 494032768}
+        ),
+        FakeModel(
+            "acme/bench-model", qwen, downloads=3, safetensors_parameters={"BF16": 494032768}
+        ),
     ]
 
 
@@ -387,8 +423,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     # --- answers -----------------------------------------------------------------------------
 
-    def _send(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None,
-              *, head: bool = False, content_type: str = "application/json") -> None:
+    def _send(
+        self,
+        status: int,
+        body: bytes = b"",
+        headers: dict[str, str] | None = None,
+        *,
+        head: bool = False,
+        content_type: str = "application/json",
+    ) -> None:
         try:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
@@ -404,8 +447,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, data: Any, headers: dict[str, str] | None = None, *, head=False):
         self._send(status, json.dumps(data).encode(), headers, head=head)
 
-    def _error(self, status: int, message: str, code: str | None = None, *, head=False,
-               extra: dict[str, str] | None = None) -> None:
+    def _error(
+        self,
+        status: int,
+        message: str,
+        code: str | None = None,
+        *,
+        head=False,
+        extra: dict[str, str] | None = None,
+    ) -> None:
         headers = {"X-Error-Message": message, "X-Request-Id": "fake-hub", **(extra or {})}
         if code:
             headers["X-Error-Code"] = code
@@ -451,8 +501,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if repo.lower() in PRIVATE_REPOS:
             # What the Hub tells an anonymous caller about a private repo: no error code.
-            self._error(401, "Invalid username or password.", head=head,
-                        extra={"WWW-Authenticate": 'Bearer realm="Authentication required"'})
+            self._error(
+                401,
+                "Invalid username or password.",
+                head=head,
+                extra={"WWW-Authenticate": 'Bearer realm="Authentication required"'},
+            )
             return
         model = hub.find(repo)
         if model is None:
@@ -487,13 +541,25 @@ class _Handler(BaseHTTPRequestHandler):
         limit = int((query.get("limit") or ["20"])[0])
         found = {m.repo_id: m for m in hub.models.values() if term in m.repo_id.lower()}
         ranked = sorted(found.values(), key=lambda m: -m.downloads)[:limit]
-        self._json(200, [
-            {"_id": m.repo_id, "id": m.repo_id, "modelId": m.repo_id, "likes": m.likes,
-             "downloads": m.downloads, "private": m.private, "gated": m.gated,
-             "pipeline_tag": m.pipeline_tag, "library_name": m.library_name,
-             "createdAt": "2022-03-02T23:29:04.000Z"}
-            for m in ranked
-        ], head=head)
+        self._json(
+            200,
+            [
+                {
+                    "_id": m.repo_id,
+                    "id": m.repo_id,
+                    "modelId": m.repo_id,
+                    "likes": m.likes,
+                    "downloads": m.downloads,
+                    "private": m.private,
+                    "gated": m.gated,
+                    "pipeline_tag": m.pipeline_tag,
+                    "library_name": m.library_name,
+                    "createdAt": "2022-03-02T23:29:04.000Z",
+                }
+                for m in ranked
+            ],
+            head=head,
+        )
 
     def _resolve(self, model: FakeModel, filename: str, token: str | None, *, head: bool):
         hub = self.fake_hub
@@ -508,15 +574,19 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(401 if token is None else 403, message, "GatedRepo", head=head)
             return
         if filename not in model.files:
-            self._error(404, "Entry not found", "EntryNotFound", head=head,
-                        extra={"X-Repo-Commit": model.sha})
+            self._error(
+                404,
+                "Entry not found",
+                "EntryNotFound",
+                head=head,
+                extra={"X-Repo-Commit": model.sha},
+            )
             return
         body = model.files[filename]
         etag = hashlib.sha1(f"{model.sha}:{filename}".encode(), usedforsecurity=False).hexdigest()
         headers = {"X-Repo-Commit": model.sha, "ETag": f'"{etag}"', "Accept-Ranges": "bytes"}
         if isinstance(body, bytes):
-            self._send(200, body, headers, head=head,
-                       content_type="application/octet-stream")
+            self._send(200, body, headers, head=head, content_type="application/octet-stream")
             return
         size = body.size
         wanted = self.headers.get("Range")
@@ -526,19 +596,27 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_length(200, size, headers)
                 return
             # Whole weight files are never needed for an estimate; refuse rather than stream GBs.
-            self._error(416, "The fake Hub serves safetensors by Range only.",
-                        extra={"Content-Range": f"bytes */{size}"})
+            self._error(
+                416,
+                "The fake Hub serves safetensors by Range only.",
+                extra={"Content-Range": f"bytes */{size}"},
+            )
             return
         match = re.fullmatch(r"bytes=(\d+)-(\d*)", wanted.strip())
         if match is None or int(match.group(1)) >= size:
-            self._error(416, "Requested Range Not Satisfiable", head=head,
-                        extra={"Content-Range": f"bytes */{size}"})
+            self._error(
+                416,
+                "Requested Range Not Satisfiable",
+                head=head,
+                extra={"Content-Range": f"bytes */{size}"},
+            )
             return
         start = int(match.group(1))
         end = min(int(match.group(2)) if match.group(2) else size - 1, size - 1, start + 10**7)
         headers["Content-Range"] = f"bytes {start}-{end}/{size}"
-        self._send(206, body.read(start, end), headers, head=head,
-                   content_type="application/octet-stream")
+        self._send(
+            206, body.read(start, end), headers, head=head, content_type="application/octet-stream"
+        )
 
     def _send_length(self, status: int, length: int, headers: dict[str, str]) -> None:
         try:

@@ -56,10 +56,20 @@ class WorkerProcess:
         log.flush()
         self.process = subprocess.Popen(
             # The production entry point (docker-compose "worker"), one process, our queue.
-            [str(ROOT / "bin" / "start-worker"), "--pool=solo", "-Q", self.queue,
-             "--without-gossip", "--without-mingle",
-             "--hostname", f"{self.name}-{self.starts}@localhost"],
-            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            [
+                str(ROOT / "bin" / "start-worker"),
+                "--pool=solo",
+                "-Q",
+                self.queue,
+                "--without-gossip",
+                "--without-mingle",
+                "--hostname",
+                f"{self.name}-{self.starts}@localhost",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         deadline = time.monotonic() + timeout
