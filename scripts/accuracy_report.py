@@ -129,6 +129,10 @@ class Point(_Strict):
     # full: every setting that moves the number is in the request; partial: some are not (listed
     # in not_expressible, or inferred rather than stated). Targets count only full points.
     expressible: Literal["full", "partial"] = "full"
+    # calibration: a constant of the engine may have been set from this point (every point of
+    # engine 1.x is one: the engine was tuned against them). test: only ever compared with, never
+    # used to set anything; accuracy targets and the stated uncertainty come from test points.
+    role: Literal["calibration", "test"]
 
     @model_validator(mode="after")
     def _kind_matches_measurement(self) -> Point:
