@@ -7,7 +7,7 @@ from typing import Any
 
 from django import forms
 
-from advisor.flowchart import AnswerError, Node, clean_answer
+from advisor.flowchart import AnswerError, Node, clean_answer, is_required
 
 
 class StepForm(forms.Form):
@@ -28,10 +28,7 @@ class StepForm(forms.Form):
         self.fields["answer"] = _field_for(node, required=self._required())
 
     def _required(self) -> bool:
-        node = self.node
-        if not node.required:
-            return False
-        return not (node.required_unless and self.earlier.get(node.required_unless))
+        return is_required(self.node, self.earlier)
 
     def clean_answer(self):
         raw = (

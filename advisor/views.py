@@ -214,12 +214,19 @@ def _step_context(request, advisor_session, state, node, form, *, embed: bool) -
         "progress": _progress(state),
         "journey": _journey(state, advisor_session, embed=embed),
         "editing_earlier": node.id != state.path.current,
-        "lookup": flow_services.model_lookup_for(state.answers.get("model"))
-        if node.id in ("model", "model_params")
+        "lookup": flow_services.model_lookup_for(state.fields.get("model_id"))
+        if _is_model_question(node)
         else None,
+        # The size question names the model it asks about: the name is kept for the request.
+        "model_name": state.fields.get("model_id") if _feeds(node, "params") else "",
         "action_url": _url("step", embed=embed, session_id=advisor_session.id, step=node.id),
         # A "did you mean" suggestion on the lookup card answers the model question again.
-        "model_step_url": _url("step", embed=embed, session_id=advisor_session.id, step="model"),
+        "model_step_url": _url(
+            "step",
+            embed=embed,
+            session_id=advisor_session.id,
+            step=state.chart.step_for_field("model_id") or node.id,
+        ),
         "resume_url": request.build_absolute_uri(
             _url("resume", embed=False, session_id=advisor_session.id)
         ),
@@ -232,8 +239,16 @@ def _step_context(request, advisor_session, state, node, form, *, embed: bool) -
     }
 
 
+def _feeds(node: Node, field_name: str) -> bool:
+    return node.estimate is not None and node.estimate.field == field_name
+
+
+def _is_model_question(node: Node) -> bool:
+    return node.type == "model_id" or _feeds(node, "params")
+
+
 def _earlier_answers(state: flow_services.FlowState, step: str) -> dict[str, Any]:
-    earlier = {}
+    earlier: dict[str, Any] = {s: d.value for s, d in state.path.decisions.items()}
     for s in state.path.questions:
         if s == step:
             break
@@ -410,6 +425,17 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
         )
     outcome = state.outcome
     stored = advisor_session.estimate_result or {}
+    if isinstance(stored, dict) and stored.get("error"):
+        # A model lookup may have ended since: estimate again rather than show an old failure.
+        flow_services.advisor_session_refresh_result(advisor_session=advisor_session)
+        advisor_session.refresh_from_db()
+        state = flow_services.advisor_session_state(advisor_session=advisor_session)
+        if not state.path.outcome:
+            return redirect(
+                _url("step", embed=embed, session_id=advisor_session.id, step=state.path.current)
+            )
+        outcome = state.outcome
+        stored = advisor_session.estimate_result or {}
     result = None
     error = stored.get("error", "") if isinstance(stored, dict) else ""
     if stored and not error:
@@ -431,8 +457,13 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
             _url("resume", embed=False, session_id=advisor_session.id)
         ),
         "restart_url": _url("start", embed=embed),
-        "experience_tip": EXPERIENCE_TIPS.get(state.answers.get("hpc_experience", ""), ""),
+        "experience_tip": EXPERIENCE_TIPS.get(state.fields.get("hpc_experience", ""), ""),
+        "plan": advisor_session.project_plan,
     }
+    if outcome.advice == "secure":
+        context["secure"] = flow_services.secure_route_for(
+            state=state, result=result, plan=advisor_session.project_plan
+        )
     if result is not None:
         systems, accelerators, capacity = _names(state.catalog)
         alternatives = _alternatives(result)
@@ -458,6 +489,9 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
                 "rec_memory": _gb(result.recommendation.memory_per_gpu_bytes)
                 if result.recommendation
                 else "",
+                "justification": flow_services.session_justification(
+                    state=state, result=result, plan=advisor_session.project_plan
+                ),
                 "deadline_warning": flow_services.deadline_warning(
                     state=state,
                     wall_hours=result.recommendation.wall_hours if result.recommendation else None,

@@ -39,6 +39,8 @@ class Service(models.TextChoices):
     HPC = "hpc", _("HPC")
     AZURE = "azure", _("Azure")
     LOCAL = "local", _("Local cluster")
+    # Sensitive data: the Turing's allocation flowchart points to Trusted Research Environments.
+    SECURE = "secure", _("Trusted Research Environment")
 
 
 class AllocationKind(models.TextChoices):

@@ -309,6 +309,7 @@ def test_unreachable_hub_never_breaks_the_flow(
         ("dataset_tokens", "20"),
         ("epochs", "3"),
         ("num_gpus", ""),
+        ("project_plan", "suggested"),
         ("data_sensitivity", "public"),
         ("timeline", ""),
         ("hpc_experience", "some"),

@@ -47,6 +47,7 @@ LORA_7B = [
     ("dataset_tokens", "4000"),
     ("epochs", "3"),
     ("num_gpus", ""),
+    ("project_plan", "suggested"),
     ("data_sensitivity", "public"),
     ("timeline", "2027-06-30"),
     ("hpc_experience", "some"),
