@@ -267,7 +267,7 @@ def _store_result(advisor_session: AdvisorSession, state: FlowState) -> None:
         return
     advisor_session.estimate_request = request.model_dump(mode="json")
     try:
-        result = engine_estimate(_sizing_request(request, outcome), state.catalog)
+        result = engine_estimate(_sizing_request(request, outcome, state.catalog), state.catalog)
     except (EngineUnavailable, ValueError) as exc:  # the engine's errors carry a message
         logger.warning("advisor session %s: no estimate: %s", advisor_session.pk, exc)
         advisor_session.estimate_result = {"error": str(exc)}
@@ -322,12 +322,19 @@ def advisor_session_refresh_result(*, advisor_session: AdvisorSession) -> None:
         advisor_session.save()
 
 
-def _sizing_request(request: EstimateRequest, outcome: Node) -> EstimateRequest:
+def _sized_on_secure_hardware(outcome: Node, catalog: CatalogSpec) -> bool:
+    """The secure route's own systems list hardware (UVA's Rio), so the run is sized there."""
+    return any(s.name in outcome.systems and s.node_types for s in catalog.systems)
+
+
+def _sizing_request(
+    request: EstimateRequest, outcome: Node, catalog: CatalogSpec
+) -> EstimateRequest:
     """The request the engine sizes. On the secure route the data's sensitivity is settled by
     the route itself, and the estimate says what hardware the work needs: it is sized against
     the secure systems the outcome names where they list hardware, else against every system
     (so the researcher can tell the secure environment's team what to provision)."""
-    if outcome.advice != "secure":
+    if outcome.advice != "secure" or _sized_on_secure_hardware(outcome, catalog):
         return request
     constraints = request.constraints.model_copy(
         update={"data_sensitivity": "public", "systems": None, "needs_cloud": None}
@@ -351,15 +358,11 @@ def plan_for(*, fields: Mapping[str, Any], result: EstimateResult, outcome: Node
     if rec is None or rec.gpu_hours is None:
         return None
     system = next((s for s in catalog.systems if s.name == _request_facility(rec, outcome)), None)
-    rate = (
-        rec.contingency_gpu_hours / rec.gpu_hours
-        if rec.gpu_hours and rec.contingency_gpu_hours is not None
-        else CONTINGENCY.value
-    )
     return project_plan(
         task=str(fields.get("task")),
         per_run_compute=rec.gpu_hours,
-        contingency_rate=rate,
+        # The engine's own rate: its stored contingency is rounded, too coarse for tiny runs.
+        contingency_rate=CONTINGENCY.value,
         epochs=float(fields.get("epochs") or 1),
         full_runs=fields.get("plan.full_runs"),
         sweep_trials=fields.get("plan.sweep_trials"),
@@ -702,7 +705,12 @@ def session_justification(
     """
     text = result.justification
     outcome = state.outcome
-    if outcome is not None and outcome.advice == "secure":
+    if (
+        outcome is not None
+        and outcome.advice == "secure"
+        and not _sized_on_secure_hardware(outcome, state.catalog)
+    ):
+        # Sized without the data's sensitivity: drop the engine's sentence on approval.
         text = text.rsplit(". ", 1)[0] + "." if ". " in text else text
         level = state.fields.get("constraints.data_sensitivity") or "confidential"
         text += (

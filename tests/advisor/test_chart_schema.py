@@ -212,7 +212,7 @@ def test_a_chart_with_renamed_steps_gives_the_same_estimate(walk_name):
         outcome = chart.by_id[path.outcome]
         request = flow_services.estimate_request_for(fields=fields, outcome=outcome)
         result = flow_services.engine_estimate(
-            flow_services._sizing_request(request, outcome), catalog
+            flow_services._sizing_request(request, outcome, catalog), catalog
         )
         plan = flow_services.plan_for(
             fields=fields, result=result, outcome=outcome, catalog=catalog
