@@ -765,7 +765,8 @@ def cpu_advice_for(*, state: FlowState) -> CpuAdvice:
     data_gb = fields.get("cpu_data_gb")
     reasons = [
         "You said the work does not need a GPU: web scraping and data processing spend their "
-        "time waiting on the network or disk, which a GPU does not speed up (seed 000).",
+        "time waiting on the network or disk, which a GPU does not speed up (Lancaster's "
+        "'Deciding Project Requirements' guide).",
     ]
     if fields.get("cpu_interactive"):
         reasons.append(

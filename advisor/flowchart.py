@@ -411,6 +411,31 @@ class Flowchart(_Strict):
                 return node.id
         return None
 
+    def questions_ahead(self, step: str, answers: Mapping[str, Any]) -> int:
+        """The questions from `step` (itself included) to an outcome on the likely path.
+
+        Edges whose conditions the known answers (and decisions) settle are followed as the walk
+        would; an edge that depends on something not yet known is skipped for the default, the
+        path a chart's author marks as the usual one. Counts what this researcher will be
+        asked, not the shortest route through the chart.
+        """
+        by_id = self.by_id
+        count, seen, current = 0, set(), step
+        while current not in seen:
+            seen.add(current)
+            node = by_id[current]
+            if node.kind == "outcome":
+                break
+            if node.kind == "question":
+                count += 1
+            known = [
+                edge
+                for edge in node.next
+                if edge.when and all(c.step in answers for c in edge.when) and edge.taken(answers)
+            ]
+            current = known[0].to if known else node.next[-1].to
+        return count
+
     def outcome_systems(self) -> set[str]:
         return {system for node in self.nodes if node.kind == "outcome" for system in node.systems}
 

@@ -88,8 +88,6 @@ def _field_for(node: Node, *, required: bool) -> forms.Field:
         # A text box with a numeric keyboard: the server's message ("Enter at most 2,000
         # billion parameters.") is clearer than each browser's own.
         attrs.update({"inputmode": "decimal", "autocomplete": "off", "class": "number-input"})
-        if node.unit:
-            common["label"] = f"{node.title} ({node.unit})"
         return forms.CharField(widget=forms.TextInput(attrs=attrs), **common)
     if node.type == "date":
         return forms.CharField(widget=forms.DateInput(attrs={**attrs, "type": "date"}), **common)

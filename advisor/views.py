@@ -202,11 +202,13 @@ def _journey(
     return items
 
 
-def _progress(state: flow_services.FlowState) -> dict:
+def _progress(state: flow_services.FlowState, stored: dict[str, Any] | None = None) -> dict:
+    """ "Question n of about N": N counts the questions on this researcher's likely path."""
     done = len([s for s in state.path.questions if s != state.path.current])
-    remaining = (
-        state.chart.min_questions_to_outcome(state.path.current) if state.path.current else 0
-    )
+    known = {**(stored or {}), **state.answers}
+    known.update({s: d.value for s, d in state.path.decisions.items()})
+    known.pop(state.path.current or "", None)
+    remaining = state.chart.questions_ahead(state.path.current, known) if state.path.current else 0
     total = done + remaining
     return {"done": done, "total": total, "step_number": min(done + 1, total) if total else 0}
 
@@ -218,7 +220,7 @@ def _step_context(request, advisor_session, state, node, form, *, embed: bool) -
         "node": node,
         "form": form,
         "embed": embed,
-        "progress": _progress(state),
+        "progress": _progress(state, advisor_session.answers),
         "journey": _journey(state, advisor_session, embed=embed),
         "editing_earlier": node.id != state.path.current,
         "lookup": flow_services.model_lookup_for(state.fields.get("model_id"))
@@ -416,7 +418,7 @@ EXPERIENCE_TIPS = {
     "none": "New to HPC? Batch systems run your script from a queue: start with a short test "
     "job (a few minutes, one GPU) using the starter script, check it with seff or "
     "sstat, then scale up. Trial access, where a system offers it, suits this first "
-    "step (seed 001).",
+    "step (the Turing's HPC Days 2024 talk).",
     "some": "Run a short test job first and check its memory and speed before the full run.",
 }
 

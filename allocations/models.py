@@ -211,7 +211,7 @@ class ServiceLimit(models.Model):
         blank=True,
         help_text=_(
             "Requests may not end after this date. The Turing form said Azure requests could "
-            "be made up to 2025-03-31 (seed 001)."
+            "be made up to 2025-03-31 (the Turing's request form)."
         ),
     )
     max_gpu_hours = models.PositiveIntegerField(null=True, blank=True)

@@ -209,3 +209,85 @@ def test_a_named_model_without_a_known_size_is_asked_for_with_its_name_kept(
     page = client.get(response["Location"])
     assertNotContains(page, "could not estimate")
     assertContains(page, "GPU hours for the whole project")
+
+
+def test_the_progress_line_counts_the_questions_this_researcher_is_asked(client, turing):
+    client.post(reverse("advisor:start"))
+    advisor_session = AdvisorSession.objects.get()
+    answers = [
+        ("work_kind", "inference"),
+        ("model", ""),
+        ("model_params", "0.11"),
+        ("precision", "fp16"),
+        ("batch_size", "32"),
+        ("seq_len", "512"),
+        ("inference_tokens", "50"),
+        ("project_plan", "suggested"),
+        ("data_sensitivity", "public"),
+        ("timeline", ""),
+        ("hpc_experience", "none"),
+        ("azure", "no"),
+        ("notebooks", "no"),
+    ]
+    seen = []
+    for step, value in answers:
+        url = reverse("advisor:step", kwargs={"session_id": advisor_session.id, "step": step})
+        page = client.get(url).content.decode()
+        seen.append(page.split("Question ", 1)[1].split("</label>", 1)[0])
+        client.post(url, {"answer": value})
+    # Until the kind of work is known the usual (training) path is counted: two more questions.
+    assert seen[0] == "1 of about 15"
+    assert seen[1:] == [f"{n} of about 13" for n in range(2, 14)]
+
+
+@pytest.mark.parametrize(
+    ("task", "model_id", "tokens_step", "tokens"),
+    [
+        ("qlora", "meta-llama/Llama-3.1-8B", "dataset_tokens", "20"),
+        ("inference", "mistralai/Mixtral-8x7B-v0.1", "inference_tokens", "100"),
+    ],
+)
+def test_a_bundled_model_needs_no_size_question_with_the_hub_away(
+    client,
+    turing,
+    settings,
+    django_capture_on_commit_callbacks,
+    task,
+    model_id,
+    tokens_step,
+    tokens,
+):
+    settings.HF_ENDPOINT = "http://127.0.0.1:9"  # nothing listens: the Hub is away
+    settings.HF_TIMEOUT_SECONDS = 1
+    client.post(reverse("advisor:start"))
+    advisor_session = AdvisorSession.objects.get()
+
+    def post(step, value):
+        return client.post(
+            reverse("advisor:step", kwargs={"session_id": advisor_session.id, "step": step}),
+            {"answer": value},
+        )
+
+    post("work_kind", task)
+    with django_capture_on_commit_callbacks(execute=True):
+        post("model", model_id)
+    # The size comes from the configuration the service keeps: the next question is precision.
+    response = client.get(reverse("advisor:resume", kwargs={"session_id": advisor_session.id}))
+    assert response["Location"].endswith("/step/precision/")
+    rest = [("precision", "bf16" if task == "qlora" else "fp16"), ("batch_size", "4")]
+    rest += [("seq_len", "2048"), (tokens_step, tokens)]
+    if task != "inference":
+        rest += [("epochs", "1"), ("num_gpus", "")]
+    rest += [("project_plan", "suggested"), ("data_sensitivity", "public"), ("timeline", "")]
+    rest += [("hpc_experience", "some"), ("azure", "no"), ("notebooks", "no")]
+    for step, value in rest:
+        response = post(step, value)
+        assert response.status_code == 302, (step, response.content[:300])
+    advisor_session.refresh_from_db()
+    result = advisor_session.estimate_result
+    assert "error" not in result
+    assert result["recommendation"]["fits"] is True
+    assert advisor_session.estimate_request["model_id"] == model_id
+    page = client.get(response["Location"])
+    assertContains(page, "GPU hours for the whole project")
+    assertNotContains(page, "could not estimate")
