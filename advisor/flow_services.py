@@ -39,7 +39,7 @@ from advisor.flowchart import (
     walk,
 )
 from advisor.models import ActiveFlowchart, AdvisorSession
-from advisor.selectors import hf_model_lookup_metadata
+from advisor.selectors import hf_model_lookup_metadata, local_model_config
 
 logger = logging.getLogger(__name__)
 
@@ -427,6 +427,11 @@ def estimate_request_for(
     request_fields["model_id"] = model_id
     if model_id:
         request_fields["hub"] = hf_model_lookup_metadata(repo_id=model_id)
+        if request_fields["hub"] is None and request_fields.get("params") is None:
+            # The lookup has not finished: count from the configuration we keep, if any.
+            local = local_model_config(repo_id=model_id)
+            if local is not None:
+                request_fields["config"] = local["config"]
     request_fields["constraints"] = Constraints(**constraints)
     return EstimateRequest(**request_fields)
 
@@ -592,6 +597,10 @@ def check_model_size_known(*, node, fields, catalog, cache) -> Decision:
         return Decision("no", "No Hugging Face id was given, so we ask for the size.")
     lookup = model_lookup_for(model_id)
     if lookup is not None and lookup.in_flight:
+        local = local_model_config(repo_id=model_id)
+        if local is not None:
+            # The lookup asks the Hub first; the configuration we keep already gives the size.
+            return Decision("yes", f"{model_id}'s size is counted from {_local_label(local)}.")
         return Decision("pending", f"We are still looking up {model_id}.")
     metadata = hf_model_lookup_metadata(repo_id=model_id)
     if metadata is not None and metadata.params_total:
@@ -601,6 +610,12 @@ def check_model_size_known(*, node, fields, catalog, cache) -> Decision:
         )
     why = (lookup.message if lookup is not None else "") or "its size is not known here"
     return Decision("no", f"We could not read the size of {model_id} ({why.rstrip('.')}).")
+
+
+def _local_label(local: Mapping[str, Any]) -> str:
+    if local.get("kind") == "staff":
+        return "a configuration staff added"
+    return "the configuration this service keeps for it"
 
 
 CHECKS = {

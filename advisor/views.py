@@ -224,7 +224,7 @@ def _step_context(request, advisor_session, state, node, form, *, embed: bool) -
         "journey": _journey(state, advisor_session, embed=embed),
         "editing_earlier": node.id != state.path.current,
         "lookup": flow_services.model_lookup_for(state.fields.get("model_id"))
-        if _is_model_question(node)
+        if _is_model_question(node) or _follows_model_question(state, node)
         else None,
         # The size question names the model it asks about: the name is kept for the request.
         "model_name": state.fields.get("model_id") if _feeds(node, "params") else "",
@@ -254,6 +254,16 @@ def _feeds(node: Node, field_name: str) -> bool:
 
 def _is_model_question(node: Node) -> bool:
     return node.type == "model_id" or _feeds(node, "params")
+
+
+def _follows_model_question(state: flow_services.FlowState, node: Node) -> bool:
+    """The question right after the model's: where the lookup's card shows when the size was
+    found and no size question is asked."""
+    questions = state.path.questions
+    if node.id not in questions:
+        return False
+    index = questions.index(node.id)
+    return index > 0 and state.chart.by_id[questions[index - 1]].type == "model_id"
 
 
 def _earlier_answers(state: flow_services.FlowState, step: str) -> dict[str, Any]:
