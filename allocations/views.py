@@ -13,6 +13,7 @@ from advisor.models import AdvisorSession
 from allocations.facilities import trial_gpu_hours_limit
 from allocations.forms import AllocationRequestForm
 from allocations.models import AllocationRequest
+from allocations.notifications import notifications_waiting_for_broker
 from allocations.selectors import (
     allocation_request_get_for_researcher,
     allocation_request_initial_from_session,
@@ -32,6 +33,16 @@ from allocations.services import (
 
 def _wants_submit(request: HttpRequest) -> bool:
     return request.POST.get("action") == "submit"
+
+
+def _say_if_mail_waits(request: HttpRequest, allocation_request: AllocationRequest) -> None:
+    # The request is saved either way; only the e-mail waits for the task queue (the outbox).
+    if notifications_waiting_for_broker(allocation_request=allocation_request):
+        messages.warning(
+            request,
+            "Your request is saved. The e-mail telling staff about it will be sent when the mail "
+            "service is back; there is nothing more for you to do.",
+        )
 
 
 def _estimate_systems(result: dict) -> list[str]:
@@ -112,6 +123,7 @@ def request_create(request: HttpRequest, session_id) -> HttpResponse:
                     if _wants_submit(request)
                     else "Draft saved. Submit it when it is complete.",
                 )
+                _say_if_mail_waits(request, allocation_request)
                 return redirect("allocations:request-detail", pk=allocation_request.pk)
     else:
         form = AllocationRequestForm(
@@ -194,6 +206,7 @@ def request_edit(request: HttpRequest, pk) -> HttpResponse:
                     request,
                     "Request submitted: staff will review it." if submitting else "Changes saved.",
                 )
+                _say_if_mail_waits(request, allocation_request)
                 return redirect("allocations:request-detail", pk=allocation_request.pk)
     else:
         form = AllocationRequestForm(instance=allocation_request, extra_facilities=extra)
