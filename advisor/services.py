@@ -20,7 +20,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from advisor import hub, selectors
+from advisor import hub, lookup_metadata, selectors
 from advisor.models import HfModelLookup, StaffModelConfig
 
 logger = logging.getLogger(__name__)
@@ -31,6 +31,19 @@ _SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 LOOKUP_CACHE_SECONDS = 300
 # config_source values of answers that did not come from the Hub.
 LOCAL_SOURCES = ("bundled", "staff")
+LOCAL_CONFIG_LABELS = {
+    "bundled": "the bundled config",
+    "staff": "a config.json added by staff",
+}
+# Why the Hub gave nothing, in a few words for the "from the bundled config" note.
+_DID_NOT_ANSWER = {
+    hub.SERVER_ERROR: "it answered with an error",
+    hub.TIMEOUT: "it took too long to answer",
+    hub.UNREACHABLE: "it cannot be reached",
+    hub.RATE_LIMITED: "it is rate-limiting us",
+    hub.NOT_FOUND: "it shows no public model by that name",
+    hub.PRIVATE: "it shows no public model by that name",
+}
 
 
 class LookupBusy(Exception):
@@ -262,13 +275,15 @@ def _local_answer(
     )
     if local is None or (staff_only and local["kind"] != "staff"):
         return None
-    label = hub.LOCAL_CONFIG_LABELS[local["kind"]]
+    label = LOCAL_CONFIG_LABELS[local["kind"]]
+    reason = _DID_NOT_ANSWER.get(error.kind, "it did not answer")
     note = (
-        f"Counted from {label}; the Hub did not answer ({hub.did_not_answer(error)}). "
+        f"Counted from {label}; the Hub did not answer ({reason}). "
         "The next lookup asks the Hub again."
     )
     logger.info("Hub lookup of %s answered from %s: %s", lookup.repo_id, local["kind"], error.kind)
-    return hub.metadata_from_config(local["repo_id"], local, note=note)
+    metadata = lookup_metadata.metadata_from_config(local["repo_id"], local, note=note)
+    return hub.FetchedModel(repo_id=local["repo_id"], sha=None, metadata=metadata)
 
 
 def _with_local_config(fetched: hub.FetchedModel) -> hub.FetchedModel:
@@ -279,7 +294,7 @@ def _with_local_config(fetched: hub.FetchedModel) -> hub.FetchedModel:
     local = selectors.local_model_config(repo_id=fetched.repo_id)
     if local is None:
         return fetched
-    chosen = hub.choose_params(
+    chosen = lookup_metadata.choose_params(
         local["config"],
         metadata.get("safetensors_parameters") or {},
         metadata.get("safetensors_total"),
@@ -287,7 +302,7 @@ def _with_local_config(fetched: hub.FetchedModel) -> hub.FetchedModel:
         metadata.get("quantization_config"),
     )
     notes = [*metadata.get("notes", []), *chosen.pop("notes")]
-    label = hub.LOCAL_CONFIG_LABELS[local["kind"]]
+    label = LOCAL_CONFIG_LABELS[local["kind"]]
     notes.append(f"The model's shape comes from {label}, since the Hub's config.json is gated.")
     metadata.update(
         chosen,

@@ -75,6 +75,7 @@ ARCHITECTURES = {
     "Olmo2ForCausalLM": "olmo2",
     "PhiForCausalLM": "phi",
     "Phi3ForCausalLM": "phi3",
+    "PhiMoEForCausalLM": "phimoe",
     "MixtralForCausalLM": "mixtral",
     "Qwen2MoeForCausalLM": "qwen2_moe",
     "DeepseekV2ForCausalLM": "deepseek_v2",
