@@ -41,7 +41,7 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils import build_hf_headers, parse_ratelimit_headers
 
-from advisor.engine.architecture import architecture_from_config
+from advisor.engine.architecture import DTYPE_BYTES, architecture_from_config
 from advisor.engine.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -63,26 +63,6 @@ UNEXPECTED = "unexpected"
 
 TYPE_BY_HAND = "You can type the parameter count by hand instead."
 REQUEST_ACCESS = "Request access on the model's Hub page, then look it up again."
-
-# Bytes per element of each safetensors dtype, for "size per dtype" (hf-hub-notes.md §5.3).
-DTYPE_BYTES = {
-    "F64": 8,
-    "I64": 8,
-    "U64": 8,
-    "F32": 4,
-    "I32": 4,
-    "U32": 4,
-    "F16": 2,
-    "BF16": 2,
-    "I16": 2,
-    "U16": 2,
-    "F8_E4M3": 1,
-    "F8_E5M2": 1,
-    "F8_E8M0": 1,
-    "I8": 1,
-    "U8": 1,
-    "BOOL": 1,
-}
 
 
 class HubError(Exception):
