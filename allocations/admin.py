@@ -409,4 +409,4 @@ class NotificationAdmin(admin.ModelAdmin):
 
 
 # The feedback loop's staff pages (trial-run measurements, usage, calibration) register here.
-from allocations import measurement_admin  # noqa: E402, F401
+from allocations import measurement_admin, usage_admin  # noqa: E402, F401

@@ -20,6 +20,7 @@ from allocations.models import (
 )
 from allocations.services import allocation_request_approve
 from allocations.trial_runs import TrialRunInvalid, TrialRunReport, trial_run_parse
+from allocations.usage_services import usage_rematch
 from catalog.models import Accelerator, Benchmark, BenchmarkSourceKind, Profile
 
 # Measurements a request may hold: enough for a few trial configurations, not a dumping ground.
@@ -245,8 +246,11 @@ def allocation_request_set_slurm_account(
         raise ValidationError("Only research-computing staff can set the Slurm account.")
     value = slurm_account_validate(slurm_account)
     locked = AllocationRequest.objects.select_for_update().get(pk=allocation_request.pk)
+    previous = locked.slurm_account
     locked.slurm_account = value
     locked.save(update_fields=["slurm_account", "updated_at"])
+    for account in {previous, value} - {""}:
+        usage_rematch(account=account)
     return locked
 
 
@@ -273,4 +277,5 @@ def allocation_request_approve_with_account(
     if value:
         approved.slurm_account = value
         approved.save(update_fields=["slurm_account", "updated_at"])
+        usage_rematch(account=value)  # jobs imported before the approval now count
     return approved
