@@ -131,6 +131,15 @@ DECODERS: dict[str, Decoder] = {
     "mixtral": Decoder(
         moe=Moe(experts="num_local_experts", intermediate=None, names=("w1", "w3", "w2"))
     ),
+    # Phi-3.5-MoE (modeling_phimoe.py): LayerNorms with bias, Mixtral-style experts, and the
+    # attention and LM-head biases its config.json switches on.
+    "phimoe": Decoder(
+        qkv_bias=("attention_bias", False),
+        out_bias=("attention_bias", False),
+        norm="ln",
+        lm_head_bias=("lm_head_bias", False),
+        moe=Moe(experts="num_local_experts", intermediate=None, names=("w1", "w3", "w2")),
+    ),
     "qwen2_moe": Decoder(
         qkv_bias=True, moe=Moe(experts="num_experts", shared="qwen", layers="qwen")
     ),
