@@ -19,6 +19,7 @@ from catalog.data_schema import (
 from catalog.models import (
     Accelerator,
     Benchmark,
+    BenchmarkSourceKind,
     NodeType,
     Partition,
     Profile,
@@ -292,8 +293,12 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool, reset: bool) -> Load
         values["system"] = systems[bench.system] if bench.system else None
         values["profile"] = profile
         up.save(Benchmark, {"name": bench.name}, values, where=f"benchmarks[{i}] ({bench.name})")
+    # The institute's own runs are not in the data file: a reload keeps them, even with reset.
     up.delete(
-        profile.benchmarks.exclude(name__in=[b.name for b in doc.benchmarks]), where="benchmarks"
+        profile.benchmarks.exclude(name__in=[b.name for b in doc.benchmarks]).exclude(
+            source_kind=BenchmarkSourceKind.INSTITUTE_RUN
+        ),
+        where="benchmarks",
     )
 
     summary.counts = {
