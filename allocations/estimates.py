@@ -27,8 +27,14 @@ def _engine():
     return estimate, EstimateRequest, engine_catalog
 
 
-def estimate_rerun(*, snapshot: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """The frozen request with `changes` applied, estimated against today's catalog."""
+def estimate_rerun(
+    *, snapshot: dict[str, Any], changes: dict[str, Any], extra_benchmarks: tuple = ()
+) -> dict[str, Any]:
+    """The frozen request with `changes` applied, estimated against today's catalog.
+
+    `extra_benchmarks` (engine BenchmarkSpecs) join the catalog's benchmarks for this run only:
+    a trial-run measurement applied before staff accept it into the catalog.
+    """
     estimate, estimate_request_model, engine_catalog = _engine()
     inputs = dict((snapshot or {}).get("request") or {})
     if not inputs:
@@ -38,7 +44,12 @@ def estimate_rerun(*, snapshot: dict[str, Any], changes: dict[str, Any]) -> dict
         inputs["system"] = None  # another GPU may live on another system: let the engine choose
     try:
         request = estimate_request_model.model_validate(inputs)
-        result = estimate(request, engine_catalog())
+        catalog = engine_catalog()
+        if extra_benchmarks:
+            catalog = catalog.model_copy(
+                update={"benchmarks": [*catalog.benchmarks, *extra_benchmarks]}
+            )
+        result = estimate(request, catalog)
     except ValueError as exc:  # pydantic's ValidationError and the engine's input errors
         raise EstimateUnavailable(f"The engine refused the changed inputs: {exc}") from exc
     return result.model_dump(mode="json")
