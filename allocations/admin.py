@@ -23,6 +23,8 @@ from django.utils.timesince import timesince
 
 from allocations.estimates import EstimateUnavailable, estimate_comparison, estimate_rerun
 from allocations.forms import ApproveForm, EstimateRerunForm, RejectForm, RequestChangesForm
+from allocations.measurement_selectors import measurement_views
+from allocations.measurement_services import allocation_request_approve_with_account
 from allocations.models import (
     PENDING_STATUSES,
     AllocationEvent,
@@ -32,7 +34,6 @@ from allocations.models import (
 )
 from allocations.selectors import estimate_view
 from allocations.services import (
-    allocation_request_approve,
     allocation_request_reject,
     allocation_request_request_changes,
 )
@@ -139,6 +140,7 @@ class AllocationRequestAdmin(admin.ModelAdmin):
     list_filter = ("status", "facility", "service", "data_sensitivity", "trial")
     search_fields = (
         "project_title",
+        "slurm_account",
         "project_code",
         "pi_name",
         "researcher__username",
@@ -153,7 +155,18 @@ class AllocationRequestAdmin(admin.ModelAdmin):
     inlines = (AllocationEventInline,)
     change_form_template = "admin/allocations/allocationrequest/change_form.html"
     fieldsets = (
-        ("Status", {"fields": ("status", "granted_gpu_hours", "submitted_at", "decided_at")}),
+        (
+            "Status",
+            {
+                "fields": (
+                    "status",
+                    "granted_gpu_hours",
+                    "slurm_account",
+                    "submitted_at",
+                    "decided_at",
+                )
+            },
+        ),
         ("Caller", {"fields": ("researcher", "caller_name", "caller_branch")}),
         (
             "Project",
@@ -214,6 +227,7 @@ class AllocationRequestAdmin(admin.ModelAdmin):
         if obj is not None:
             extra_context.update(
                 estimate=estimate_view(obj.estimate_snapshot, requested_gpu_hours=obj.gpu_hours),
+                measurements=measurement_views(allocation_request=obj),
                 decisions=(
                     [(key, label) for key, (label, _form) in DECISIONS.items()]
                     if obj.status in PENDING_STATUSES
@@ -260,9 +274,10 @@ class AllocationRequestAdmin(admin.ModelAdmin):
                 data = form.cleaned_data
                 try:
                     if decision == "approve":
-                        allocation_request_approve(
+                        allocation_request_approve_with_account(
                             allocation_request=obj,
                             reviewer=request.user,
+                            slurm_account=data["slurm_account"],
                             granted_gpu_hours=data["granted_gpu_hours"],
                             message=data["message"],
                             note=data["note"],
@@ -391,3 +406,7 @@ class NotificationAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+# The feedback loop's staff pages (trial-run measurements, usage, calibration) register here.
+from allocations import measurement_admin, usage_admin  # noqa: E402, F401

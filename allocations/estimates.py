@@ -17,8 +17,14 @@ class EstimateUnavailable(Exception):
     """The estimate could not be re-run; the message says why, in words staff can act on."""
 
 
-def estimate_rerun(*, snapshot: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """The frozen request with `changes` applied, estimated against today's catalog."""
+def estimate_rerun(
+    *, snapshot: dict[str, Any], changes: dict[str, Any], extra_benchmarks: tuple = ()
+) -> dict[str, Any]:
+    """The frozen request with `changes` applied, estimated against today's catalog.
+
+    `extra_benchmarks` (engine BenchmarkSpecs) join the catalog's benchmarks for this run only:
+    a trial-run measurement applied before staff accept it into the catalog.
+    """
     inputs = dict((snapshot or {}).get("request") or {})
     if not inputs:
         raise EstimateUnavailable("This request has no frozen estimate inputs to re-run.")
@@ -27,7 +33,12 @@ def estimate_rerun(*, snapshot: dict[str, Any], changes: dict[str, Any]) -> dict
         inputs["system"] = None  # another GPU may live on another system: let the engine choose
     try:
         request = EstimateRequest.model_validate(inputs)
-        result = estimate(request, engine_catalog())
+        catalog = engine_catalog()
+        if extra_benchmarks:
+            catalog = catalog.model_copy(
+                update={"benchmarks": [*catalog.benchmarks, *extra_benchmarks]}
+            )
+        result = estimate(request, catalog)
     except ValueError as exc:  # pydantic's ValidationError and the engine's input errors
         raise EstimateUnavailable(f"The engine refused the changed inputs: {exc}") from exc
     return result.model_dump(mode="json")

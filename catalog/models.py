@@ -444,8 +444,19 @@ class BenchmarkOutcome(models.TextChoices):
     OUT_OF_MEMORY = "out_of_memory", "Out of memory"
 
 
+class BenchmarkSourceKind(models.TextChoices):
+    PUBLISHED = "published", "Published measurement"
+    INSTITUTE_RUN = "institute_run", "The institute's own run"
+
+
 class Benchmark(models.Model):
-    """A measured run on an accelerator (optionally on a given system), used for calibration."""
+    """A measured run on an accelerator (optionally on a given system), used for calibration.
+
+    Published rows come from the catalog's data file; institute-run rows are trial-run
+    measurements staff accepted, and a catalog reload keeps them. `source_reference` names
+    the measurement as plain text ("allocation-request:<id>/measurement:<id>"): the catalog
+    imports nothing from the apps that make such rows.
+    """
 
     profile = models.ForeignKey(Profile, on_delete=models.CASCADE, related_name="benchmarks")
     name = models.SlugField(max_length=100, unique=True)
@@ -471,6 +482,10 @@ class Benchmark(models.Model):
     )
     notes = models.TextField(blank=True)
     source = models.CharField(max_length=300)
+    source_kind = models.CharField(
+        max_length=20, choices=BenchmarkSourceKind.choices, default=BenchmarkSourceKind.PUBLISHED
+    )
+    source_reference = models.CharField(max_length=200, blank=True)
 
     objects = CatalogManager()
 

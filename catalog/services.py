@@ -19,6 +19,7 @@ from catalog.data_schema import (
 from catalog.models import (
     Accelerator,
     Benchmark,
+    BenchmarkSourceKind,
     NodeType,
     Partition,
     Profile,
@@ -233,7 +234,12 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool) -> LoadSummary:
         values["system"] = systems[bench.system] if bench.system else None
         values["profile"] = profile
         up.save(Benchmark, {"name": bench.name}, values, where=f"benchmarks[{i}] ({bench.name})")
-    up.delete(profile.benchmarks.exclude(name__in=[b.name for b in doc.benchmarks]))
+    # The institute's own runs are not in the data file: a reload keeps them.
+    up.delete(
+        profile.benchmarks.exclude(name__in=[b.name for b in doc.benchmarks]).exclude(
+            source_kind=BenchmarkSourceKind.INSTITUTE_RUN
+        )
+    )
 
     summary.counts = {
         "systems": len(doc.systems),
