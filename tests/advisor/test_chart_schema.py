@@ -194,7 +194,7 @@ WALKS = {
 @pytest.mark.parametrize("walk_name", sorted(WALKS))
 def test_a_chart_with_renamed_steps_gives_the_same_estimate(walk_name):
     call_command("load_catalog", "default", verbosity=0)
-    catalog = flow_services.catalog_spec()
+    catalog = flow_services.engine_catalog()
     original = load_chart("default")
     text, names = renamed_copy("default")
     renamed = parse_chart(text, name="renamed.yaml")
@@ -211,7 +211,7 @@ def test_a_chart_with_renamed_steps_gives_the_same_estimate(walk_name):
         fields = answer_fields(chart, effective_answers(chart, keyed, path))
         outcome = chart.by_id[path.outcome]
         request = flow_services.estimate_request_for(fields=fields, outcome=outcome)
-        result = flow_services.engine_estimate(
+        result = flow_services.estimate(
             flow_services._sizing_request(request, outcome, catalog), catalog
         )
         plan = flow_services.plan_for(
