@@ -347,14 +347,16 @@ def test_unreachable_hub_estimates_a_bundled_model_by_name(
         )
     page = client.get(response["Location"])
     assertContains(page, "Counted from the bundled config; the Hub did not answer")
+    # The size is known, so no size question: the flow goes on to precision (issue 15).
+    assert response["Location"] == step_url(advisor_session, "precision")
     rest = [
-        ("model_params", ""),
         ("precision", "bf16"),
         ("batch_size", "4"),
         ("seq_len", "2048"),
         ("dataset_tokens", "20"),
         ("epochs", "3"),
         ("num_gpus", ""),
+        ("project_plan", "suggested"),
         ("data_sensitivity", "public"),
         ("timeline", ""),
         ("hpc_experience", "some"),
