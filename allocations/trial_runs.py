@@ -149,6 +149,12 @@ def trial_run_parse(raw: bytes) -> TrialRunReport:
         raise TrialRunInvalid(["The file is nested too deeply to be a helper's JSON."]) from None
     if not isinstance(data, dict):
         raise TrialRunInvalid(["The file must hold one JSON object, as the helper writes."])
+    try:  # a lone surrogate (\ud800) parses but cannot be stored as UTF-8
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise TrialRunInvalid(
+            ["The file holds an invalid Unicode escape; it cannot be a helper's JSON."]
+        ) from None
     if data.get("schema") != SCHEMA:
         raise TrialRunInvalid(
             [f"schema: expected {SCHEMA!r}; this is not a file written by the trial-run helper."]

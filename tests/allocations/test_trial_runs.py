@@ -198,6 +198,11 @@ def test_parse_lists_every_bad_field(cpu_run_json):
             "this site reads version 1",
         ),
         (b" " * (MAX_FILE_BYTES + 1), "a trial-run file is at most"),
+        (b'{"schema": "\\u0000"}', "holds a NUL character"),
+        (
+            b'{"schema": "allocation-triage/trial-run", "schema_version": 1, "x": "\\ud800"}',
+            "invalid Unicode escape",
+        ),
     ],
 )
 def test_parse_refuses_what_is_not_a_report(raw, message):
