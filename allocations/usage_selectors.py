@@ -162,7 +162,7 @@ def unmatched_usage() -> list[dict]:
 # --- The chart: server-rendered SVG, no scripts ------------------------------------------------
 
 WIDTH, HEIGHT = 640, 220
-LEFT, RIGHT, TOP, BOTTOM = 56, 16, 16, 36
+LEFT, RIGHT, TOP, BOTTOM = 56, 40, 16, 36
 
 
 def _nice_max(value: float) -> float:
