@@ -1,30 +1,20 @@
 """Re-running a frozen estimate with one assumption changed, and comparing the two results.
 
-The engine and the catalog are other apps' work; this module is allocations' only door to
-them, and says plainly when the engine cannot run rather than failing the admin page.
+The engine's refusals of the changed inputs become EstimateUnavailable, said in words staff can
+act on, rather than failing the admin page.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import Any
+
+from advisor.engine import estimate
+from advisor.engine.models import EstimateRequest
+from advisor.engine_catalog import engine_catalog
 
 
 class EstimateUnavailable(Exception):
     """The estimate could not be re-run; the message says why, in words staff can act on."""
-
-
-def _engine():
-    try:
-        from advisor.engine import estimate
-        from advisor.engine.models import EstimateRequest
-
-        engine_catalog = import_module("catalog.selectors").engine_catalog
-    except (ImportError, AttributeError) as exc:
-        raise EstimateUnavailable(
-            f"The estimation engine or the catalog is not available in this build ({exc})."
-        ) from exc
-    return estimate, EstimateRequest, engine_catalog
 
 
 def estimate_rerun(
@@ -35,7 +25,6 @@ def estimate_rerun(
     `extra_benchmarks` (engine BenchmarkSpecs) join the catalog's benchmarks for this run only:
     a trial-run measurement applied before staff accept it into the catalog.
     """
-    estimate, estimate_request_model, engine_catalog = _engine()
     inputs = dict((snapshot or {}).get("request") or {})
     if not inputs:
         raise EstimateUnavailable("This request has no frozen estimate inputs to re-run.")
@@ -43,7 +32,7 @@ def estimate_rerun(
     if "accelerator" in changes:
         inputs["system"] = None  # another GPU may live on another system: let the engine choose
     try:
-        request = estimate_request_model.model_validate(inputs)
+        request = EstimateRequest.model_validate(inputs)
         catalog = engine_catalog()
         if extra_benchmarks:
             catalog = catalog.model_copy(

@@ -12,6 +12,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from advisor.engine_catalog import benchmark_spec
 from allocations.estimates import EstimateUnavailable, estimate_comparison, estimate_rerun
 from allocations.forms import MeasurementAcceptForm, MeasurementRejectForm, TrialRunUploadForm
 from allocations.measurement_selectors import (
@@ -261,7 +262,7 @@ class TrialMeasurementAdmin(admin.ModelAdmin):
             )
             values.pop("source_kind")
             values.pop("source_reference")
-            spec = Benchmark(name="trial-run-preview", **values).to_engine()
+            spec = benchmark_spec(Benchmark(name="trial-run-preview", **values))
             snapshot = allocation_request.estimate_snapshot or {}
             current = (snapshot.get("request") or {}).get("accelerator")
             changes = {} if current == accelerator.name else {"accelerator": accelerator.name}
