@@ -16,6 +16,7 @@ from allocations.forms import AllocationRequestForm, TrialRunUploadForm
 from allocations.measurement_selectors import measurement_views
 from allocations.measurement_services import trial_measurement_upload
 from allocations.models import AllocationRequest
+from allocations.notifications import notifications_waiting_for_broker
 from allocations.selectors import (
     allocation_request_get_for_researcher,
     allocation_request_initial_from_session,
@@ -36,6 +37,16 @@ from allocations.trial_runs import HELPER_FILENAME, HELPER_PATH, MAX_FILE_BYTES
 
 def _wants_submit(request: HttpRequest) -> bool:
     return request.POST.get("action") == "submit"
+
+
+def _say_if_mail_waits(request: HttpRequest, allocation_request: AllocationRequest) -> None:
+    # The request is saved either way; only the e-mail waits for the task queue (the outbox).
+    if notifications_waiting_for_broker(allocation_request=allocation_request):
+        messages.warning(
+            request,
+            "Your request is saved. The e-mail telling staff about it will be sent when the mail "
+            "service is back; there is nothing more for you to do.",
+        )
 
 
 def _estimate_systems(result: dict) -> list[str]:
@@ -116,6 +127,7 @@ def request_create(request: HttpRequest, session_id) -> HttpResponse:
                     if _wants_submit(request)
                     else "Draft saved. Submit it when it is complete.",
                 )
+                _say_if_mail_waits(request, allocation_request)
                 return redirect("allocations:request-detail", pk=allocation_request.pk)
     else:
         form = AllocationRequestForm(
@@ -242,6 +254,7 @@ def request_edit(request: HttpRequest, pk) -> HttpResponse:
                     request,
                     "Request submitted: staff will review it." if submitting else "Changes saved.",
                 )
+                _say_if_mail_waits(request, allocation_request)
                 return redirect("allocations:request-detail", pk=allocation_request.pk)
     else:
         form = AllocationRequestForm(instance=allocation_request, extra_facilities=extra)
