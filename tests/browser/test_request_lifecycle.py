@@ -50,7 +50,6 @@ LORA_7B = [
     ("data_sensitivity", "public"),
     ("timeline", "2027-06-30"),
     ("hpc_experience", "some"),
-    ("azure", "no"),
     ("notebooks", "no"),
 ]
 TITLE = 'LoRA <script>alert("pwned")</script> & friends'
