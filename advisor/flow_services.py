@@ -1,8 +1,8 @@
 """The advisor flow: sessions, answers, decisions and the result at the end of a path.
 
-Writes go through the `advisor_session_*` services; views stay thin. The estimation engine and
-the catalog are reached through `engine_estimate` and `catalog_spec`, so decisions and results
-use the same numbers.
+Writes go through the `advisor_session_*` services; views stay thin. The catalog comes from
+`advisor.engine_catalog` once per request (a view passes the state's catalog on), so decisions
+and results use the same numbers.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from advisor.engine import estimate
 from advisor.engine.constants import TARGET_WALL_HOURS
 from advisor.engine.models import (
     CatalogSpec,
@@ -23,6 +24,7 @@ from advisor.engine.models import (
     EstimateRequest,
     EstimateResult,
 )
+from advisor.engine_catalog import engine_catalog
 from advisor.flowchart import (
     AnswerError,
     Decision,
@@ -69,15 +71,6 @@ def active_flowchart_set(*, chart: str, user=None) -> ActiveFlowchart:
     return row
 
 
-def catalog_spec() -> CatalogSpec:
-    """The catalog as the engine sees it; empty until the catalog app provides its selector."""
-    try:
-        from catalog.selectors import engine_catalog
-    except ImportError:
-        return CatalogSpec(accelerators=[], systems=[])
-    return engine_catalog()
-
-
 def chart_system_problems(*, chart: Flowchart) -> dict[str, str]:
     """Systems the chart's outcomes point at that are retired, limited, or not in the catalog.
 
@@ -106,19 +99,6 @@ def chart_system_problems(*, chart: Flowchart) -> dict[str, str]:
             note = f": {system.status_note}" if system.status_note else ""
             problems[name] = f"has limited availability{note}"
     return problems
-
-
-def engine_estimate(request: EstimateRequest, catalog: CatalogSpec) -> EstimateResult:
-    from advisor import engine
-
-    estimate = getattr(engine, "estimate", None)
-    if estimate is None:
-        raise EngineUnavailable("The estimation engine is not installed yet.")
-    return estimate(request, catalog)
-
-
-class EngineUnavailable(RuntimeError):
-    pass
 
 
 # --- Sessions ---------------------------------------------------------------------------------
@@ -158,10 +138,18 @@ class FlowState:
         return self.chart.node(self.path.outcome) if self.path.outcome else None
 
 
-def advisor_session_state(*, advisor_session: AdvisorSession) -> FlowState:
+def advisor_session_state(
+    *,
+    advisor_session: AdvisorSession,
+    catalog: CatalogSpec | None = None,
+    estimates: dict[str, Any] | None = None,
+) -> FlowState:
+    """Where the session's answers lead. Pass the catalog (and the decisions' estimates) of a
+    state built earlier in the same request, so one request reads the catalog once."""
     chart = load_chart(advisor_session.chart)
-    catalog = catalog_spec()
-    cache: dict[str, Any] = {}
+    if catalog is None:
+        catalog = engine_catalog()
+    cache: dict[str, Any] = {} if estimates is None else estimates
     path = walk(chart, advisor_session.answers, _decider(catalog, cache))
     return FlowState(
         chart=chart,
@@ -176,15 +164,33 @@ def step_is_answerable(*, state: FlowState, step: str) -> bool:
     return step == state.path.current or step in state.path.questions
 
 
-@transaction.atomic
-def advisor_session_answer(*, advisor_session: AdvisorSession, step: str, raw: Any) -> FlowState:
+class SessionChanged(AnswerError):
+    """Another request (a second tab) saved the session after this one read it."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Your answers were changed in another window after this page was shown, so this "
+            "answer was not saved. Check the question and answer it again."
+        )
+
+
+def advisor_session_answer(
+    *,
+    advisor_session: AdvisorSession,
+    step: str,
+    raw: Any,
+    state: FlowState | None = None,
+) -> FlowState:
     """Store one answer and move the session on; raises AnswerError with a message for the field.
 
     The step must be the current question or an earlier one on the path (changing an earlier
-    answer); anything else raises StepNotOnPath and nothing changes.
+    answer); anything else raises StepNotOnPath and nothing changes. `state` is the session's
+    state as the caller already computed it (its catalog and estimates are reused). The write
+    is one conditional UPDATE: if another request saved the session since it was read, it
+    raises SessionChanged and nothing is saved (no lock is held while the engine runs).
     """
-    advisor_session = AdvisorSession.objects.select_for_update().get(pk=advisor_session.pk)
-    state = advisor_session_state(advisor_session=advisor_session)
+    if state is None:
+        state = advisor_session_state(advisor_session=advisor_session)
     node = state.chart.node(step)
     if node is None or node.kind != "question" or not step_is_answerable(state=state, step=step):
         raise StepNotOnPath(step)
@@ -197,7 +203,9 @@ def advisor_session_answer(*, advisor_session: AdvisorSession, step: str, raw: A
     answers = dict(advisor_session.answers)
     answers[step] = value
     advisor_session.answers = answers
-    new_state = advisor_session_state(advisor_session=advisor_session)
+    new_state = advisor_session_state(
+        advisor_session=advisor_session, catalog=state.catalog, estimates=state.estimates
+    )
     advisor_session.current_step = new_state.path.current or new_state.path.outcome or ""
     if new_state.path.outcome:
         _store_result(advisor_session, new_state)
@@ -206,8 +214,30 @@ def advisor_session_answer(*, advisor_session: AdvisorSession, step: str, raw: A
         advisor_session.estimate_request = None
         advisor_session.estimate_result = None
     advisor_session.full_clean()
-    advisor_session.save()
+    _save_unless_changed(advisor_session)
     return new_state
+
+
+_ANSWER_FIELDS = (
+    "answers",
+    "current_step",
+    "completed_at",
+    "estimate_request",
+    "estimate_result",
+    "engine_version",
+)
+
+
+def _save_unless_changed(advisor_session: AdvisorSession) -> None:
+    read_at = advisor_session.updated_at
+    saved_at = timezone.now()
+    values = {name: getattr(advisor_session, name) for name in _ANSWER_FIELDS}
+    saved = AdvisorSession.objects.filter(pk=advisor_session.pk, updated_at=read_at).update(
+        **values, updated_at=saved_at
+    )
+    if not saved:
+        raise SessionChanged()
+    advisor_session.updated_at = saved_at
 
 
 def _store_result(advisor_session: AdvisorSession, state: FlowState) -> None:
@@ -224,8 +254,8 @@ def _store_result(advisor_session: AdvisorSession, state: FlowState) -> None:
         return
     advisor_session.estimate_request = request.model_dump(mode="json")
     try:
-        result = engine_estimate(request, state.catalog)
-    except (EngineUnavailable, ValueError) as exc:  # the engine's errors carry a message
+        result = estimate(request, state.catalog)
+    except ValueError as exc:  # the engine's errors carry a message
         logger.warning("advisor session %s: no estimate: %s", advisor_session.pk, exc)
         advisor_session.estimate_result = {"error": str(exc)}
         return
@@ -478,8 +508,8 @@ def _estimate_for_check(answers, catalog, cache) -> EstimateResult | str:
         if request is None:
             outcome: EstimateResult | str = "This is not GPU work."
         else:
-            outcome = engine_estimate(request, catalog)
-    except (EngineUnavailable, ValueError) as exc:
+            outcome = estimate(request, catalog)
+    except ValueError as exc:
         outcome = str(exc)
     cache[key] = outcome
     return outcome

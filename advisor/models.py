@@ -63,6 +63,9 @@ class HfModelLookup(models.Model):
     metadata = models.JSONField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)
+    # When the broker last took the lookup task; unset while it waits for the broker (the outbox
+    # sweep sends it once the broker is back: config/outbox.py).
+    queued_at = models.DateTimeField(null=True, blank=True)
     fetched_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -82,6 +85,11 @@ class HfModelLookup(models.Model):
     @property
     def in_flight(self) -> bool:
         return self.status in (self.Status.PENDING, self.Status.RUNNING)
+
+    @property
+    def waiting_for_broker(self) -> bool:
+        """Pending, and the task queue has not taken the lookup yet (it is down)."""
+        return self.status == self.Status.PENDING and self.queued_at is None
 
     @property
     def model_url(self) -> str:
@@ -151,3 +159,35 @@ class ActiveFlowchart(models.Model):
 
     def __str__(self) -> str:
         return f"Active flowchart: {self.chart}"
+
+
+class StaffModelConfig(models.Model):
+    """A config.json staff added, so a lookup of this model works when the Hub does not answer.
+
+    Looked up before the bundled configs (advisor/model_configs), case-insensitively by repo id.
+    The admin validates the upload (a JSON object, a family the engine counts, real-model
+    bounds) and stores the engine's count with it.
+    """
+
+    repo_id = models.CharField(max_length=200, unique=True, help_text="e.g. acme/our-model-7b")
+    config = models.JSONField(help_text="The model's config.json.")
+    model_type = models.CharField(max_length=100, editable=False)
+    params_total = models.BigIntegerField(editable=False)
+    source = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="Where the file comes from (a URL, a colleague, the model's authors).",
+    )
+    added_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, editable=False
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["repo_id"]
+        verbose_name = "model config.json"
+        verbose_name_plural = "model config.json files"
+
+    def __str__(self) -> str:
+        return self.repo_id

@@ -296,10 +296,10 @@ def test_unreachable_hub_never_breaks_the_flow(
     settings.HF_TIMEOUT_SECONDS = 1
     advisor_session = start(client)
     answer_all(client, advisor_session, [("work_kind", "lora")])
+    # A model with no bundled config.json (Mistral-7B now has one: see the next test), so the
+    # researcher is asked for the count; changed deliberately with the bundled configs.
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(
-            step_url(advisor_session, "model"), {"answer": "mistralai/Mistral-7B-v0.1"}
-        )
+        response = client.post(step_url(advisor_session, "model"), {"answer": "acme/slow-model"})
     assert response.status_code == 302
     page = client.get(response["Location"])
     assert page.status_code == 200
@@ -324,6 +324,47 @@ def test_unreachable_hub_never_breaks_the_flow(
     assertContains(result, "GPU hours")
     advisor_session.refresh_from_db()
     assert advisor_session.estimate_result["params_total"] == 7_240_000_000
+
+
+def test_unreachable_hub_estimates_a_bundled_model_by_name(
+    client, settings, django_capture_on_commit_callbacks
+):
+    """Issue 15: naming meta-llama/Llama-3.1-8B with the Hub away ended in "could not
+    estimate"; its bundled config.json now gives the exact shape, and the page says so."""
+    from django.core.management import call_command
+
+    call_command("load_catalog", "default", verbosity=0)
+    settings.HF_ENDPOINT = "http://127.0.0.1:9"
+    settings.HF_TIMEOUT_SECONDS = 1
+    advisor_session = start(client)
+    answer_all(client, advisor_session, [("work_kind", "lora")])
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            step_url(advisor_session, "model"), {"answer": "meta-llama/Llama-3.1-8B"}
+        )
+    page = client.get(response["Location"])
+    assertContains(page, "Counted from the bundled config; the Hub did not answer")
+    rest = [
+        ("model_params", ""),
+        ("precision", "bf16"),
+        ("batch_size", "4"),
+        ("seq_len", "2048"),
+        ("dataset_tokens", "20"),
+        ("epochs", "3"),
+        ("num_gpus", ""),
+        ("data_sensitivity", "public"),
+        ("timeline", ""),
+        ("hpc_experience", "some"),
+        ("azure", "no"),
+        ("notebooks", "no"),
+    ]
+    response = answer_all(client, advisor_session, rest)
+    result = client.get(response["Location"])
+    assert result.status_code == 200
+    assertContains(result, "GPU hours")
+    advisor_session.refresh_from_db()
+    assert advisor_session.estimate_result["params_total"] == 8_030_261_248
+    assert advisor_session.estimate_result["params_source"] == "config.json (llama)"
 
 
 @pytest.mark.parametrize("embed", [False, True])

@@ -22,6 +22,7 @@ from advisor.engine.architecture.encoders import (
 )
 from advisor.engine.architecture.families import DECODERS
 from advisor.engine.architecture.model import ModelArchitecture
+from advisor.engine.architecture.multimodal import gemma3_blueprint
 from advisor.engine.errors import ConfigError
 
 Reader = Callable[[Config, str], b.Blueprint]
@@ -36,6 +37,7 @@ REGISTRY: dict[str, Reader] = {
     "bart": bart_blueprint,
     "mbart": bart_blueprint,
     "whisper": bart_blueprint,
+    "gemma3": gemma3_blueprint,
 }
 # Families reported under another name than their model_type.
 _LABEL = {"mt5": "t5"}
@@ -62,16 +64,19 @@ ARCHITECTURES = {
     "BartModel": "bart",
     "LlamaForCausalLM": "llama",
     "MistralForCausalLM": "mistral",
+    "GraniteForCausalLM": "granite",
     "Qwen2ForCausalLM": "qwen2",
     "Qwen3ForCausalLM": "qwen3",
     "Qwen3MoeForCausalLM": "qwen3_moe",
     "GemmaForCausalLM": "gemma",
     "Gemma2ForCausalLM": "gemma2",
     "Gemma3ForCausalLM": "gemma3_text",
+    "Gemma3ForConditionalGeneration": "gemma3",
     "OlmoForCausalLM": "olmo",
     "Olmo2ForCausalLM": "olmo2",
     "PhiForCausalLM": "phi",
     "Phi3ForCausalLM": "phi3",
+    "PhiMoEForCausalLM": "phimoe",
     "MixtralForCausalLM": "mixtral",
     "Qwen2MoeForCausalLM": "qwen2_moe",
     "DeepseekV2ForCausalLM": "deepseek_v2",
