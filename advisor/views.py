@@ -439,7 +439,24 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
         ),
         "restart_url": _url("start", embed=embed),
         "experience_tip": EXPERIENCE_TIPS.get(state.answers.get("hpc_experience", ""), ""),
+        "systems_sentence": flow_services.outcome_systems(
+            outcome=outcome, catalog=state.catalog
+        ).sentence(state.catalog, outcome)
+        if outcome.advice in ("gpu_estimate", "cloud")
+        else "",
+        "project_pays": flow_services.project_pays(state.answers),
+        "hosting": flow_services.hosting_plan_for(state=state, result=result)
+        if result is not None
+        else None,
     }
+    if context["hosting"] is not None:
+        from advisor.engine.hosting import months_text
+
+        context["hosting_months_text"] = months_text(context["hosting"].months)
+        context["hosting_justification"] = flow_services.hosting_justification(
+            plan=context["hosting"], catalog=state.catalog, params=result.params_total
+        )
+        context["experience_tip"] = ""
     if result is not None:
         systems, accelerators, capacity = _names(state.catalog)
         alternatives = _alternatives(result)
