@@ -237,3 +237,27 @@ def usage_chart(row: UsageRow) -> dict | None:
             + (f" ({row.estimated:,.0f} estimated)" if row.estimated else "")
         ),
     }
+
+
+def usage_for_request(*, allocation_request: AllocationRequest) -> dict | None:
+    """What the researcher sees of their own use: GPU hours used so far against the grant."""
+    if allocation_request.status != Status.APPROVED or not allocation_request.slurm_account:
+        return None
+    records = UsageRecord.objects.filter(allocation_request=allocation_request)
+    totals = records.aggregate(used=Sum("gpu_hours"), jobs=Count("id"))
+    last = (
+        UsageRecord.objects.filter(account=allocation_request.slurm_account)
+        .order_by("-usage_import__imported_at")
+        .values_list("usage_import__imported_at", flat=True)
+        .first()
+    )
+    granted = allocation_request.granted_gpu_hours or 0
+    used = totals["used"] or 0.0
+    return {
+        "account": allocation_request.slurm_account,
+        "used": used,
+        "jobs": totals["jobs"],
+        "granted": granted,
+        "percent": round(100 * used / granted) if granted else None,
+        "as_of": last,
+    }
