@@ -253,8 +253,16 @@ class Outcome(BaseModel):
         return (estimate - measured) / measured
 
 
+# A measurement records the recipe its source ran: settings a point leaves out are the ones
+# engine 1.x assumed (no checkpointing, AdamW, the batch run whole on each GPU), pinned so the
+# recipe search cannot pick another recipe than the one measured.
+PINNED_DEFAULTS = {"gradient_checkpointing": False, "optimizer": "adamw"}
+
+
 def build_request(point: Point, *, use_params: bool) -> EstimateRequest:
-    fields = dict(point.request)
+    fields = {**PINNED_DEFAULTS, **point.request}
+    if fields["task"] != "inference":
+        fields.setdefault("micro_batch", fields.get("batch_size", 1))
     fields["model_id"] = point.model.id
     if use_params:
         fields["params"] = point.model.params

@@ -7,9 +7,12 @@ reasons, plus a justification paragraph and a starter Slurm script.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from advisor.engine import constants as c
 from advisor.engine.compute import training_flops_per_token, utilisation_table
 from advisor.engine.errors import EstimateError
+from advisor.engine.frameworks import framework_for
 from advisor.engine.justification import draft
 from advisor.engine.memory import Workload, memory_per_gpu
 from advisor.engine.models import (
@@ -17,6 +20,7 @@ from advisor.engine.models import (
     CatalogSpec,
     EstimateRequest,
     EstimateResult,
+    FrameworkInfo,
     MemoryBreakdown,
     Recommendation,
 )
@@ -32,7 +36,7 @@ from advisor.engine.workload import (
     resolve_shape,
 )
 
-ENGINE_VERSION = "1.1.0"
+ENGINE_VERSION = "1.2.0"
 
 __all__ = [
     "ENGINE_VERSION",
@@ -98,7 +102,18 @@ def estimate_shape(
         or (request.hub.repo_id if request.hub else None)
         or (shape.architecture or f"a {shape.params_total / 1e9:.1f}B-parameter model")
     )
+    framework, assumed = framework_for(request.framework, wl.training)
     if best is not None:
+        recipe = best.option.recipe
+        if recipe is not None and wl.training:
+            # Everything below describes the recipe the recommendation runs.
+            wl = replace(
+                wl,
+                batch_size=recipe.micro_batch,
+                gradient_checkpointing=recipe.checkpointing == "full",
+                selective_recompute=recipe.checkpointing == "selective",
+                optimizer=recipe.optimizer or wl.optimizer,
+            )
         reasons = _recommendation_reasons(best, candidates, wl)
         # The best option's fields, already complete, with the longer reasons.
         recommendation = trusted(Recommendation, {**best.option.__dict__, "reasons": reasons})
@@ -109,6 +124,7 @@ def estimate_shape(
             partition=best.partition,
             model_name=model_name,
             task=wl.task,
+            framework=framework,
         )
         memory = best.option.memory
     else:
@@ -143,9 +159,12 @@ def estimate_shape(
         justification=justification,
         slurm_script=slurm_script,
         warnings=warnings + [f"Model: {note}" for note in shape.notes],
-        assumptions=_assumptions(request, shape, wl),
+        assumptions=_assumptions(request, shape, wl, framework, assumed),
         uncertainty=uncertainty,
         engine_version=ENGINE_VERSION,
+        framework=FrameworkInfo.model_construct(
+            key=framework.key, name=framework.name, assumed=assumed, source=framework.source
+        ),
     )
 
 
@@ -154,12 +173,16 @@ def _what_would_help(request: EstimateRequest, wl: Workload) -> list[str]:
     hints = []
     if wl.task == "inference" and wl.weight_format in ("fp32", "fp16", "bf16"):
         hints.append("int8 or int4 weights would cut the weights to a half or a quarter.")
-    if wl.training and not wl.gradient_checkpointing:
-        hints.append("Gradient checkpointing keeps only each layer's input for backward.")
+    if wl.training and request.gradient_checkpointing is False:
+        hints.append(
+            "You ruled out gradient checkpointing; it keeps only each layer's input for backward."
+        )
     if wl.task in ("full_finetune", "pretrain"):
         hints.append("LoRA or QLoRA trains adapters only and needs far less memory.")
-    if request.batch_size > 1:
-        hints.append("A smaller batch per GPU with gradient accumulation needs less memory.")
+    if request.micro_batch is not None and request.micro_batch > 1:
+        hints.append("A smaller micro-batch with more accumulation steps needs less memory.")
+    if wl.training and request.optimizer in ("adamw", "paged_adamw"):
+        hints.append("8-bit AdamW keeps the optimizer state in a quarter of the memory.")
     return hints
 
 
@@ -206,14 +229,23 @@ def _uncertainty(total_bytes: int, gpu_hours: float | None) -> dict[str, float]:
     return out
 
 
-def _assumptions(request: EstimateRequest, shape: ModelShape, wl: Workload) -> list[Assumption]:
+def _assumptions(
+    request: EstimateRequest, shape: ModelShape, wl: Workload, framework, assumed: bool
+) -> list[Assumption]:
     out = [
+        Assumption.model_construct(
+            name="Library",
+            value=framework.name
+            + (" (you did not say which library; this is the most common one)" if assumed else ""),
+            source=framework.source,
+        ),
         Assumption.model_construct(
             name="Parameters",
             value=f"{shape.params_total:,} total, {shape.params_active:,} active",
             source=shape.source,
         ),
         c.CUDA_CONTEXT.assumption(f"{c.CUDA_CONTEXT.value / 2**20:.0f} MiB"),
+        c.CUDA_CONTEXT_LEGACY.assumption(f"{c.CUDA_CONTEXT_LEGACY.value / 2**20:.0f} MiB"),
         c.NCCL_BUFFERS.assumption(f"{c.NCCL_BUFFERS.value / 2**20:.0f} MiB on multi-GPU jobs"),
         c.ALLOCATOR_FRAGMENTATION.assumption(f"{c.ALLOCATOR_FRAGMENTATION.value:.0%}"),
         Assumption.model_construct(
@@ -235,10 +267,19 @@ def _assumptions(request: EstimateRequest, shape: ModelShape, wl: Workload) -> l
         activ = (
             "gradient checkpointing: layer inputs only"
             if wl.gradient_checkpointing
-            else ("all layers kept")
+            else ("selective recomputation" if wl.selective_recompute else "all layers kept")
         )
         out.append(c.KORTHIKANTI.assumption(f"{activ}; flash attention {wl.flash_attention}"))
-        out.append(c.LOGITS_TRAINING_BYTES.assumption())
+        if wl.logits_per_entry is None:
+            out.append(c.LOGITS_TRAINING_BYTES.assumption())
+        else:
+            out.append(
+                c.LOGITS_TRAINING_BYTES.assumption(
+                    f"{wl.logits_per_entry:g} bytes per token x vocabulary entry: "
+                    f"{framework.name} computes the loss without full fp32 logits"
+                )
+            )
+        out.append(c.MICROBATCH_SATURATION_TOKENS.assumption())
         if wl.adapters:
             out.append(
                 Assumption.model_construct(
