@@ -114,7 +114,7 @@ def estimate_shape(
                 selective_recompute=recipe.checkpointing == "selective",
                 optimizer=recipe.optimizer or wl.optimizer,
             )
-        reasons = _recommendation_reasons(best, candidates, wl)
+        reasons = _recommendation_reasons(best, candidates, wl, framework)
         # The best option's fields, already complete, with the longer reasons.
         recommendation = trusted(Recommendation, {**best.option.__dict__, "reasons": reasons})
         slurm_script = sbatch_script(
@@ -186,7 +186,7 @@ def _what_would_help(request: EstimateRequest, wl: Workload) -> list[str]:
     return hints
 
 
-def _recommendation_reasons(best, candidates, wl: Workload) -> list[str]:
+def _recommendation_reasons(best, candidates, wl: Workload, framework) -> list[str]:
     opt = best.option
     acc = best.accelerator
     free = 1 - opt.memory_per_gpu_bytes / opt.capacity_bytes
@@ -195,6 +195,14 @@ def _recommendation_reasons(best, candidates, wl: Workload) -> list[str]:
         f"on a {acc.display_name} ({free:.0%} headroom) with {opt.num_gpus} GPU(s), "
         f"{opt.strategy.replace('_', ' ')}."
     ]
+    if framework.preallocates and not wl.training:
+        reserved = opt.capacity_bytes * framework.preallocates
+        reasons.append(
+            f"{framework.name} reserves {framework.preallocates:.0%} of each GPU at start-up: "
+            f"nvidia-smi will show about {reserved / 1e9:.0f} GB per GPU. The model needs "
+            f"{opt.memory_per_gpu_bytes / 1e9:.1f} GB of it; the rest becomes paged KV cache, "
+            "so more concurrent requests fit than the batch estimated."
+        )
     if opt.requested_gpu_hours is not None:
         reasons.append(
             f"{_h(opt.gpu_hours)} GPU hours of compute + {_h(opt.contingency_gpu_hours)} "

@@ -425,14 +425,18 @@ class MemoryModel:
                 if wl.state_mode == "fp32":
                     weights = shape.params_total * 4.0
             grads = trainable * g_b
-            optim = trainable * o_b
+            # Paged optimizers keep their state in CUDA unified memory, which the driver moves
+            # to CPU RAM when the GPU runs short (QLoRA paper section 3, "Paged Optimizers"):
+            # it never makes a job run out of memory, so it is not counted against capacity.
+            optim = 0.0 if optimizer.startswith("paged_") else trainable * o_b
             # PyTorch AMP without DeepSpeed/FSDP keeps the parameters and their gradients in
             # fp32 and caches a 16-bit cast of each weight while autocast runs: 4 + 2
             # weights, 4 gradients, optimizer states without a separate master copy (18
             # B/param with AdamW).
             if not wl.adapters and wl.state_mode == "mixed":
                 p = shape.params_total
-                amp_states = (p * (4 + c.AMP_CAST_CACHE.value), p * 4.0, optim - p * 4.0)
+                moments = max(optim - p * 4.0, 0.0)
+                amp_states = (p * (4 + c.AMP_CAST_CACHE.value), p * 4.0, moments)
             if wl.optimizer_in_backward and not wl.adapters:
                 # Only the gradient being applied exists (torchtune optimizer_in_bwd).
                 largest = max(shape.largest_linear, shape.vocab_size * shape.hidden_size)
