@@ -41,7 +41,14 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils import build_hf_headers, parse_ratelimit_headers
 
-from advisor.engine.architecture import architecture_from_config
+from advisor.engine.architecture import (
+    DTYPE_BYTES,
+    architecture_from_config,
+    check_hub_counts,
+    compare_with_hub,
+    quantization_bits,
+    unpacked_count,
+)
 from advisor.engine.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -63,26 +70,6 @@ UNEXPECTED = "unexpected"
 
 TYPE_BY_HAND = "You can type the parameter count by hand instead."
 REQUEST_ACCESS = "Request access on the model's Hub page, then look it up again."
-
-# Bytes per element of each safetensors dtype, for "size per dtype" (hf-hub-notes.md §5.3).
-DTYPE_BYTES = {
-    "F64": 8,
-    "I64": 8,
-    "U64": 8,
-    "F32": 4,
-    "I32": 4,
-    "U32": 4,
-    "F16": 2,
-    "BF16": 2,
-    "I16": 2,
-    "U16": 2,
-    "F8_E4M3": 1,
-    "F8_E5M2": 1,
-    "F8_E8M0": 1,
-    "I8": 1,
-    "U8": 1,
-    "BOOL": 1,
-}
 
 
 class HubError(Exception):
@@ -390,16 +377,57 @@ def _safetensors_counts(
     return counts or None
 
 
-def _count_from_config(config: dict[str, Any]) -> tuple[int | None, str, list[str]]:
-    """Last resort: count parameters from config.json with the engine."""
+def choose_params(
+    config: dict[str, Any] | None,
+    counts: dict[str, int],
+    total: int | None,
+    counts_source: str,
+    quantization: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The model's parameter count, where it comes from, and why the Hub's total differs.
+
+    The architecture's count wins when the engine knows the family: the Hub's safetensors
+    total counts stored tensors, buffers and duplicated tied weights included (GPT-2:
+    137,022,720 stored, 124,439,808 parameters; ../shared/hf-hub-notes.md §3.2). The Hub's total
+    is kept beside it, with the reason, only when the two differ.
+    """
+    chosen: dict[str, Any] = {
+        "params_total": total,
+        "params_source": counts_source if total else "",
+        "safetensors_note": "",
+        "notes": [],
+    }
+    if config is None:
+        return chosen
     try:
         arch = architecture_from_config(config)
     except ConfigError as exc:
-        return None, "", [f"config.json could not be counted: {exc.message}"]
-    notes = list(arch.notes)
+        chosen["notes"].append(f"config.json could not be counted: {exc.message}")
+        return chosen
     if not arch.exact:
-        notes.append("The parameter count from config.json is approximate.")
-    return arch.params_total, arch.source, notes
+        chosen["notes"].append("The parameter count from config.json is approximate.")
+    if not total:
+        chosen.update(params_total=arch.params_total, params_source=arch.source)
+        return chosen
+    bits = quantization_bits(quantization)
+    note, trusted = compare_with_hub(arch, unpacked_count(counts, bits) if counts else total, bits)
+    if not trusted:
+        chosen["safetensors_note"] = note
+        return chosen
+    chosen.update(params_total=arch.params_total, params_source=arch.source)
+    if total != arch.params_total:
+        chosen["safetensors_note"] = note
+    return chosen
+
+
+def _bounded_counts(counts: dict[str, int], total: int | None, notes: list[str]):
+    """The Hub's counts, or none when they are beyond any real model (issue 11)."""
+    try:
+        check_hub_counts(counts, total)
+    except ConfigError as exc:
+        notes.append(f"{exc.message}; the count was ignored.")
+        return {}, None
+    return counts, total
 
 
 def fetch_model(repo_id: str, revision: str = "main") -> FetchedModel:
@@ -455,11 +483,7 @@ def fetch_model(repo_id: str, revision: str = "main") -> FetchedModel:
             total = sum(counts.values())
             params_source = "safetensors headers"
 
-    params_total: int | None = total
-    if total is None and config is not None:
-        params_total, params_source, count_notes = _count_from_config(config)
-        notes.extend(count_notes)
-
+    counts, total = _bounded_counts(counts, total, notes)
     quantization = None
     if config is not None and isinstance(config.get("quantization_config"), dict):
         quantization = config["quantization_config"]
@@ -470,6 +494,9 @@ def fetch_model(repo_id: str, revision: str = "main") -> FetchedModel:
             "The checkpoint is quantised: the safetensors counts are packed integers and scales, "
             "not model parameters."
         )
+    chosen = choose_params(config, counts, total, params_source, quantization)
+    notes.extend(chosen.pop("notes"))
+    params_total = chosen["params_total"]
 
     files = {
         sibling.rfilename: sibling.size
@@ -495,8 +522,9 @@ def fetch_model(repo_id: str, revision: str = "main") -> FetchedModel:
             for dtype, count in counts.items()
             if dtype in DTYPE_BYTES
         },
-        "params_total": params_total,
-        "params_source": params_source,
+        **chosen,
+        "counts_source": params_source,  # where safetensors_parameters were read
+        "config_source": "hub",
         "quantization_config": quantization,
         "architectures": (config or info.config or {}).get("architectures"),
         "model_type": (config or info.config or {}).get("model_type"),
@@ -507,6 +535,63 @@ def fetch_model(repo_id: str, revision: str = "main") -> FetchedModel:
     if params_total is None and not gated_files:
         metadata["notes"].append("No parameter count was found on the Hub. " + TYPE_BY_HAND)
     return FetchedModel(repo_id=canonical, sha=sha, metadata=metadata, gated_files=gated_files)
+
+
+# --- Without the Hub --------------------------------------------------------------------------
+
+LOCAL_CONFIG_LABELS = {
+    "bundled": "the bundled config",
+    "staff": "a config.json added by staff",
+}
+_DID_NOT_ANSWER = {
+    SERVER_ERROR: "it answered with an error",
+    TIMEOUT: "it took too long to answer",
+    UNREACHABLE: "it cannot be reached",
+    RATE_LIMITED: "it is rate-limiting us",
+    NOT_FOUND: "it shows no public model by that name",
+    PRIVATE: "it shows no public model by that name",
+}
+
+
+def did_not_answer(error: HubError) -> str:
+    """Why the Hub gave nothing, in a few words for the 'from the bundled config' note."""
+    return _DID_NOT_ANSWER.get(error.kind, "it did not answer")
+
+
+def metadata_from_config(repo_id: str, local: dict[str, Any], *, note: str) -> FetchedModel:
+    """A lookup's answer built from a config.json the app holds (bundled or staff-added).
+
+    Same shape as fetch_model's metadata, so the card, the JSON and the estimate read it the
+    same way; `config_source` says where it came from.
+    """
+    config = local["config"]
+    chosen = choose_params(config, {}, None, "")
+    quantization = config.get("quantization_config")
+    metadata = {
+        "repo_id": repo_id,
+        "sha": None,
+        "pipeline_tag": None,
+        "library_name": None,
+        "license": local.get("licence"),
+        "gated": False,
+        "private": False,
+        "downloads": None,
+        "likes": None,
+        "last_modified": None,
+        "safetensors_parameters": {},
+        "safetensors_total": None,
+        "bytes_per_dtype": {},
+        **chosen,
+        "notes": [note, *chosen["notes"]],
+        "config_source": local["kind"],
+        "config_origin": local.get("source") or "",
+        "quantization_config": quantization if isinstance(quantization, dict) else None,
+        "architectures": config.get("architectures"),
+        "model_type": config.get("model_type"),
+        "config": config,
+        "files": {},
+    }
+    return FetchedModel(repo_id=repo_id, sha=None, metadata=metadata)
 
 
 # --- Search ----------------------------------------------------------------------------------
