@@ -7,7 +7,9 @@ reasons, plus a justification paragraph and a starter Slurm script.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 
 from advisor.engine import constants as c
 from advisor.engine.compute import training_flops_per_token, utilisation_table
@@ -147,7 +149,7 @@ def estimate_shape(
         accelerator=best.accelerator if best else None,
         flops_per_token=flops,
     )
-    uncertainty = _uncertainty(memory.total_bytes, best.option.gpu_hours if best else None)
+    uncertainty = _uncertainty(memory.total_bytes, best.option.gpu_hours if best else None, wl.task)
     return EstimateResult.model_construct(
         params_total=shape.params_total,
         params_active=shape.params_active,
@@ -223,18 +225,61 @@ def _recommendation_reasons(best, candidates, wl: Workload, framework) -> list[s
     return reasons
 
 
-def _uncertainty(total_bytes: int, gpu_hours: float | None) -> dict[str, float]:
-    m = c.MEMORY_MARGIN.value
+def _load_test_uncertainty() -> dict[str, dict]:
+    """Per task family, the memory error covering 80 % of the test points
+    (uncertainty.json, written by scripts/accuracy_report.py)."""
+    path = Path(__file__).with_name("uncertainty.json")
+    try:
+        return json.loads(path.read_text())["memory"]
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+TEST_UNCERTAINTY = _load_test_uncertainty()
+FAMILY_OF_TASK = {
+    "inference": "inference",
+    "lora": "adapters",
+    "qlora": "adapters",
+    "full_finetune": "full",
+    "pretrain": "full",
+}
+
+
+def memory_uncertainty(task: str) -> tuple[float, int]:
+    """(relative memory error, test points behind it; 0 = the calibration margin)."""
+    found = TEST_UNCERTAINTY.get(FAMILY_OF_TASK.get(task, ""), {})
+    if found.get("relative") is None:
+        return c.MEMORY_MARGIN.value, 0
+    return max(found["relative"], 0.01), int(found.get("points") or 0)
+
+
+def _uncertainty(total_bytes: int, gpu_hours: float | None, task: str) -> dict[str, float]:
+    m, points = memory_uncertainty(task)
+    # error = (estimate - measured) / measured, so |error| <= m puts the measurement between
+    # estimate / (1 + m) and estimate / (1 - m).
     out = {
         "memory_relative": m,
-        "memory_low_bytes": float(int(total_bytes * (1 - m))),
-        "memory_high_bytes": float(int(total_bytes * (1 + m))),
+        "memory_low_bytes": float(int(total_bytes / (1 + m))),
+        "memory_high_bytes": float(int(total_bytes / (1 - m))),
+        "memory_test_points": float(points),
         "gpu_hours_relative": c.GPU_HOURS_MARGIN.value,
     }
     if gpu_hours is not None:
         out["gpu_hours_low"] = round(gpu_hours * (1 - c.GPU_HOURS_MARGIN.value), 2)
         out["gpu_hours_high"] = round(gpu_hours * (1 + c.GPU_HOURS_MARGIN.value), 2)
     return out
+
+
+def _memory_uncertainty_assumption(task: str) -> Assumption:
+    m, points = memory_uncertainty(task)
+    if not points:
+        return c.MEMORY_MARGIN.assumption(f"+-{m:.0%} (too few test points for this kind of work)")
+    return Assumption.model_construct(
+        name="Memory uncertainty",
+        value=f"+-{m:.0%}: covers 80% of the {points} published measurements of this kind of "
+        "work that the engine was never tuned on",
+        source="docs/accuracy.md, test points (advisor/engine/uncertainty.json)",
+    )
 
 
 def _assumptions(
@@ -262,7 +307,7 @@ def _assumptions(
             "ECC and driver reservations",
             source="vendor datasheets (catalog)",
         ),
-        c.MEMORY_MARGIN.assumption(f"+-{c.MEMORY_MARGIN.value:.0%}"),
+        _memory_uncertainty_assumption(wl.task),
     ]
     if wl.weight_format == "int4":
         nf4 = c.NF4_DOUBLE_QUANT if wl.double_quant else c.NF4_CONSTANTS
