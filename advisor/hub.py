@@ -41,15 +41,8 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils import build_hf_headers, parse_ratelimit_headers
 
-from advisor.engine.architecture import (
-    DTYPE_BYTES,
-    architecture_from_config,
-    check_hub_counts,
-    compare_with_hub,
-    quantization_bits,
-    unpacked_count,
-)
-from advisor.engine.errors import ConfigError
+from advisor.engine.architecture import DTYPE_BYTES
+from advisor.lookup_metadata import bounded_counts, choose_params
 
 logger = logging.getLogger(__name__)
 
@@ -377,64 +370,7 @@ def _safetensors_counts(
     return counts or None
 
 
-def choose_params(
-    config: dict[str, Any] | None,
-    counts: dict[str, int],
-    total: int | None,
-    counts_source: str,
-    quantization: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The model's parameter count, where it comes from, and why the Hub's total differs.
-
-    The architecture's count wins when the engine knows the family: the Hub's safetensors
-    total counts stored tensors, buffers and duplicated tied weights included (GPT-2:
-    137,022,720 stored, 124,439,808 parameters; ../shared/hf-hub-notes.md §3.2). The Hub's total
-    is kept beside it, with the reason, only when the two differ.
-    """
-    chosen: dict[str, Any] = {
-        "params_total": total,
-        "params_source": counts_source if total else "",
-        "safetensors_note": "",
-        "notes": [],
-    }
-    if config is None:
-        return chosen
-    try:
-        arch = architecture_from_config(config)
-    except ConfigError as exc:
-        chosen["notes"].append(f"config.json could not be counted: {exc.message}")
-        return chosen
-    if not arch.exact:
-        chosen["notes"].append("The parameter count from config.json is approximate.")
-    if not total:
-        chosen.update(params_total=arch.params_total, params_source=arch.source)
-        return chosen
-    bits = quantization_bits(quantization)
-    note, trusted = compare_with_hub(arch, unpacked_count(counts, bits) if counts else total, bits)
-    if not trusted:
-        chosen["safetensors_note"] = note
-        return chosen
-    chosen.update(params_total=arch.params_total, params_source=arch.source)
-    if total != arch.params_total:
-        chosen["safetensors_note"] = note
-    return chosen
-
-
-def _bounded_counts(counts: dict[str, int], total: int | None, notes: list[str]):
-    """The Hub's counts, or none when they are beyond any real model (issue 11)."""
-    try:
-        check_hub_counts(counts, total)
-    except ConfigError as exc:
-        notes.append(f"{exc.message}; the count was ignored.")
-        return {}, None
-    return counts, total
-
-
-def fetch_model(repo_id: str, revision: str = "main") -> FetchedModel:
-    """Everything the estimate needs about one model, or a HubError. Blocks: call from a task."""
-    validate_repo_id(repo_id)
-    validate_revision(revision)
-    api = hub_api()
+def _model_info(api: HfApi, repo_id: str, revision: str):
     try:
         info = api.model_info(
             repo_id, revision=revision, files_metadata=True, timeout=_timeout(), token=_token()
@@ -443,155 +379,99 @@ def fetch_model(repo_id: str, revision: str = "main") -> FetchedModel:
         raise _translate(exc, repo_id) from exc
     if info.disabled:
         raise HubPermanentError(DISABLED, f"{info.id} has been disabled on the Hub. {TYPE_BY_HAND}")
+    return info
 
-    canonical = info.id
-    sha = info.sha
-    pinned = sha or revision  # read files at the commit model_info saw, so they agree
-    notes: list[str] = []
-    gated_files = False
 
-    config: dict[str, Any] | None = None
+def _config_of(api: HfApi, repo_id: str, pinned: str, notes: list[str]):
+    """(config.json at the pinned commit or None, gated): a gated file also leaves a note."""
     try:
-        config = _fetch_json(api, canonical, pinned, "config.json")
+        return _fetch_json(api, repo_id, pinned, "config.json"), False
     except GatedRepoError:
-        gated_files = True
         notes.append(
             "config.json is gated: the parameter count comes from the Hub's public metadata. "
             + REQUEST_ACCESS
         )
+        return None, True
     except Exception as exc:  # noqa: BLE001
-        raise _translate(exc, canonical) from exc
+        raise _translate(exc, repo_id) from exc
 
-    counts: dict[str, int] = {}
-    total: int | None = None
-    params_source = ""
+
+def _counts_of(api: HfApi, info, pinned: str, gated_files: bool):
+    """(counts per dtype, total, where they were read, gated): model_info's, else the headers."""
     if info.safetensors is not None and info.safetensors.parameters:
         counts = dict(info.safetensors.parameters)
-        total = info.safetensors.total or sum(counts.values())
-        params_source = "hub safetensors metadata"
-    elif not gated_files:
-        try:
-            filenames = {sibling.rfilename for sibling in info.siblings or []}
-            header_counts = _safetensors_counts(api, canonical, pinned, filenames)
-        except GatedRepoError:
-            header_counts = None
-            gated_files = True
-        except Exception as exc:  # noqa: BLE001
-            raise _translate(exc, canonical) from exc
-        if header_counts:
-            counts = header_counts
-            total = sum(counts.values())
-            params_source = "safetensors headers"
+        return counts, info.safetensors.total or sum(counts.values()), _FROM_INFO, gated_files
+    if gated_files:
+        return {}, None, "", gated_files
+    try:
+        filenames = {sibling.rfilename for sibling in info.siblings or []}
+        header_counts = _safetensors_counts(api, info.id, pinned, filenames)
+    except GatedRepoError:
+        return {}, None, "", True
+    except Exception as exc:  # noqa: BLE001
+        raise _translate(exc, info.id) from exc
+    if not header_counts:
+        return {}, None, "", gated_files
+    return header_counts, sum(header_counts.values()), "safetensors headers", gated_files
 
-    counts, total = _bounded_counts(counts, total, notes)
-    quantization = None
-    if config is not None and isinstance(config.get("quantization_config"), dict):
-        quantization = config["quantization_config"]
-    elif isinstance((info.config or {}).get("quantization_config"), dict):
-        quantization = info.config["quantization_config"]
+
+_FROM_INFO = "hub safetensors metadata"
+
+
+def _quantization(config: dict | None, info) -> dict | None:
+    for source in (config or {}, info.config or {}):
+        if isinstance(source.get("quantization_config"), dict):
+            return source["quantization_config"]
+    return None
+
+
+def fetch_model(repo_id: str, revision: str = "main") -> FetchedModel:
+    """Everything the estimate needs about one model, or a HubError. Blocks: call from a task."""
+    validate_repo_id(repo_id)
+    validate_revision(revision)
+    api = hub_api()
+    info = _model_info(api, repo_id, revision)
+    pinned = info.sha or revision  # read files at the commit model_info saw, so they agree
+    notes: list[str] = []
+    config, gated_files = _config_of(api, info.id, pinned, notes)
+    counts, total, counts_source, gated_files = _counts_of(api, info, pinned, gated_files)
+    counts, total = bounded_counts(counts, total, notes)
+    quantization = _quantization(config, info)
     if quantization is not None and counts:
         notes.append(
             "The checkpoint is quantised: the safetensors counts are packed integers and scales, "
             "not model parameters."
         )
-    chosen = choose_params(config, counts, total, params_source, quantization)
+    chosen = choose_params(config, counts, total, counts_source, quantization)
     notes.extend(chosen.pop("notes"))
-    params_total = chosen["params_total"]
-
-    files = {
-        sibling.rfilename: sibling.size
-        for sibling in (info.siblings or [])
-        if sibling.size is not None
-    }
-    gated = info.gated if info.gated in ("auto", "manual") else False
+    summary = config or info.config or {}
     metadata = {
-        "repo_id": canonical,
-        "sha": sha,
+        "repo_id": info.id,
+        "sha": info.sha,
         "pipeline_tag": info.pipeline_tag,
         "library_name": info.library_name,
         "license": _license(info),
-        "gated": gated,
+        "gated": info.gated if info.gated in ("auto", "manual") else False,
         "private": bool(info.private),
         "downloads": info.downloads,
         "likes": info.likes,
         "last_modified": info.last_modified.isoformat() if info.last_modified else None,
         "safetensors_parameters": counts,
         "safetensors_total": total,
-        "bytes_per_dtype": {
-            dtype: count * DTYPE_BYTES[dtype]
-            for dtype, count in counts.items()
-            if dtype in DTYPE_BYTES
-        },
+        "bytes_per_dtype": {d: n * DTYPE_BYTES[d] for d, n in counts.items() if d in DTYPE_BYTES},
         **chosen,
-        "counts_source": params_source,  # where safetensors_parameters were read
+        "counts_source": counts_source,  # where safetensors_parameters were read
         "config_source": "hub",
         "quantization_config": quantization,
-        "architectures": (config or info.config or {}).get("architectures"),
-        "model_type": (config or info.config or {}).get("model_type"),
+        "architectures": summary.get("architectures"),
+        "model_type": summary.get("model_type"),
         "config": config,
-        "files": files,
+        "files": {s.rfilename: s.size for s in info.siblings or [] if s.size is not None},
         "notes": notes,
     }
-    if params_total is None and not gated_files:
-        metadata["notes"].append("No parameter count was found on the Hub. " + TYPE_BY_HAND)
-    return FetchedModel(repo_id=canonical, sha=sha, metadata=metadata, gated_files=gated_files)
-
-
-# --- Without the Hub --------------------------------------------------------------------------
-
-LOCAL_CONFIG_LABELS = {
-    "bundled": "the bundled config",
-    "staff": "a config.json added by staff",
-}
-_DID_NOT_ANSWER = {
-    SERVER_ERROR: "it answered with an error",
-    TIMEOUT: "it took too long to answer",
-    UNREACHABLE: "it cannot be reached",
-    RATE_LIMITED: "it is rate-limiting us",
-    NOT_FOUND: "it shows no public model by that name",
-    PRIVATE: "it shows no public model by that name",
-}
-
-
-def did_not_answer(error: HubError) -> str:
-    """Why the Hub gave nothing, in a few words for the 'from the bundled config' note."""
-    return _DID_NOT_ANSWER.get(error.kind, "it did not answer")
-
-
-def metadata_from_config(repo_id: str, local: dict[str, Any], *, note: str) -> FetchedModel:
-    """A lookup's answer built from a config.json the app holds (bundled or staff-added).
-
-    Same shape as fetch_model's metadata, so the card, the JSON and the estimate read it the
-    same way; `config_source` says where it came from.
-    """
-    config = local["config"]
-    chosen = choose_params(config, {}, None, "")
-    quantization = config.get("quantization_config")
-    metadata = {
-        "repo_id": repo_id,
-        "sha": None,
-        "pipeline_tag": None,
-        "library_name": None,
-        "license": local.get("licence"),
-        "gated": False,
-        "private": False,
-        "downloads": None,
-        "likes": None,
-        "last_modified": None,
-        "safetensors_parameters": {},
-        "safetensors_total": None,
-        "bytes_per_dtype": {},
-        **chosen,
-        "notes": [note, *chosen["notes"]],
-        "config_source": local["kind"],
-        "config_origin": local.get("source") or "",
-        "quantization_config": quantization if isinstance(quantization, dict) else None,
-        "architectures": config.get("architectures"),
-        "model_type": config.get("model_type"),
-        "config": config,
-        "files": {},
-    }
-    return FetchedModel(repo_id=repo_id, sha=None, metadata=metadata)
+    if chosen["params_total"] is None and not gated_files:
+        notes.append("No parameter count was found on the Hub. " + TYPE_BY_HAND)
+    return FetchedModel(repo_id=info.id, sha=info.sha, metadata=metadata, gated_files=gated_files)
 
 
 # --- Search ----------------------------------------------------------------------------------

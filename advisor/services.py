@@ -3,7 +3,9 @@
 A lookup is one HfModelLookup row per (repo id, revision). Requests share the row; only the
 request that makes it pending (new, or stale) enqueues the task, and the task claims the row
 with a conditional update, so however many researchers ask at once the Hub is asked once, and a
-redelivered task (acks_late after a worker died) changes nothing.
+redelivered task (acks_late after a worker died) changes nothing. The row is also the outbox
+(config/outbox.py): when the broker is down the lookup waits as pending and the sweep sends it
+once Redis is back; a "running" row whose worker died is taken over by the sweep too.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from advisor import hub, selectors
+from advisor import hub, lookup_metadata, selectors
 from advisor.models import HfModelLookup, StaffModelConfig
+from config.outbox import outbox_due, rows_requeue, task_send_on_commit
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +34,19 @@ _SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 LOOKUP_CACHE_SECONDS = 300
 # config_source values of answers that did not come from the Hub.
 LOCAL_SOURCES = ("bundled", "staff")
+LOCAL_CONFIG_LABELS = {
+    "bundled": "the bundled config",
+    "staff": "a config.json added by staff",
+}
+# Why the Hub gave nothing, in a few words for the "from the bundled config" note.
+_DID_NOT_ANSWER = {
+    hub.SERVER_ERROR: "it answered with an error",
+    hub.TIMEOUT: "it took too long to answer",
+    hub.UNREACHABLE: "it cannot be reached",
+    hub.RATE_LIMITED: "it is rate-limiting us",
+    hub.NOT_FOUND: "it shows no public model by that name",
+    hub.PRIVATE: "it shows no public model by that name",
+}
 
 
 class LookupBusy(Exception):
@@ -125,10 +141,23 @@ def _forget_cached(lookup: HfModelLookup) -> None:
     )
 
 
-def _enqueue(lookup_id: int) -> None:
+def _enqueue(lookup: HfModelLookup) -> None:
     from advisor.tasks import hf_model_lookup_refresh as hf_model_lookup_refresh_task
 
-    hf_model_lookup_refresh_task.delay_on_commit(lookup_id)
+    task_send_on_commit(hf_model_lookup_refresh_task, lookup)
+
+
+def hf_model_lookups_requeue_due() -> int:
+    """The outbox sweep for lookups: queue again what the broker never took or lost, and the
+    lookups a dead worker left "running". Returns how many were queued."""
+    from advisor.tasks import hf_model_lookup_refresh as hf_model_lookup_refresh_task
+
+    now = timezone.now()
+    due = HfModelLookup.objects.filter(
+        (Q(status=Status.PENDING) & outbox_due(now=now))
+        | Q(status=Status.RUNNING, started_at__lt=now - _running_is_stale_after())
+    )
+    return rows_requeue(hf_model_lookup_refresh_task, due)
 
 
 def hf_model_lookup_request(*, repo_id: str, revision: str = "main") -> HfModelLookup:
@@ -156,7 +185,7 @@ def hf_model_lookup_request(*, repo_id: str, revision: str = "main") -> HfModelL
             if lookup is None:
                 raise
         else:
-            _enqueue(lookup.pk)
+            _enqueue(lookup)
             return lookup
 
     if lookup.status == Status.PENDING or not _looks_stale(lookup):
@@ -165,10 +194,10 @@ def hf_model_lookup_request(*, repo_id: str, revision: str = "main") -> HfModelL
     became_pending = (
         HfModelLookup.objects.filter(pk=lookup.pk)
         .filter(_stale_condition(revision))
-        .update(status=Status.PENDING, updated_at=timezone.now())
+        .update(status=Status.PENDING, queued_at=None, updated_at=timezone.now())
     )
     if became_pending:
-        _enqueue(lookup.pk)
+        _enqueue(lookup)
         lookup.refresh_from_db()
     return lookup
 
@@ -262,13 +291,15 @@ def _local_answer(
     )
     if local is None or (staff_only and local["kind"] != "staff"):
         return None
-    label = hub.LOCAL_CONFIG_LABELS[local["kind"]]
+    label = LOCAL_CONFIG_LABELS[local["kind"]]
+    reason = _DID_NOT_ANSWER.get(error.kind, "it did not answer")
     note = (
-        f"Counted from {label}; the Hub did not answer ({hub.did_not_answer(error)}). "
+        f"Counted from {label}; the Hub did not answer ({reason}). "
         "The next lookup asks the Hub again."
     )
     logger.info("Hub lookup of %s answered from %s: %s", lookup.repo_id, local["kind"], error.kind)
-    return hub.metadata_from_config(local["repo_id"], local, note=note)
+    metadata = lookup_metadata.metadata_from_config(local["repo_id"], local, note=note)
+    return hub.FetchedModel(repo_id=local["repo_id"], sha=None, metadata=metadata)
 
 
 def _with_local_config(fetched: hub.FetchedModel) -> hub.FetchedModel:
@@ -279,7 +310,7 @@ def _with_local_config(fetched: hub.FetchedModel) -> hub.FetchedModel:
     local = selectors.local_model_config(repo_id=fetched.repo_id)
     if local is None:
         return fetched
-    chosen = hub.choose_params(
+    chosen = lookup_metadata.choose_params(
         local["config"],
         metadata.get("safetensors_parameters") or {},
         metadata.get("safetensors_total"),
@@ -287,7 +318,7 @@ def _with_local_config(fetched: hub.FetchedModel) -> hub.FetchedModel:
         metadata.get("quantization_config"),
     )
     notes = [*metadata.get("notes", []), *chosen.pop("notes")]
-    label = hub.LOCAL_CONFIG_LABELS[local["kind"]]
+    label = LOCAL_CONFIG_LABELS[local["kind"]]
     notes.append(f"The model's shape comes from {label}, since the Hub's config.json is gated.")
     metadata.update(
         chosen,

@@ -249,3 +249,24 @@ def _bundled(repo_id: str) -> dict:
     from advisor.model_configs import find_bundled
 
     return find_bundled(repo_id).config
+
+
+def test_a_hub_count_beyond_any_real_model_is_ignored_with_a_note(
+    fake_hub, django_capture_on_commit_callbacks
+):
+    from tests.support.fake_hub import FakeModel
+
+    fake_hub.add(
+        FakeModel(
+            "acme/absurd-count",
+            _bundled("Qwen/Qwen2.5-0.5B"),
+            safetensors_parameters={"BF16": 10**308},
+        )
+    )
+
+    lookup = look_up("acme/absurd-count", django_capture_on_commit_callbacks)
+
+    assert lookup.status == Status.DONE
+    assert lookup.metadata["safetensors_parameters"] == {}
+    assert lookup.metadata["params_total"] == 494_032_768  # counted from its config.json
+    assert "beyond any real model" in lookup.message

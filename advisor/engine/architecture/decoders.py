@@ -75,7 +75,7 @@ class Decoder:
     qk_norm: str = ""  # "" | head (per head_dim) | full (over all heads) | ln_head (if flagged)
     final_norm: bool = True
     tied: Flag = ("tie_word_embeddings", False)
-    lm_head_bias: bool = False
+    lm_head_bias: Flag = False
     embed_norm: bool = False  # BLOOM's word_embeddings_layernorm
     moe: Moe | None = None
     shape: Callable[[Config, Dims], Dims] | None = None  # family-specific head layouts
@@ -169,7 +169,7 @@ def blueprint(c: Config, family: str, spec: Decoder) -> b.Blueprint:
         mlp=_mlp(c, spec, x.d, x.inter),
         block_norms=spec.norms_per_block * norm + _qk_norm(c, spec, x),
         embedding=embedding,
-        lm_head=0 if tied else x.vocab * x.d + (x.vocab if spec.lm_head_bias else 0),
+        lm_head=0 if tied else x.vocab * x.d + (x.vocab if flag(c, spec.lm_head_bias) else 0),
         outside=(norm if spec.final_norm else 0) + (norm if spec.embed_norm else 0),
         notes=list(spec.notes),
     )

@@ -95,6 +95,9 @@ _GPT2 = Decoder(
 DECODERS: dict[str, Decoder] = {
     "llama": _LLAMA,
     "mistral": _LLAMA,
+    # IBM Granite 3.x: Llama's layers; its embedding, residual and logit multipliers are
+    # scalars in the config, not parameters (modeling_granite.py).
+    "granite": _LLAMA,
     # Qwen2's q/k/v projections always have biases (modeling_qwen2.py: bias=True).
     "qwen2": Decoder(qkv_bias=True),
     "qwen3": Decoder(qk_norm="head"),
@@ -130,6 +133,15 @@ DECODERS: dict[str, Decoder] = {
     ),
     "mixtral": Decoder(
         moe=Moe(experts="num_local_experts", intermediate=None, names=("w1", "w3", "w2"))
+    ),
+    # Phi-3.5-MoE (modeling_phimoe.py): LayerNorms with bias, Mixtral-style experts, and the
+    # attention and LM-head biases its config.json switches on.
+    "phimoe": Decoder(
+        qkv_bias=("attention_bias", False),
+        out_bias=("attention_bias", False),
+        norm="ln",
+        lm_head_bias=("lm_head_bias", False),
+        moe=Moe(experts="num_local_experts", intermediate=None, names=("w1", "w3", "w2")),
     ),
     "qwen2_moe": Decoder(
         qkv_bias=True, moe=Moe(experts="num_experts", shared="qwen", layers="qwen")
