@@ -58,6 +58,9 @@ ADVISOR_FIELDS = {
     "plan.eval_passes": "evaluation passes",
     "plan.dev_gpu_hours": "GPU hours for development and debugging",
     "project_title": "the project's title, for the allocation request",
+    "project_pays": "true when the project or programme pays (a brief request)",
+    "hosting": "true for a web service or app that stays up (priced by the month)",
+    "hosting_months": "months an always-on service stays up",
 }
 # Set by the chart's outcomes or filled in from a lookup, never by a question.
 _NOT_FROM_ANSWERS = {"hub", "config", "constraints", "constraints.systems"}

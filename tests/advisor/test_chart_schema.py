@@ -153,10 +153,12 @@ def renamed_copy(key: str) -> tuple[str, dict[str, str]]:
 
 WALKS = {
     "lora_7b": {
+        "azure": "no",
         "work_kind": "lora",
         "model": "",
         "model_params": "7",
         "precision": "bf16",
+        "framework_training": "hf_trainer",
         "batch_size": "4",
         "seq_len": "2048",
         "dataset_tokens": "20",
@@ -171,14 +173,15 @@ WALKS = {
         "data_sensitivity": "public",
         "timeline": "",
         "hpc_experience": "some",
-        "azure": "no",
         "notebooks": "no",
     },
     "bert_inference": {
+        "azure": "no",
         "work_kind": "inference",
         "model": "",
         "model_params": "125M",
         "precision": "fp16",
+        "framework_inference": "vllm",
         "batch_size": "32",
         "seq_len": "512",
         "inference_tokens": "50",
@@ -251,7 +254,11 @@ def charts_copy(tmp_path, monkeypatch):
 def test_activating_a_chart_that_routes_to_a_retired_system_is_refused(charts_copy):
     call_command("load_catalog", "default", verbosity=0)
     stale = (charts_copy / "default.yaml").read_text()
-    stale = stale.replace("systems: [baskerville, stanage, dawn]", "systems: [jade2]")
+    stale = re.sub(
+        r"(  - id: hpc_a100\n(?:    .*\n)*?)    systems: \[[^\]]*\]",
+        r"\1    systems: [jade2]",
+        stale,
+    )
     (charts_copy / "stale.yaml").write_text(stale.replace("key: default", "key: stale", 1))
     with pytest.raises(FlowchartError, match=r"node 'hpc_a100': systems: 'jade2' is retired"):
         flow_services.active_flowchart_set(chart="stale")
