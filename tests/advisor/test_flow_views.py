@@ -355,6 +355,7 @@ def test_unreachable_hub_estimates_a_bundled_model_by_name(
     assert response["Location"] == step_url(advisor_session, "precision")
     rest = [
         ("precision", "bf16"),
+        ("framework_training", "not_sure"),
         ("batch_size", "4"),
         ("seq_len", "2048"),
         ("dataset_tokens", "20"),

@@ -13,10 +13,12 @@ from advisor.models import AdvisorSession
 pytestmark = pytest.mark.django_db
 
 BERT_FINETUNE = [
+    ("azure", "no"),
     ("work_kind", "full_finetune"),
     ("model", ""),
     ("model_params", "110M"),
     ("precision", "fp16"),
+    ("framework_training", "not_sure"),
     ("batch_size", "32"),
     ("seq_len", "128"),
     ("dataset_tokens", "5"),
@@ -26,7 +28,6 @@ BERT_FINETUNE = [
     ("data_sensitivity", "public"),
     ("timeline", ""),
     ("hpc_experience", "none"),
-    ("azure", "no"),
     ("notebooks", "no"),
 ]
 
@@ -88,10 +89,12 @@ def test_the_request_form_starts_from_the_project_total_and_its_lines(client, tu
 
 def test_confidential_data_goes_to_the_trusted_research_environment(client, turing):
     answers = [
+        ("azure", "no"),
         ("work_kind", "qlora"),
         ("model", ""),
         ("model_params", "8B"),
         ("precision", "bf16"),
+        ("framework_training", "not_sure"),
         ("batch_size", "4"),
         ("seq_len", "2048"),
         ("dataset_tokens", "20"),
@@ -135,6 +138,7 @@ def test_uva_sensitive_data_is_sized_on_rio_itself(client):
         ("model", ""),
         ("model_params", "7"),
         ("precision", "bf16"),
+        ("framework_training", "not_sure"),
         ("batch_size", "4"),
         ("seq_len", "2048"),
         ("dataset_tokens", "20"),
@@ -152,6 +156,7 @@ def test_uva_sensitive_data_is_sized_on_rio_itself(client):
 
 def test_cpu_work_with_restricted_data_is_routed_without_a_gpu_estimate(client, turing):
     answers = [
+        ("azure", "no"),
         ("work_kind", "cpu"),
         ("cpu_data_size", "20"),
         ("cpu_interactive", "no"),
@@ -179,6 +184,7 @@ def test_a_named_model_without_a_known_size_is_asked_for_with_its_name_kept(
             {"answer": value},
         )
 
+    post("azure", "no")
     post("work_kind", "qlora")
     response = post("model", "acme/llama-like-8b")
     assert response["Location"].endswith("/step/model_params/")
@@ -189,6 +195,7 @@ def test_a_named_model_without_a_known_size_is_asked_for_with_its_name_kept(
     for step, value in [
         ("model_params", "8B"),
         ("precision", "bf16"),
+        ("framework_training", "not_sure"),
         ("batch_size", "4"),
         ("seq_len", "2048"),
         ("dataset_tokens", "20"),
@@ -198,7 +205,6 @@ def test_a_named_model_without_a_known_size_is_asked_for_with_its_name_kept(
         ("data_sensitivity", "public"),
         ("timeline", ""),
         ("hpc_experience", "some"),
-        ("azure", "no"),
         ("notebooks", "no"),
     ]:
         response = post(step, value)
@@ -215,10 +221,12 @@ def test_the_progress_line_counts_the_questions_this_researcher_is_asked(client,
     client.post(reverse("advisor:start"))
     advisor_session = AdvisorSession.objects.get()
     answers = [
+        ("azure", "no"),
         ("work_kind", "inference"),
         ("model", ""),
         ("model_params", "0.11"),
         ("precision", "fp16"),
+        ("framework_inference", "not_sure"),
         ("batch_size", "32"),
         ("seq_len", "512"),
         ("inference_tokens", "50"),
@@ -226,7 +234,6 @@ def test_the_progress_line_counts_the_questions_this_researcher_is_asked(client,
         ("data_sensitivity", "public"),
         ("timeline", ""),
         ("hpc_experience", "none"),
-        ("azure", "no"),
         ("notebooks", "no"),
     ]
     seen = []
@@ -236,8 +243,8 @@ def test_the_progress_line_counts_the_questions_this_researcher_is_asked(client,
         seen.append(page.split("Question ", 1)[1].split("</label>", 1)[0])
         client.post(url, {"answer": value})
     # Until the kind of work is known the usual (training) path is counted: two more questions.
-    assert seen[0] == "1 of about 15"
-    assert seen[1:] == [f"{n} of about 13" for n in range(2, 14)]
+    assert seen[:2] == ["1 of about 16", "2 of about 16"]
+    assert seen[2:] == [f"{n} of about 14" for n in range(3, 15)]
 
 
 @pytest.mark.parametrize(
@@ -268,18 +275,20 @@ def test_a_bundled_model_needs_no_size_question_with_the_hub_away(
             {"answer": value},
         )
 
+    post("azure", "no")
     post("work_kind", task)
     with django_capture_on_commit_callbacks(execute=True):
         post("model", model_id)
     # The size comes from the configuration the service keeps: the next question is precision.
     response = client.get(reverse("advisor:resume", kwargs={"session_id": advisor_session.id}))
     assert response["Location"].endswith("/step/precision/")
-    rest = [("precision", "bf16" if task == "qlora" else "fp16"), ("batch_size", "4")]
+    library = ("framework_inference" if task == "inference" else "framework_training", "not_sure")
+    rest = [("precision", "bf16" if task == "qlora" else "fp16"), library, ("batch_size", "4")]
     rest += [("seq_len", "2048"), (tokens_step, tokens)]
     if task != "inference":
         rest += [("epochs", "1"), ("num_gpus", "")]
     rest += [("project_plan", "suggested"), ("data_sensitivity", "public"), ("timeline", "")]
-    rest += [("hpc_experience", "some"), ("azure", "no"), ("notebooks", "no")]
+    rest += [("hpc_experience", "some"), ("notebooks", "no")]
     for step, value in rest:
         response = post(step, value)
         assert response.status_code == 302, (step, response.content[:300])

@@ -20,15 +20,16 @@ TAIL_HPC = [
     ("data_sensitivity", "public"),
     ("timeline", ""),
     ("hpc_experience", "some"),
-    ("azure", "no"),
     ("notebooks", "no"),
 ]
 
 WALKS = {
     "qlora-llama-3.1-8b": [
+        ("azure", "no"),
         ("work_kind", "qlora"),
         ("model", "meta-llama/Llama-3.1-8B"),
         ("precision", "bf16"),
+        ("framework_training", "not_sure"),
         ("batch_size", "4"),
         ("seq_len", "2048"),
         ("dataset_tokens", "20"),
@@ -37,10 +38,12 @@ WALKS = {
         *TAIL_HPC,
     ],
     "pretrain-typed-1.3b": [
+        ("azure", "no"),
         ("work_kind", "pretrain"),
         ("model", ""),
         ("model_params", "1.3B"),
         ("precision", "bf16"),
+        ("framework_training", "not_sure"),
         ("batch_size", "8"),
         ("seq_len", "2048"),
         ("dataset_tokens", "26000"),
@@ -49,18 +52,22 @@ WALKS = {
         *TAIL_HPC,
     ],
     "mixtral-inference": [
+        ("azure", "no"),
         ("work_kind", "inference"),
         ("model", "mistralai/Mixtral-8x7B-v0.1"),
         ("precision", "bf16"),
+        ("framework_inference", "not_sure"),
         ("batch_size", "8"),
         ("seq_len", "4096"),
         ("inference_tokens", "200"),
         *TAIL_HPC,
     ],
     "bert-base-finetune": [
+        ("azure", "no"),
         ("work_kind", "full_finetune"),
         ("model", "google-bert/bert-base-uncased"),
         ("precision", "fp16"),
+        ("framework_training", "not_sure"),
         ("batch_size", "32"),
         ("seq_len", "128"),
         ("dataset_tokens", "5"),
@@ -69,9 +76,11 @@ WALKS = {
         *TAIL_HPC,
     ],
     "confidential-data": [
+        ("azure", "no"),
         ("work_kind", "lora"),
         ("model", "meta-llama/Llama-3.1-8B"),
         ("precision", "bf16"),
+        ("framework_training", "not_sure"),
         ("batch_size", "4"),
         ("seq_len", "2048"),
         ("dataset_tokens", "20"),
@@ -83,19 +92,16 @@ WALKS = {
         ("hpc_experience", "none"),
     ],
     "azure-web-service": [
-        ("work_kind", "inference"),
+        ("azure", "yes"),
+        ("who_pays", "project"),
+        ("work_kind", "hosting"),
         ("model", ""),
         ("model_params", "7B"),
         ("precision", "bf16"),
-        ("batch_size", "1"),
-        ("seq_len", "4096"),
-        ("inference_tokens", "200"),
-        ("project_plan", "suggested"),
+        ("hosting_months", "6"),
         ("data_sensitivity", "public"),
         ("timeline", ""),
         ("hpc_experience", "none"),
-        ("azure", "yes"),
-        ("who_pays", "project"),
     ],
 }
 
@@ -122,21 +128,33 @@ def test_each_researcher_reaches_a_request_a_reviewer_could_accept(
     page = browser.new_page()
     begin(page, live_server.url)
     answers = WALKS[name]
-    answer(page, *answers[0])
-    answer(page, *answers[1])
-    if answers[1][1]:
+    model_id = dict(answers)["model"]
+    upto = [step for step, _ in answers].index("model") + 1
+    for step, value in answers[:upto]:
+        answer(page, step, value)
+    if model_id:
         # A named model: its size came from the bundled configuration, not the Hub, so the
         # flow goes straight on to precision and the lookup card says where the size came from.
         assert current_step(page) == "precision"
         card = page.locator("#hf-lookup")
         card.wait_for()
-        assert answers[1][1] in card.inner_text()
-    walk(page, answers[2:])
+        assert model_id in card.inner_text()
+    walk(page, answers[upto:])
     assert page.locator("#result-heading").inner_text().startswith(HEADLINES[name])
     assert page.get_by_text("could not estimate").count() == 0
     assert page.get_by_text("try a lower precision").count() == 0
 
     advisor_session = AdvisorSession.objects.get()
+    justification = page.locator("#justification").inner_text()
+    if name == "azure-web-service":
+        # A service that stays up is priced by the month, not by runs: no project plan.
+        assert advisor_session.project_plan is None
+        assert "We will host a web service" in justification
+        assert advisor_session.estimate_result["recommendation"]["system"] == "azure"
+        assert_accessible(page, axe_core_path)
+        page.screenshot(path=screenshots / f"path-{name}.png", full_page=True)
+        page.close()
+        return
     plan = advisor_session.project_plan
     assert plan is not None, advisor_session.estimate_result
     total = plan["total_gpu_hours"]
@@ -144,13 +162,12 @@ def test_each_researcher_reaches_a_request_a_reviewer_could_accept(
     table = page.locator("#project-plan")
     assert table.locator("tr[data-line='runs']").count() == 1
     assert page.locator("#plan-total").inner_text() == str(total)
-    justification = page.locator("#justification").inner_text()
     assert f"Total requested: {total:,} GPU hours." in justification
     assert "Full runs (seeds, ablations, the final run)" in justification
     # Sensible sizes: a reviewer sees neither a minute nor a lifetime.
     assert 8 <= total <= 500_000, total
-    if answers[1][1]:
-        assert advisor_session.estimate_request["model_id"] == answers[1][1]
+    if model_id:
+        assert advisor_session.estimate_request["model_id"] == model_id
     if name == "confidential-data":
         assert page.get_by_text("What to do with confidential data").count() == 1
         assert page.get_by_text("trustedresearch@turing.ac.uk", exact=False).count() >= 1
