@@ -197,9 +197,29 @@ def advisor_session_state(
 def advisor_session_fields(*, advisor_session: AdvisorSession) -> dict[str, Any]:
     """The session's answers by field (deadline, project title, sensitivity...), for other apps."""
     try:
-        return advisor_session_state(advisor_session=advisor_session).fields
+        state = advisor_session_state(advisor_session=advisor_session)
     except FlowchartError:
         return {}
+    if state.path.outcome:
+        return state.fields
+    # A session that never reached an outcome has no path to trust: read each stored answer
+    # its question still accepts, in chart order.
+    readable: dict[str, Any] = {}
+    for node in state.chart.questions():
+        if node.id in advisor_session.answers:
+            try:
+                readable[node.id] = clean_answer(
+                    node, _raw_answer(advisor_session.answers[node.id])
+                )
+            except AnswerError:
+                continue
+    return answer_fields(state.chart, readable)
+
+
+def _raw_answer(value: Any) -> Any:
+    if value is None:
+        return ""
+    return value if isinstance(value, list) else str(value)
 
 
 def step_is_answerable(*, state: FlowState, step: str) -> bool:

@@ -81,6 +81,7 @@ def allocation_request_initial_from_session(*, session, user) -> dict[str, Any]:
     from advisor.flow_services import advisor_session_fields, session_request_summary
 
     answers = advisor_session_fields(advisor_session=session)  # by field, never by step id
+    stored = session.answers or {}
     result = session.estimate_result or {}
     request = session.estimate_request or {}
     summary = session_request_summary(advisor_session=session)
@@ -92,7 +93,7 @@ def allocation_request_initial_from_session(*, session, user) -> dict[str, Any]:
     initial: dict[str, Any] = {
         "caller_name": user.get_full_name() or user.get_username(),
         "caller_branch": settings.ALLOCATION_DEFAULT_BRANCH,
-        "project_title": answers.get("project_title") or "",
+        "project_title": answers.get("project_title") or stored.get("project_title") or "",
         "service": _service_for(system) if system else "",
         "facility": system,
         "allocation_kind": "new",
@@ -100,8 +101,9 @@ def allocation_request_initial_from_session(*, session, user) -> dict[str, Any]:
         "gpu_hours": gpu_hours or 0,
         # The flowchart asks one date, the deadline ("By when do you need the results?"):
         # the allocation should last until then.
-        "start_date": None,
-        "end_date": _parse_date(answers.get("deadline")),
+        # Sessions from other front ends may carry explicit dates (not asked by any chart).
+        "start_date": _parse_date(stored.get("timeline_start")),
+        "end_date": _parse_date(stored.get("timeline_end")) or _parse_date(answers.get("deadline")),
         "data_sensitivity": sensitivity if sensitivity in DataSensitivity.values else "",
         "justification": summary["justification"] or result.get("justification") or "",
         "trial": bool(gpu_hours) and gpu_hours <= trial_gpu_hours_limit(system),
