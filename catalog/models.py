@@ -457,9 +457,19 @@ class BenchmarkOutcome(models.TextChoices):
 
 
 class Benchmark(models.Model):
-    """A measured run on an accelerator (optionally on a given system), used for calibration."""
+    """A measured run on an accelerator (optionally on a given system), used for calibration.
 
-    profile = models.ForeignKey(Profile, on_delete=models.CASCADE, related_name="benchmarks")
+    A benchmark without a profile is shared by every profile (catalog/data/shared/benchmarks.json,
+    `manage.py load_benchmarks`): a GPU's speed does not depend on the institute."""
+
+    profile = models.ForeignKey(
+        Profile,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="benchmarks",
+        help_text="Empty: shared by every profile.",
+    )
     name = models.SlugField(max_length=100, unique=True)
     accelerator = models.ForeignKey(
         Accelerator, on_delete=models.PROTECT, related_name="benchmarks"
@@ -478,6 +488,9 @@ class Benchmark(models.Model):
     tokens_per_second = models.FloatField(null=True, blank=True)
     peak_memory_gb = models.FloatField(null=True, blank=True)
     mfu = models.FloatField(null=True, blank=True)
+    hidden_size = models.PositiveIntegerField(null=True, blank=True)
+    num_layers = models.PositiveIntegerField(null=True, blank=True)
+    gradient_checkpointing = models.BooleanField(null=True, blank=True)
     outcome = models.CharField(
         max_length=20, choices=BenchmarkOutcome.choices, default=BenchmarkOutcome.COMPLETED
     )
@@ -503,6 +516,7 @@ class Benchmark(models.Model):
 
     def to_engine(self) -> BenchmarkSpec:
         return BenchmarkSpec(
+            name=self.name,
             accelerator=self.accelerator.name,
             system=self.system.name if self.system_id else None,
             model=self.model,
@@ -516,6 +530,9 @@ class Benchmark(models.Model):
             tokens_per_second=self.tokens_per_second,
             peak_memory_gb=self.peak_memory_gb,
             mfu=self.mfu,
+            hidden_size=self.hidden_size,
+            num_layers=self.num_layers,
+            gradient_checkpointing=self.gradient_checkpointing,
             outcome=self.outcome,
             notes=self.notes,
             source=self.source,

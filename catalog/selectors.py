@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 
 from advisor.engine.models import CatalogSpec
 from catalog.models import (
@@ -61,7 +61,9 @@ def engine_catalog(*, include_retired: bool = False, profile: str | None = None)
     system_specs = [s.to_engine(include_retired=include_retired) for s in systems]
     names = {s.name for s in system_specs}
 
-    benchmarks = Benchmark.objects.select_related("accelerator", "system").filter(profile=chosen)
+    benchmarks = Benchmark.objects.select_related("accelerator", "system").filter(
+        Q(profile=chosen) | Q(profile__isnull=True)
+    )
     bench_specs = [b.to_engine() for b in benchmarks if b.system is None or b.system.name in names]
     used = {nt.accelerator for s in system_specs for nt in s.node_types}
     used |= {b.accelerator for b in bench_specs}
