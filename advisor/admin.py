@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+import json
+
 from django import forms
 from django.contrib import admin, messages
 from django.utils.html import format_html_join
 
-from advisor import flow_services
+from advisor import flow_services, hub, services
 from advisor.flowchart import FlowchartError, available_charts, load_chart
-from advisor.models import ActiveFlowchart, AdvisorSession, HfModelLookup
+from advisor.models import ActiveFlowchart, AdvisorSession, HfModelLookup, StaffModelConfig
 
 
 def chart_warnings(chart_key: str) -> list[str]:
@@ -128,3 +130,83 @@ class HfModelLookupAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+class StaffModelConfigForm(forms.ModelForm):
+    """Upload a config.json; it is validated by the service before anything is stored."""
+
+    file = forms.FileField(
+        label="config.json",
+        help_text=(
+            "The model's config.json from its repository. It must be a JSON object of a family "
+            "the estimator counts, with real-model sizes; at most 1 MB."
+        ),
+    )
+
+    class Meta:
+        model = StaffModelConfig
+        fields = ["repo_id", "source"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.fields["file"].required = False
+            self.fields["file"].help_text += " Leave empty to keep the current file."
+
+    def clean_repo_id(self):
+        repo_id = self.cleaned_data["repo_id"].strip()
+        try:
+            hub.validate_repo_id(repo_id)
+        except hub.InvalidRepoIdError as exc:
+            raise forms.ValidationError(exc.message) from exc
+        clash = StaffModelConfig.objects.filter(repo_id__iexact=repo_id)
+        if self.instance.pk:
+            clash = clash.exclude(pk=self.instance.pk)
+        if clash.exists():
+            raise forms.ValidationError(
+                f"A config.json for {clash.first().repo_id} was already added; change that one."
+            )
+        return repo_id
+
+    def clean_file(self):
+        upload = self.cleaned_data.get("file")
+        if not upload:
+            return None
+        if upload.size > services.MAX_CONFIG_BYTES:
+            raise forms.ValidationError(
+                f"The file is {upload.size:,} bytes; a config.json is at most "
+                f"{services.MAX_CONFIG_BYTES:,}."
+            )
+        data = upload.read()
+        try:
+            services.model_config_parse(data)
+        except services.ModelConfigRejected as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        return data
+
+    def save(self, commit=True):  # the admin's save_model stores it through the service
+        self.save_m2m = lambda: None  # no many-to-many fields
+        return self.instance
+
+
+@admin.register(StaffModelConfig)
+class StaffModelConfigAdmin(admin.ModelAdmin):
+    """config.json files staff add so lookups work for models the Hub cannot give us (the Hub
+    unreachable, or an in-house model); used before the bundled configs."""
+
+    form = StaffModelConfigForm
+    list_display = ["repo_id", "model_type", "params_total", "added_by", "updated_at"]
+    search_fields = ["repo_id", "source"]
+    readonly_fields = ["model_type", "params_total", "added_by", "created_at", "updated_at"]
+
+    def save_model(self, request, obj, form, change):
+        data = form.cleaned_data.get("file")
+        if data is None:  # a change without a new file: keep the stored config
+            data = json.dumps(obj.config).encode()
+        services.staff_model_config_save(
+            repo_id=form.cleaned_data["repo_id"],
+            data=data,
+            source=form.cleaned_data.get("source") or "",
+            user=request.user,
+            instance=obj,
+        )

@@ -41,8 +41,8 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils import build_hf_headers, parse_ratelimit_headers
 
-from advisor.engine.architecture import architecture_from_config
-from advisor.engine.errors import ConfigError
+from advisor.engine.architecture import DTYPE_BYTES
+from advisor.lookup_metadata import bounded_counts, choose_params
 
 logger = logging.getLogger(__name__)
 
@@ -63,26 +63,6 @@ UNEXPECTED = "unexpected"
 
 TYPE_BY_HAND = "You can type the parameter count by hand instead."
 REQUEST_ACCESS = "Request access on the model's Hub page, then look it up again."
-
-# Bytes per element of each safetensors dtype, for "size per dtype" (hf-hub-notes.md §5.3).
-DTYPE_BYTES = {
-    "F64": 8,
-    "I64": 8,
-    "U64": 8,
-    "F32": 4,
-    "I32": 4,
-    "U32": 4,
-    "F16": 2,
-    "BF16": 2,
-    "I16": 2,
-    "U16": 2,
-    "F8_E4M3": 1,
-    "F8_E5M2": 1,
-    "F8_E8M0": 1,
-    "I8": 1,
-    "U8": 1,
-    "BOOL": 1,
-}
 
 
 class HubError(Exception):
@@ -390,23 +370,7 @@ def _safetensors_counts(
     return counts or None
 
 
-def _count_from_config(config: dict[str, Any]) -> tuple[int | None, str, list[str]]:
-    """Last resort: count parameters from config.json with the engine."""
-    try:
-        arch = architecture_from_config(config)
-    except ConfigError as exc:
-        return None, "", [f"config.json could not be counted: {exc.message}"]
-    notes = list(arch.notes)
-    if not arch.exact:
-        notes.append("The parameter count from config.json is approximate.")
-    return arch.params_total, arch.source, notes
-
-
-def fetch_model(repo_id: str, revision: str = "main") -> FetchedModel:
-    """Everything the estimate needs about one model, or a HubError. Blocks: call from a task."""
-    validate_repo_id(repo_id)
-    validate_revision(revision)
-    api = hub_api()
+def _model_info(api: HfApi, repo_id: str, revision: str):
     try:
         info = api.model_info(
             repo_id, revision=revision, files_metadata=True, timeout=_timeout(), token=_token()
@@ -415,98 +379,99 @@ def fetch_model(repo_id: str, revision: str = "main") -> FetchedModel:
         raise _translate(exc, repo_id) from exc
     if info.disabled:
         raise HubPermanentError(DISABLED, f"{info.id} has been disabled on the Hub. {TYPE_BY_HAND}")
+    return info
 
-    canonical = info.id
-    sha = info.sha
-    pinned = sha or revision  # read files at the commit model_info saw, so they agree
-    notes: list[str] = []
-    gated_files = False
 
-    config: dict[str, Any] | None = None
+def _config_of(api: HfApi, repo_id: str, pinned: str, notes: list[str]):
+    """(config.json at the pinned commit or None, gated): a gated file also leaves a note."""
     try:
-        config = _fetch_json(api, canonical, pinned, "config.json")
+        return _fetch_json(api, repo_id, pinned, "config.json"), False
     except GatedRepoError:
-        gated_files = True
         notes.append(
             "config.json is gated: the parameter count comes from the Hub's public metadata. "
             + REQUEST_ACCESS
         )
+        return None, True
     except Exception as exc:  # noqa: BLE001
-        raise _translate(exc, canonical) from exc
+        raise _translate(exc, repo_id) from exc
 
-    counts: dict[str, int] = {}
-    total: int | None = None
-    params_source = ""
+
+def _counts_of(api: HfApi, info, pinned: str, gated_files: bool):
+    """(counts per dtype, total, where they were read, gated): model_info's, else the headers."""
     if info.safetensors is not None and info.safetensors.parameters:
         counts = dict(info.safetensors.parameters)
-        total = info.safetensors.total or sum(counts.values())
-        params_source = "hub safetensors metadata"
-    elif not gated_files:
-        try:
-            filenames = {sibling.rfilename for sibling in info.siblings or []}
-            header_counts = _safetensors_counts(api, canonical, pinned, filenames)
-        except GatedRepoError:
-            header_counts = None
-            gated_files = True
-        except Exception as exc:  # noqa: BLE001
-            raise _translate(exc, canonical) from exc
-        if header_counts:
-            counts = header_counts
-            total = sum(counts.values())
-            params_source = "safetensors headers"
+        return counts, info.safetensors.total or sum(counts.values()), _FROM_INFO, gated_files
+    if gated_files:
+        return {}, None, "", gated_files
+    try:
+        filenames = {sibling.rfilename for sibling in info.siblings or []}
+        header_counts = _safetensors_counts(api, info.id, pinned, filenames)
+    except GatedRepoError:
+        return {}, None, "", True
+    except Exception as exc:  # noqa: BLE001
+        raise _translate(exc, info.id) from exc
+    if not header_counts:
+        return {}, None, "", gated_files
+    return header_counts, sum(header_counts.values()), "safetensors headers", gated_files
 
-    params_total: int | None = total
-    if total is None and config is not None:
-        params_total, params_source, count_notes = _count_from_config(config)
-        notes.extend(count_notes)
 
-    quantization = None
-    if config is not None and isinstance(config.get("quantization_config"), dict):
-        quantization = config["quantization_config"]
-    elif isinstance((info.config or {}).get("quantization_config"), dict):
-        quantization = info.config["quantization_config"]
+_FROM_INFO = "hub safetensors metadata"
+
+
+def _quantization(config: dict | None, info) -> dict | None:
+    for source in (config or {}, info.config or {}):
+        if isinstance(source.get("quantization_config"), dict):
+            return source["quantization_config"]
+    return None
+
+
+def fetch_model(repo_id: str, revision: str = "main") -> FetchedModel:
+    """Everything the estimate needs about one model, or a HubError. Blocks: call from a task."""
+    validate_repo_id(repo_id)
+    validate_revision(revision)
+    api = hub_api()
+    info = _model_info(api, repo_id, revision)
+    pinned = info.sha or revision  # read files at the commit model_info saw, so they agree
+    notes: list[str] = []
+    config, gated_files = _config_of(api, info.id, pinned, notes)
+    counts, total, counts_source, gated_files = _counts_of(api, info, pinned, gated_files)
+    counts, total = bounded_counts(counts, total, notes)
+    quantization = _quantization(config, info)
     if quantization is not None and counts:
         notes.append(
             "The checkpoint is quantised: the safetensors counts are packed integers and scales, "
             "not model parameters."
         )
-
-    files = {
-        sibling.rfilename: sibling.size
-        for sibling in (info.siblings or [])
-        if sibling.size is not None
-    }
-    gated = info.gated if info.gated in ("auto", "manual") else False
+    chosen = choose_params(config, counts, total, counts_source, quantization)
+    notes.extend(chosen.pop("notes"))
+    summary = config or info.config or {}
     metadata = {
-        "repo_id": canonical,
-        "sha": sha,
+        "repo_id": info.id,
+        "sha": info.sha,
         "pipeline_tag": info.pipeline_tag,
         "library_name": info.library_name,
         "license": _license(info),
-        "gated": gated,
+        "gated": info.gated if info.gated in ("auto", "manual") else False,
         "private": bool(info.private),
         "downloads": info.downloads,
         "likes": info.likes,
         "last_modified": info.last_modified.isoformat() if info.last_modified else None,
         "safetensors_parameters": counts,
         "safetensors_total": total,
-        "bytes_per_dtype": {
-            dtype: count * DTYPE_BYTES[dtype]
-            for dtype, count in counts.items()
-            if dtype in DTYPE_BYTES
-        },
-        "params_total": params_total,
-        "params_source": params_source,
+        "bytes_per_dtype": {d: n * DTYPE_BYTES[d] for d, n in counts.items() if d in DTYPE_BYTES},
+        **chosen,
+        "counts_source": counts_source,  # where safetensors_parameters were read
+        "config_source": "hub",
         "quantization_config": quantization,
-        "architectures": (config or info.config or {}).get("architectures"),
-        "model_type": (config or info.config or {}).get("model_type"),
+        "architectures": summary.get("architectures"),
+        "model_type": summary.get("model_type"),
         "config": config,
-        "files": files,
+        "files": {s.rfilename: s.size for s in info.siblings or [] if s.size is not None},
         "notes": notes,
     }
-    if params_total is None and not gated_files:
-        metadata["notes"].append("No parameter count was found on the Hub. " + TYPE_BY_HAND)
-    return FetchedModel(repo_id=canonical, sha=sha, metadata=metadata, gated_files=gated_files)
+    if chosen["params_total"] is None and not gated_files:
+        notes.append("No parameter count was found on the Hub. " + TYPE_BY_HAND)
+    return FetchedModel(repo_id=info.id, sha=info.sha, metadata=metadata, gated_files=gated_files)
 
 
 # --- Search ----------------------------------------------------------------------------------

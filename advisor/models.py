@@ -151,3 +151,35 @@ class ActiveFlowchart(models.Model):
 
     def __str__(self) -> str:
         return f"Active flowchart: {self.chart}"
+
+
+class StaffModelConfig(models.Model):
+    """A config.json staff added, so a lookup of this model works when the Hub does not answer.
+
+    Looked up before the bundled configs (advisor/model_configs), case-insensitively by repo id.
+    The admin validates the upload (a JSON object, a family the engine counts, real-model
+    bounds) and stores the engine's count with it.
+    """
+
+    repo_id = models.CharField(max_length=200, unique=True, help_text="e.g. acme/our-model-7b")
+    config = models.JSONField(help_text="The model's config.json.")
+    model_type = models.CharField(max_length=100, editable=False)
+    params_total = models.BigIntegerField(editable=False)
+    source = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="Where the file comes from (a URL, a colleague, the model's authors).",
+    )
+    added_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, editable=False
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["repo_id"]
+        verbose_name = "model config.json"
+        verbose_name_plural = "model config.json files"
+
+    def __str__(self) -> str:
+        return self.repo_id

@@ -54,3 +54,32 @@ def hf_model_lookup_metadata(*, repo_id: str, revision: str = "main"):
         .first()
     )
     return lookup.to_hub_metadata() if lookup is not None else None
+
+
+def local_model_config(*, repo_id: str) -> dict | None:
+    """A config.json for `repo_id` that does not need the Hub: staff-added first, then bundled.
+
+    Returns {"config", "kind" ("staff" | "bundled"), "repo_id", "licence", "source"} or None.
+    """
+    from advisor import model_configs
+    from advisor.models import StaffModelConfig
+
+    staff = StaffModelConfig.objects.filter(repo_id__iexact=repo_id).first()
+    if staff is not None:
+        return {
+            "config": staff.config,
+            "kind": "staff",
+            "repo_id": staff.repo_id,
+            "licence": None,
+            "source": staff.source or "added by staff",
+        }
+    bundled = model_configs.find_bundled(repo_id)
+    if bundled is None:
+        return None
+    return {
+        "config": bundled.config,
+        "kind": "bundled",
+        "repo_id": bundled.repo_id,
+        "licence": bundled.licence,
+        "source": bundled.config_source,
+    }

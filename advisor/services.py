@@ -9,6 +9,7 @@ redelivered task (acks_late after a worker died) changes nothing.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 from datetime import timedelta
@@ -19,8 +20,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from advisor import hub
-from advisor.models import HfModelLookup
+from advisor import hub, lookup_metadata, selectors
+from advisor.models import HfModelLookup, StaffModelConfig
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +29,21 @@ Status = HfModelLookup.Status
 _SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 # How long a done lookup is served from Django's cache without a database read.
 LOOKUP_CACHE_SECONDS = 300
+# config_source values of answers that did not come from the Hub.
+LOCAL_SOURCES = ("bundled", "staff")
+LOCAL_CONFIG_LABELS = {
+    "bundled": "the bundled config",
+    "staff": "a config.json added by staff",
+}
+# Why the Hub gave nothing, in a few words for the "from the bundled config" note.
+_DID_NOT_ANSWER = {
+    hub.SERVER_ERROR: "it answered with an error",
+    hub.TIMEOUT: "it took too long to answer",
+    hub.UNREACHABLE: "it cannot be reached",
+    hub.RATE_LIMITED: "it is rate-limiting us",
+    hub.NOT_FOUND: "it shows no public model by that name",
+    hub.PRIVATE: "it shows no public model by that name",
+}
 
 
 class LookupBusy(Exception):
@@ -62,6 +78,12 @@ def _stale_condition(revision: str) -> Q:
         updated_at__lt=now - timedelta(seconds=settings.HF_LOOKUP_FAILED_MAX_AGE_SECONDS),
     )
     stale |= Q(status=Status.RUNNING, started_at__lt=now - _running_is_stale_after())
+    # An answer from a bundled or staff config is asked of the Hub again, as a failure would be.
+    stale |= Q(
+        status=Status.DONE,
+        metadata__config_source__in=LOCAL_SOURCES,
+        fetched_at__lt=now - timedelta(seconds=settings.HF_LOOKUP_FAILED_MAX_AGE_SECONDS),
+    )
     if not _SHA_RE.match(revision):
         # A branch moves; what a commit sha names never changes.
         stale |= Q(
@@ -80,6 +102,9 @@ def _looks_stale(lookup: HfModelLookup) -> bool:
         )
     if lookup.status == Status.RUNNING:
         return lookup.started_at is None or lookup.started_at < now - _running_is_stale_after()
+    if lookup.status == Status.DONE and _from_local_config(lookup):
+        retry_after = timedelta(seconds=settings.HF_LOOKUP_FAILED_MAX_AGE_SECONDS)
+        return lookup.fetched_at is None or lookup.fetched_at < now - retry_after
     if lookup.status == Status.DONE and not _SHA_RE.match(lookup.revision):
         max_age = timedelta(hours=settings.HF_LOOKUP_MAX_AGE_HOURS)
         return lookup.fetched_at is None or lookup.fetched_at < now - max_age
@@ -91,9 +116,13 @@ def _cache_key(repo_id: str, revision: str) -> str:
     return f"hf-lookup:{digest}"
 
 
+def _from_local_config(lookup: HfModelLookup) -> bool:
+    return (lookup.metadata or {}).get("config_source") in LOCAL_SOURCES
+
+
 def _cache_if_done(cache_key: str, lookup: HfModelLookup) -> None:
     """Keep a done lookup in the cache, never past the moment it would go stale."""
-    if lookup.status != Status.DONE or lookup.fetched_at is None:
+    if lookup.status != Status.DONE or lookup.fetched_at is None or _from_local_config(lookup):
         return
     ttl = float(LOOKUP_CACHE_SECONDS)
     if not _SHA_RE.match(lookup.revision):
@@ -192,19 +221,29 @@ def hf_model_lookup_refresh(
         return lookup  # done or failed already: a redelivery changes nothing
 
     try:
-        fetched = hub.fetch_model(lookup.repo_id, lookup.revision)
+        fetched = _with_local_config(hub.fetch_model(lookup.repo_id, lookup.revision))
     except hub.HubTemporaryError as exc:
+        local = _local_answer(lookup, exc)
+        if local is not None:
+            return _record_success(lookup_id, claimed_at, local)
         _record_failure(lookup_id, claimed_at, exc, final=final_attempt)
         if not final_attempt:
             raise
         return HfModelLookup.objects.get(pk=lookup_id)
     except hub.HubPermanentError as exc:
+        # A model the Hub does not show (in-house, private) that staff gave a config.json for.
+        local = _local_answer(lookup, exc, staff_only=True)
+        if local is not None and exc.kind in (hub.NOT_FOUND, hub.PRIVATE):
+            return _record_success(lookup_id, claimed_at, local)
         if exc.kind in (hub.NOT_FOUND, hub.PRIVATE):
             exc.suggestions = hub.close_matches(lookup.repo_id)
         _record_failure(lookup_id, claimed_at, exc, final=True)
         return HfModelLookup.objects.get(pk=lookup_id)
     except temporary_exceptions as exc:
         error = hub.HubTemporaryError(hub.TIMEOUT, "The lookup took too long; it will try again.")
+        local = _local_answer(lookup, error)
+        if local is not None:
+            return _record_success(lookup_id, claimed_at, local)
         _record_failure(lookup_id, claimed_at, error, final=final_attempt)
         if not final_attempt:
             raise error from exc
@@ -219,6 +258,61 @@ def hf_model_lookup_refresh(
         raise
 
     return _record_success(lookup_id, claimed_at, fetched)
+
+
+def _local_answer(
+    lookup: HfModelLookup, error: hub.HubError, *, staff_only: bool = False
+) -> hub.FetchedModel | None:
+    """The answer from a bundled or staff config when the Hub did not answer, else None.
+
+    An earlier answer from the Hub itself is kept instead (more specific than any bundled
+    file), and the lookup retries as before.
+    """
+    if lookup.metadata and not _from_local_config(lookup):
+        return None
+    local = selectors.local_model_config(repo_id=lookup.repo_id) or (
+        selectors.local_model_config(repo_id=lookup.requested_id)
+    )
+    if local is None or (staff_only and local["kind"] != "staff"):
+        return None
+    label = LOCAL_CONFIG_LABELS[local["kind"]]
+    reason = _DID_NOT_ANSWER.get(error.kind, "it did not answer")
+    note = (
+        f"Counted from {label}; the Hub did not answer ({reason}). "
+        "The next lookup asks the Hub again."
+    )
+    logger.info("Hub lookup of %s answered from %s: %s", lookup.repo_id, local["kind"], error.kind)
+    metadata = lookup_metadata.metadata_from_config(local["repo_id"], local, note=note)
+    return hub.FetchedModel(repo_id=local["repo_id"], sha=None, metadata=metadata)
+
+
+def _with_local_config(fetched: hub.FetchedModel) -> hub.FetchedModel:
+    """A gated config.json (the Hub gave counts but not the file): count from our own copy."""
+    metadata = fetched.metadata
+    if metadata.get("config") is not None:
+        return fetched
+    local = selectors.local_model_config(repo_id=fetched.repo_id)
+    if local is None:
+        return fetched
+    chosen = lookup_metadata.choose_params(
+        local["config"],
+        metadata.get("safetensors_parameters") or {},
+        metadata.get("safetensors_total"),
+        metadata.get("params_source") or "",
+        metadata.get("quantization_config"),
+    )
+    notes = [*metadata.get("notes", []), *chosen.pop("notes")]
+    label = LOCAL_CONFIG_LABELS[local["kind"]]
+    notes.append(f"The model's shape comes from {label}, since the Hub's config.json is gated.")
+    metadata.update(
+        chosen,
+        notes=notes,
+        config=local["config"],
+        config_source=f"hub+{local['kind']}",
+        model_type=local["config"].get("model_type"),
+        architectures=local["config"].get("architectures"),
+    )
+    return fetched
 
 
 def _record_success(lookup_id: int, claimed_at, fetched: hub.FetchedModel) -> HfModelLookup:
@@ -269,3 +363,97 @@ def _record_failure(lookup_id: int, claimed_at, error: hub.HubError, *, final: b
         error.kind,
         "" if updated else " (superseded)",
     )
+
+
+# --- Staff-added config.json files ----------------------------------------------------------
+
+MAX_CONFIG_BYTES = 1_000_000  # real config.json files are a few kB; Gemma 3's is 40 kB
+
+
+class ModelConfigRejected(ValueError):
+    """An uploaded config.json that cannot be used; the message says why, for staff."""
+
+
+def _reject_constant(name: str):
+    raise ModelConfigRejected(f"config.json contains {name}, which is not a JSON number.")
+
+
+def _no_nul(value) -> None:
+    """PostgreSQL cannot store a NUL character in JSON text; no real config has one."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str) and "\x00" in item:
+            raise ModelConfigRejected("config.json contains a NUL character.")
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def model_config_parse(data: bytes) -> tuple[dict, object]:
+    """Validate an uploaded config.json: (the config, the engine's architecture) or a rejection.
+
+    A JSON object in UTF-8, at most MAX_CONFIG_BYTES, of a family the engine counts, with every
+    size within real-model bounds; nothing is stored here.
+    """
+    from advisor.engine.architecture import architecture_from_config
+    from advisor.engine.errors import ConfigError
+
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ModelConfigRejected(
+            f"The file is {len(data):,} bytes; a config.json is at most {MAX_CONFIG_BYTES:,}."
+        )
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ModelConfigRejected("The file is not UTF-8 text; upload the config.json.") from exc
+    try:
+        config = json.loads(text, parse_constant=_reject_constant)
+    except ModelConfigRejected:
+        raise
+    except (ValueError, RecursionError) as exc:
+        raise ModelConfigRejected(f"The file is not valid JSON: {str(exc)[:200]}") from exc
+    if not isinstance(config, dict):
+        raise ModelConfigRejected(
+            f"A config.json is a JSON object ({{...}}), not a {type(config).__name__}."
+        )
+    _no_nul(config)
+    try:
+        arch = architecture_from_config(config)
+    except ConfigError as exc:
+        raise ModelConfigRejected(exc.message) from exc
+    return config, arch
+
+
+def staff_model_config_save(
+    *, repo_id: str, data: bytes, source: str, user, instance=None
+) -> StaffModelConfig:
+    """Store (or replace) a staff config.json after validating it; nothing is written on error."""
+    hub.validate_repo_id(repo_id)
+    config, arch = model_config_parse(data)
+    clash = StaffModelConfig.objects.filter(repo_id__iexact=repo_id)
+    if instance is not None and instance.pk:
+        clash = clash.exclude(pk=instance.pk)
+    if clash.exists():
+        raise ModelConfigRejected(
+            f"A config.json for {repo_id} was already added; change that one instead."
+        )
+    row = instance or StaffModelConfig()
+    row.repo_id = repo_id
+    row.config = config
+    row.model_type = arch.family
+    row.params_total = arch.params_total
+    row.source = source
+    if user is not None and getattr(user, "pk", None):
+        row.added_by = user
+    with transaction.atomic():
+        row.save()
+        # A lookup answered from an older local config goes stale: the next request asks again.
+        HfModelLookup.objects.filter(
+            Q(repo_id__iexact=repo_id) | Q(requested_id__iexact=repo_id),
+            status=Status.DONE,
+            metadata__config_source__in=LOCAL_SOURCES,
+        ).update(fetched_at=timezone.now() - timedelta(days=1))
+    return row

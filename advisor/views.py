@@ -19,7 +19,14 @@ from django_htmx.http import HttpResponseClientRedirect, push_url
 from advisor import flow_services
 from advisor.embedding import allowed_origins
 from advisor.engine.models import EstimateResult, Option
-from advisor.flowchart import AnswerError, Flowchart, FlowchartError, Node, load_chart
+from advisor.flowchart import (
+    AnswerError,
+    Flowchart,
+    FlowchartError,
+    Node,
+    _edge_label,
+    load_chart,
+)
 from advisor.forms import StepForm
 from advisor.memory_svg import COMPONENTS, MemoryBar, memory_chart_svg
 from advisor.models import AdvisorSession
@@ -470,11 +477,40 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
 # --- The whole chart --------------------------------------------------------------------------
 
 
+KIND_WORDS = {"question": "Question", "decision": "Decided for you", "outcome": "Outcome"}
+
+
+def chart_outline(chart: Flowchart, steps: list[str]) -> list[dict]:
+    """The chart in words, in the chart's order: each step and where each answer leads.
+
+    What /chart/ shows without JavaScript (and to screen readers) instead of Mermaid source.
+    """
+    by_id = chart.by_id
+    on_path = set(steps)
+    outline = []
+    for number, node in enumerate(chart.nodes, start=1):
+        branches = []
+        for edge in node.next:
+            when = edge.label or _edge_label(node, edge, by_id)
+            branches.append({"when": when, "to": edge.to, "title": by_id[edge.to].title})
+        outline.append(
+            {
+                "number": number,
+                "node": node,
+                "kind": KIND_WORDS[node.kind],
+                "branches": branches,
+                "on_path": node.id in on_path,
+            }
+        )
+    return outline
+
+
 def _chart_context(chart: Flowchart, steps: list[str]) -> dict:
     by_id = chart.by_id
     return {
         "chart": chart,
         "mermaid": chart.mermaid(highlight=steps),
+        "outline": chart_outline(chart, steps),
         "path_titles": [by_id[s].title for s in steps],
     }
 

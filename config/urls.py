@@ -1,10 +1,12 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from config.views import healthz
+from config.views import favicon, healthz
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    # Browsers ask for /favicon.ico on pages without a <link rel="icon"> (the admin's).
+    path("favicon.ico", favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("catalog/", include("catalog.urls")),

@@ -1,5 +1,6 @@
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
 from django.shortcuts import render
+from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -17,6 +18,12 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse(
         {"status": "ok" if healthy else "degraded", **checks}, status=200 if healthy else 503
     )
+
+
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask for /favicon.ico on pages without a <link rel="icon"> (the admin's own)."""
+    return HttpResponsePermanentRedirect(static("img/favicon.svg"))
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import time_machine
 from django.conf import settings as django_settings
 
 from config.celery import app as celery_app
@@ -26,6 +27,23 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--clock",
+        metavar="YYYY-MM-DD",
+        help="run the tests as if today were this date (time-machine), to catch dates that expire",
+    )
+
+
+def pytest_configure(config):
+    when = config.getoption("--clock")
+    if when:
+        # tick=True: time still moves, so timeouts and polling loops behave as they do today.
+        traveller = time_machine.travel(f"{when}T10:00:00Z", tick=True)
+        traveller.start()
+        config.add_cleanup(traveller.stop)
 
 
 def pytest_report_header(config):

@@ -3,8 +3,9 @@
  *
  *   <script src="https://ADVISOR-HOST/static/advisor/embed.js" data-allocation-triage async></script>
  *
- * It puts an iframe of https://ADVISOR-HOST/embed/ after the script tag and resizes it to its
- * content. Resize messages are accepted only from the advisor's own origin and from that
+ * It puts an iframe of https://ADVISOR-HOST/embed/ after the script tag, resizes it to its
+ * content (taller and shorter) and, after each step inside it, scrolls this page so the current
+ * question is in view. Messages are accepted only from the advisor's own origin and from that
  * iframe. The advisor must list this page's origin in EMBED_ALLOWED_ORIGINS, or the browser
  * refuses to draw it (Content-Security-Policy frame-ancestors).
  */
@@ -28,10 +29,22 @@
   window.addEventListener("message", function (event) {
     if (event.origin !== advisorOrigin || event.source !== frame.contentWindow) return;
     var data = event.data;
-    if (!data || data.type !== "allocation-triage:resize") return;
-    var height = Number(data.height);
-    if (isFinite(height) && height > 0 && height < 100000) {
-      frame.style.height = Math.ceil(height) + "px";
+    if (!data) return;
+    if (data.type === "allocation-triage:resize") {
+      // Both ways: the frame shrinks when its content does ("Start again", a shorter step).
+      var height = Number(data.height);
+      if (isFinite(height) && height > 0 && height < 100000) {
+        frame.style.height = Math.ceil(height) + "px";
+      }
+    } else if (data.type === "allocation-triage:reveal") {
+      // After a step inside the frame: bring the current question into view on this page,
+      // unless it is already there.
+      var offset = Number(data.top);
+      if (!isFinite(offset) || offset < 0 || offset > 100000) return;
+      var top = frame.getBoundingClientRect().top + offset;
+      if (top < 0 || top > window.innerHeight - 80) {
+        window.scrollTo({ top: Math.max(0, window.scrollY + top - 16), behavior: "auto" });
+      }
     }
   });
 })();

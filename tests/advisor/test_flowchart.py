@@ -14,6 +14,7 @@ from advisor.flowchart import (
     parse_chart,
     walk,
 )
+from tests.support.dates import iso_days_from_today
 
 LORA_7B = {
     "work_kind": "lora",
@@ -119,7 +120,8 @@ def test_good_answers_are_cleaned():
     assert clean_answer(chart.node("model"), " google-bert/bert-base-uncased ") == (
         "google-bert/bert-base-uncased"
     )
-    assert clean_answer(chart.node("timeline"), "2027-03-31") == "2027-03-31"
+    deadline = iso_days_from_today(120)
+    assert clean_answer(chart.node("timeline"), deadline) == deadline
 
 
 CHART = """

@@ -86,8 +86,13 @@ def test_fetch_uses_the_hub_metadata_counts_and_canonical_id(fake_hub):
     meta = fetched.metadata
     assert meta["safetensors_parameters"] == {"F32": 137022720}
     assert meta["bytes_per_dtype"] == {"F32": 548090880}
-    assert meta["params_total"] == 137022720
-    assert meta["params_source"] == "hub safetensors metadata"
+    # Issue 15: the model's parameters come from its architecture; the Hub's total, which counts
+    # the 12 attn.bias mask buffers, is kept beside them with the reason (changed deliberately).
+    assert meta["params_total"] == 124439808
+    assert meta["params_source"] == "config.json (gpt2)"
+    assert meta["safetensors_total"] == 137022720
+    assert meta["counts_source"] == "hub safetensors metadata"
+    assert "a causal-mask buffer per layer" in meta["safetensors_note"]
     assert meta["license"] == "mit"
     assert meta["pipeline_tag"] == "text-generation"
     assert meta["library_name"] == "transformers"
@@ -105,7 +110,8 @@ def test_fetch_reads_a_single_safetensors_header_when_metadata_has_no_counts(fak
 
     # Qwen2.5-0.5B: 494,032,768 parameters (tied embeddings), all BF16.
     assert fetched.metadata["safetensors_parameters"] == {"BF16": 494032768}
-    assert fetched.metadata["params_source"] == "safetensors headers"
+    assert fetched.metadata["counts_source"] == "safetensors headers"
+    assert fetched.metadata["params_total"] == 494032768
     assert fake_hub.requests_for(f"/Qwen/Qwen2.5-0.5B/resolve/{fetched.sha}/model.safetensors") == 1
 
 

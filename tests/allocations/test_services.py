@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import timedelta
 
 import pytest
 from django.core import mail
@@ -25,6 +25,7 @@ from allocations.services import (
     allocation_request_withdraw,
 )
 from tests.allocations.factories import complete_fields, make_request, make_session, make_user
+from tests.support.dates import days_from_today, spoken
 
 pytestmark = pytest.mark.django_db
 
@@ -304,14 +305,13 @@ def test_a_new_allocation_cannot_start_in_the_past_but_an_existing_one_may():
 
 
 def test_azure_end_date_limit_is_data():
-    ServiceLimit.objects.create(service="azure", latest_end_date=date(2027, 3, 31))
+    limit = days_from_today(120)
+    ServiceLimit.objects.create(service="azure", latest_end_date=limit)
     start = timezone.localdate() + timedelta(days=10)
-    errors = _errors(service="azure", facility="azure", start_date=start, end_date=date(2027, 4, 1))
-    assert errors == {"end_date": ["Azure requests can end no later than 31 March 2027."]}
-    assert (
-        _errors(service="azure", facility="azure", start_date=start, end_date=date(2027, 3, 31))
-        == {}
-    )
+    late = limit + timedelta(days=1)
+    errors = _errors(service="azure", facility="azure", start_date=start, end_date=late)
+    assert errors == {"end_date": [f"Azure requests can end no later than {spoken(limit)}."]}
+    assert _errors(service="azure", facility="azure", start_date=start, end_date=limit) == {}
 
 
 def test_service_limit_caps_gpu_hours():

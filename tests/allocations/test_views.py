@@ -16,6 +16,7 @@ from tests.allocations.factories import (
     make_session,
     make_user,
 )
+from tests.support.dates import iso_days_from_today
 
 pytestmark = pytest.mark.django_db
 
@@ -54,16 +55,17 @@ def test_create_form_is_prefilled_from_the_advisor_session(researcher_client, re
 
 def test_prefill_takes_the_end_date_from_the_flows_deadline_answer(researcher_client, researcher):
     # The default flowchart asks one date, "By when do you need the results?" (step timeline).
+    deadline = iso_days_from_today(200)
     session = make_session(
-        user=researcher, answers={"timeline": "2027-06-30", "data_sensitivity": "public"}
+        user=researcher, answers={"timeline": deadline, "data_sensitivity": "public"}
     )
     response = researcher_client.get(reverse("allocations:request-create", args=[session.pk]))
     form = response.context["form"]
-    assert form.initial["end_date"].isoformat() == "2027-06-30"
+    assert form.initial["end_date"].isoformat() == deadline
     assert form.initial["start_date"] is None
     assertContains(
         response,
-        '<input type="date" name="end_date" value="2027-06-30" id="id_end_date">',
+        f'<input type="date" name="end_date" value="{deadline}" id="id_end_date">',
         html=True,
     )
 
@@ -160,7 +162,7 @@ def test_a_valid_form_shows_no_error_summary(researcher_client, researcher):
             "full allocation.",
         ),
         (
-            {"end_date": "2027-01-01", "start_date": "2027-02-01"},
+            {"end_date": iso_days_from_today(30), "start_date": iso_days_from_today(60)},
             "end_date",
             "The end date must be after the start date.",
         ),

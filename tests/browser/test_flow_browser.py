@@ -11,6 +11,7 @@ import re
 import pytest
 
 from advisor.models import AdvisorSession
+from tests.support.dates import iso_days_from_today
 
 pytestmark = [pytest.mark.browser]
 
@@ -100,7 +101,7 @@ LORA_MISTRAL_7B = [
     ("epochs", "3"),
     ("num_gpus", ""),
     ("data_sensitivity", "public"),
-    ("timeline", "2027-06-30"),
+    ("timeline", iso_days_from_today(200)),
     ("hpc_experience", "some"),
     ("azure", "no"),
     ("notebooks", "no"),

@@ -26,8 +26,11 @@ from allocations.models import AllocationRequest, Notification, Status
 from allocations.services import requested_gpu_hours_from_result
 from catalog.models import Accelerator, System
 from tests.browser.test_flow_browser import answer, assert_accessible, begin
+from tests.support.dates import iso_days_from_today
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
+
+DEADLINE = iso_days_from_today(200)  # the flow's "by when do you need the results?" answer
 
 # The worker starts once per session and inherits this environment: its e-mail goes to files.
 # (tests/allocations/conftest.py does the same when those tests are collected; first one wins.)
@@ -48,7 +51,7 @@ LORA_7B = [
     ("epochs", "3"),
     ("num_gpus", ""),
     ("data_sensitivity", "public"),
-    ("timeline", "2027-06-30"),
+    ("timeline", DEADLINE),
     ("hpc_experience", "some"),
     ("azure", "no"),
     ("notebooks", "no"),
@@ -188,7 +191,7 @@ def test_a_request_from_advice_to_approval(
     assert page.locator("#id_facility").input_value() == rec["system"]
     assert page.locator("#id_gpu_hours").input_value() == str(expected_hours)
     assert page.locator("#id_data_sensitivity").input_value() == "public"
-    assert page.locator("#id_end_date").input_value() == "2027-06-30"  # the flow's deadline
+    assert page.locator("#id_end_date").input_value() == DEADLINE  # the flow's deadline
     assert page.locator("#id_trial").is_checked() is (
         expected_hours <= trial_gpu_hours_limit(rec["system"])
     )

@@ -256,6 +256,89 @@ OPT_350M = {
 BLOOM_176B = {**load("bigscience/bloom-560m"), "hidden_size": 14336, "n_layer": 70, "n_head": 112}
 
 
+# Families added in engine 2 (issue 13), from the models' public config.json values.
+OPENAI_GPT = {
+    "model_type": "openai-gpt",
+    "architectures": ["OpenAIGPTLMHeadModel"],
+    "n_embd": 768,
+    "n_layer": 12,
+    "n_head": 12,
+    "n_positions": 512,
+    "vocab_size": 40478,
+}
+GEMMA3_1B = {
+    "model_type": "gemma3_text",
+    "architectures": ["Gemma3ForCausalLM"],
+    "hidden_size": 1152,
+    "intermediate_size": 6912,
+    "num_hidden_layers": 26,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 1,
+    "head_dim": 256,
+    "vocab_size": 262144,
+}
+OLMO_7B = {
+    "model_type": "olmo",
+    "architectures": ["OlmoForCausalLM"],
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "vocab_size": 50304,
+    "tie_word_embeddings": False,
+}
+OLMO2_7B = {
+    "model_type": "olmo2",
+    "architectures": ["Olmo2ForCausalLM"],
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 32,
+    "vocab_size": 100352,
+    "tie_word_embeddings": False,
+}
+PHI4 = {
+    **PHI3_MINI,
+    "hidden_size": 5120,
+    "intermediate_size": 17920,
+    "num_hidden_layers": 40,
+    "num_attention_heads": 40,
+    "num_key_value_heads": 10,
+    "vocab_size": 100352,
+}
+QWEN3_30B_A3B = {
+    "model_type": "qwen3_moe",
+    "architectures": ["Qwen3MoeForCausalLM"],
+    "hidden_size": 2048,
+    "intermediate_size": 6144,
+    "moe_intermediate_size": 768,
+    "num_experts": 128,
+    "num_experts_per_tok": 8,
+    "num_hidden_layers": 48,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "head_dim": 128,
+    "vocab_size": 151936,
+    "decoder_sparse_step": 1,
+    "mlp_only_layers": [],
+    "tie_word_embeddings": False,
+}
+DEEPSEEK_V2 = {
+    **DEEPSEEK_V2_LITE,
+    "hidden_size": 5120,
+    "intermediate_size": 12288,
+    "moe_intermediate_size": 1536,
+    "num_hidden_layers": 60,
+    "num_attention_heads": 128,
+    "num_key_value_heads": 128,
+    "n_routed_experts": 160,
+    "n_shared_experts": 2,
+    "num_experts_per_tok": 6,
+    "q_lora_rank": 1536,
+}
+
+
 @dataclass(frozen=True)
 class Case:
     repo_id: str
@@ -742,6 +825,57 @@ CASES = [
         "no biases, ALiBi so no position embedding, output tied to wte)",
         "mpt",
     ),
+    Case(
+        "openai-community/openai-gpt",
+        OPENAI_GPT,
+        116_534_784,
+        116_534_784,
+        0,
+        "issue 13: 40,478 x 768 token embeddings + 512 positions, 12 post-norm blocks, tied "
+        "head: 116,534,784 (engine 1.x gave 147,128,064 from its generic fallback); Radford et "
+        "al. 2018 call it 117M",
+        "openai-gpt",
+    ),
+    Case(
+        "google/gemma-3-1b-pt",
+        GEMMA3_1B,
+        999_885_952,
+        999_885_952,
+        0,
+        "keras-hub Gemma3 presets 'gemma3_1b' 'params': 999885952; Gemma 3 Technical Report "
+        "(arXiv:2503.19786) table 1: 1B = 302M embedding + 698M non-embedding",
+        "gemma3_text",
+    ),
+    Case(
+        "allenai/OLMo-7B-hf",
+        OLMO_7B,
+        6_888_095_744,
+        6_888_095_744,
+        0,
+        "public model-feature code asserting total_params == 6888095744 for OLMo-7B (hf); "
+        "non-parametric LayerNorm (Groeneveld et al. 2024, arXiv:2402.00838 §2.1)",
+        "olmo",
+    ),
+    Case(
+        "allenai/OLMo-2-1124-7B",
+        OLMO2_7B,
+        7_298_617_344,
+        7_298_617_344,
+        0,
+        "Hub safetensors {'F32': 7298617344} for allenai/OLMo-2-1124-7B(-Instruct) (recorded in "
+        "public Hub fixtures and licence audits)",
+        "olmo2",
+    ),
+    Case(
+        "microsoft/phi-4",
+        PHI4,
+        14_659_507_200,
+        14_659_507_200,
+        0,
+        "llama.cpp general.parameter_count 14659507200 for microsoft/phi-4 (GGUF metadata in "
+        "public code); model card '14B parameters'",
+        "phi3",
+    ),
 ]
 
 
@@ -795,6 +929,53 @@ MOE_CASES = [
         "model card: '14.3B parameters in total and 2.7B activated parameters during "
         "runtime'; keras-hub Qwen1.5-MoE preset 'params': 14315784192",
     ),
+    (
+        "Qwen/Qwen3-30B-A3B",
+        QWEN3_30B_A3B,
+        30_532_122_624,
+        3_353_032_704,
+        30_532_122_624,
+        3.3e9,
+        (0, 0.02),
+        "llama.cpp general.parameter_count 30532122624 (qwen3moe GGUF metadata in public code); "
+        "model card: 'Number of Parameters: 30.5B in total and 3.3B activated'",
+    ),
+    (
+        "microsoft/Phi-3.5-MoE-instruct",
+        {
+            "model_type": "phimoe",
+            "architectures": ["PhiMoEForCausalLM"],
+            "hidden_size": 4096,
+            "intermediate_size": 6400,
+            "num_hidden_layers": 32,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "num_local_experts": 16,
+            "num_experts_per_tok": 2,
+            "vocab_size": 32064,
+            "attention_bias": True,
+            "lm_head_bias": True,
+            "tie_word_embeddings": False,
+        },
+        41_873_153_344,
+        6_640_999_744,
+        42e9,
+        6.6e9,
+        (0.005, 0.01),
+        "model card: 'Phi-3.5-MoE has 16x3.8B parameters with 6.6B active parameters when "
+        "using 2 experts' (42B total)",
+    ),
+    (
+        "deepseek-ai/DeepSeek-V2",
+        DEEPSEEK_V2,
+        235_741_434_880,
+        21_375_800_320,
+        236e9,
+        21e9,
+        (0.005, 0.02),
+        "DeepSeek-AI 2024, 'DeepSeek-V2' (arXiv:2405.04434) abstract: '236B total parameters, of "
+        "which 21B are activated for each token'",
+    ),
 ]
 
 
@@ -821,6 +1002,16 @@ def test_mixtral_active_is_total_less_six_unused_experts_per_layer():
     assert (arch.num_experts, arch.experts_per_token, arch.shared_experts) == (8, 2, 0)
     experts = [x for x in arch.layer_linears if x.role.startswith("expert")]
     assert {x.count_per_layer for x in experts} == {8}
+
+
+def test_qwen3_moe_is_counted_as_a_mixture_not_a_dense_3b_model():
+    # Issue 13: engine 1.x counted Qwen3-30B-A3B with its generic fallback as a dense 3.3B model.
+    arch = architecture_from_config(QWEN3_30B_A3B)
+
+    assert (arch.num_experts, arch.experts_per_token, arch.shared_experts) == (128, 8, 0)
+    assert arch.family == "qwen3_moe"
+    # 120 of 128 experts (3 x 2048 x 768 each) sit idle per token in each of 48 layers.
+    assert arch.params_total - arch.params_active == 120 * 3 * 2048 * 768 * 48
 
 
 def test_qwen_moe_counts_its_shared_expert_as_always_active():
@@ -1012,10 +1203,14 @@ def test_multimodal_config_counts_its_language_model_and_says_so():
     assert any("vision" in note for note in arch.notes)
 
 
-# --- Unknown architectures: a clear message and a fallback, never a wrong number as right --------
+# --- Unknown architectures: refused with a clear message, never counted as another family ------
+#
+# Engine 1.x counted an unknown model_type as a Llama-shaped "generic estimate"; issue 13 showed
+# that a confident wrong number (Qwen3-30B-A3B as a dense 3.3B model, memory -89 %) is worse than
+# asking the researcher, so these two tests changed deliberately: an unknown family is refused.
 
 
-def test_unknown_model_type_gets_a_marked_estimate():
+def test_unknown_model_type_is_refused_naming_it():
     config = {
         "model_type": "brand_new_lm",
         "hidden_size": 4096,
@@ -1026,22 +1221,21 @@ def test_unknown_model_type_gets_a_marked_estimate():
         "hidden_act": "silu",
     }
 
-    arch = architecture_from_config(config)
+    with pytest.raises(ConfigError) as raised:
+        architecture_from_config(config)
 
-    assert arch.family == "unknown"
-    assert arch.exact is False
-    assert arch.source == "config.json (generic estimate)"
-    assert "'brand_new_lm' is not one the estimator knows" in arch.notes[0]
-    # The generic block is Llama's, so a Llama-shaped unknown lands on Llama-2-7B's count.
-    assert arch.params_total == 6_738_415_616
+    assert raised.value.field == "model_type"
+    assert "cannot count model_type 'brand_new_lm'" in str(raised.value)
+    assert "Enter the parameter count from the model card" in str(raised.value)
+    assert "qwen3_moe" in str(raised.value)  # the known families are listed
 
 
-def test_unknown_model_type_without_common_fields_names_the_missing_one():
+def test_unknown_model_type_without_common_fields_is_refused_by_its_family():
     with pytest.raises(ConfigError) as raised:
         architecture_from_config({"model_type": "mystery", "hidden_size": 512})
 
-    assert raised.value.field == "num_hidden_layers"
-    assert "'num_hidden_layers'" in str(raised.value)
+    assert raised.value.field == "model_type"
+    assert "'mystery'" in str(raised.value)
 
 
 # --- Bad configs: a ConfigError whose message names the field -----------------------------------

@@ -1,0 +1,198 @@
+"""The one parameter-count formula, and the layer builders every family shares.
+
+A transformer is counted as Megatron's memory report does it: embeddings, then `layers` identical
+blocks (attention + MLP or experts + norms), then what sits outside the blocks (final norm,
+pooler, task head, projections), then the LM head (0 when tied). Families differ only in the
+Blueprint they fill in; `assemble` is the only place that adds the pieces up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from advisor.engine.architecture.config import MAX_PARAMS, Config
+from advisor.engine.architecture.model import LinearShape, ModelArchitecture
+from advisor.engine.errors import ConfigError
+
+
+def lin(name: str, i: int, o: int, bias: bool, role: str, count: int = 1) -> LinearShape:
+    return LinearShape(
+        name=name, in_features=i, out_features=o, bias=bias, role=role, count_per_layer=count
+    )
+
+
+def total(linears: Iterable[LinearShape]) -> int:
+    return sum(x.params for x in linears)
+
+
+def attention(
+    d: int,
+    h: int,
+    kv: int,
+    hd: int,
+    *,
+    names=("q_proj", "k_proj", "v_proj", "o_proj"),
+    qkv_bias: bool = False,
+    out_bias: bool = False,
+    prefix: str = "",
+    role: str = "attn",
+) -> list[LinearShape]:
+    """Separate q/k/v/o projections (grouped-query when kv < h)."""
+    q, k, v, o = names
+    return [
+        lin(prefix + q, d, h * hd, qkv_bias, f"{role}_q"),
+        lin(prefix + k, d, kv * hd, qkv_bias, f"{role}_k"),
+        lin(prefix + v, d, kv * hd, qkv_bias, f"{role}_v"),
+        lin(prefix + o, h * hd, d, out_bias, f"{role}_out"),
+    ]
+
+
+def fused_attention(
+    d: int,
+    h: int,
+    kv: int,
+    hd: int,
+    *,
+    qkv: str,
+    out: str,
+    bias: bool,
+    out_bias: bool | None = None,
+) -> list[LinearShape]:
+    return [
+        lin(qkv, d, (h + 2 * kv) * hd, bias, "attn_qkv"),
+        lin(out, h * hd, d, bias if out_bias is None else out_bias, "attn_out"),
+    ]
+
+
+def mlp(d: int, inter: int, *, names=("fc1", "fc2"), bias: bool) -> list[LinearShape]:
+    up, down = names
+    return [lin(up, d, inter, bias, "mlp_in"), lin(down, inter, d, bias, "mlp_out")]
+
+
+def gated_mlp(
+    d: int,
+    inter: int,
+    *,
+    names=("gate_proj", "up_proj", "down_proj"),
+    bias=False,
+    prefix: str = "",
+    role: str = "mlp",
+    count: int = 1,
+) -> list[LinearShape]:
+    gate, up, down = names
+    return [
+        lin(prefix + gate, d, inter, bias, f"{role}_gate", count),
+        lin(prefix + up, d, inter, bias, f"{role}_up", count),
+        lin(prefix + down, inter, d, bias, f"{role}_down", count),
+    ]
+
+
+def ln(d: int) -> int:  # LayerNorm: weight and bias
+    return 2 * d
+
+
+@dataclass
+class Experts:
+    """The sparse part of a mixture-of-experts block, and which blocks have it."""
+
+    router: list[LinearShape]
+    routed: list[LinearShape]  # count_per_layer = number of routed experts
+    shared: list[LinearShape]
+    experts: int
+    per_token: int
+    shared_experts: int
+    intermediate: int
+    sparse_layers: int
+    router_extra: int = 0  # per sparse block: DeepSeek-V3's expert score-correction bias
+
+    @property
+    def params(self) -> int:
+        return total([*self.router, *self.routed, *self.shared]) + self.router_extra
+
+    @property
+    def idle_per_token(self) -> int:
+        return (self.experts - self.per_token) * total(self.routed) // self.experts
+
+
+@dataclass
+class Blueprint:
+    """Everything the formula needs; one per counted model."""
+
+    family: str
+    d: int
+    layers: int
+    h: int
+    kv: int
+    hd: int
+    inter: int
+    gated: bool
+    vocab: int
+    positions: int | None
+    tied: bool
+    attention: list[LinearShape]
+    mlp: list[LinearShape]  # the dense MLP (of every block, or of the dense blocks of a MoE)
+    block_norms: int  # norms (and other non-Linear parameters) of one block
+    embedding: int
+    lm_head: int
+    outside: int = 0  # final norm, pooler, task head, projections
+    encoder: int = 0
+    encoder_layers: int = 0
+    experts: Experts | None = None
+    notes: list[str] = field(default_factory=list)
+    exact: bool = True
+    source: str | None = None
+    kv_cache_width: int | None = None
+
+
+def assemble(c: Config, bp: Blueprint) -> ModelArchitecture:
+    """Total = embeddings + dense blocks + sparse blocks + encoder + outside + LM head."""
+    per_block = total(bp.attention) + bp.block_norms
+    moe = bp.experts
+    sparse = moe.sparse_layers if moe else 0
+    dense = bp.layers - sparse
+    params = (
+        bp.embedding
+        + dense * (per_block + total(bp.mlp))
+        + (sparse * (per_block + moe.params) if moe else 0)
+        + bp.encoder
+        + bp.outside
+        + bp.lm_head
+    )
+    if params > MAX_PARAMS:
+        raise ConfigError(
+            f"config.json describes {params:.3g} parameters, beyond any real model "
+            f"(limit {MAX_PARAMS:.0e})",
+            field="config.json",
+        )
+    active = params - (sparse * moe.idle_per_token if moe else 0)
+    linears = [*bp.attention, *(moe.router + moe.routed + moe.shared if moe else bp.mlp)]
+    return ModelArchitecture(
+        family=bp.family,
+        architecture=c.architecture(),
+        is_encoder_decoder=bp.encoder_layers > 0,
+        num_layers=bp.layers,
+        encoder_layers=bp.encoder_layers,
+        hidden_size=bp.d,
+        num_attention_heads=bp.h,
+        num_kv_heads=bp.kv,
+        head_dim=bp.hd,
+        intermediate_size=bp.inter,
+        gated_mlp=bp.gated,
+        vocab_size=bp.vocab,
+        max_position_embeddings=bp.positions,
+        tied_embeddings=bp.tied,
+        num_experts=moe.experts if moe else 0,
+        experts_per_token=moe.per_token if moe else 0,
+        shared_experts=moe.shared_experts if moe else 0,
+        moe_intermediate_size=moe.intermediate if moe else None,
+        layer_linears=linears,
+        params_total=params,
+        params_active=active,
+        params_embedding=bp.embedding,
+        params_lm_head=bp.lm_head,
+        source=bp.source or f"config.json ({bp.family})",
+        exact=bp.exact,
+        notes=bp.notes,
+        kv_cache_width=bp.kv_cache_width,
+    )

@@ -1,0 +1,266 @@
+"""The decoder-only family table: one row per transformers model_type the engine counts exactly.
+
+Each row says how transformers' modeling_<family>.py builds the model; defaults follow its
+configuration_<family>.py (github.com/huggingface/transformers, src/transformers/models/). The
+published counts each row is checked against are in tests/engine/test_architecture.py and the
+bundled configs' index (advisor/model_configs/index.json).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from advisor.engine.architecture import blocks as b
+from advisor.engine.architecture.config import Config, heads
+from advisor.engine.architecture.decoders import Decoder, Dims, Moe
+
+# --- Head layouts that a config flag decides ---------------------------------------------------
+
+
+def _multi_query(c: Config, x: Dims) -> Dims:
+    """GPT-BigCode and Falcon-7B: one K/V head shared by every query head when multi_query."""
+    return replace(x, kv=1 if c.bool("multi_query", default=True) else x.h)
+
+
+def _falcon_heads(default_new: bool):
+    def shape(c: Config, x: Dims) -> Dims:
+        if c.bool("new_decoder_architecture", default=default_new):
+            h, kv, hd = heads(
+                c, x.d, ("num_attention_heads", "n_head"), ("num_kv_heads", "n_head_kv")
+            )
+            return replace(x, h=h, kv=kv, hd=hd)
+        return _multi_query(c, x)
+
+    return shape
+
+
+def _falcon_norms(default_new: bool):
+    def adjust(c: Config, bp: b.Blueprint) -> b.Blueprint:
+        if c.bool("new_decoder_architecture", default=default_new):
+            norms = c.int("num_ln_in_parallel_attn", default=2)
+        else:
+            norms = 1 if c.bool("parallel_attn", default=True) else 2
+        return replace(bp, block_norms=norms * b.ln(bp.d))
+
+    return adjust
+
+
+def _mpt_width(c: Config, x: Dims) -> Dims:
+    return replace(x, inter=c.int("expansion_ratio", default=4) * x.d)
+
+
+def _opt_projection(c: Config, bp: b.Blueprint) -> b.Blueprint:
+    """OPT-350m embeds at word_embed_proj_dim and projects in and out (no bias); a model with
+    post-norm blocks (do_layer_norm_before false) has no final LayerNorm."""
+    proj = c.int("word_embed_proj_dim", default=bp.d)
+    affine = c.bool("layer_norm_elementwise_affine", default=True)
+    norm = b.ln(bp.d) if affine else 0
+    outside = 2 * bp.d * proj if proj != bp.d else 0
+    if c.bool("do_layer_norm_before", default=True) and not c.bool(
+        "_remove_final_layer_norm", default=False
+    ):
+        outside += norm
+    return replace(
+        bp,
+        embedding=bp.embedding - bp.vocab * bp.d + bp.vocab * proj,
+        lm_head=0 if bp.tied else bp.vocab * proj,
+        block_norms=2 * norm,
+        outside=outside,
+    )
+
+
+# --- The table -----------------------------------------------------------------------------
+
+_LLAMA = Decoder()
+_GPT2 = Decoder(
+    hidden=("n_embd", "hidden_size"),
+    layers=("n_layer", "num_hidden_layers"),
+    heads=("n_head", "num_attention_heads"),
+    kv_heads=(),
+    intermediate=("n_inner",),
+    inter_default=4,
+    positions=("n_positions", "max_position_embeddings"),
+    position_table=0,
+    attention="fused",
+    attn_names=("c_attn", "attn.c_proj"),  # Conv1D (in, out): the same maps as Linear
+    qkv_bias=True,
+    out_bias=True,
+    mlp="plain",
+    mlp_names=("c_fc", "mlp.c_proj"),
+    mlp_bias=True,
+    norm="ln",
+    tied=("tie_word_embeddings", True),
+)
+
+DECODERS: dict[str, Decoder] = {
+    "llama": _LLAMA,
+    "mistral": _LLAMA,
+    # Qwen2's q/k/v projections always have biases (modeling_qwen2.py: bias=True).
+    "qwen2": Decoder(qkv_bias=True),
+    "qwen3": Decoder(qk_norm="head"),
+    "gemma": Decoder(tied=("tie_word_embeddings", True)),
+    # Gemma 2 and 3 add post-attention and post-feedforward norms: four per block.
+    "gemma2": Decoder(tied=("tie_word_embeddings", True), norms_per_block=4),
+    "gemma3_text": Decoder(tied=("tie_word_embeddings", True), norms_per_block=4, qk_norm="head"),
+    # OLMo (v1) uses LayerNorm without learnable parameters (modeling_olmo.py OlmoLayerNorm).
+    "olmo": Decoder(norm="none"),
+    # OLMo 2: post-attention and post-feedforward RMSNorms, q/k norms over all heads.
+    "olmo2": Decoder(qk_norm="full"),
+    "phi3": Decoder(
+        attention="fused",
+        attn_names=("qkv_proj", "o_proj"),
+        qkv_bias=False,
+        out_bias=False,
+        mlp="fused_gated",
+        mlp_names=("gate_up_proj", "down_proj"),
+        mlp_bias=False,
+    ),
+    # Phi-1/1.5/2: attention and MLP in parallel after one LayerNorm, biases everywhere.
+    "phi": Decoder(
+        attn_names=("q_proj", "k_proj", "v_proj", "dense"),
+        qkv_bias=True,
+        out_bias=True,
+        mlp="plain",
+        mlp_names=("fc1", "fc2"),
+        mlp_bias=True,
+        norm="ln",
+        norms_per_block=1,
+        qk_norm="ln_head",
+        lm_head_bias=True,
+    ),
+    "mixtral": Decoder(
+        moe=Moe(experts="num_local_experts", intermediate=None, names=("w1", "w3", "w2"))
+    ),
+    # Phi-3.5-MoE (modeling_phimoe.py): LayerNorms with bias, Mixtral-style experts, and the
+    # attention and LM-head biases its config.json switches on.
+    "phimoe": Decoder(
+        qkv_bias=("attention_bias", False),
+        out_bias=("attention_bias", False),
+        norm="ln",
+        lm_head_bias=("lm_head_bias", False),
+        moe=Moe(experts="num_local_experts", intermediate=None, names=("w1", "w3", "w2")),
+    ),
+    "qwen2_moe": Decoder(
+        qkv_bias=True, moe=Moe(experts="num_experts", shared="qwen", layers="qwen")
+    ),
+    "qwen3_moe": Decoder(qk_norm="head", moe=Moe(experts="num_experts", layers="qwen")),
+    "deepseek_v2": Decoder(
+        attention="latent",
+        moe=Moe(experts="n_routed_experts", shared="deepseek", layers="deepseek"),
+    ),
+    "deepseek_v3": Decoder(
+        attention="latent",
+        moe=Moe(experts="n_routed_experts", shared="deepseek", layers="deepseek", router_bias=True),
+    ),
+    "gpt2": _GPT2,
+    # GPT-1: GPT-2's block with post-norm LayerNorms and no final LayerNorm; head tied.
+    "openai-gpt": replace(_GPT2, final_norm=False),
+    # StarCoder / SantaCoder: GPT-2 blocks with multi-query attention.
+    "gpt_bigcode": replace(_GPT2, shape=_multi_query),
+    "mpt": Decoder(
+        hidden=("d_model", "hidden_size"),
+        layers=("n_layers", "num_hidden_layers"),
+        heads=("n_heads", "num_attention_heads"),
+        kv_heads=(),
+        intermediate=(),
+        positions=("max_seq_len", "max_position_embeddings"),
+        attention="fused",
+        attn_names=("Wqkv", "out_proj"),
+        qkv_bias=("!no_bias", True),
+        out_bias=("!no_bias", True),
+        mlp="plain",
+        mlp_names=("up_proj", "down_proj"),
+        mlp_bias=("!no_bias", True),
+        norm="ln",
+        norm_bias=("!no_bias", True),
+        tied=True,
+        shape=_mpt_width,
+    ),
+    "falcon": Decoder(
+        hidden=("hidden_size", "n_embd"),
+        layers=("num_hidden_layers", "n_layer"),
+        heads=("num_attention_heads", "n_head"),
+        kv_heads=(),
+        intermediate=("ffn_hidden_size",),
+        inter_default=4,
+        attention="fused",
+        attn_names=("query_key_value", "dense"),
+        qkv_bias=("bias", False),
+        out_bias=("bias", False),
+        mlp="plain",
+        mlp_names=("dense_h_to_4h", "dense_4h_to_h"),
+        mlp_bias=("bias", False),
+        norm="ln",
+        tied=("tie_word_embeddings", True),
+        shape=_falcon_heads(False),
+        adjust=_falcon_norms(False),
+    ),
+    "gpt_neox": Decoder(
+        kv_heads=(),
+        attention="fused",
+        attn_names=("query_key_value", "dense"),
+        qkv_bias=("attention_bias", True),
+        out_bias=("attention_bias", True),
+        mlp="plain",
+        mlp_names=("dense_h_to_4h", "dense_4h_to_h"),
+        mlp_bias=True,
+        norm="ln",
+    ),
+    "gptj": Decoder(
+        hidden=("n_embd", "hidden_size"),
+        layers=("n_layer", "num_hidden_layers"),
+        heads=("n_head", "num_attention_heads"),
+        kv_heads=(),
+        intermediate=("n_inner",),
+        inter_default=4,
+        positions=("n_positions", "max_position_embeddings"),
+        attn_names=("q_proj", "k_proj", "v_proj", "out_proj"),
+        qkv_bias=False,
+        out_bias=False,
+        mlp="plain",
+        mlp_names=("fc_in", "fc_out"),
+        mlp_bias=True,
+        norm="ln",
+        norms_per_block=1,
+        lm_head_bias=True,
+    ),
+    "opt": Decoder(
+        kv_heads=(),
+        intermediate=("ffn_dim",),
+        position_table=2,  # fairseq's learned positions keep 2 extra rows
+        attn_names=("q_proj", "k_proj", "v_proj", "out_proj"),
+        qkv_bias=("enable_bias", True),
+        out_bias=("enable_bias", True),
+        mlp="plain",
+        mlp_names=("fc1", "fc2"),
+        mlp_bias=("enable_bias", True),
+        norm="ln",
+        tied=("tie_word_embeddings", True),
+        adjust=_opt_projection,
+    ),
+    "bloom": Decoder(
+        hidden=("hidden_size", "n_embed"),
+        layers=("n_layer", "num_hidden_layers"),
+        heads=("n_head", "num_attention_heads"),
+        kv_heads=(),
+        intermediate=(),
+        inter_default=4,
+        positions=(),
+        attention="fused",
+        attn_names=("query_key_value", "dense"),
+        qkv_bias=True,
+        out_bias=True,
+        mlp="plain",
+        mlp_names=("dense_h_to_4h", "dense_4h_to_h"),
+        mlp_bias=True,
+        norm="ln",
+        tied=("tie_word_embeddings", True),
+        embed_norm=True,
+        notes=("BLOOM uses ALiBi: no position embeddings, no length limit in the config.",),
+    ),
+}
+# Falcon-7B/40B configs from before transformers 4.33 (custom code): same layout.
+DECODERS["RefinedWebModel"] = replace(DECODERS["falcon"], label="falcon")
+DECODERS["RefinedWeb"] = replace(
+    DECODERS["falcon"], label="falcon", shape=_falcon_heads(True), adjust=_falcon_norms(True)
+)

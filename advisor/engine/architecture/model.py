@@ -1,0 +1,68 @@
+"""The counted architecture: what the rest of the engine reads about a model's shape."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LinearShape(_Frozen):
+    """One Linear layer of a decoder block (or `count_per_layer` of the same shape)."""
+
+    # The module name as transformers (and PEFT target_modules) spell it: "q_proj", "c_attn",
+    # "fc1", "experts.w1", ...
+    name: str
+    in_features: int
+    out_features: int
+    count_per_layer: int = 1  # num_experts for expert weights
+    bias: bool
+    # What the layer does, whatever the family calls it: "attn_q", "attn_k", "attn_v", "attn_qkv",
+    # "attn_out", "cross_attn_q", ..., "mlp_gate", "mlp_up", "mlp_gate_up", "mlp_down", "mlp_in",
+    # "mlp_out", "router", "expert_gate", "expert_up", "expert_down", "shared_expert_*".
+    role: str = ""
+
+    @property
+    def params(self) -> int:
+        return self.count_per_layer * (
+            self.in_features * self.out_features + self.out_features * self.bias
+        )
+
+
+class ModelArchitecture(_Frozen):
+    family: str
+    architecture: str | None = None  # config["architectures"][0]
+    is_encoder_decoder: bool = False
+    num_layers: int  # decoder (or only) stack
+    encoder_layers: int = 0
+    hidden_size: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    gated_mlp: bool
+    vocab_size: int
+    max_position_embeddings: int | None = None
+    tied_embeddings: bool
+    num_experts: int = 0
+    experts_per_token: int = 0
+    shared_experts: int = 0
+    moe_intermediate_size: int | None = None
+    # The Linear layers of one decoder block (attention + MLP / experts), for LoRA and FLOPs.
+    layer_linears: list[LinearShape] = Field(default_factory=list)
+    params_total: int
+    params_active: int  # per token: MoE counts only routed experts_per_token + shared experts
+    params_embedding: int  # token (+ position / token-type / patch) embeddings
+    params_lm_head: int  # 0 when tied to the input embedding
+    source: str  # "config.json (llama)", "hub safetensors", "typed by researcher"
+    exact: bool  # False for fallbacks and approximations
+    notes: list[str] = Field(default_factory=list)
+    # What the checkpoint stores, when the Hub said: sum of element count x dtype size, and the
+    # quantisation width in bits (None when not quantised).
+    stored_weight_bytes: int | None = None
+    quantization_bits: int | None = None
+    # Values the KV cache holds per token and layer when that is not 2 x num_kv_heads x head_dim:
+    # DeepSeek's multi-head latent attention caches kv_lora_rank + qk_rope_head_dim.
+    kv_cache_width: int | None = None

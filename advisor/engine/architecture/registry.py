@@ -1,0 +1,156 @@
+"""Which counting applies to a config: model_type (or architectures[0]) -> family reader.
+
+A model_type the registry does not hold is refused with a message naming it: counting it as a
+Llama would give a confident wrong number (Qwen3-30B-A3B counted that way was a dense 3.3B
+model, its memory under-estimated by 89 %, issue 13).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from advisor.engine.architecture import blocks as b
+from advisor.engine.architecture.config import Config
+from advisor.engine.architecture.decoders import blueprint as decoder_blueprint
+from advisor.engine.architecture.encoders import (
+    ENCODERS,
+    bart_blueprint,
+    encoder_blueprint,
+    t5_blueprint,
+    vit_blueprint,
+)
+from advisor.engine.architecture.families import DECODERS
+from advisor.engine.architecture.model import ModelArchitecture
+from advisor.engine.architecture.multimodal import gemma3_blueprint
+from advisor.engine.errors import ConfigError
+
+Reader = Callable[[Config, str], b.Blueprint]
+
+REGISTRY: dict[str, Reader] = {
+    **{name: partial(decoder_blueprint, spec=spec) for name, spec in DECODERS.items()},
+    **{name: partial(encoder_blueprint, spec=spec) for name, spec in ENCODERS.items()},
+    "vit": vit_blueprint,
+    "t5": t5_blueprint,
+    "mt5": t5_blueprint,
+    "umt5": t5_blueprint,
+    "bart": bart_blueprint,
+    "mbart": bart_blueprint,
+    "whisper": bart_blueprint,
+    "gemma3": gemma3_blueprint,
+}
+# Families reported under another name than their model_type.
+_LABEL = {"mt5": "t5"}
+
+# architectures[0] -> model_type, for configs without (or with an unknown) model_type.
+ARCHITECTURES = {
+    "GPT2LMHeadModel": "gpt2",
+    "GPT2Model": "gpt2",
+    "OpenAIGPTLMHeadModel": "openai-gpt",
+    "OpenAIGPTModel": "openai-gpt",
+    "GPTBigCodeForCausalLM": "gpt_bigcode",
+    "MPTForCausalLM": "mpt",
+    "MptForCausalLM": "mpt",
+    "BertModel": "bert",
+    "BertForMaskedLM": "bert",
+    "BertForPreTraining": "bert",
+    "RobertaModel": "roberta",
+    "RobertaForMaskedLM": "roberta",
+    "DistilBertModel": "distilbert",
+    "DistilBertForMaskedLM": "distilbert",
+    "T5ForConditionalGeneration": "t5",
+    "T5Model": "t5",
+    "BartForConditionalGeneration": "bart",
+    "BartModel": "bart",
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "mistral",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
+    "GemmaForCausalLM": "gemma",
+    "Gemma2ForCausalLM": "gemma2",
+    "Gemma3ForCausalLM": "gemma3_text",
+    "Gemma3ForConditionalGeneration": "gemma3",
+    "OlmoForCausalLM": "olmo",
+    "Olmo2ForCausalLM": "olmo2",
+    "PhiForCausalLM": "phi",
+    "Phi3ForCausalLM": "phi3",
+    "PhiMoEForCausalLM": "phimoe",
+    "MixtralForCausalLM": "mixtral",
+    "Qwen2MoeForCausalLM": "qwen2_moe",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
+    "DeepseekV3ForCausalLM": "deepseek_v3",
+    "FalconForCausalLM": "falcon",
+    "RWForCausalLM": "RefinedWebModel",
+    "GPTNeoXForCausalLM": "gpt_neox",
+    "GPTJForCausalLM": "gptj",
+    "OPTForCausalLM": "opt",
+    "BloomForCausalLM": "bloom",
+    "ViTModel": "vit",
+    "ViTForImageClassification": "vit",
+    "WhisperForConditionalGeneration": "whisper",
+}
+
+
+def supported_model_types() -> list[str]:
+    return sorted(REGISTRY)
+
+
+def known_families() -> list[str]:
+    """The family names a researcher would recognise (model_type spellings, no aliases)."""
+    return sorted(name for name in REGISTRY if not name.startswith("Refined"))
+
+
+def family_of(c: Config) -> str | None:
+    model_type = c.model_type()
+    if model_type in REGISTRY:
+        return model_type
+    architecture = c.architecture()
+    if architecture in ARCHITECTURES:
+        return ARCHITECTURES[architecture]
+    return None
+
+
+def unknown_family_error(c: Config) -> ConfigError:
+    model_type = c.model_type()
+    what = f"model_type '{model_type}'" if model_type else "a config without a model_type"
+    architecture = c.architecture()
+    if architecture:
+        what += f" ({architecture})"
+    return ConfigError(
+        f"The estimator cannot count {what}: it counts only the families it knows exactly "
+        f"({', '.join(known_families())}), and counting it as another family would give a "
+        "wrong size. Enter the parameter count from the model card instead.",
+        field="model_type",
+    )
+
+
+def architecture_from_config(config: dict) -> ModelArchitecture:
+    """Shape and exact parameter count from a Hugging Face config.json (as a dict).
+
+    Raises ConfigError (naming the field) when the config is not one, a field is malformed or
+    beyond any real model, or the family is not one the engine counts.
+    """
+    c = Config(config)
+    model_type = family_of(c)
+    if model_type is not None:
+        blueprint = REGISTRY[model_type](c, model_type)
+        if model_type in _LABEL:
+            blueprint.family = _LABEL[model_type]
+        return b.assemble(c, blueprint)
+    text_config = c.raw.get("text_config")
+    if isinstance(text_config, dict) and text_config:
+        inner = architecture_from_config(
+            {"architectures": c.raw.get("architectures"), **text_config}
+        )
+        return inner.model_copy(
+            update={
+                "exact": False,
+                "notes": [
+                    *inner.notes,
+                    "Only the language model inside this multimodal config is "
+                    "counted; its vision/audio encoder is not.",
+                ],
+            }
+        )
+    raise unknown_family_error(c)
