@@ -150,7 +150,9 @@ def estimate_shape(
         memory=memory,
         options=[cand.option for cand in candidates],
         recommendation=recommendation,
-        alternatives=_alternatives(candidates, best),
+        alternatives=ranking.alternatives(
+            [cand.option for cand in candidates], best.option if best else None
+        ),
         objective=ranking.objective(tie_order),
         why_first=why,
         justification=justification,
@@ -165,24 +167,6 @@ def estimate_shape(
 def _other_choice(cand, best) -> bool:
     """A different system or GPU from the recommendation (not just another strategy)."""
     return (cand.system.name, cand.accelerator.name) != (best.system.name, best.accelerator.name)
-
-
-def _alternatives(candidates, best, limit: int = 8) -> list:
-    """The best option per system and GPU other than the recommendation, in ranking order
-    (candidates are already ranked, so the first of each pair is its best)."""
-    seen = set()
-    if best is not None:
-        seen.add((best.system.name, best.accelerator.name))
-    out = []
-    for cand in candidates:
-        key = (cand.system.name, cand.accelerator.name)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(cand.option)
-        if len(out) == limit:
-            break
-    return out
 
 
 def _what_would_help(request: EstimateRequest, wl: Workload) -> list[str]:

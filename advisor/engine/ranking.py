@@ -217,3 +217,22 @@ def _money(option) -> str:
     if charge is None or charge.total is None:
         return "unknown"
     return f"{charge.total:,.2f} {charge.currency}".strip()
+
+
+def alternatives(options: list, recommendation, limit: int = 8) -> list:
+    """The best option per system and GPU other than the recommendation's, in ranking order.
+    `options` are ranked already (EstimateResult.options), so the first of each pair is its
+    best; nothing is re-ranked here."""
+    seen = set()
+    if recommendation is not None:
+        seen.add((recommendation.system, recommendation.accelerator))
+    out = []
+    for option in options:
+        key = (option.system, option.accelerator)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(option)
+        if len(out) == limit:
+            break
+    return out
