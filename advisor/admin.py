@@ -115,6 +115,7 @@ class HfModelLookupAdmin(admin.ModelAdmin):
         "repo_id",
         "revision",
         "status",
+        "answered_from",
         "error_kind",
         "attempts",
         "fetched_at",
@@ -124,6 +125,17 @@ class HfModelLookupAdmin(admin.ModelAdmin):
     search_fields = ["repo_id", "requested_id", "sha"]
     date_hierarchy = "created_at"
     readonly_fields = [f.name for f in HfModelLookup._meta.fields]
+
+    @admin.display(description="Answered from")
+    def answered_from(self, obj):
+        source = (obj.metadata or {}).get("config_source")
+        return {
+            "hub": "the Hub",
+            "hub+bundled": "the Hub (config.json bundled: gated)",
+            "hub+staff": "the Hub (config.json from staff: gated)",
+            "bundled": "bundled config (Hub did not answer)",
+            "staff": "staff config (Hub did not answer)",
+        }.get(source, "-")
 
     def has_add_permission(self, request):
         return False

@@ -10,8 +10,8 @@ from advisor import hub
 from advisor.engine import RequestError, estimate, parse_request
 from advisor.engine.errors import EstimateError
 from advisor.engine.models import EstimateRequest, EstimateResult
+from advisor.engine_catalog import engine_catalog
 from advisor.selectors import hf_model_lookup_metadata
-from catalog.selectors import engine_catalog
 
 
 def estimate_run(*, data: Any) -> EstimateResult:

@@ -1,8 +1,8 @@
 """The advisor flow: sessions, answers, decisions and the result at the end of a path.
 
-Writes go through the `advisor_session_*` services; views stay thin. The estimation engine and
-the catalog are reached through `engine_estimate` and `catalog_spec`, so decisions and results
-use the same numbers.
+Writes go through the `advisor_session_*` services; views stay thin. The catalog comes from
+`advisor.engine_catalog` once per request (a view passes the state's catalog on), so decisions
+and results use the same numbers.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from advisor.engine import estimate
 from advisor.engine.constants import TARGET_WALL_HOURS
 from advisor.engine.models import (
     CatalogSpec,
@@ -23,6 +24,7 @@ from advisor.engine.models import (
     EstimateRequest,
     EstimateResult,
 )
+from advisor.engine_catalog import engine_catalog
 from advisor.flowchart import (
     AnswerError,
     Decision,
@@ -69,15 +71,6 @@ def active_flowchart_set(*, chart: str, user=None) -> ActiveFlowchart:
     return row
 
 
-def catalog_spec() -> CatalogSpec:
-    """The catalog as the engine sees it; empty until the catalog app provides its selector."""
-    try:
-        from catalog.selectors import engine_catalog
-    except ImportError:
-        return CatalogSpec(accelerators=[], systems=[])
-    return engine_catalog()
-
-
 def chart_system_problems(*, chart: Flowchart) -> dict[str, str]:
     """Systems the chart's outcomes point at that are retired, limited, or not in the catalog.
 
@@ -106,19 +99,6 @@ def chart_system_problems(*, chart: Flowchart) -> dict[str, str]:
             note = f": {system.status_note}" if system.status_note else ""
             problems[name] = f"has limited availability{note}"
     return problems
-
-
-def engine_estimate(request: EstimateRequest, catalog: CatalogSpec) -> EstimateResult:
-    from advisor import engine
-
-    estimate = getattr(engine, "estimate", None)
-    if estimate is None:
-        raise EngineUnavailable("The estimation engine is not installed yet.")
-    return estimate(request, catalog)
-
-
-class EngineUnavailable(RuntimeError):
-    pass
 
 
 # --- Sessions ---------------------------------------------------------------------------------
@@ -158,10 +138,18 @@ class FlowState:
         return self.chart.node(self.path.outcome) if self.path.outcome else None
 
 
-def advisor_session_state(*, advisor_session: AdvisorSession) -> FlowState:
+def advisor_session_state(
+    *,
+    advisor_session: AdvisorSession,
+    catalog: CatalogSpec | None = None,
+    estimates: dict[str, Any] | None = None,
+) -> FlowState:
+    """Where the session's answers lead. Pass the catalog (and the decisions' estimates) of a
+    state built earlier in the same request, so one request reads the catalog once."""
     chart = load_chart(advisor_session.chart)
-    catalog = catalog_spec()
-    cache: dict[str, Any] = {}
+    if catalog is None:
+        catalog = engine_catalog()
+    cache: dict[str, Any] = {} if estimates is None else estimates
     path = walk(chart, advisor_session.answers, _decider(catalog, cache))
     return FlowState(
         chart=chart,
@@ -176,15 +164,33 @@ def step_is_answerable(*, state: FlowState, step: str) -> bool:
     return step == state.path.current or step in state.path.questions
 
 
-@transaction.atomic
-def advisor_session_answer(*, advisor_session: AdvisorSession, step: str, raw: Any) -> FlowState:
+class SessionChanged(AnswerError):
+    """Another request (a second tab) saved the session after this one read it."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Your answers were changed in another window after this page was shown, so this "
+            "answer was not saved. Check the question and answer it again."
+        )
+
+
+def advisor_session_answer(
+    *,
+    advisor_session: AdvisorSession,
+    step: str,
+    raw: Any,
+    state: FlowState | None = None,
+) -> FlowState:
     """Store one answer and move the session on; raises AnswerError with a message for the field.
 
     The step must be the current question or an earlier one on the path (changing an earlier
-    answer); anything else raises StepNotOnPath and nothing changes.
+    answer); anything else raises StepNotOnPath and nothing changes. `state` is the session's
+    state as the caller already computed it (its catalog and estimates are reused). The write
+    is one conditional UPDATE: if another request saved the session since it was read, it
+    raises SessionChanged and nothing is saved (no lock is held while the engine runs).
     """
-    advisor_session = AdvisorSession.objects.select_for_update().get(pk=advisor_session.pk)
-    state = advisor_session_state(advisor_session=advisor_session)
+    if state is None:
+        state = advisor_session_state(advisor_session=advisor_session)
     node = state.chart.node(step)
     if node is None or node.kind != "question" or not step_is_answerable(state=state, step=step):
         raise StepNotOnPath(step)
@@ -197,7 +203,9 @@ def advisor_session_answer(*, advisor_session: AdvisorSession, step: str, raw: A
     answers = dict(advisor_session.answers)
     answers[step] = value
     advisor_session.answers = answers
-    new_state = advisor_session_state(advisor_session=advisor_session)
+    new_state = advisor_session_state(
+        advisor_session=advisor_session, catalog=state.catalog, estimates=state.estimates
+    )
     advisor_session.current_step = new_state.path.current or new_state.path.outcome or ""
     if new_state.path.outcome:
         _store_result(advisor_session, new_state)
@@ -206,8 +214,30 @@ def advisor_session_answer(*, advisor_session: AdvisorSession, step: str, raw: A
         advisor_session.estimate_request = None
         advisor_session.estimate_result = None
     advisor_session.full_clean()
-    advisor_session.save()
+    _save_unless_changed(advisor_session)
     return new_state
+
+
+_ANSWER_FIELDS = (
+    "answers",
+    "current_step",
+    "completed_at",
+    "estimate_request",
+    "estimate_result",
+    "engine_version",
+)
+
+
+def _save_unless_changed(advisor_session: AdvisorSession) -> None:
+    read_at = advisor_session.updated_at
+    saved_at = timezone.now()
+    values = {name: getattr(advisor_session, name) for name in _ANSWER_FIELDS}
+    saved = AdvisorSession.objects.filter(pk=advisor_session.pk, updated_at=read_at).update(
+        **values, updated_at=saved_at
+    )
+    if not saved:
+        raise SessionChanged()
+    advisor_session.updated_at = saved_at
 
 
 def _store_result(advisor_session: AdvisorSession, state: FlowState) -> None:
@@ -219,13 +249,13 @@ def _store_result(advisor_session: AdvisorSession, state: FlowState) -> None:
     advisor_session.engine_version = ""
     if not _wants_gpu_estimate(state):
         return
-    request = estimate_request_for(answers=state.answers, outcome=outcome)
+    request = estimate_request_for(answers=state.answers, outcome=outcome, catalog=state.catalog)
     if request is None:
         return
     advisor_session.estimate_request = request.model_dump(mode="json")
     try:
-        result = engine_estimate(request, state.catalog)
-    except (EngineUnavailable, ValueError) as exc:  # the engine's errors carry a message
+        result = estimate(request, state.catalog)
+    except ValueError as exc:  # the engine's errors carry a message
         logger.warning("advisor session %s: no estimate: %s", advisor_session.pk, exc)
         advisor_session.estimate_result = {"error": str(exc)}
         return
@@ -244,9 +274,13 @@ def _wants_gpu_estimate(state: FlowState) -> bool:
 
 
 def estimate_request_for(
-    *, answers: Mapping[str, Any], outcome: Node | None = None
+    *, answers: Mapping[str, Any], outcome: Node | None = None, catalog: CatalogSpec | None = None
 ) -> EstimateRequest | None:
-    """The engine's request from the answers, limited by the outcome's systems when given."""
+    """The engine's request from the answers, limited by the outcome's systems when given.
+
+    With the catalog, systems it marks unavailable to the institute are dropped from the
+    outcome's list, so no outcome recommends them (see `outcome_systems`).
+    """
     given = dict(answers)
     kind = given.get("work_kind")
     if kind == "cpu" or kind is None:
@@ -268,7 +302,11 @@ def estimate_request_for(
         if outcome.needs_cloud is not None:
             constraints["needs_cloud"] = outcome.needs_cloud
         if outcome.systems:
-            constraints["systems"] = list(outcome.systems)
+            constraints["systems"] = (
+                outcome_systems(outcome=outcome, catalog=catalog).usable
+                if catalog is not None
+                else list(outcome.systems)
+            )
     fields: dict[str, Any] = {
         "task": task,
         "model_id": model_id,
@@ -321,6 +359,131 @@ def _model_lookup_start(model_id: str) -> None:
         raise AnswerError(exc.message) from exc
 
 
+# --- Hosting: an always-on VM ----------------------------------------------------------------
+
+
+def project_pays(answers: Mapping[str, Any]) -> bool:
+    return "project" in (answers.get("who_pays"), answers.get("hosting_who_pays"))
+
+
+def hosting_plan_for(*, state: FlowState, result: EstimateResult):
+    """The always-on VM for a web service, from the inference memory the engine estimated.
+
+    None unless the researcher is hosting a service and the outcome names a cloud system.
+    """
+    from advisor.engine.hosting import hosting_plan
+
+    outcome = state.outcome
+    if state.answers.get("work_kind") != "hosting" or outcome is None:
+        return None
+    clouds = [s for s in state.catalog.systems if s.kind == "cloud" and s.name in outcome.systems]
+    if not clouds:
+        return None
+    memory = result.memory
+    overhead = memory.cuda_context + memory.allocator_reserve
+    return hosting_plan(
+        system=clouds[0],
+        accelerators=list(state.catalog.accelerators),
+        weights_and_working_bytes=max(memory.total_bytes - overhead, 0),
+        per_gpu_overhead_bytes=overhead,
+        months=float(state.answers.get("hosting_months") or 1),
+    )
+
+
+def hosting_justification(*, plan, catalog: CatalogSpec, params: int | None) -> str:
+    """The request's paragraph for a hosted service: what runs, on which VM, for how long, cost."""
+    from advisor.engine.hosting import months_text
+
+    if plan is None or plan.vm is None:
+        return ""
+    names = {a.name: a.display_name for a in catalog.accelerators}
+    gpu = names.get(plan.vm.accelerator, plan.vm.accelerator)
+    gpus = "one" if plan.vm.gpus == 1 else str(plan.vm.gpus)
+    size = f"a {params / 1e9:,.3g} billion-parameter model" if params else "a model"
+    text = (
+        f"We will host a web service that serves {size} for {months_text(plan.months)}. "
+        f"It needs {plan.need_bytes / 1e9:,.1f} GB of GPU memory for the model and its working "
+        f"memory, so it runs on one always-on {plan.vm.name} virtual machine with {gpus} "
+        f"{gpu} GPU{'s' if plan.vm.gpus != 1 else ''}, the cheapest size that holds it."
+    )
+    if plan.vm.price_per_month is not None and plan.total_price is not None:
+        currency = plan.vm.currency
+        text += (
+            f" At about {plan.vm.price_per_month:,.0f} {currency} a month (pay-as-you-go, 730 "
+            f"hours a month) that is about {plan.total_price:,.0f} {currency} in all."
+        )
+    return text
+
+
+# --- Which systems an outcome may recommend --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OutcomeSystems:
+    usable: list[str]  # catalog keys, in the outcome's order
+    left_out: dict[str, str]  # catalog key -> why, in words
+
+    def sentence(self, catalog: CatalogSpec, outcome: Node) -> str:
+        """One sentence: which systems this answer is weighed on, and which are left out, why."""
+        names = {s.name: s.display_name for s in catalog.systems}
+        if not outcome.systems:
+            return ""
+        usable = [names.get(n, n) for n in self.usable]
+        scope = "that offer notebooks" if outcome.needs_notebooks else ""
+        if outcome.needs_cloud:
+            scope = "in the cloud"
+        head = (
+            f"Systems considered for this answer{' (' + scope + ')' if scope else ''}: "
+            f"{join_words(usable)}"
+            if usable
+            else "No system in the catalog is open to you for this answer"
+        )
+        if not self.left_out:
+            return head + "."
+        gone = "; ".join(
+            f"{names.get(name, name)} is left out: {why}" for name, why in self.left_out.items()
+        )
+        return f"{head}. {gone[0].upper()}{gone[1:]}."
+
+
+def join_words(items: list[str]) -> str:
+    """["a"] -> "a"; ["a", "b"] -> "a and b"; ["a", "b", "c"] -> "a, b and c"."""
+    if len(items) <= 1:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _first_sentence(note: str) -> str:
+    first = note.split(". ")[0].strip().rstrip(".")
+    return first[0].lower() + first[1:] if first else ""
+
+
+def outcome_systems(*, outcome: Node, catalog: CatalogSpec) -> OutcomeSystems:
+    """The outcome's systems that the catalog says the institute can use.
+
+    A retired system is not in the engine's catalog at all; a "limited" one is closing or not
+    open to the institute (Baskerville: no longer available to the Turing as of April 2026,
+    catalog-facts.md TUR-LAND), so no outcome recommends it. Each one dropped comes with the
+    catalog's reason.
+    """
+    by_name = {s.name: s for s in catalog.systems}
+    usable: list[str] = []
+    left_out: dict[str, str] = {}
+    for name in outcome.systems:
+        system = by_name.get(name)
+        if system is None:
+            if catalog.systems:
+                left_out[name] = "it is retired or not in the catalog"
+            continue
+        if system.status == "limited":
+            left_out[name] = _first_sentence(system.status_note) or "it has limited availability"
+            continue
+        usable.append(name)
+    if not catalog.systems:  # no catalog loaded: nothing to judge by
+        usable = list(outcome.systems)
+    return OutcomeSystems(usable=usable, left_out=left_out)
+
+
 # --- Decisions --------------------------------------------------------------------------------
 
 
@@ -345,8 +508,8 @@ def _estimate_for_check(answers, catalog, cache) -> EstimateResult | str:
         if request is None:
             outcome: EstimateResult | str = "This is not GPU work."
         else:
-            outcome = engine_estimate(request, catalog)
-    except (EngineUnavailable, ValueError) as exc:
+            outcome = estimate(request, catalog)
+    except ValueError as exc:
         outcome = str(exc)
     cache[key] = outcome
     return outcome

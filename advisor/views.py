@@ -11,7 +11,7 @@ from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, push_url
@@ -106,7 +106,8 @@ def _load_session(request: HttpRequest, session_id) -> AdvisorSession:
         raise Http404("No such advisor session.")
     if user.is_authenticated:
         flow_services.advisor_session_attach_user(advisor_session=advisor_session, user=user)
-    request.session[SESSION_KEY] = str(advisor_session.id)
+    if request.session.get(SESSION_KEY) != str(advisor_session.id):
+        request.session[SESSION_KEY] = str(advisor_session.id)  # a write: only when it changes
     return advisor_session
 
 
@@ -282,7 +283,10 @@ def flow_step(request: HttpRequest, session_id, step: str, embed: bool = False) 
         if form.is_valid():
             try:
                 new_state = flow_services.advisor_session_answer(
-                    advisor_session=advisor_session, step=step, raw=form.cleaned_data["answer"]
+                    advisor_session=advisor_session,
+                    step=step,
+                    raw=form.cleaned_data["answer"],
+                    state=state,
                 )
             except AnswerError as exc:
                 form.add_error("answer", str(exc))
@@ -315,7 +319,6 @@ def _after_answer(request, advisor_session, state, *, embed: bool) -> HttpRespon
     target = _url("step", embed=embed, session_id=advisor_session.id, step=next_step)
     if not request.htmx:
         return redirect(target)
-    advisor_session.refresh_from_db()
     node = state.chart.by_id[next_step]
     previous = advisor_session.answers.get(next_step)
     form = StepForm(
@@ -332,10 +335,7 @@ def _after_answer(request, advisor_session, state, *, embed: bool) -> HttpRespon
 
 
 def _allocation_url(advisor_session: AdvisorSession) -> str:
-    try:
-        return reverse("allocations:request-create", kwargs={"session_id": advisor_session.id})
-    except NoReverseMatch:  # the allocation-requests app is not installed yet
-        return ""
+    return reverse("allocations:request-create", kwargs={"session_id": advisor_session.id})
 
 
 def _names(catalog) -> tuple[dict[str, str], dict[str, str], dict[str, float]]:
@@ -435,7 +435,24 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
         ),
         "restart_url": _url("start", embed=embed),
         "experience_tip": EXPERIENCE_TIPS.get(state.answers.get("hpc_experience", ""), ""),
+        "systems_sentence": flow_services.outcome_systems(
+            outcome=outcome, catalog=state.catalog
+        ).sentence(state.catalog, outcome)
+        if outcome.advice in ("gpu_estimate", "cloud")
+        else "",
+        "project_pays": flow_services.project_pays(state.answers),
+        "hosting": flow_services.hosting_plan_for(state=state, result=result)
+        if result is not None
+        else None,
     }
+    if context["hosting"] is not None:
+        from advisor.engine.hosting import months_text
+
+        context["hosting_months_text"] = months_text(context["hosting"].months)
+        context["hosting_justification"] = flow_services.hosting_justification(
+            plan=context["hosting"], catalog=state.catalog, params=result.params_total
+        )
+        context["experience_tip"] = ""
     if result is not None:
         systems, accelerators, capacity = _names(state.catalog)
         sort = request.GET.get("sort", "rank")

@@ -23,6 +23,8 @@ from django.utils.timesince import timesince
 
 from allocations.estimates import EstimateUnavailable, estimate_comparison, estimate_rerun
 from allocations.forms import ApproveForm, EstimateRerunForm, RejectForm, RequestChangesForm
+from allocations.measurement_selectors import measurement_views
+from allocations.measurement_services import allocation_request_approve_with_account
 from allocations.models import (
     PENDING_STATUSES,
     AllocationEvent,
@@ -30,9 +32,9 @@ from allocations.models import (
     Notification,
     ServiceLimit,
 )
+from allocations.notifications import notifications_waiting_for_broker
 from allocations.selectors import estimate_view
 from allocations.services import (
-    allocation_request_approve,
     allocation_request_reject,
     allocation_request_request_changes,
 )
@@ -139,6 +141,7 @@ class AllocationRequestAdmin(admin.ModelAdmin):
     list_filter = ("status", "facility", "service", "data_sensitivity", "trial")
     search_fields = (
         "project_title",
+        "slurm_account",
         "project_code",
         "pi_name",
         "researcher__username",
@@ -153,7 +156,18 @@ class AllocationRequestAdmin(admin.ModelAdmin):
     inlines = (AllocationEventInline,)
     change_form_template = "admin/allocations/allocationrequest/change_form.html"
     fieldsets = (
-        ("Status", {"fields": ("status", "granted_gpu_hours", "submitted_at", "decided_at")}),
+        (
+            "Status",
+            {
+                "fields": (
+                    "status",
+                    "granted_gpu_hours",
+                    "slurm_account",
+                    "submitted_at",
+                    "decided_at",
+                )
+            },
+        ),
         ("Caller", {"fields": ("researcher", "caller_name", "caller_branch")}),
         (
             "Project",
@@ -214,6 +228,7 @@ class AllocationRequestAdmin(admin.ModelAdmin):
         if obj is not None:
             extra_context.update(
                 estimate=estimate_view(obj.estimate_snapshot, requested_gpu_hours=obj.gpu_hours),
+                measurements=measurement_views(allocation_request=obj),
                 decisions=(
                     [(key, label) for key, (label, _form) in DECISIONS.items()]
                     if obj.status in PENDING_STATUSES
@@ -260,9 +275,10 @@ class AllocationRequestAdmin(admin.ModelAdmin):
                 data = form.cleaned_data
                 try:
                     if decision == "approve":
-                        allocation_request_approve(
+                        allocation_request_approve_with_account(
                             allocation_request=obj,
                             reviewer=request.user,
+                            slurm_account=data["slurm_account"],
                             granted_gpu_hours=data["granted_gpu_hours"],
                             message=data["message"],
                             note=data["note"],
@@ -289,6 +305,13 @@ class AllocationRequestAdmin(admin.ModelAdmin):
                         form.add_error(None, exc.messages)
                 else:
                     self.message_user(request, f"{label}: done for “{obj}”.", messages.SUCCESS)
+                    if notifications_waiting_for_broker(allocation_request=obj):
+                        self.message_user(
+                            request,
+                            "The decision is saved. The e-mail to the researcher will be sent "
+                            "when the mail service is back.",
+                            messages.WARNING,
+                        )
                     return redirect(change_url)
         else:
             initial = {"granted_gpu_hours": obj.gpu_hours} if decision == "approve" else {}
@@ -378,6 +401,7 @@ class NotificationAdmin(admin.ModelAdmin):
         "recipients",
         "status",
         "attempts",
+        "queued_at",
         "last_error",
         "created_at",
         "sent_at",
@@ -391,3 +415,7 @@ class NotificationAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+# The feedback loop's staff pages (trial-run measurements, usage, calibration) register here.
+from allocations import measurement_admin, usage_admin  # noqa: E402, F401

@@ -1,35 +1,30 @@
 """Re-running a frozen estimate with one assumption changed, and comparing the two results.
 
-The engine and the catalog are other apps' work; this module is allocations' only door to
-them, and says plainly when the engine cannot run rather than failing the admin page.
+The engine's refusals of the changed inputs become EstimateUnavailable, said in words staff can
+act on, rather than failing the admin page.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import Any
+
+from advisor.engine import estimate
+from advisor.engine.models import EstimateRequest
+from advisor.engine_catalog import engine_catalog
 
 
 class EstimateUnavailable(Exception):
     """The estimate could not be re-run; the message says why, in words staff can act on."""
 
 
-def _engine():
-    try:
-        from advisor.engine import estimate
-        from advisor.engine.models import EstimateRequest
+def estimate_rerun(
+    *, snapshot: dict[str, Any], changes: dict[str, Any], extra_benchmarks: tuple = ()
+) -> dict[str, Any]:
+    """The frozen request with `changes` applied, estimated against today's catalog.
 
-        engine_catalog = import_module("catalog.selectors").engine_catalog
-    except (ImportError, AttributeError) as exc:
-        raise EstimateUnavailable(
-            f"The estimation engine or the catalog is not available in this build ({exc})."
-        ) from exc
-    return estimate, EstimateRequest, engine_catalog
-
-
-def estimate_rerun(*, snapshot: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """The frozen request with `changes` applied, estimated against today's catalog."""
-    estimate, estimate_request_model, engine_catalog = _engine()
+    `extra_benchmarks` (engine BenchmarkSpecs) join the catalog's benchmarks for this run only:
+    a trial-run measurement applied before staff accept it into the catalog.
+    """
     inputs = dict((snapshot or {}).get("request") or {})
     if not inputs:
         raise EstimateUnavailable("This request has no frozen estimate inputs to re-run.")
@@ -37,8 +32,13 @@ def estimate_rerun(*, snapshot: dict[str, Any], changes: dict[str, Any]) -> dict
     if "accelerator" in changes:
         inputs["system"] = None  # another GPU may live on another system: let the engine choose
     try:
-        request = estimate_request_model.model_validate(inputs)
-        result = estimate(request, engine_catalog())
+        request = EstimateRequest.model_validate(inputs)
+        catalog = engine_catalog()
+        if extra_benchmarks:
+            catalog = catalog.model_copy(
+                update={"benchmarks": [*catalog.benchmarks, *extra_benchmarks]}
+            )
+        result = estimate(request, catalog)
     except ValueError as exc:  # pydantic's ValidationError and the engine's input errors
         raise EstimateUnavailable(f"The engine refused the changed inputs: {exc}") from exc
     return result.model_dump(mode="json")

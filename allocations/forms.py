@@ -93,7 +93,14 @@ class ApproveForm(DecisionForm):
         min_value=1,
         help_text="May differ from the hours requested.",
     )
-    field_order = ["granted_gpu_hours", "message", "note"]
+    slurm_account = forms.CharField(
+        label="Slurm account",
+        max_length=100,
+        required=False,
+        help_text="The account the researcher charges jobs to (sbatch --account); the "
+        "approval e-mail tells them, and imported accounting is matched to this request by it.",
+    )
+    field_order = ["granted_gpu_hours", "slurm_account", "message", "note"]
 
 
 class RequestChangesForm(DecisionForm):
@@ -127,3 +134,57 @@ class EstimateRerunForm(forms.Form):
             raise ValidationError("Change exactly one assumption to compare like with like.")
         cleaned["changes"] = changed
         return cleaned
+
+
+class TrialRunUploadForm(forms.Form):
+    """The helper's JSON file. Size is checked here; content in the service."""
+
+    file = forms.FileField(
+        label="Trial-run measurement (the JSON file trial_run.py wrote)",
+        max_length=200,
+        widget=forms.ClearableFileInput(attrs={"accept": ".json,application/json"}),
+    )
+
+    def clean_file(self):
+        from allocations.trial_runs import MAX_FILE_BYTES
+
+        upload = self.cleaned_data["file"]
+        if upload.size > MAX_FILE_BYTES:
+            raise ValidationError(
+                f"The file is {upload.size:,} bytes; a trial-run file is at most "
+                f"{MAX_FILE_BYTES:,} bytes."
+            )
+        return upload
+
+
+class MeasurementAcceptForm(forms.Form):
+    accelerator = forms.ChoiceField(label="GPU the run measured (catalog)")
+    params = forms.IntegerField(
+        label="Model parameters",
+        required=False,
+        min_value=1,
+        help_text="Leave empty to use the count the helper recorded or the estimate's.",
+    )
+    note = forms.CharField(
+        label="Internal note", required=False, widget=forms.Textarea(attrs={"rows": 2})
+    )
+
+    def __init__(self, *args, accelerators=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["accelerator"].choices = [("", "---------"), *accelerators]
+
+
+class MeasurementRejectForm(forms.Form):
+    note = forms.CharField(
+        label="Why it should not calibrate the engine",
+        widget=forms.Textarea(attrs={"rows": 2}),
+    )
+
+
+class SlurmAccountForm(forms.Form):
+    slurm_account = forms.CharField(
+        label="Slurm account",
+        max_length=100,
+        required=False,
+        help_text="The account jobs are charged to (sbatch --account); usage is matched by it.",
+    )

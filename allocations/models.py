@@ -120,6 +120,11 @@ class AllocationRequest(models.Model):
     num_gpus = models.PositiveIntegerField(null=True, blank=True, editable=False)
 
     granted_gpu_hours = models.IntegerField(null=True, blank=True, editable=False)
+    # Set by staff on approval; the approval e-mail tells the researcher to charge jobs to it,
+    # and imported Slurm accounting is matched to the request by it (allocations.usage).
+    slurm_account = models.CharField(
+        _("Slurm account"), max_length=100, blank=True, db_index=True, editable=False
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     submitted_at = models.DateTimeField(null=True, blank=True, editable=False, db_index=True)
@@ -244,6 +249,9 @@ class Notification(models.Model):
     status = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
     attempts = models.PositiveIntegerField(default=0)
     claimed_at = models.DateTimeField(null=True, blank=True)
+    # When the broker last took the send task; unset while it waits for the broker (the outbox
+    # sweep sends it once the broker is back: config/outbox.py).
+    queued_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     sent_at = models.DateTimeField(null=True, blank=True)
@@ -256,3 +264,136 @@ class Notification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} ({self.status})"
+
+
+class MeasurementReview(models.TextChoices):
+    PENDING = "pending", _("Waiting for staff")
+    ACCEPTED = "accepted", _("Accepted into the catalog")
+    REJECTED = "rejected", _("Not used for calibration")
+
+
+class TrialMeasurement(models.Model):
+    """A trial-run measurement file (allocations/helper/trial_run.py) attached to a request.
+
+    `report` is the validated file as JSON; the columns beside it are copied out of it for the
+    admin's list and for calibration. Accepting it makes a catalog benchmark (`benchmark_name`).
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    allocation_request = models.ForeignKey(
+        AllocationRequest, on_delete=models.CASCADE, related_name="measurements"
+    )
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    uploaded_at = models.DateTimeField(auto_now_add=True)
+    file_name = models.CharField(max_length=200, blank=True)
+    report = models.JSONField()
+    device_name = models.CharField(_("GPU reported"), max_length=200, blank=True)
+    gpu_present = models.BooleanField(default=True)
+    num_gpus = models.PositiveIntegerField(default=0)
+    task = models.CharField(max_length=20)
+    precision = models.CharField(max_length=10)
+    micro_batch_size = models.PositiveIntegerField()
+    seq_len = models.PositiveIntegerField()
+    params = models.BigIntegerField(null=True, blank=True)
+    tokens_per_second = models.FloatField(help_text=_("Steady rate of the whole job."))
+    max_memory_allocated_bytes = models.BigIntegerField(null=True, blank=True)
+    max_memory_reserved_bytes = models.BigIntegerField(null=True, blank=True)
+
+    review = models.CharField(
+        max_length=10, choices=MeasurementReview.choices, default=MeasurementReview.PENDING
+    )
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    review_note = models.TextField(blank=True)
+    accelerator = models.CharField(
+        max_length=64, blank=True, help_text=_("Catalog accelerator key, set on acceptance.")
+    )
+    benchmark_name = models.CharField(max_length=100, blank=True)
+
+    class Meta:
+        ordering = ["-uploaded_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(tokens_per_second__gt=0), name="measurement_tps_gt_0"
+            ),
+            models.CheckConstraint(
+                condition=Q(review__in=MeasurementReview.values), name="measurement_review_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        device = self.device_name or "CPU"
+        return f"{self.tokens_per_second:,.0f} tokens/s on {self.num_gpus} × {device}"
+
+
+class UsageFormat(models.TextChoices):
+    SACCT_JSON = "sacct_json", _("sacct --json")
+    SACCT_PIPE = "sacct_pipe", _("sacct -P (pipe-separated)")
+
+
+class UsageImport(models.Model):
+    """One accounting file imported: who, when, what it held."""
+
+    file_name = models.CharField(max_length=200, blank=True)
+    file_format = models.CharField(max_length=20, choices=UsageFormat.choices)
+    slurm_release = models.CharField(max_length=40, blank=True)
+    imported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    imported_at = models.DateTimeField(auto_now_add=True)
+    jobs_read = models.PositiveIntegerField(default=0)
+    jobs_new = models.PositiveIntegerField(default=0)
+    jobs_updated = models.PositiveIntegerField(default=0)
+    jobs_unchanged = models.PositiveIntegerField(default=0)
+    jobs_matched = models.PositiveIntegerField(default=0)
+    gpu_hours_new = models.FloatField(default=0)
+
+    class Meta:
+        ordering = ["-imported_at"]
+
+    def __str__(self) -> str:
+        return f"{self.file_name or 'accounting file'} ({self.imported_at:%Y-%m-%d %H:%M})"
+
+
+class UsageRecord(models.Model):
+    """One Slurm job from accounting, with the GPU hours it used (allocated GPUs x elapsed)."""
+
+    cluster = models.CharField(max_length=100, blank=True)
+    job_id = models.CharField(max_length=64, help_text=_("Slurm JobID (array and het ids kept)."))
+    account = models.CharField(max_length=100, db_index=True)
+    user = models.CharField(max_length=100, blank=True)
+    partition = models.CharField(max_length=200, blank=True)
+    state = models.CharField(max_length=40, blank=True)
+    start = models.DateTimeField()
+    end = models.DateTimeField(null=True, blank=True)
+    elapsed_seconds = models.PositiveBigIntegerField()
+    gpus = models.PositiveIntegerField(default=0)
+    gpu_type = models.CharField(max_length=100, blank=True)
+    gpu_hours = models.FloatField(default=0)
+    allocation_request = models.ForeignKey(
+        AllocationRequest,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="usage_records",
+    )
+    usage_import = models.ForeignKey(UsageImport, on_delete=models.PROTECT, related_name="records")
+
+    class Meta:
+        ordering = ["start", "job_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "job_id"], name="usage_job_once"),
+            models.CheckConstraint(condition=Q(gpu_hours__gte=0), name="usage_gpu_hours_gte_0"),
+        ]
+        indexes = [models.Index(fields=["allocation_request", "start"], name="usage_request_start")]
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} ({self.account}): {self.gpu_hours:.1f} GPU hours"

@@ -9,4 +9,10 @@ urlpatterns = [
     path("requests/<uuid:pk>/", views.request_detail, name="request-detail"),
     path("requests/<uuid:pk>/edit/", views.request_edit, name="request-edit"),
     path("requests/<uuid:pk>/withdraw/", views.request_withdraw, name="request-withdraw"),
+    path(
+        "requests/<uuid:pk>/measurements/",
+        views.measurement_upload,
+        name="measurement-upload",
+    ),
+    path("trial-run/trial_run.py", views.trial_run_helper, name="trial-run-helper"),
 ]

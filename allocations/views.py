@@ -5,14 +5,18 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from advisor.models import AdvisorSession
 from allocations.facilities import trial_gpu_hours_limit
-from allocations.forms import AllocationRequestForm
+from allocations.forms import AllocationRequestForm, TrialRunUploadForm
+from allocations.measurement_selectors import measurement_views
+from allocations.measurement_services import trial_measurement_upload
 from allocations.models import AllocationRequest
+from allocations.notifications import notifications_waiting_for_broker
 from allocations.selectors import (
     allocation_request_get_for_researcher,
     allocation_request_initial_from_session,
@@ -28,10 +32,21 @@ from allocations.services import (
     allocation_request_update,
     allocation_request_withdraw,
 )
+from allocations.trial_runs import HELPER_FILENAME, HELPER_PATH, MAX_FILE_BYTES
 
 
 def _wants_submit(request: HttpRequest) -> bool:
     return request.POST.get("action") == "submit"
+
+
+def _say_if_mail_waits(request: HttpRequest, allocation_request: AllocationRequest) -> None:
+    # The request is saved either way; only the e-mail waits for the task queue (the outbox).
+    if notifications_waiting_for_broker(allocation_request=allocation_request):
+        messages.warning(
+            request,
+            "Your request is saved. The e-mail telling staff about it will be sent when the mail "
+            "service is back; there is nothing more for you to do.",
+        )
 
 
 def _estimate_systems(result: dict) -> list[str]:
@@ -112,6 +127,7 @@ def request_create(request: HttpRequest, session_id) -> HttpResponse:
                     if _wants_submit(request)
                     else "Draft saved. Submit it when it is complete.",
                 )
+                _say_if_mail_waits(request, allocation_request)
                 return redirect("allocations:request-detail", pk=allocation_request.pk)
     else:
         form = AllocationRequestForm(
@@ -134,20 +150,64 @@ def request_list(request: HttpRequest) -> HttpResponse:
     )
 
 
+def _detail_context(allocation_request, *, upload_form=None) -> dict:
+    return {
+        "allocation_request": allocation_request,
+        "events": allocation_request.events.all(),
+        "estimate": estimate_view(
+            allocation_request.estimate_snapshot,
+            requested_gpu_hours=allocation_request.gpu_hours,
+        ),
+        "measurements": measurement_views(allocation_request=allocation_request),
+        "upload_form": upload_form or TrialRunUploadForm(),
+        "max_file_kb": MAX_FILE_BYTES // 1024,
+    }
+
+
 @login_required
 def request_detail(request: HttpRequest, pk) -> HttpResponse:
     allocation_request = allocation_request_get_for_researcher(user=request.user, pk=pk)
-    return render(
+    return render(request, "allocations/request_detail.html", _detail_context(allocation_request))
+
+
+@login_required
+@require_POST
+def measurement_upload(request: HttpRequest, pk) -> HttpResponse:
+    """The researcher attaches a trial-run file; a bad file changes nothing and says why."""
+    allocation_request = allocation_request_get_for_researcher(user=request.user, pk=pk)
+    form = TrialRunUploadForm(request.POST, request.FILES)
+    if form.is_valid():
+        upload = form.cleaned_data["file"]
+        try:
+            trial_measurement_upload(
+                allocation_request=allocation_request,
+                uploaded_by=request.user,
+                raw=upload.read(MAX_FILE_BYTES + 1),
+                file_name=upload.name,
+            )
+        except ValidationError as exc:
+            _apply_errors(form, exc)
+        else:
+            messages.success(request, "Measurement added: see it beside the estimate below.")
+            detail = reverse("allocations:request-detail", args=[allocation_request.pk])
+            return redirect(f"{detail}#measurements")
+    response = render(
         request,
         "allocations/request_detail.html",
-        {
-            "allocation_request": allocation_request,
-            "events": allocation_request.events.all(),
-            "estimate": estimate_view(
-                allocation_request.estimate_snapshot,
-                requested_gpu_hours=allocation_request.gpu_hours,
-            ),
-        },
+        _detail_context(allocation_request, upload_form=form),
+    )
+    response.status_code = 400
+    return response
+
+
+@require_GET
+def trial_run_helper(request: HttpRequest) -> FileResponse:
+    """The single-file helper researchers add to their training script."""
+    return FileResponse(
+        HELPER_PATH.open("rb"),
+        as_attachment=True,
+        filename=HELPER_FILENAME,
+        content_type="text/x-python; charset=utf-8",
     )
 
 
@@ -194,6 +254,7 @@ def request_edit(request: HttpRequest, pk) -> HttpResponse:
                     request,
                     "Request submitted: staff will review it." if submitting else "Changes saved.",
                 )
+                _say_if_mail_waits(request, allocation_request)
                 return redirect("allocations:request-detail", pk=allocation_request.pk)
     else:
         form = AllocationRequestForm(instance=allocation_request, extra_facilities=extra)

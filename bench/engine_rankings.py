@@ -4,7 +4,7 @@ Each ranking is one `advisor.engine.estimate()` call: every system / accelerator
 sized, ranked, with the justification and the Slurm script. Two catalogs: the test fixture
 (tests/engine/catalog_fixture.py) and the real default catalog (catalog/data/default.json,
 validated by catalog.data_schema and turned into a CatalogSpec the way
-catalog.selectors.engine_catalog does, without a database: retired systems and node types left
+advisor.engine_catalog.engine_catalog does, without a database: retired systems and node types left
 out). `--catalog fixture|default|both` (default both). Pinned to one CPU where the OS allows
 it; reports rankings per CPU second (process time, so other load on a shared machine does not
 count) and per wall second. Goal: >= 1,000 per second for every request.

@@ -3,29 +3,14 @@ are in catalog.benchmark_file."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from django.db import transaction
 
 from catalog.benchmark_file import benchmark_file_read, fail
-from catalog.data_schema import BenchmarkIn, display_path
+from catalog.data_schema import BenchmarkIn
 from catalog.models import Accelerator, Benchmark, System
-
-
-@dataclass
-class BenchmarksLoaded:
-    path: Path
-    created: int = 0
-    updated: int = 0
-    unchanged: int = 0
-
-    def __str__(self) -> str:
-        total = self.created + self.updated + self.unchanged
-        return (
-            f"{display_path(self.path)}: {total} shared benchmark(s) ({self.created} created, "
-            f"{self.updated} updated, {self.unchanged} unchanged)"
-        )
+from catalog.services import LoadSummary, _Upserter
 
 
 def benchmarks_validate(path: Path) -> list[BenchmarkIn]:
@@ -58,35 +43,29 @@ def benchmarks_validate(path: Path) -> list[BenchmarkIn]:
     return [bench for _, bench in rows]
 
 
-def benchmarks_load(*, path: Path) -> BenchmarksLoaded:
-    """Validate the whole file, then create or update its rows as shared benchmarks in one
-    transaction (matched by name; re-running changes nothing)."""
+def benchmarks_shared_exist() -> bool:
+    return Benchmark.objects.filter(profile__isnull=True).exists()
+
+
+def benchmarks_load(*, path: Path, reset: bool = False) -> LoadSummary:
+    """Validate the whole file, then create its rows as shared benchmarks in one transaction
+    (matched by name). As load_catalog does, values staff changed in the admin are kept and
+    reported unless `reset`, and re-running changes nothing."""
     parsed = benchmarks_validate(path)
-    summary = BenchmarksLoaded(path=path)
+    summary = LoadSummary(profile="shared benchmarks", path=path, reset=reset)
     accelerators = {a.name: a for a in Accelerator.objects.all()}
     systems = {s.name: s for s in System.objects.all()}
+    up = _Upserter(summary)
     with transaction.atomic():
-        for bench in parsed:
+        for index, bench in enumerate(parsed):
             values = bench.model_dump(exclude={"name", "accelerator", "system"})
             for text_field in ("task", "precision"):
                 values[text_field] = values[text_field] or ""
             values["accelerator"] = accelerators[bench.accelerator]
             values["system"] = systems[bench.system] if bench.system else None
             values["profile"] = None
-            existing = Benchmark.objects.filter(name=bench.name).first()
-            if existing is None:
-                obj = Benchmark(name=bench.name, **values)
-                obj.full_clean()
-                obj.save()
-                summary.created += 1
-                continue
-            changed = [k for k, v in values.items() if getattr(existing, k) != v]
-            if not changed:
-                summary.unchanged += 1
-                continue
-            for key in changed:
-                setattr(existing, key, values[key])
-            existing.full_clean()
-            existing.save()
-            summary.updated += 1
+            up.save(
+                Benchmark, {"name": bench.name}, values, where=f"row {index + 1} ({bench.name})"
+            )
+    summary.counts = {"benchmarks": len(parsed)}
     return summary

@@ -2,7 +2,12 @@
 
 Data, not code: rows come from `catalog/data/<profile>.json` through `manage.py load_catalog`
 (catalog.services.catalog_load) and staff may correct them in the admin. The engine never sees
-these models; it gets the frozen pydantic specs that `to_engine()` builds.
+these models: `advisor.engine_catalog` maps them to the engine's frozen pydantic specs, and this
+app imports nothing from `advisor`.
+
+Every write to a catalog table (a save, a delete, a bulk update, an M2M change) replaces
+`CatalogVersion.stamp` in the same transaction (catalog/signals.py and `CatalogQuerySet`), so
+readers that cache what they built from the catalog know when to build it again.
 
 Profiles: a profile is one institute's view (the Turing's "default", "lancaster", "uva").
 Systems and benchmarks belong to exactly one profile; accelerators and tools are shared by all
@@ -12,17 +17,11 @@ loaded. The advisor and the /catalog/ page show the active profile's systems.
 
 from __future__ import annotations
 
+import uuid
+
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
-
-from advisor.engine.models import (
-    AcceleratorSpec,
-    BenchmarkSpec,
-    NodeTypeSpec,
-    PartitionSpec,
-    SystemSpec,
-)
 
 
 def _holds_nul(value) -> bool:
@@ -41,6 +40,67 @@ def validate_json_has_no_nul(value) -> None:
         raise ValidationError("Remove the NUL character (\\u0000): it cannot be stored.")
 
 
+class CatalogVersionManager(models.Manager):
+    def current(self) -> str | None:
+        """The stamp of the catalog as it is now; None before the first catalog write."""
+        return self.filter(pk=CatalogVersion.SINGLETON).values_list("stamp", flat=True).first()
+
+    def bump(self) -> str:
+        """A new stamp, in the caller's transaction: a rollback restores the old stamp with the
+        old rows, and a random stamp is never reused, so a cache keyed by it is never stale."""
+        stamp = uuid.uuid4().hex
+        if not self.filter(pk=CatalogVersion.SINGLETON).update(stamp=stamp):
+            self.update_or_create(pk=CatalogVersion.SINGLETON, defaults={"stamp": stamp})
+        return stamp
+
+
+class CatalogVersion(models.Model):
+    """One row whose stamp changes with every write to the catalog's tables."""
+
+    SINGLETON = 1
+    stamp = models.CharField(max_length=32)
+    objects = CatalogVersionManager()
+
+    def __str__(self) -> str:
+        return self.stamp
+
+
+class CatalogQuerySet(models.QuerySet):
+    """Bulk writes skip the model signals, so they change the catalog version here."""
+
+    def update(self, **kwargs):
+        rows = super().update(**kwargs)
+        if rows:
+            CatalogVersion.objects.bump()
+        return rows
+
+    update.alters_data = True
+
+    def delete(self):
+        deleted = super().delete()
+        if deleted[0]:
+            CatalogVersion.objects.bump()
+        return deleted
+
+    delete.alters_data = True
+    delete.queryset_only = True
+
+    def bulk_create(self, objs, *args, **kwargs):
+        created = super().bulk_create(objs, *args, **kwargs)
+        if created:
+            CatalogVersion.objects.bump()
+        return created
+
+    def bulk_update(self, objs, fields, *args, **kwargs):
+        rows = super().bulk_update(objs, fields, *args, **kwargs)
+        if rows:
+            CatalogVersion.objects.bump()
+        return rows
+
+
+CatalogManager = models.Manager.from_queryset(CatalogQuerySet)
+
+
 class Profile(models.Model):
     name = models.SlugField(max_length=64, unique=True)
     title = models.CharField(max_length=200)
@@ -50,6 +110,8 @@ class Profile(models.Model):
     )
     source_file = models.CharField(max_length=500, blank=True)
     loaded_at = models.DateTimeField(null=True, blank=True)
+
+    objects = CatalogManager()
 
     class Meta:
         ordering = ["name"]
@@ -95,6 +157,8 @@ class Accelerator(models.Model):
     notes = models.TextField(blank=True)
     source = models.CharField(max_length=300)
 
+    objects = CatalogManager()
+
     class Meta:
         ordering = ["vendor", "name"]
         constraints = [
@@ -118,25 +182,6 @@ class Accelerator(models.Model):
 
     def __str__(self) -> str:
         return self.display_name
-
-    def to_engine(self) -> AcceleratorSpec:
-        return AcceleratorSpec(
-            name=self.name,
-            display_name=self.display_name,
-            vendor=self.vendor,
-            memory_gb=self.memory_gb,
-            memory_bandwidth_gb_s=self.memory_bandwidth_gb_s,
-            fp64_tflops=self.fp64_tflops,
-            fp32_tflops=self.fp32_tflops,
-            tf32_tflops=self.tf32_tflops,
-            fp16_tflops=self.fp16_tflops,
-            bf16_tflops=self.bf16_tflops,
-            int8_tops=self.int8_tops,
-            fp16_nontensor_tflops=self.fp16_nontensor_tflops,
-            bf16_supported=self.bf16_supported,
-            tensor_cores=self.tensor_cores,
-            tdp_w=self.tdp_w,
-        )
 
 
 class SystemKind(models.TextChoices):
@@ -207,6 +252,8 @@ class System(models.Model):
     notes = models.TextField(blank=True)
     source = models.CharField(max_length=300)
 
+    objects = CatalogManager()
+
     class Meta:
         ordering = ["display_name"]
         constraints = [
@@ -237,42 +284,6 @@ class System(models.Model):
     @property
     def is_retired(self) -> bool:
         return self.status == SystemStatus.RETIRED
-
-    def to_engine(self, *, include_retired: bool = False) -> SystemSpec:
-        """Uses prefetched node_types (with accelerator), partitions and tooling when present."""
-        node_types = [
-            nt
-            for nt in self.node_types.all()
-            if include_retired or nt.status != SystemStatus.RETIRED
-        ]
-        kept = {nt.pk for nt in node_types}
-        partitions = []
-        for partition in self.partitions.all():
-            names = [nt.name for nt in partition.node_types.all() if nt.pk in kept]
-            if names:
-                partitions.append(partition.to_engine(node_type_names=names))
-        return SystemSpec(
-            name=self.name,
-            display_name=self.display_name,
-            operator=self.operator,
-            kind=self.kind,
-            scheduler=self.scheduler,
-            status=self.status,
-            status_note=self.status_note,
-            notebooks=self.notebooks,
-            data_sensitivity=list(self.data_sensitivity),
-            trial_gpu_hours=self.trial_gpu_hours,
-            price_per_gpu_hour=self.price_per_gpu_hour,
-            currency=self.currency,
-            typical_queue_wait_hours=self.typical_queue_wait_hours,
-            access_route=self.access_route,
-            queue_guidance=self.queue_guidance,
-            modules=list(self.modules),
-            container=self.container or None,
-            tooling={ts.tool.name: ts.supported for ts in self.tooling.all()},
-            node_types=[nt.to_engine() for nt in node_types],
-            partitions=partitions,
-        )
 
 
 class IntraNodeInterconnect(models.TextChoices):
@@ -318,6 +329,8 @@ class NodeType(models.Model):
     notes = models.TextField(blank=True)
     source = models.CharField(max_length=300)
 
+    objects = CatalogManager()
+
     class Meta:
         ordering = ["system", "name"]
         constraints = [
@@ -338,21 +351,6 @@ class NodeType(models.Model):
 
     def __str__(self) -> str:
         return f"{self.system.name}: {self.name}"
-
-    def to_engine(self) -> NodeTypeSpec:
-        return NodeTypeSpec(
-            name=self.name,
-            count=self.count,
-            gpus_per_node=self.gpus_per_node,
-            accelerator=self.accelerator.name,
-            cpu_cores=self.cpu_cores,
-            ram_gb=self.ram_gb,
-            intra_node_interconnect=self.intra_node_interconnect,
-            inter_node_interconnect=self.inter_node_interconnect,
-            inter_node_gbit_s=self.inter_node_gbit_s,
-            price_per_gpu_hour=self.price_per_gpu_hour,
-            status=self.status,
-        )
 
 
 class Partition(models.Model):
@@ -375,6 +373,8 @@ class Partition(models.Model):
     notes = models.TextField(blank=True)
     source = models.CharField(max_length=300)
 
+    objects = CatalogManager()
+
     class Meta:
         ordering = ["system", "name"]
         constraints = [
@@ -388,26 +388,12 @@ class Partition(models.Model):
     def __str__(self) -> str:
         return f"{self.system.name}: {self.name}"
 
-    def to_engine(self, *, node_type_names: list[str] | None = None) -> PartitionSpec:
-        if node_type_names is None:
-            node_type_names = [nt.name for nt in self.node_types.all()]
-        return PartitionSpec(
-            name=self.name,
-            slurm_partition=self.slurm_partition or None,
-            node_types=node_type_names,
-            max_wall_hours=self.max_wall_hours,
-            max_gpus_per_job=self.max_gpus_per_job,
-            max_nodes_per_job=self.max_nodes_per_job,
-            gpu_request=self.gpu_request,
-            constraint=self.constraint or None,
-            qos=self.qos or None,
-            notes=self.notes,
-        )
-
 
 class Tool(models.Model):
     name = models.CharField(max_length=100, unique=True)
     position = models.PositiveIntegerField(default=0, help_text="Row order in the matrix.")
+
+    objects = CatalogManager()
 
     class Meta:
         ordering = ["position", "name"]
@@ -423,6 +409,8 @@ class ToolingSupport(models.Model):
     tool = models.ForeignKey(Tool, on_delete=models.CASCADE, related_name="support")
     supported = models.BooleanField(null=True, blank=True)
     source = models.CharField(max_length=300)
+
+    objects = CatalogManager()
 
     class Meta:
         ordering = ["system", "tool"]
@@ -456,11 +444,22 @@ class BenchmarkOutcome(models.TextChoices):
     OUT_OF_MEMORY = "out_of_memory", "Out of memory"
 
 
+class BenchmarkSourceKind(models.TextChoices):
+    PUBLISHED = "published", "Published measurement"
+    INSTITUTE_RUN = "institute_run", "The institute's own run"
+
+
 class Benchmark(models.Model):
     """A measured run on an accelerator (optionally on a given system), used for calibration.
 
+    Published rows come from the catalog's data file; institute-run rows are trial-run
+    measurements staff accepted, and a catalog reload keeps them. `source_reference` names
+    the measurement as plain text ("allocation-request:<id>/measurement:<id>"): the catalog
+    imports nothing from the apps that make such rows.
+
     A benchmark without a profile is shared by every profile (catalog/data/shared/benchmarks.json,
-    `manage.py load_benchmarks`): a GPU's speed does not depend on the institute."""
+    `manage.py load_benchmarks`): a GPU's speed does not depend on the institute.
+    """
 
     profile = models.ForeignKey(
         Profile,
@@ -496,6 +495,12 @@ class Benchmark(models.Model):
     )
     notes = models.TextField(blank=True)
     source = models.CharField(max_length=300)
+    source_kind = models.CharField(
+        max_length=20, choices=BenchmarkSourceKind.choices, default=BenchmarkSourceKind.PUBLISHED
+    )
+    source_reference = models.CharField(max_length=200, blank=True)
+
+    objects = CatalogManager()
 
     class Meta:
         ordering = ["accelerator", "model", "name"]
@@ -513,27 +518,3 @@ class Benchmark(models.Model):
 
     def __str__(self) -> str:
         return self.name
-
-    def to_engine(self) -> BenchmarkSpec:
-        return BenchmarkSpec(
-            name=self.name,
-            accelerator=self.accelerator.name,
-            system=self.system.name if self.system_id else None,
-            model=self.model,
-            params=self.params,
-            task=self.task or None,
-            strategy=self.strategy or None,
-            precision=self.precision or None,
-            num_gpus=self.num_gpus,
-            batch_size=self.batch_size,
-            seq_len=self.seq_len,
-            tokens_per_second=self.tokens_per_second,
-            peak_memory_gb=self.peak_memory_gb,
-            mfu=self.mfu,
-            hidden_size=self.hidden_size,
-            num_layers=self.num_layers,
-            gradient_checkpointing=self.gradient_checkpointing,
-            outcome=self.outcome,
-            notes=self.notes,
-            source=self.source,
-        )

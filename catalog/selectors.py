@@ -1,4 +1,5 @@
-"""Reads from the catalog: the engine's plain view of it, and the systems comparison page."""
+"""Reads from the catalog: the rows the engine's catalog is built from (mapped to the engine's
+specs by `advisor.engine_catalog`), its version stamp, and the systems comparison page."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ from dataclasses import dataclass, field
 
 from django.db.models import Prefetch, Q, QuerySet
 
-from advisor.engine.models import CatalogSpec
 from catalog.models import (
     Accelerator,
     Benchmark,
+    CatalogVersion,
     NodeType,
     Partition,
     Profile,
@@ -45,8 +46,22 @@ def _systems(*, profile: Profile | None) -> QuerySet[System]:
     return systems
 
 
-def engine_catalog(*, include_retired: bool = False, profile: str | None = None) -> CatalogSpec:
-    """The catalog as the engine takes it: systems of one profile (default: the active one).
+def catalog_version() -> str | None:
+    """The stamp that changes with every catalog write (None before the first one)."""
+    return CatalogVersion.objects.current()
+
+
+@dataclass(frozen=True)
+class CatalogRows:
+    """The rows one profile's engine catalog is made of, related rows prefetched."""
+
+    systems: list[System]
+    benchmarks: list[Benchmark]
+    accelerators: list[Accelerator]
+
+
+def catalog_rows(*, include_retired: bool = False, profile: str | None = None) -> CatalogRows:
+    """Systems of one profile (default: the active one), their benchmarks and accelerators.
 
     Retired systems and retired node types (e.g. Azure's NCv3 sizes) are left out unless
     `include_retired`, so the engine never recommends them. Accelerators are those the chosen
@@ -54,25 +69,29 @@ def engine_catalog(*, include_retired: bool = False, profile: str | None = None)
     """
     chosen = Profile.objects.filter(name=profile).first() if profile else profile_active()
     if chosen is None:
-        return CatalogSpec(accelerators=[], systems=[], benchmarks=[])
+        return CatalogRows(systems=[], benchmarks=[], accelerators=[])
     systems = _systems(profile=chosen)
     if not include_retired:
         systems = systems.exclude(status=SystemStatus.RETIRED)
-    system_specs = [s.to_engine(include_retired=include_retired) for s in systems]
-    names = {s.name for s in system_specs}
-
-    benchmarks = Benchmark.objects.select_related("accelerator", "system").filter(
-        Q(profile=chosen) | Q(profile__isnull=True)
-    )
-    bench_specs = [b.to_engine() for b in benchmarks if b.system is None or b.system.name in names]
-    used = {nt.accelerator for s in system_specs for nt in s.node_types}
-    used |= {b.accelerator for b in bench_specs}
-    accelerators = Accelerator.objects.filter(name__in=used).order_by("name")
-    return CatalogSpec(
-        accelerators=[a.to_engine() for a in accelerators],
-        systems=system_specs,
-        benchmarks=bench_specs,
-    )
+    systems = list(systems)
+    names = {s.name for s in systems}
+    benchmarks = [
+        b
+        # The profile's own rows and the shared ones (catalog/data/shared/benchmarks.json).
+        for b in Benchmark.objects.select_related("accelerator", "system").filter(
+            Q(profile=chosen) | Q(profile__isnull=True)
+        )
+        if b.system is None or b.system.name in names
+    ]
+    used = {
+        nt.accelerator_id
+        for s in systems
+        for nt in s.node_types.all()
+        if include_retired or nt.status != SystemStatus.RETIRED
+    }
+    used |= {b.accelerator_id for b in benchmarks}
+    accelerators = list(Accelerator.objects.filter(pk__in=used).order_by("name"))
+    return CatalogRows(systems=systems, benchmarks=benchmarks, accelerators=accelerators)
 
 
 # --- The /catalog/ comparison page -------------------------------------------------------------

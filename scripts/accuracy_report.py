@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from advisor.engine import ENGINE_VERSION, estimate  # noqa: E402
 from advisor.engine.memory import COMPONENTS  # noqa: E402
 from advisor.engine.models import (  # noqa: E402
     AcceleratorSpec,
@@ -303,10 +304,6 @@ def run_engine(
     point: Point, catalog: CatalogSpec
 ) -> tuple[EstimateResult | None, str | None, bool]:
     """The engine's result, or why not; the flag says whether params replaced the config."""
-    try:
-        from advisor.engine import estimate
-    except ImportError as exc:
-        return None, f"engine not importable: {exc}", False
     attempts = []
     if point.model.config is not None:
         attempts.append(False)
@@ -989,20 +986,12 @@ def generate(data_dir: Path = DATA_DIR) -> tuple[str, str]:
     accelerators = load_accelerators(data_dir)
     catalog = validation_catalog(accelerators)
     outcomes = [evaluate(p, catalog, accelerators) for p in measurements.points]
-    engine_version = _engine_version()
+    engine_version = ENGINE_VERSION
     summary = summarise(outcomes, engine_version)
     commentary_path = data_dir / "commentary.md"
     commentary = commentary_path.read_text() if commentary_path.exists() else "(no commentary yet)"
     report = render_report(outcomes, summary, commentary)
     return report, json.dumps(summary, indent=2, sort_keys=True) + "\n"
-
-
-def _engine_version() -> str:
-    try:
-        import advisor.engine as engine
-    except ImportError:
-        return "unavailable"
-    return str(getattr(engine, "ENGINE_VERSION", getattr(engine, "__version__", "unknown")))
 
 
 def main(argv: list[str] | None = None) -> int:

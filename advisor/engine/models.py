@@ -2,7 +2,7 @@
 
 Field names of EstimateRequest and EstimateResult are a contract (../shared/design.md, v1):
 fields may be added, never renamed. The catalog reaches the engine as the *Spec models below,
-built by the catalog app (`catalog.selectors.engine_catalog()`).
+mapped from the catalog's rows by `advisor.engine_catalog.engine_catalog()`.
 """
 
 from __future__ import annotations

@@ -72,9 +72,9 @@ def test_no_leaf_of_the_default_chart_points_at_jade2():
 
 def test_walk_stops_at_the_first_unanswered_question():
     chart = load_chart("default")
-    path = walk(chart, {"work_kind": "lora"}, decide("no"))
+    path = walk(chart, {"azure": "no", "work_kind": "lora"}, decide("no"))
     assert path.current == "model"
-    assert path.steps == ["work_kind", "model"]
+    assert path.steps == ["azure", "work_kind", "model"]
     assert path.outcome is None
 
 

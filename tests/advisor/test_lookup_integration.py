@@ -43,6 +43,19 @@ def test_worker_looks_the_model_up_and_stores_it(fake_hub, celery_worker):
     assert fake_hub.model_info_requests("mistralai/Mistral-7B-v0.1") == 1
 
 
+def test_worker_answers_from_the_bundled_config_when_the_hub_fails(fake_hub, celery_worker):
+    fake_hub.fail("Qwen/Qwen3-8B", 503, times=50)
+
+    lookup = hf_model_lookup_request(repo_id="Qwen/Qwen3-8B")
+    wait_for(lambda: settled(lookup), timeout=60, what="the lookup", worker=celery_worker)
+
+    assert lookup.status == Status.DONE, lookup.message
+    assert lookup.metadata["config_source"] == "bundled"
+    assert lookup.metadata["params_total"] == 8_190_735_360
+    assert lookup.message.startswith("Counted from the bundled config; the Hub did not answer")
+    assert lookup.attempts == 1  # answered at once, not after the retries
+
+
 def test_worker_waits_as_long_as_retry_after_says_then_completes(fake_hub, celery_worker):
     fake_hub.fail("acme/flaky-model", 429, times=1, retry_after=2)
     started = time.monotonic()

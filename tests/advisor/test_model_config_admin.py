@@ -57,6 +57,8 @@ def test_uploaded_config_answers_lookups_when_the_hub_cannot(
     assert lookup.status == HfModelLookup.Status.DONE
     assert lookup.metadata["config_source"] == "staff"
     assert lookup.metadata["params_total"] == 7_241_732_096
+    listing = admin_client.get("/admin/advisor/hfmodellookup/").content.decode()
+    assert "staff config (Hub did not answer)" in listing
 
 
 @pytest.mark.parametrize(

@@ -53,7 +53,6 @@ LORA_7B = [
     ("data_sensitivity", "public"),
     ("timeline", DEADLINE),
     ("hpc_experience", "some"),
-    ("azure", "no"),
     ("notebooks", "no"),
 ]
 TITLE = 'LoRA <script>alert("pwned")</script> & friends'

@@ -10,8 +10,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from advisor.engine_catalog import engine_catalog
 from catalog.models import Benchmark
-from catalog.selectors import engine_catalog
 from tests.catalog.conftest import DATA
 
 pytestmark = pytest.mark.django_db
@@ -33,8 +33,11 @@ def default_catalog():
 def test_the_shared_file_loads_once_and_every_profile_sees_it(default_catalog):
     rows = json.loads(SHARED.read_text())["benchmarks"]
     assert len(rows) >= 30
-    assert load_benchmarks(SHARED).endswith(f"({len(rows)} created, 0 updated, 0 unchanged)")
-    assert load_benchmarks(SHARED).endswith(f"(0 created, 0 updated, {len(rows)} unchanged)")
+    assert load_benchmarks(SHARED).startswith(
+        f"shared benchmarks: {len(rows)} benchmarks ({len(rows)} created, 0 unchanged, 0 values "
+        "differ"
+    )
+    assert f"(0 created, {len(rows)} unchanged, 0 values differ" in load_benchmarks(SHARED)
     shared = Benchmark.objects.filter(profile__isnull=True)
     assert shared.count() == len(rows)
     # Sources are stored as their citations, not as keys.
@@ -93,7 +96,22 @@ def test_a_csv_row_loads_and_reaches_the_engine(default_catalog, tmp_path):
         "ours-7b,mi210-64,Llama-2-7B,6738415616,pretrain,bf16,8,4096,0.31,"
         "institute benchmark run 2026-11-20\n"
     )
-    assert load_benchmarks(path).endswith("(1 created, 0 updated, 0 unchanged)")
+    assert "(1 created, 0 unchanged" in load_benchmarks(path)
     bench = next(b for b in engine_catalog().benchmarks if b.name == "ours-7b")
     assert bench.accelerator == "mi210-64"
     assert bench.source == "institute benchmark run 2026-11-20"
+
+
+def test_staff_edits_are_kept_and_reported_unless_reset(default_catalog):
+    load_benchmarks(SHARED)
+    Benchmark.objects.filter(name="llmfoundry-mpt-7b-8xa100-80-sxm4").update(mfu=0.5)
+    report = load_benchmarks(SHARED)
+    assert "differs: row " in report
+    assert "(llmfoundry-mpt-7b-8xa100-80-sxm4).mfu: 0.5 here, 0.6423 in the file" in report
+    assert Benchmark.objects.get(name="llmfoundry-mpt-7b-8xa100-80-sxm4").mfu == 0.5
+    out = io.StringIO()
+    call_command("load_benchmarks", str(SHARED), "--reset", stdout=out)
+    assert Benchmark.objects.get(name="llmfoundry-mpt-7b-8xa100-80-sxm4").mfu == 0.6423
+    out = io.StringIO()
+    call_command("load_benchmarks", str(SHARED), "--if-empty", stdout=out)
+    assert out.getvalue().startswith("Shared benchmarks are already loaded")

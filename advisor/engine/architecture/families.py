@@ -95,6 +95,9 @@ _GPT2 = Decoder(
 DECODERS: dict[str, Decoder] = {
     "llama": _LLAMA,
     "mistral": _LLAMA,
+    # IBM Granite 3.x: Llama's layers; its embedding, residual and logit multipliers are
+    # scalars in the config, not parameters (modeling_granite.py).
+    "granite": _LLAMA,
     # Qwen2's q/k/v projections always have biases (modeling_qwen2.py: bias=True).
     "qwen2": Decoder(qkv_bias=True),
     "qwen3": Decoder(qk_norm="head"),

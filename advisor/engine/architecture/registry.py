@@ -64,6 +64,7 @@ ARCHITECTURES = {
     "BartModel": "bart",
     "LlamaForCausalLM": "llama",
     "MistralForCausalLM": "mistral",
+    "GraniteForCausalLM": "granite",
     "Qwen2ForCausalLM": "qwen2",
     "Qwen3ForCausalLM": "qwen3",
     "Qwen3MoeForCausalLM": "qwen3_moe",

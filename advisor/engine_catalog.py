@@ -1,0 +1,146 @@
+"""The catalog as the engine takes it: the one place catalog rows become the engine's specs.
+
+`engine_catalog()` is the only way the catalog reaches the engine. It builds the frozen
+`CatalogSpec` from the catalog's rows with `Spec.model_validate(row, from_attributes=True)`,
+so the schema is written once (in the engine's models), and keeps what it built in this
+process, keyed by the catalog's version stamp. Every catalog write (admin, loader, bulk
+update, delete) replaces the stamp in its own transaction, so a cached catalog is used only
+while the rows it was built from are the rows in the database. A page therefore pays one
+one-row query for the catalog, and a build (about ten queries) only after a change.
+
+Dependencies point one way: this module imports `catalog`; `catalog` never imports `advisor`.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from django.db import connection
+
+from advisor.engine.models import (
+    AcceleratorSpec,
+    BenchmarkSpec,
+    CatalogSpec,
+    NodeTypeSpec,
+    PartitionSpec,
+    SystemSpec,
+)
+from catalog.models import Benchmark, NodeType, Partition, System, SystemStatus
+from catalog.selectors import catalog_rows, catalog_version
+
+# Catalogs built at one stamp: (include_retired, profile) -> CatalogSpec. A new stamp empties
+# it, so it holds at most the few variants pages ask for (active profile, with or without
+# retired systems).
+_built: dict[tuple[str, str], dict[tuple[bool, str | None], CatalogSpec]] = {}
+_lock = threading.Lock()
+
+
+class _Row:
+    """A model instance's attributes, with the few the spec spells differently given here."""
+
+    __slots__ = ("_instance", "_given")
+
+    def __init__(self, instance: Any, **given: Any) -> None:
+        self._instance = instance
+        self._given = given
+
+    def __getattr__(self, name: str) -> Any:
+        given = self._given
+        return given[name] if name in given else getattr(self._instance, name)
+
+
+def _or_none(value: str) -> str | None:
+    """The catalog stores "no value" in text fields as "", the engine's specs as None."""
+    return value or None
+
+
+def node_type_spec(node_type: NodeType) -> NodeTypeSpec:
+    row = _Row(node_type, accelerator=node_type.accelerator.name)
+    return NodeTypeSpec.model_validate(row, from_attributes=True)
+
+
+def partition_spec(partition: Partition, *, node_type_names: list[str]) -> PartitionSpec:
+    row = _Row(
+        partition,
+        node_types=node_type_names,
+        slurm_partition=_or_none(partition.slurm_partition),
+        constraint=_or_none(partition.constraint),
+        qos=_or_none(partition.qos),
+    )
+    return PartitionSpec.model_validate(row, from_attributes=True)
+
+
+def system_spec(system: System, *, include_retired: bool = False) -> SystemSpec:
+    """Uses the prefetched node types (with accelerator), partitions and tooling."""
+    node_types = [
+        nt for nt in system.node_types.all() if include_retired or nt.status != SystemStatus.RETIRED
+    ]
+    kept = {nt.pk: nt.name for nt in node_types}
+    partitions = []
+    for partition in system.partitions.all():
+        names = [kept[nt.pk] for nt in partition.node_types.all() if nt.pk in kept]
+        if names:
+            partitions.append(partition_spec(partition, node_type_names=names))
+    row = _Row(
+        system,
+        container=_or_none(system.container),
+        tooling={cell.tool.name: cell.supported for cell in system.tooling.all()},
+        tooling_sources={cell.tool.name: cell.source for cell in system.tooling.all()},
+        node_types=[node_type_spec(nt) for nt in node_types],
+        partitions=partitions,
+    )
+    return SystemSpec.model_validate(row, from_attributes=True)
+
+
+def benchmark_spec(benchmark: Benchmark) -> BenchmarkSpec:
+    row = _Row(
+        benchmark,
+        accelerator=benchmark.accelerator.name,
+        system=benchmark.system.name if benchmark.system_id else None,
+        task=_or_none(benchmark.task),
+        strategy=_or_none(benchmark.strategy),
+        precision=_or_none(benchmark.precision),
+    )
+    return BenchmarkSpec.model_validate(row, from_attributes=True)
+
+
+def _build(*, include_retired: bool, profile: str | None) -> CatalogSpec:
+    rows = catalog_rows(include_retired=include_retired, profile=profile)
+    return CatalogSpec(
+        accelerators=[
+            AcceleratorSpec.model_validate(a, from_attributes=True) for a in rows.accelerators
+        ],
+        systems=[system_spec(s, include_retired=include_retired) for s in rows.systems],
+        benchmarks=[benchmark_spec(b) for b in rows.benchmarks],
+    )
+
+
+def engine_catalog(*, include_retired: bool = False, profile: str | None = None) -> CatalogSpec:
+    """The catalog of one profile (default: the active one) as the engine's frozen specs.
+
+    Retired systems and node types are left out unless `include_retired` (results then say why
+    they are not recommended). One query while the catalog is unchanged; CatalogSpec is frozen,
+    so callers share the cached object safely.
+    """
+    stamp = catalog_version()
+    if stamp is None:  # nothing ever written, or the tables were emptied without the ORM
+        return _build(include_retired=include_retired, profile=profile)
+    at = (connection.alias + ":" + str(connection.settings_dict["NAME"]), stamp)
+    key = (include_retired, profile)
+    built = _built.get(at, {})
+    spec = built.get(key)
+    if spec is None:
+        spec = _build(include_retired=include_retired, profile=profile)
+        with _lock:
+            if at not in _built:
+                _built.clear()
+                _built[at] = {}
+            _built[at][key] = spec
+    return spec
+
+
+def engine_catalog_forget() -> None:
+    """Drop what this process built (tests that rewrite tables behind the ORM's back)."""
+    with _lock:
+        _built.clear()

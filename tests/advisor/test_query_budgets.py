@@ -1,0 +1,80 @@
+"""Query budgets of the advisor's pages: counts, not timings (bench/ measures speed).
+
+These run outside a test transaction (transactional_db) so the counts are the ones production
+sees: no SAVEPOINT statements that only a test's wrapping transaction would add.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from advisor.models import AdvisorSession
+from tests.advisor.test_flow_results import LORA_7B
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HX = {"HX-Request": "true"}
+
+
+@pytest.fixture
+def halfway(client):
+    """A session with half of LORA_7B answered, and the catalog built once in this process."""
+    call_command("load_catalog", "default", verbosity=0)
+    client.post(reverse("advisor:start"))
+    advisor_session = AdvisorSession.objects.get()
+    for step, value in LORA_7B[:6]:
+        client.post(_step(advisor_session, step), {"answer": value})
+    return advisor_session
+
+
+def _step(advisor_session, step):
+    return reverse("advisor:step", kwargs={"session_id": advisor_session.id, "step": step})
+
+
+@pytest.mark.parametrize("headers", [{}, HX], ids=["plain", "htmx"])
+def test_an_answer_post_takes_at_most_five_queries(
+    client, halfway, headers, django_assert_max_num_queries
+):
+    # The advisor session, the browser's session, the catalog's stamp and one conditional
+    # UPDATE of the advisor session (no transaction: no BEGIN or COMMIT either).
+    step, value = LORA_7B[6]
+    with django_assert_max_num_queries(5):
+        response = client.post(_step(halfway, step), {"answer": value}, headers=headers)
+    assert response.status_code in (200, 302)
+    halfway.refresh_from_db()
+    assert halfway.answers[step] == 20
+
+
+def test_a_step_page_takes_at_most_three_queries(client, halfway, django_assert_max_num_queries):
+    with django_assert_max_num_queries(3):  # the browser's session, the advisor session, stamp
+        response = client.get(_step(halfway, LORA_7B[6][0]))
+    assert response.status_code == 200
+
+
+def test_the_result_page_takes_at_most_three_queries(
+    client, halfway, django_assert_max_num_queries
+):
+    for step, value in LORA_7B[6:]:
+        client.post(_step(halfway, step), {"answer": value})
+    url = reverse("advisor:result", kwargs={"session_id": halfway.id})
+    with django_assert_max_num_queries(3):
+        response = client.get(url)
+    assert response.status_code == 200
+    assert b"GPU hours to request" in response.content
+
+
+def test_an_answer_saved_meanwhile_elsewhere_is_not_overwritten(client, halfway):
+    """Two tabs: the page read the session, another tab saved it; this answer is refused."""
+    from advisor import flow_services
+
+    stale = AdvisorSession.objects.get(pk=halfway.pk)
+    step, value = LORA_7B[6]
+    flow_services.advisor_session_answer(
+        advisor_session=AdvisorSession.objects.get(pk=halfway.pk), step=step, raw=value
+    )
+    with pytest.raises(flow_services.SessionChanged):
+        flow_services.advisor_session_answer(advisor_session=stale, step=step, raw="99")
+    halfway.refresh_from_db()
+    assert halfway.answers[step] == 20

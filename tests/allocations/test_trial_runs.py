@@ -1,0 +1,467 @@
+"""Trial runs that measure themselves: the helper on a real (tiny, CPU) PyTorch training loop,
+the upload on the request and in the admin, the comparison beside the estimate, and an accepted
+measurement changing the next estimate through the public API."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import io
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from django.core import mail
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
+from django.urls import reverse
+
+from allocations.models import MeasurementReview, Status, TrialMeasurement
+from allocations.trial_runs import (
+    HELPER_PATH,
+    MAX_FILE_BYTES,
+    TrialRunInvalid,
+    accelerator_guess,
+    trial_run_parse,
+)
+from catalog.models import Benchmark, BenchmarkSourceKind, System
+from tests.allocations.factories import make_request, make_user
+
+pytestmark = pytest.mark.django_db
+
+
+def load_helper():
+    spec = importlib.util.spec_from_file_location("trial_run_under_test", HELPER_PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def cpu_run_json(tmp_path_factory) -> bytes:
+    """Train a tiny language model on the CPU for a few steps with the helper; its JSON."""
+    torch = pytest.importorskip("torch")
+    helper = load_helper()
+    torch.manual_seed(0)
+    vocab, seq_len, batch = 64, 16, 4
+    model = torch.nn.Sequential(
+        torch.nn.Embedding(vocab, 32), torch.nn.Linear(32, 32), torch.nn.Linear(32, vocab)
+    )
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    run = helper.TrialRun(
+        task="full_finetune",
+        precision="fp32",
+        micro_batch_size=batch,
+        seq_len=seq_len,
+        model=model,
+        optimizer=optimizer,
+        model_name="tiny-test-lm",
+        warmup_steps=2,
+    )
+    for _ in range(8):
+        tokens = torch.randint(0, vocab, (batch, seq_len))
+        with run.step(tokens=tokens.numel()):
+            logits = model(tokens)
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, vocab), tokens.reshape(-1))
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+    path = tmp_path_factory.mktemp("trial") / "trial-run.json"
+    run.write(str(path))
+    return path.read_bytes()
+
+
+def gpu_run(cpu_json: bytes, *, tokens_per_second: float, gpus: int = 1, **workload) -> bytes:
+    """The CPU run's file as the same helper writes it on a GPU node (device and memory filled)."""
+    data = json.loads(cpu_json)
+    data["device"].update(
+        kind="cuda",
+        gpu_present=True,
+        name="NVIDIA A100-SXM4-40GB",
+        count=gpus,
+        visible_count=gpus,
+        memory_total_bytes=42_298_834_944,
+        cuda_version="12.4",
+    )
+    data["memory"] = {
+        "source": "torch.cuda.max_memory_allocated/reserved",
+        "max_allocated_bytes": 21_400_000_000,
+        "max_reserved_bytes": 23_100_000_000,
+    }
+    data["measurement"]["tokens_per_second"] = tokens_per_second
+    data["measurement"]["tokens_per_second_per_process"] = tokens_per_second / gpus
+    data["notes"] = []
+    data["workload"].update(task="lora", precision="bf16", micro_batch_size=4, seq_len=2048)
+    data["workload"].update(workload)
+    return json.dumps(data).encode()
+
+
+# --- The helper ---------------------------------------------------------------------------
+
+
+def test_helper_imports_only_the_standard_library_at_module_level():
+    tree = ast.parse(HELPER_PATH.read_text(encoding="utf-8"))
+    top_level = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            top_level |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            top_level.add(node.module.split(".")[0])
+    assert top_level - {"__future__"} <= set(sys.stdlib_module_names)
+    # torch is imported inside a function, only when it is installed.
+    assert "torch" not in top_level
+
+
+def test_helper_records_a_cpu_training_run(cpu_run_json):
+    data = json.loads(cpu_run_json)
+    assert data["schema"] == "allocation-triage/trial-run"
+    assert data["schema_version"] == 1
+    assert data["device"]["kind"] == "cpu"
+    assert data["device"]["gpu_present"] is False
+    assert data["device"]["count"] == 0
+    assert any("No GPU" in note for note in data["notes"])
+    measured = data["measurement"]
+    assert measured["steps_total"] == 8
+    assert measured["warmup_steps"] == 2
+    assert measured["steady_steps"] == 6
+    assert measured["tokens_processed"] == 8 * 4 * 16
+    assert measured["steady_tokens"] == 6 * 4 * 16
+    assert measured["tokens_per_second"] > 0
+    assert data["recipe"]["optimizer"] == "AdamW"
+    assert data["recipe"]["params_total"] == 64 * 32 + (32 * 32 + 32) + (32 * 64 + 64)
+    assert data["workload"]["params"] == data["recipe"]["params_total"]
+    assert data["software"]["packages"]["torch"].startswith("2.13.0")
+    assert data["memory"]["max_reserved_bytes"] is None
+    # It reads nothing it was not handed: no paths, no host name.
+    assert "hostname" not in json.dumps(data).lower()
+
+
+def test_helper_without_enough_steps_says_so(tmp_path, capsys):
+    helper = load_helper()
+    run = helper.TrialRun(task="inference", precision="bf16", micro_batch_size=1, seq_len=8)
+    run.record_step(tokens=8, seconds=0.1)
+    path = run.write(str(tmp_path / "short.json"))
+    data = json.loads(Path(path).read_text())
+    assert data["measurement"]["tokens_per_second"] is None
+    assert "Run more steps" in " ".join(data["notes"])
+    assert "never uploads" in capsys.readouterr().err
+    with pytest.raises(TrialRunInvalid) as caught:
+        trial_run_parse(Path(path).read_bytes())
+    assert caught.value.errors == [
+        "measurement.tokens_per_second: no steady tokens per second: the run had too few steps "
+        "after the warm-up; run more steps and write the file again"
+    ]
+
+
+def test_helper_refuses_an_unknown_task():
+    helper = load_helper()
+    with pytest.raises(ValueError, match="task must be one of"):
+        helper.TrialRun(task="training", precision="bf16", micro_batch_size=1, seq_len=8)
+
+
+def test_helper_download_is_the_file(client):
+    response = client.get(reverse("allocations:trial-run-helper"))
+    assert response.status_code == 200
+    assert 'filename="trial_run.py"' in response["Content-Disposition"]
+    assert b"".join(response.streaming_content) == HELPER_PATH.read_bytes()
+
+
+# --- Parsing --------------------------------------------------------------------------------
+
+
+def test_parse_lists_every_bad_field(cpu_run_json):
+    data = json.loads(cpu_run_json)
+    data["workload"]["precision"] = "fp8"
+    data["workload"]["micro_batch_size"] = 0
+    data["device"]["count"] = -1
+    data["surprise"] = True
+    with pytest.raises(TrialRunInvalid) as caught:
+        trial_run_parse(json.dumps(data).encode())
+    errors = caught.value.errors
+    assert any(e.startswith("workload.precision: Input should be 'fp32'") for e in errors)
+    assert any(e.startswith("workload.micro_batch_size: Input should be greater") for e in errors)
+    assert any(e.startswith("device.count: Input should be greater") for e in errors)
+    assert "surprise: Extra inputs are not permitted" in errors
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"\xff\xfe", "not UTF-8"),
+        (b"{not json", "not valid JSON (line 1, column 2"),
+        (b"[1, 2]", "one JSON object"),
+        (b'{"schema": "other"}', "not a file written by the trial-run helper"),
+        (
+            b'{"schema": "allocation-triage/trial-run", "schema_version": 2}',
+            "this site reads version 1",
+        ),
+        (b" " * (MAX_FILE_BYTES + 1), "a trial-run file is at most"),
+    ],
+)
+def test_parse_refuses_what_is_not_a_report(raw, message):
+    with pytest.raises(TrialRunInvalid, match=re.escape(message)):
+        trial_run_parse(raw)
+
+
+def test_accelerator_guess_matches_driver_names():
+    catalog = [
+        ("a100-40-sxm4", "NVIDIA A100 40GB SXM4"),
+        ("a100-80-sxm4", "NVIDIA A100 80GB SXM4"),
+        ("h100-80-sxm5", "NVIDIA H100 80GB SXM5"),
+        ("mi210-64", "AMD Instinct MI210 64GB"),
+    ]
+    assert accelerator_guess("NVIDIA A100-SXM4-80GB", catalog) == "a100-80-sxm4"
+    assert accelerator_guess("NVIDIA A100-SXM4-40GB", catalog) == "a100-40-sxm4"
+    assert accelerator_guess("NVIDIA H100 80GB HBM3", catalog) == "h100-80-sxm5"
+    assert accelerator_guess("AMD Instinct MI210", catalog) == "mi210-64"
+    assert accelerator_guess("Tesla T4", catalog) == ""
+    assert accelerator_guess(None, catalog) == ""
+
+
+# --- Upload by the researcher ----------------------------------------------------------------
+
+
+def upload(client, allocation_request, raw: bytes, name="trial-run.json"):
+    return client.post(
+        reverse("allocations:measurement-upload", args=[allocation_request.pk]),
+        {"file": SimpleUploadedFile(name, raw, content_type="application/json")},
+    )
+
+
+def test_researcher_uploads_the_cpu_run_and_sees_it_beside_the_estimate(client, cpu_run_json):
+    allocation_request = make_request(status=Status.SUBMITTED)
+    client.force_login(allocation_request.researcher)
+    detail = reverse("allocations:request-detail", args=[allocation_request.pk])
+    before = client.get(detail).content.decode()
+    assert "No measurements yet." in before
+    assert reverse("allocations:trial-run-helper") in before
+
+    response = upload(client, allocation_request, cpu_run_json)
+    assert response.status_code == 302
+    measurement = TrialMeasurement.objects.get()
+    assert measurement.gpu_present is False
+    assert measurement.review == MeasurementReview.PENDING
+    page = client.get(detail).content.decode()
+    assert "No measurements yet." not in page
+    assert "on the CPU: a CPU run says nothing about GPU hours" in page
+
+
+def test_a_gpu_measurement_changes_the_displayed_comparison(client, cpu_run_json):
+    # The estimate: 240 compute GPU hours for 600 million tokens on one A100 (factories).
+    allocation_request = make_request(status=Status.SUBMITTED)
+    client.force_login(allocation_request.researcher)
+    # 600e6 tokens at 925.9 tokens/s on one GPU = 180 GPU hours: 25 % less than 240.
+    assert upload(client, allocation_request, gpu_run(cpu_run_json, tokens_per_second=925.93))
+    page = client.get(reverse("allocations:request-detail", args=[allocation_request.pk]))
+    text = page.content.decode()
+    assert (
+        "At the measured 926 tokens/s the full run takes 180 GPU hours, 25 % less than "
+        "estimated. With the estimate&#x27;s contingency that is 216 GPU hours against the 288 "
+        "asked for."
+    ) in text
+    assert "21.4 / 23.1 GB" in text  # measured allocated / reserved beside the estimate
+
+
+def test_a_bad_file_changes_nothing_and_says_what_is_wrong(client, cpu_run_json):
+    allocation_request = make_request(status=Status.SUBMITTED)
+    client.force_login(allocation_request.researcher)
+    data = json.loads(cpu_run_json)
+    data["workload"]["seq_len"] = "long"
+    data["workload"]["model_name"] = "<script>alert(1)</script>"
+    response = upload(client, allocation_request, json.dumps(data).encode())
+    assert response.status_code == 400
+    assert "workload.seq_len: Input should be a valid integer" in response.content.decode()
+    assert TrialMeasurement.objects.count() == 0
+
+
+def test_uploaded_text_is_escaped(client, cpu_run_json):
+    allocation_request = make_request(status=Status.SUBMITTED)
+    client.force_login(allocation_request.researcher)
+    data = json.loads(gpu_run(cpu_run_json, tokens_per_second=1000.0))
+    data["device"]["name"] = "<img src=x onerror=alert(1)>"
+    data["notes"] = ["<script>alert(2)</script>"]
+    assert upload(client, allocation_request, json.dumps(data).encode()).status_code == 302
+    text = client.get(reverse("allocations:request-detail", args=[allocation_request.pk]))
+    body = text.content.decode()
+    assert "<script>alert(2)</script>" not in body
+    assert "&lt;script&gt;alert(2)&lt;/script&gt;" in body
+    assert "<img src=x" not in body
+
+
+def test_only_the_owner_can_upload(client, cpu_run_json):
+    allocation_request = make_request(status=Status.SUBMITTED)
+    client.force_login(make_user())
+    assert upload(client, allocation_request, cpu_run_json).status_code == 404
+    assert TrialMeasurement.objects.count() == 0
+
+
+def test_a_closed_request_takes_no_measurements(client, cpu_run_json):
+    allocation_request = make_request(status=Status.WITHDRAWN)
+    client.force_login(allocation_request.researcher)
+    response = upload(client, allocation_request, cpu_run_json)
+    assert response.status_code == 400
+    assert "takes no measurements" in response.content.decode()
+    assert TrialMeasurement.objects.count() == 0
+
+
+# --- Staff: upload, accept, re-run, and the next estimate ----------------------------------
+
+
+@pytest.fixture
+def default_catalog(db):
+    call_command("load_catalog", "default", stdout=io.StringIO())
+
+
+def estimate_hours(client, accelerator: str) -> tuple[float, list[str]]:
+    body = {
+        "params": 124_000_000,
+        "task": "full_finetune",
+        "precision": "bf16",
+        "batch_size": 8,
+        "seq_len": 1024,
+        "tokens": 2_000_000_000,
+        "accelerator": accelerator,
+        "num_gpus": 1,
+    }
+    response = client.post(
+        reverse("advisor:api-estimate"), data=json.dumps(body), content_type="application/json"
+    )
+    assert response.status_code == 200, response.content
+    result = response.json()
+    option = next(
+        o for o in result["options"] if o["accelerator"] == accelerator and o["num_gpus"] == 1
+    )
+    return option["gpu_hours"], option["reasons"]
+
+
+def test_an_accepted_measurement_changes_the_next_estimate_for_that_gpu(
+    client, admin_client, default_catalog, cpu_run_json
+):
+    allocation_request = make_request(status=Status.SUBMITTED, facility="baskerville")
+    allocation_request.estimate_snapshot["request"] = {
+        "params": 124_000_000,
+        "task": "full_finetune",
+        "precision": "bf16",
+        "batch_size": 8,
+        "seq_len": 1024,
+        "tokens": 2_000_000_000,
+    }
+    allocation_request.system = System.objects.get(name="baskerville")
+    allocation_request.save()
+    before, _ = estimate_hours(client, "a100-40-sxm4")
+    other_before, _ = estimate_hours(client, "h100-80-sxm5")
+
+    # Staff upload in the admin: a full fine-tune of a 124M model at 50,000 tokens/s on one
+    # A100 40GB, an MFU of 6 x 124e6 x 50,000 / 312e12 = 12 % (far below the 50-60 % default).
+    raw = gpu_run(
+        cpu_run_json,
+        tokens_per_second=50_000.0,
+        task="full_finetune",
+        params=124_000_000,
+        micro_batch_size=8,
+        seq_len=1024,
+    )
+    response = admin_client.post(
+        reverse("admin:allocations_trialmeasurement_upload", args=[allocation_request.pk]),
+        {"file": SimpleUploadedFile("run.json", raw, content_type="application/json")},
+    )
+    assert response.status_code == 302
+    measurement = TrialMeasurement.objects.get()
+
+    # Re-run with the measurement applied: previewed, nothing stored.
+    rerun = admin_client.get(
+        reverse("admin:allocations_trialmeasurement_rerun", args=[measurement.pk])
+    )
+    assert rerun.status_code == 200
+    assert b"estimate-comparison" in rerun.content
+    assert not Benchmark.objects.filter(source_kind=BenchmarkSourceKind.INSTITUTE_RUN).exists()
+    assert estimate_hours(client, "a100-40-sxm4")[0] == before
+
+    accept_url = reverse("admin:allocations_trialmeasurement_accept", args=[measurement.pk])
+    form = admin_client.get(accept_url)
+    assert b'value="a100-40-sxm4" selected' in form.content  # guessed from the driver's name
+    response = admin_client.post(accept_url, {"accelerator": "a100-40-sxm4", "note": "ok"})
+    assert response.status_code == 302
+    measurement.refresh_from_db()
+    assert measurement.review == MeasurementReview.ACCEPTED
+    benchmark = Benchmark.objects.get(name=measurement.benchmark_name)
+    assert benchmark.source_kind == BenchmarkSourceKind.INSTITUTE_RUN
+    assert benchmark.source_reference == (
+        f"allocation-request:{allocation_request.pk}/measurement:{measurement.pk}"
+    )
+    assert benchmark.system.name == "baskerville"
+
+    after, reasons = estimate_hours(client, "a100-40-sxm4")
+    assert after > before * 3  # 12 % instead of the default utilisation
+    # The option says where its utilisation came from: the institute's own run.
+    assert any("Institute trial run" in reason for reason in reasons)
+    assert estimate_hours(client, "h100-80-sxm5")[0] == other_before  # other GPUs unchanged
+
+    # A catalog reload keeps the institute's own runs.
+    call_command("load_catalog", "default", stdout=io.StringIO())
+    assert Benchmark.objects.filter(name=measurement.benchmark_name).exists()
+
+    # Rejecting it afterwards takes it out of the catalog again.
+    reject_url = reverse("admin:allocations_trialmeasurement_reject", args=[measurement.pk])
+    admin_client.post(reject_url, {"note": "ran with a debugger attached"})
+    assert not Benchmark.objects.filter(name=measurement.benchmark_name).exists()
+    assert estimate_hours(client, "a100-40-sxm4")[0] == before
+
+
+def test_a_cpu_measurement_cannot_be_accepted(admin_client, default_catalog, cpu_run_json):
+    allocation_request = make_request(status=Status.SUBMITTED)
+    admin_client.post(
+        reverse("admin:allocations_trialmeasurement_upload", args=[allocation_request.pk]),
+        {"file": SimpleUploadedFile("cpu.json", cpu_run_json)},
+    )
+    measurement = TrialMeasurement.objects.get()
+    response = admin_client.post(
+        reverse("admin:allocations_trialmeasurement_accept", args=[measurement.pk]),
+        {"accelerator": "a100-40-sxm4"},
+    )
+    assert response.status_code == 200
+    assert "Measured on the CPU" in response.content.decode()
+    assert not Benchmark.objects.filter(source_kind=BenchmarkSourceKind.INSTITUTE_RUN).exists()
+
+
+def test_measurement_pages_are_staff_only(client, cpu_run_json):
+    allocation_request = make_request(status=Status.SUBMITTED)
+    client.force_login(allocation_request.researcher)
+    url = reverse("admin:allocations_trialmeasurement_upload", args=[allocation_request.pk])
+    response = client.get(url)
+    assert response.status_code == 302
+    assert "/admin/login/" in response["Location"]
+
+
+def test_approval_sets_the_slurm_account_and_the_email_names_it(
+    admin_client, django_capture_on_commit_callbacks
+):
+    allocation_request = make_request(status=Status.SUBMITTED)
+    url = reverse(
+        "admin:allocations_allocationrequest_decide", args=[allocation_request.pk, "approve"]
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client.post(
+            url, {"granted_gpu_hours": 250, "slurm_account": "Turing-LLM-01", "message": ""}
+        )
+    assert response.status_code == 302
+    allocation_request.refresh_from_db()
+    assert allocation_request.status == Status.APPROVED
+    assert allocation_request.slurm_account == "turing-llm-01"
+    researcher_mail = [m for m in mail.outbox if allocation_request.researcher.email in m.to]
+    assert researcher_mail
+    assert "--account=turing-llm-01" in researcher_mail[-1].body
+
+
+def test_approval_refuses_a_malformed_slurm_account(admin_client):
+    allocation_request = make_request(status=Status.SUBMITTED)
+    url = reverse(
+        "admin:allocations_allocationrequest_decide", args=[allocation_request.pk, "approve"]
+    )
+    response = admin_client.post(url, {"granted_gpu_hours": 250, "slurm_account": "a b;rm"})
+    assert response.status_code == 200
+    assert "A Slurm account is letters" in response.content.decode()
+    allocation_request.refresh_from_db()
+    assert allocation_request.status == Status.SUBMITTED
