@@ -264,4 +264,5 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         logits_per_entry=framework.logits_bytes if training else None,
         checkpoint_offload=framework.offloads_checkpoints and training,
         optimizer_in_backward=framework.optimizer_in_backward and training,
+        quantises_head=framework.quantises_head,
     )
