@@ -332,3 +332,12 @@ def test_calibration_recomputes_the_uncertainty_with_enough_points():
     assert report.recomputed_margin == pytest.approx(0.20)
     assert report.within_stated == pytest.approx(4 / 5)
     assert "four estimates in five fall within ±20%" in report.verdict
+
+
+def test_the_researcher_sees_the_account_and_the_hours_used(client, approved):
+    run_import(JSON_24_11)
+    client.force_login(approved.researcher)
+    page = client.get(reverse("allocations:request-detail", args=[approved.pk]))
+    text = page.content.decode()
+    assert "<code>--account=turing-llm-01</code>" in text
+    assert "Used so far: <strong>90 of 250 GPU hours</strong> (36 %) in 4 jobs" in text
