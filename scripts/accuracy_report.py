@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -628,7 +629,7 @@ def test_summary(outcomes: list[Outcome]) -> dict[str, Any]:
         "oom_cases_predicted_not_fitting": {
             "value": f"{caught}/{len(ooms)}",
             "target": "all",
-            "status": "PASS" if caught == len(ooms) else "MISS",
+            "status": "NO DATA" if not ooms else ("PASS" if caught == len(ooms) else "MISS"),
         },
     }
     return {
@@ -670,7 +671,8 @@ def uncertainty_by_family(memory: list[Outcome]) -> dict[str, Any]:
         relative = None
         if len(errors) >= UNCERTAINTY_MIN_POINTS:
             index = max(0, -(-len(errors) * UNCERTAINTY_COVERAGE // 1) - 1)
-            relative = round(errors[int(index)], 4)
+            # Rounded up, so the stated figure still covers the point it was read from.
+            relative = math.ceil(errors[int(index)] * 1e4) / 1e4
         covered = sum(1 for e in errors if relative is not None and e <= relative)
         out[family] = {"relative": relative, "points": len(errors), "covered": covered}
     return out

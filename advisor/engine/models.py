@@ -28,6 +28,7 @@ FrameworkName = Literal[
     "deepspeed",
     "megatron",
     "transformers",
+    "litgpt",
     "vllm",
     "tgi",
 ]
