@@ -41,6 +41,11 @@ class Framework:
     overhead_bytes: float
     launcher: str  # how the sbatch script starts it
     source: str
+    # Whether a 4-bit base keeps the LM head 4-bit too: False for transformers' bitsandbytes
+    # integration (get_keys_to_not_convert keeps the output layer 16-bit) and the stacks built
+    # on it; True for Lightning's BitsandbytesPrecision (LitGPT), which replaces every
+    # nn.Linear; None where it depends on the user's code (the engine takes the larger layout).
+    quantises_head: bool | None = None
 
     @property
     def chunked_loss(self) -> bool:
@@ -67,6 +72,7 @@ TRAINING_FRAMEWORKS = {
         source="transformers TrainingArguments (gradient_checkpointing=False, bf16 AMP with "
         "fp32 master weights); peft/utils/other.py prepare_model_for_kbit_training "
         "(use_gradient_checkpointing=True); causal-LM heads upcast logits to fp32 for the loss",
+        quantises_head=False,
     ),
     "torchtune": Framework(
         key="torchtune",
@@ -92,6 +98,7 @@ TRAINING_FRAMEWORKS = {
         "8B_full_single_device.yaml: dtype bf16 (no fp32 master weights), "
         "enable_activation_checkpointing True, loss CEWithChunkedOutputLoss / "
         "LinearCrossEntropyLoss",
+        quantises_head=False,
     ),
     "unsloth": Framework(
         key="unsloth",
@@ -112,6 +119,7 @@ TRAINING_FRAMEWORKS = {
         "use_gradient_checkpointing='unsloth') offloads checkpointed activations to system "
         "RAM; fast_cross_entropy_loss (unsloth/kernels/cross_entropy_loss.py) computes the "
         "loss without an fp32 copy of the logits",
+        quantises_head=False,
     ),
     "axolotl": Framework(
         key="axolotl",
@@ -128,6 +136,7 @@ TRAINING_FRAMEWORKS = {
         launcher="accelerate",
         source="axolotl-ai-cloud/axolotl examples (llama-3/qlora.yml, lora.yml, fft): "
         "gradient_checkpointing: true; trains through the Transformers Trainer",
+        quantises_head=False,
     ),
     "lightning": Framework(
         key="lightning",
@@ -144,6 +153,7 @@ TRAINING_FRAMEWORKS = {
         launcher="srun",
         source="Lightning Trainer(precision='bf16-mixed') is PyTorch AMP; activation "
         "checkpointing only where the model's code asks for it",
+        quantises_head=True,
     ),
     "deepspeed": Framework(
         key="deepspeed",
@@ -197,6 +207,24 @@ INFERENCE_FRAMEWORKS = {
         overhead_bytes=0,
         launcher="python",
         source="transformers generate(): a contiguous KV cache grown per token (DynamicCache)",
+        quantises_head=False,
+    ),
+    "litgpt": Framework(
+        key="litgpt",
+        name="LitGPT generate",
+        kind="inference",
+        checkpointing={},
+        logits_bytes=None,
+        pure_bf16=True,
+        optimizer_in_backward=False,
+        offloads_checkpoints=False,
+        checkpoint_levels=("none",),
+        preallocates=None,
+        overhead_bytes=0,
+        launcher="python",
+        source="Lightning-AI/litgpt generate/base.py with --quantize bnb.nf4: Lightning's "
+        "BitsandbytesPrecision quantises every nn.Linear, the LM head included",
+        quantises_head=True,
     ),
     "vllm": Framework(
         key="vllm",

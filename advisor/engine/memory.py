@@ -87,6 +87,8 @@ class Workload:
     # Megatron-style selective recomputation: the attention core is recomputed, its
     # sequence x sequence tensors are never kept.
     selective_recompute: bool = False
+    # Whether a 4-bit base quantises the LM head (frameworks.Framework.quantises_head).
+    quantises_head: bool | None = None
 
     @property
     def training(self) -> bool:
@@ -147,24 +149,26 @@ def base_weight_bytes(
 def quantised_base_bytes(shape: ModelShape, wl: Workload) -> tuple[float, float, float]:
     """(stored weights, quantisation constants, dequantisation workspace) of the base model.
 
-    Whether a 4-bit stack quantises the LM head depends on the library, which the request does
-    not name. transformers' bitsandbytes integration keeps the output layer in 16-bit
+    Whether a 4-bit stack quantises the LM head depends on the library (the framework profile
+    says). transformers' bitsandbytes integration keeps the output layer in 16-bit
     (`get_keys_to_not_convert`); Lightning's BitsandbytesPrecision (LitGPT) replaces every
     `nn.Linear`, the head included, and bitsandbytes then dequantises the whole head for every
     forward (and backward) pass over more than one token. With a large vocabulary the head is
     the largest linear layer, so its dequantised copies outweigh the bytes the 4-bit head
-    saves. The larger of the two layouts is what the GPU must hold.
+    saves. Where the library's choice is unknown, the larger of the two layouts is what the GPU
+    must hold.
     """
     weights, constants = base_weight_bytes(shape, wl.weight_format, wl.double_quant)
     workspace = dequant_workspace_bytes(shape, wl)
     head = shape.vocab_size * shape.hidden_size
-    if wl.weight_format != "int4" or not head:
+    if wl.weight_format != "int4" or not head or wl.quantises_head is False:
         return weights, constants, workspace
     per_weight = (c.NF4_DOUBLE_QUANT if wl.double_quant else c.NF4_CONSTANTS).value
     head_weights = weights - shape.params_lm_head * 2 + head * 0.5
     head_constants = constants + head * per_weight
     head_workspace = c.DEQUANT_WORKSPACE_LAYERS.value * max(shape.largest_linear, head) * 2
-    if head_weights + head_constants + head_workspace > weights + constants + workspace:
+    larger = head_weights + head_constants + head_workspace > weights + constants + workspace
+    if wl.quantises_head or larger:
         return head_weights, head_constants, head_workspace
     return weights, constants, workspace
 
@@ -352,7 +356,11 @@ def kv_cache_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
     tokens = wl.seq_len + wl.new_tokens
     # A latent cache (DeepSeek MLA) is replicated, not split by head.
     per_token = shape.kv_cache_width or 2 * math.ceil(shape.num_kv_heads / tp) * shape.head_dim
-    return shape.num_layers * per_token * wl.batch_size * tokens * wl.act_bytes
+    # Sliding-window layers keep at most the window (a rolling buffer).
+    window = shape.sliding_window
+    local = shape.sliding_layers if window and window < tokens else 0
+    layer_tokens = (shape.num_layers - local) * tokens + local * (window or 0)
+    return layer_tokens * per_token * wl.batch_size * wl.act_bytes
 
 
 _SIXTEEN_BIT_PARAM_STRATEGIES = frozenset({"zero1", "zero2", "zero3", "fsdp", "zero3_offload"})
