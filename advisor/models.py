@@ -63,6 +63,9 @@ class HfModelLookup(models.Model):
     metadata = models.JSONField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)
+    # When the broker last took the lookup task; unset while it waits for the broker (the outbox
+    # sweep sends it once the broker is back: config/outbox.py).
+    queued_at = models.DateTimeField(null=True, blank=True)
     fetched_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -82,6 +85,11 @@ class HfModelLookup(models.Model):
     @property
     def in_flight(self) -> bool:
         return self.status in (self.Status.PENDING, self.Status.RUNNING)
+
+    @property
+    def waiting_for_broker(self) -> bool:
+        """Pending, and the task queue has not taken the lookup yet (it is down)."""
+        return self.status == self.Status.PENDING and self.queued_at is None
 
     @property
     def model_url(self) -> str:

@@ -3,7 +3,9 @@
 A lookup is one HfModelLookup row per (repo id, revision). Requests share the row; only the
 request that makes it pending (new, or stale) enqueues the task, and the task claims the row
 with a conditional update, so however many researchers ask at once the Hub is asked once, and a
-redelivered task (acks_late after a worker died) changes nothing.
+redelivered task (acks_late after a worker died) changes nothing. The row is also the outbox
+(config/outbox.py): when the broker is down the lookup waits as pending and the sweep sends it
+once Redis is back; a "running" row whose worker died is taken over by the sweep too.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from django.utils import timezone
 
 from advisor import hub, lookup_metadata, selectors
 from advisor.models import HfModelLookup, StaffModelConfig
+from config.outbox import outbox_due, rows_requeue, task_send_on_commit
 
 logger = logging.getLogger(__name__)
 
@@ -138,10 +141,23 @@ def _forget_cached(lookup: HfModelLookup) -> None:
     )
 
 
-def _enqueue(lookup_id: int) -> None:
+def _enqueue(lookup: HfModelLookup) -> None:
     from advisor.tasks import hf_model_lookup_refresh as hf_model_lookup_refresh_task
 
-    hf_model_lookup_refresh_task.delay_on_commit(lookup_id)
+    task_send_on_commit(hf_model_lookup_refresh_task, lookup)
+
+
+def hf_model_lookups_requeue_due() -> int:
+    """The outbox sweep for lookups: queue again what the broker never took or lost, and the
+    lookups a dead worker left "running". Returns how many were queued."""
+    from advisor.tasks import hf_model_lookup_refresh as hf_model_lookup_refresh_task
+
+    now = timezone.now()
+    due = HfModelLookup.objects.filter(
+        (Q(status=Status.PENDING) & outbox_due(now=now))
+        | Q(status=Status.RUNNING, started_at__lt=now - _running_is_stale_after())
+    )
+    return rows_requeue(hf_model_lookup_refresh_task, due)
 
 
 def hf_model_lookup_request(*, repo_id: str, revision: str = "main") -> HfModelLookup:
@@ -169,7 +185,7 @@ def hf_model_lookup_request(*, repo_id: str, revision: str = "main") -> HfModelL
             if lookup is None:
                 raise
         else:
-            _enqueue(lookup.pk)
+            _enqueue(lookup)
             return lookup
 
     if lookup.status == Status.PENDING or not _looks_stale(lookup):
@@ -178,10 +194,10 @@ def hf_model_lookup_request(*, repo_id: str, revision: str = "main") -> HfModelL
     became_pending = (
         HfModelLookup.objects.filter(pk=lookup.pk)
         .filter(_stale_condition(revision))
-        .update(status=Status.PENDING, updated_at=timezone.now())
+        .update(status=Status.PENDING, queued_at=None, updated_at=timezone.now())
     )
     if became_pending:
-        _enqueue(lookup.pk)
+        _enqueue(lookup)
         lookup.refresh_from_db()
     return lookup
 

@@ -8,8 +8,10 @@ from django.conf import settings
 
 from advisor.hub import HubTemporaryError
 
-# The longest the Hub's Retry-After may push a retry out; beyond that the backoff decides.
-MAX_RETRY_AFTER_SECONDS = 300
+# The longest the Hub's Retry-After may push a retry out; beyond that the backoff decides. Kept
+# below the broker's visibility timeout (CELERY_VISIBILITY_TIMEOUT, 300 s by default), past which
+# Redis would deliver a task still waiting for its countdown a second time.
+MAX_RETRY_AFTER_SECONDS = 240
 
 
 @shared_task(

@@ -39,6 +39,7 @@ from allocations.models import (
     Notification,
     ServiceLimit,
 )
+from allocations.notifications import notifications_waiting_for_broker
 from allocations.selectors import estimate_view
 from allocations.services import (
     TRANSITIONS,
@@ -319,6 +320,13 @@ class AllocationRequestAdmin(admin.ModelAdmin):
                 else:
                     self.log_change(request, decided, _decision_log(decided, label))
                     self.message_user(request, f"{label}: done for “{obj}”.", messages.SUCCESS)
+                    if notifications_waiting_for_broker(allocation_request=obj):
+                        self.message_user(
+                            request,
+                            "The decision is saved. The e-mail to the researcher will be sent "
+                            "when the mail service is back.",
+                            messages.WARNING,
+                        )
                     return redirect(change_url)
         else:
             initial = {"granted_gpu_hours": obj.gpu_hours} if decision == "approve" else {}
@@ -408,6 +416,7 @@ class NotificationAdmin(admin.ModelAdmin):
         "recipients",
         "status",
         "attempts",
+        "queued_at",
         "last_error",
         "created_at",
         "sent_at",

@@ -249,6 +249,9 @@ class Notification(models.Model):
     status = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
     attempts = models.PositiveIntegerField(default=0)
     claimed_at = models.DateTimeField(null=True, blank=True)
+    # When the broker last took the send task; unset while it waits for the broker (the outbox
+    # sweep sends it once the broker is back: config/outbox.py).
+    queued_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     sent_at = models.DateTimeField(null=True, blank=True)

@@ -2,7 +2,8 @@
 
 A Notification row is written in the same transaction as the decision and the send is queued
 only after commit, so an e-mail never announces a decision that rolled back, and a failing mail
-server never undoes a decision.
+server never undoes a decision. The row is the outbox (config/outbox.py): when the broker is down
+at commit the row waits, the request still succeeds, and the sweep sends it once Redis is back.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
-from allocations.models import AllocationEvent, Notification, Status
+from allocations.models import AllocationEvent, AllocationRequest, Notification, Status
+from config.outbox import outbox_due, rows_requeue, task_send_on_commit
 
 
 class EmailTemporaryError(Exception):
@@ -63,7 +65,7 @@ def notifications_enqueue_for_event(*, event: AllocationEvent) -> list[Notificat
         notification = Notification.objects.create(
             event=event, kind=kind, recipients={"to": to, "bcc": bcc}
         )
-        notification_send_task.delay_on_commit(notification.pk)
+        task_send_on_commit(notification_send_task, notification)
         created.append(notification)
     return created
 
@@ -107,12 +109,46 @@ def notification_message(*, notification: Notification) -> EmailMultiAlternative
     return message
 
 
+def _sending_is_stale_after() -> timedelta:
+    return timedelta(seconds=2 * settings.CELERY_TASK_TIME_LIMIT)
+
+
+def notifications_waiting_for_broker(*, allocation_request: AllocationRequest) -> bool:
+    """Some e-mail about this request could not be queued yet (the task queue is down)."""
+    return Notification.objects.filter(
+        event__allocation_request=allocation_request,
+        status=Notification.State.PENDING,
+        queued_at__isnull=True,
+    ).exists()
+
+
+def notifications_requeue_due() -> int:
+    """The outbox sweep for e-mails: send again what the broker never took or lost.
+
+    Pending rows the broker never took, sends that failed and whose retry never came, and sends
+    whose worker died mid-way (a stale claim). Returns how many were queued.
+    """
+    from allocations.tasks import NOTIFICATION_MAX_ATTEMPTS
+    from allocations.tasks import notification_send as notification_send_task
+
+    now = timezone.now()
+    due = Notification.objects.filter(
+        (
+            Q(status__in=[Notification.State.PENDING, Notification.State.FAILED])
+            & outbox_due(now=now)
+        )
+        | Q(status=Notification.State.SENDING, claimed_at__lt=now - _sending_is_stale_after()),
+        attempts__lt=NOTIFICATION_MAX_ATTEMPTS,
+    )
+    return rows_requeue(notification_send_task, due)
+
+
 def notification_send(*, notification_id: int) -> None:
     """Send one notification at most once; raise EmailTemporaryError for a later retry."""
     now = timezone.now()
     # A claim older than any task may run belongs to a worker that died mid-send: take it over.
     # (The mail may then go twice; a decision that is never announced is worse.)
-    stale = now - timedelta(seconds=2 * settings.CELERY_TASK_TIME_LIMIT)
+    stale = now - _sending_is_stale_after()
     claimed = (
         Notification.objects.filter(pk=notification_id)
         .filter(
@@ -133,7 +169,9 @@ def notification_send(*, notification_id: int) -> None:
     except TEMPORARY_EMAIL_ERRORS as exc:
         notification.status = Notification.State.FAILED
         notification.last_error = f"{type(exc).__name__}: {exc}"[:2000]
-        notification.save(update_fields=["status", "attempts", "last_error"])
+        # The task's own retry re-sends it; the sweep steps in only if that retry is lost.
+        notification.queued_at = timezone.now()
+        notification.save(update_fields=["status", "attempts", "last_error", "queued_at"])
         raise EmailTemporaryError(notification.last_error) from exc
     except Exception as exc:  # a bug, not the server: record it, let the task fail loudly
         notification.status = Notification.State.FAILED

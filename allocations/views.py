@@ -16,6 +16,7 @@ from allocations.forms import AllocationRequestForm, TrialRunUploadForm
 from allocations.measurement_selectors import measurement_views
 from allocations.measurement_services import trial_measurement_upload
 from allocations.models import AllocationRequest
+from allocations.notifications import notifications_waiting_for_broker
 from allocations.selectors import (
     allocation_request_get_for_researcher,
     allocation_request_initial_from_session,
@@ -30,10 +31,21 @@ from allocations.services import (
     allocation_request_withdraw,
 )
 from allocations.trial_runs import HELPER_FILENAME, HELPER_PATH, MAX_FILE_BYTES
+from allocations.usage_selectors import usage_for_request
 
 
 def _wants_submit(request: HttpRequest) -> bool:
     return request.POST.get("action") == "submit"
+
+
+def _say_if_mail_waits(request: HttpRequest, allocation_request: AllocationRequest) -> None:
+    # The request is saved either way; only the e-mail waits for the task queue (the outbox).
+    if notifications_waiting_for_broker(allocation_request=allocation_request):
+        messages.warning(
+            request,
+            "Your request is saved. The e-mail telling staff about it will be sent when the mail "
+            "service is back; there is nothing more for you to do.",
+        )
 
 
 def _estimate_systems(result: dict) -> list[str]:
@@ -115,6 +127,7 @@ def request_create(request: HttpRequest, session_id) -> HttpResponse:
                     if _wants_submit(request)
                     else "Draft saved. Submit it when it is complete.",
                 )
+                _say_if_mail_waits(request, allocation_request)
                 return redirect("allocations:request-detail", pk=allocation_request.pk)
     else:
         form = AllocationRequestForm(
@@ -146,6 +159,7 @@ def _detail_context(allocation_request, *, upload_form=None) -> dict:
             requested_gpu_hours=allocation_request.gpu_hours,
         ),
         "measurements": measurement_views(allocation_request=allocation_request),
+        "usage": usage_for_request(allocation_request=allocation_request),
         "upload_form": upload_form or TrialRunUploadForm(),
         "max_file_kb": MAX_FILE_BYTES // 1024,
     }
@@ -235,6 +249,7 @@ def request_edit(request: HttpRequest, pk) -> HttpResponse:
                     request,
                     "Request submitted: staff will review it." if submitting else "Changes saved.",
                 )
+                _say_if_mail_waits(request, allocation_request)
                 return redirect("allocations:request-detail", pk=allocation_request.pk)
     else:
         form = AllocationRequestForm(instance=allocation_request, extra_facilities=extra)

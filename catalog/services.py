@@ -40,15 +40,31 @@ class LoadSummary:
     updated: int = 0
     unchanged: int = 0
     deleted: int = 0
+    # Without reset: rows whose values differ from the file (kept as staff left them), and rows
+    # the file does not list (kept too), each as one line naming the entry and field.
+    reset: bool = True
+    differences: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         counts = ", ".join(
             f"{n} {what if n != 1 else what.removesuffix('s')}" for what, n in self.counts.items()
         )
-        return (
-            f"{self.profile}: {counts} ({self.created} created, {self.updated} updated, "
-            f"{self.unchanged} unchanged, {self.deleted} removed)"
-        )
+        if self.reset:
+            return (
+                f"{self.profile}: {counts} ({self.created} created, {self.updated} updated, "
+                f"{self.unchanged} unchanged, {self.deleted} removed)"
+            )
+        lines = [
+            f"{self.profile}: {counts} ({self.created} created, {self.unchanged} unchanged, "
+            f"{len(self.differences)} values differ from the file and were kept, "
+            f"{len(self.kept)} rows not in the file were kept)"
+        ]
+        lines += [f"  differs: {line}" for line in self.differences]
+        lines += [f"  not in the file: {line}" for line in self.kept]
+        if self.differences or self.kept:
+            lines.append("  (load with --reset to replace the database's values with the file's)")
+        return "\n".join(lines)
 
 
 def catalog_resolve_path(*, profile_or_path: str) -> Path:
@@ -59,11 +75,19 @@ def catalog_resolve_path(*, profile_or_path: str) -> Path:
     return DATA_DIR / f"{profile_or_path}.json"
 
 
+def _shown(value) -> str:
+    return str(value) if isinstance(value, Model) else repr(value)
+
+
 class _Upserter:
-    """Create or update rows by natural key, counting what really changed."""
+    """Create rows by natural key; update and delete only on reset, else report differences."""
 
     def __init__(self, summary: LoadSummary) -> None:
         self.summary = summary
+        self.created: set[tuple[type[Model], int]] = set()
+
+    def is_new(self, obj: Model) -> bool:
+        return (type(obj), obj.pk) in self.created
 
     def save(self, model: type[Model], lookup: dict, values: dict, *, where: str) -> Model:
         obj = model.objects.filter(**lookup).first()
@@ -73,6 +97,15 @@ class _Upserter:
             changed = None
         else:
             changed = [name for name, value in values.items() if getattr(obj, name) != value]
+            if changed and not self.summary.reset:
+                # Staff may have edited the row in the admin: their value stays.
+                self.summary.differences += [
+                    f"{where}.{name}: {_shown(getattr(obj, name))} here, "
+                    f"{_shown(values[name])} in the file"
+                    for name in changed
+                ]
+                self.summary.unchanged += 1
+                return obj
             for name in changed:
                 setattr(obj, name, values[name])
         if created or changed:
@@ -90,36 +123,62 @@ class _Upserter:
                 obj.save()
         if created:
             self.summary.created += 1
+            self.created.add((model, obj.pk))
         elif changed:
             self.summary.updated += 1
         else:
             self.summary.unchanged += 1
         return obj
 
-    def delete(self, queryset) -> None:
+    def delete(self, queryset, *, where: str) -> None:
+        if not self.summary.reset:
+            self.summary.kept += [f"{where}: {obj}" for obj in queryset]
+            return
         deleted, _ = queryset.delete()
         self.summary.deleted += deleted
 
+    def set_related(self, obj: Model, name: str, wanted: set[int], *, where: str) -> None:
+        manager = getattr(obj, name)
+        current = set(manager.values_list("pk", flat=True))
+        if current == wanted:
+            return
+        if self.summary.reset or self.is_new(obj):
+            manager.set(wanted)
+        else:
+            self.summary.differences.append(
+                f"{where}.{name}: {len(current)} here, {len(wanted)} in the file"
+            )
 
-def catalog_load(*, profile_or_path: str, activate: bool = True) -> LoadSummary:
+
+def catalog_load(
+    *, profile_or_path: str, activate: bool = True, reset: bool = False
+) -> LoadSummary:
     """Validate a profile's data file fully, then write it in one transaction.
 
-    Idempotent: rows are matched by natural key (accelerator name, system name, (system, node
-    type name), ...), so a re-run updates values and never duplicates. The profile's systems,
-    node types, partitions, tooling cells and benchmarks that the file no longer lists are
-    removed; accelerators and tools are shared by all profiles and are never removed here.
-    With `activate`, the loaded profile becomes the active one (the advisor's catalog).
+    Rows are matched by natural key (accelerator name, system name, (system, node type name),
+    ...), so a re-run never duplicates. By default the load never overwrites what staff edited:
+    it creates what is missing and reports, in the summary, every value that differs from the
+    file and every row the file does not list, changing neither. With `reset` the file wins:
+    values are updated and the profile's systems, node types, partitions, tooling cells and
+    benchmarks the file no longer lists are removed (accelerators and tools are shared by all
+    profiles and are never removed here). With `activate`, the loaded profile becomes the
+    active one (the advisor's catalog).
     Raises CatalogFileError (nothing written) when the file is malformed.
     """
     path = catalog_resolve_path(profile_or_path=profile_or_path)
     doc = validate_catalog_file(path)
     with transaction.atomic():
-        summary = _write(doc, path, activate=activate)
+        summary = _write(doc, path, activate=activate, reset=reset)
     return summary
 
 
-def _write(doc: CatalogFile, path: Path, *, activate: bool) -> LoadSummary:
-    summary = LoadSummary(profile=doc.profile.name, path=path)
+def catalog_is_empty() -> bool:
+    """No profile was ever loaded: a fresh deployment."""
+    return not Profile.objects.exists()
+
+
+def _write(doc: CatalogFile, path: Path, *, activate: bool, reset: bool) -> LoadSummary:
+    summary = LoadSummary(profile=doc.profile.name, path=path, reset=reset)
     up = _Upserter(summary)
 
     owners = dict(
@@ -153,16 +212,17 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool) -> LoadSummary:
     profile = up.save(
         Profile,
         {"name": doc.profile.name},
-        {
-            "title": doc.profile.title,
-            "description": doc.profile.description,
-            "source_file": str(path),
-            **({"is_active": True} if activate else {}),
-        },
+        {"title": doc.profile.title, "description": doc.profile.description},
         where="profile",
     )
-    # loaded_at changes on every load; keep it out of the change count.
-    Profile.objects.filter(pk=profile.pk).update(loaded_at=timezone.now())
+    # Which file and when, and (asked for explicitly) activation: facts of this load, not data
+    # staff edit, so they are written in either mode and kept out of the change count.
+    Profile.objects.filter(pk=profile.pk).update(
+        loaded_at=timezone.now(),
+        source_file=str(path),
+        **({"is_active": True} if activate else {}),
+    )
+    profile.refresh_from_db()
 
     for position, name in enumerate(doc.tools):
         up.save(Tool, {"name": name}, {"position": position}, where=f"tools[{position}]")
@@ -193,7 +253,7 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool) -> LoadSummary:
                 values,
                 where=f"{where}.node_types[{j}]",
             )
-        up.delete(system.node_types.exclude(name__in=list(node_types)))
+        up.delete(system.node_types.exclude(name__in=list(node_types)), where=f"{where}.node_types")
 
         kept_partitions = []
         for j, part_in in enumerate(sys_in.partitions):
@@ -205,10 +265,9 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool) -> LoadSummary:
                 where=f"{where}.partitions[{j}]",
             )
             wanted = {node_types[name].pk for name in part_in.node_types}
-            if set(partition.node_types.values_list("pk", flat=True)) != wanted:
-                partition.node_types.set(wanted)
+            up.set_related(partition, "node_types", wanted, where=f"{where}.partitions[{j}]")
             kept_partitions.append(part_in.name)
-        up.delete(system.partitions.exclude(name__in=kept_partitions))
+        up.delete(system.partitions.exclude(name__in=kept_partitions), where=f"{where}.partitions")
 
         kept_tools = []
         for tool_name, supported in sys_in.tooling.items():
@@ -222,9 +281,9 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool) -> LoadSummary:
                 where=f"{where}.tooling",
             )
             kept_tools.append(tool.pk)
-        up.delete(system.tooling.exclude(tool__in=kept_tools))
+        up.delete(system.tooling.exclude(tool__in=kept_tools), where=f"{where}.tooling")
 
-    up.delete(profile.systems.exclude(name__in=list(systems)))
+    up.delete(profile.systems.exclude(name__in=list(systems)), where="systems")
 
     for i, bench in enumerate(doc.benchmarks):
         values = bench.model_dump(exclude={"name", "accelerator", "system"})
@@ -234,11 +293,12 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool) -> LoadSummary:
         values["system"] = systems[bench.system] if bench.system else None
         values["profile"] = profile
         up.save(Benchmark, {"name": bench.name}, values, where=f"benchmarks[{i}] ({bench.name})")
-    # The institute's own runs are not in the data file: a reload keeps them.
+    # The institute's own runs are not in the data file: a reload keeps them, even with reset.
     up.delete(
         profile.benchmarks.exclude(name__in=[b.name for b in doc.benchmarks]).exclude(
             source_kind=BenchmarkSourceKind.INSTITUTE_RUN
-        )
+        ),
+        where="benchmarks",
     )
 
     summary.counts = {

@@ -136,10 +136,19 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # --- Cache ------------------------------------------------------------------------------------
 # Shared between web workers in production (typeahead suggestions); per-process by default.
 
+# A Redis outage makes every cache read a miss and every write a no-op (config/cache.py), never
+# an error page; short socket timeouts keep a dead Redis from stalling the request.
 CACHE_URL = os.environ.get("CACHE_URL", "").strip()
 if CACHE_URL:
     CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        "default": {
+            "BACKEND": "config.cache.ResilientRedisCache",
+            "LOCATION": CACHE_URL,
+            "OPTIONS": {
+                "socket_connect_timeout": float(os.environ.get("CACHE_TIMEOUT_SECONDS", "0.5")),
+                "socket_timeout": float(os.environ.get("CACHE_TIMEOUT_SECONDS", "0.5")),
+            },
+        }
     }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
@@ -243,9 +252,28 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BROKER_TRANSPORT_OPTIONS = {
-    # How long Redis waits before redelivering an unacknowledged task (a worker killed mid-task).
-    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", default=3600),
+# How long Redis waits before redelivering an unacknowledged task (a worker killed mid-task).
+# Longer than any task may run (the hard time limits) and than any retry countdown (capped at
+# 240 s in the tasks), or a task still running or waiting would be delivered twice.
+CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", default=300)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
+# Production runs the prefork pool: only it enforces the hard time limit by killing the child.
+CELERY_WORKER_POOL = "prefork"
+# config.tasks is not an app, so autodiscovery does not find it.
+CELERY_IMPORTS = ("config.tasks",)
+
+# The outbox (config/outbox.py): how often Celery beat sweeps it, how long a row the broker never
+# took waits before the sweep sends it, and how long one the broker took may stay undone before
+# it is sent again (the visibility timeout: by then Redis would have redelivered it too).
+OUTBOX_SWEEP_SECONDS = env_int("OUTBOX_SWEEP_SECONDS", default=30)
+OUTBOX_UNQUEUED_GRACE_SECONDS = env_int("OUTBOX_UNQUEUED_GRACE_SECONDS", default=10)
+OUTBOX_REQUEUE_AFTER_SECONDS = env_int(
+    "OUTBOX_REQUEUE_AFTER_SECONDS", default=CELERY_VISIBILITY_TIMEOUT
+)
+CELERY_BEAT_SCHEDULE = {
+    "outbox-sweep": {"task": "config.tasks.outbox_sweep", "schedule": OUTBOX_SWEEP_SECONDS},
+    # Expired sessions are deleted once a day (Django never does it by itself).
+    "sessions-clear": {"task": "config.tasks.sessions_clear", "schedule": 24 * 60 * 60},
 }
 
 # --- Hugging Face Hub -------------------------------------------------------------------------

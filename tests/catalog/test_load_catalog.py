@@ -26,10 +26,10 @@ pytestmark = pytest.mark.django_db
 MODELS = [Profile, Accelerator, System, NodeType, Partition, ToolingSupport, Benchmark]
 
 
-def load(target: str | None = None) -> str:
+def load(target: str | None = None, *options: str) -> str:
     out = io.StringIO()
     args = [target] if target else []
-    call_command("load_catalog", *args, stdout=out)
+    call_command("load_catalog", *args, *options, stdout=out)
     return out.getvalue().strip()
 
 
@@ -86,8 +86,10 @@ def test_loading_twice_gives_the_same_rows():
     first = counts()
     second_summary = load("default")
     assert counts() == first
-    assert "(0 created, 0 updated," in second_summary
+    assert "(0 created," in second_summary
+    assert "0 values differ from the file" in second_summary
     assert "0 created" not in first_summary
+    assert "(0 created, 0 updated," in load("default", "--reset")
 
 
 def test_loading_another_profile_keeps_both_and_switches_the_active_one():
@@ -101,29 +103,82 @@ def test_loading_another_profile_keeps_both_and_switches_the_active_one():
     assert Accelerator.objects.filter(name="v100-32-sxm2").count() == 1
 
 
-def test_a_changed_value_updates_the_row(default_data, write_catalog):
+def test_a_changed_value_is_reported_and_kept_and_reset_applies_it(default_data, write_catalog):
+    # Issue 11: a reload never overwrites what staff may have edited; --reset makes the file
+    # win. (Before, a plain reload updated the row; the profile's source file no longer counts
+    # as an update: it records the load, it is not catalog data.)
     load("default")
     doc = copy.deepcopy(default_data)
     stanage = next(s for s in doc["systems"] if s["name"] == "stanage")
     stanage["node_types"][0]["count"] = 16
-    summary = load(str(write_catalog(doc)))
-    # The node type, and the profile whose source file is now the temporary copy.
-    assert "(0 created, 2 updated," in summary
+    path = str(write_catalog(doc))
+    node_type = NodeType.objects.get(system__name="stanage", name="A100 (Dell XE8545)")
+    before = node_type.count
+
+    summary = load(path)
+
+    assert "1 values differ from the file and were kept" in summary
+    assert f".node_types[0].count: {before} here, 16 in the file" in summary
+    node_type.refresh_from_db()
+    assert node_type.count == before
+    summary = load(path, "--reset")
+    assert "(0 created, 1 updated," in summary
     assert NodeType.objects.get(system__name="stanage", name="A100 (Dell XE8545)").count == 16
     assert NodeType.objects.count() == 22
 
 
-def test_entries_dropped_from_the_file_are_removed(default_data, write_catalog):
+def test_entries_dropped_from_the_file_are_kept_unless_reset(default_data, write_catalog):
     load("default")
     doc = copy.deepcopy(default_data)
     doc["systems"] = [s for s in doc["systems"] if s["name"] != "cosma8"]
     dawn = next(s for s in doc["systems"] if s["name"] == "dawn")
     dawn["partitions"] = []
-    load(str(write_catalog(doc)))
+    path = str(write_catalog(doc))
+
+    summary = load(path)
+
+    assert "not in the file: systems: " in summary
+    assert System.objects.filter(name="cosma8").exists()
+    assert Partition.objects.filter(system__name="dawn").exists()
+    load(path, "--reset")
     assert not System.objects.filter(name="cosma8").exists()
     assert not Partition.objects.filter(system__name="dawn").exists()
     # Accelerators are shared between profiles and stay.
     assert Accelerator.objects.filter(name="mi100-32").exists()
+
+
+def test_a_staff_edit_and_a_staff_added_row_survive_a_reload():
+    load("default")
+    trial = System.objects.exclude(trial_gpu_hours=None).first()
+    trial.trial_gpu_hours = 123
+    trial.save()
+    added = System.objects.create(
+        **{
+            **{
+                f.name: getattr(trial, f.name)
+                for f in System._meta.concrete_fields
+                if f.name not in ("id", "name")
+            },
+            "name": "staff-added",
+        }
+    )
+
+    summary = load("default")
+
+    trial.refresh_from_db()
+    assert trial.trial_gpu_hours == 123
+    assert System.objects.filter(pk=added.pk).exists()
+    assert ".trial_gpu_hours: 123.0 here, 400.0 in the file" in summary
+    assert "not in the file: systems: " in summary
+
+
+def test_if_empty_loads_a_fresh_database_only():
+    assert "default:" in load("default", "--if-empty")
+    assert System.objects.exists()
+    assert "already loaded" in load("lancaster", "--if-empty")
+    assert not Profile.objects.filter(name="lancaster").exists()
+    with pytest.raises(CommandError, match="contradict"):
+        load("default", "--reset", "--if-empty")
 
 
 def test_retired_systems_and_vm_sizes_are_flagged():
