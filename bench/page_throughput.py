@@ -40,6 +40,7 @@ LORA = [
     ("model", ""),
     ("model_params", "7"),
     ("precision", "bf16"),
+    ("framework_training", "not_sure"),
     ("batch_size", "4"),
     ("seq_len", "2048"),
     ("dataset_tokens", "20"),
@@ -51,6 +52,9 @@ LORA = [
     ("azure", "no"),
     ("notebooks", "no"),
 ]
+
+# The flowchart step measured: the dataset-size question, with every earlier one answered.
+MEASURED = [name for name, _value in LORA].index("dataset_tokens")
 
 
 @dataclass(frozen=True)
@@ -121,15 +125,17 @@ def _prepare(env: dict[str, str]) -> list[Page]:
         client = Client()
         client.post("/")
         session = AdvisorSession.objects.order_by("-created_at").first()
-        for step, value in answers:
-            client.post(f"/a/{session.id}/step/{step}/", {"answer": value})
+        for step, value in [("azure", "no"), *answers]:  # the chart asks about Azure first
+            response = client.post(f"/a/{session.id}/step/{step}/", {"answer": value})
+            if response.status_code != 302:
+                raise SystemExit(f"the bench's walk stopped at {step!r}: {response.status_code}")
         return str(session.id), f"sessionid={client.cookies['sessionid'].value}"
 
-    halfway, halfway_cookie = walk(LORA[:6])
+    halfway, halfway_cookie = walk(LORA[:MEASURED])
     done, done_cookie = walk(LORA)
     return [
         Page("bare view", "/bench/bare/"),
-        Page("flowchart step", f"/a/{halfway}/step/{LORA[6][0]}/", halfway_cookie),
+        Page("flowchart step", f"/a/{halfway}/step/{LORA[MEASURED][0]}/", halfway_cookie),
         Page("result page", f"/a/{done}/result/", done_cookie),
         Page("/catalog/", "/catalog/"),
     ]
