@@ -86,6 +86,7 @@ def system_spec(system: System, *, include_retired: bool = False) -> SystemSpec:
         system,
         container=_or_none(system.container),
         tooling={cell.tool.name: cell.supported for cell in system.tooling.all()},
+        tooling_sources={cell.tool.name: cell.source for cell in system.tooling.all()},
         node_types=[node_type_spec(nt) for nt in node_types],
         partitions=partitions,
     )

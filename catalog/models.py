@@ -456,9 +456,19 @@ class Benchmark(models.Model):
     measurements staff accepted, and a catalog reload keeps them. `source_reference` names
     the measurement as plain text ("allocation-request:<id>/measurement:<id>"): the catalog
     imports nothing from the apps that make such rows.
+
+    A benchmark without a profile is shared by every profile (catalog/data/shared/benchmarks.json,
+    `manage.py load_benchmarks`): a GPU's speed does not depend on the institute.
     """
 
-    profile = models.ForeignKey(Profile, on_delete=models.CASCADE, related_name="benchmarks")
+    profile = models.ForeignKey(
+        Profile,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="benchmarks",
+        help_text="Empty: shared by every profile.",
+    )
     name = models.SlugField(max_length=100, unique=True)
     accelerator = models.ForeignKey(
         Accelerator, on_delete=models.PROTECT, related_name="benchmarks"
@@ -477,6 +487,9 @@ class Benchmark(models.Model):
     tokens_per_second = models.FloatField(null=True, blank=True)
     peak_memory_gb = models.FloatField(null=True, blank=True)
     mfu = models.FloatField(null=True, blank=True)
+    hidden_size = models.PositiveIntegerField(null=True, blank=True)
+    num_layers = models.PositiveIntegerField(null=True, blank=True)
+    gradient_checkpointing = models.BooleanField(null=True, blank=True)
     outcome = models.CharField(
         max_length=20, choices=BenchmarkOutcome.choices, default=BenchmarkOutcome.COMPLETED
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 
 from catalog.models import (
     Accelerator,
@@ -77,7 +77,10 @@ def catalog_rows(*, include_retired: bool = False, profile: str | None = None) -
     names = {s.name for s in systems}
     benchmarks = [
         b
-        for b in Benchmark.objects.select_related("accelerator", "system").filter(profile=chosen)
+        # The profile's own rows and the shared ones (catalog/data/shared/benchmarks.json).
+        for b in Benchmark.objects.select_related("accelerator", "system").filter(
+            Q(profile=chosen) | Q(profile__isnull=True)
+        )
         if b.system is None or b.system.name in names
     ]
     used = {
