@@ -58,6 +58,7 @@ class CatalogRows:
     systems: list[System]
     benchmarks: list[Benchmark]
     accelerators: list[Accelerator]
+    profile: Profile | None = None  # its ranking policy (tie-breakers, charge rates)
 
 
 def catalog_rows(*, include_retired: bool = False, profile: str | None = None) -> CatalogRows:
@@ -91,7 +92,12 @@ def catalog_rows(*, include_retired: bool = False, profile: str | None = None) -
     }
     used |= {b.accelerator_id for b in benchmarks}
     accelerators = list(Accelerator.objects.filter(pk__in=used).order_by("name"))
-    return CatalogRows(systems=systems, benchmarks=benchmarks, accelerators=accelerators)
+    chosen = (
+        Profile.objects.filter(pk=chosen.pk).prefetch_related("charge_rates__accelerator").first()
+    )
+    return CatalogRows(
+        systems=systems, benchmarks=benchmarks, accelerators=accelerators, profile=chosen
+    )
 
 
 # --- The /catalog/ comparison page -------------------------------------------------------------
