@@ -30,6 +30,7 @@ from advisor.flowchart import (
 from advisor.forms import StepForm
 from advisor.memory_svg import COMPONENTS, MemoryBar, memory_chart_svg
 from advisor.models import AdvisorSession
+from config.ratelimits import rate_limit
 
 SESSION_KEY = "advisor_session_id"
 
@@ -105,9 +106,19 @@ def _load_session(request: HttpRequest, session_id) -> AdvisorSession:
         raise Http404("No such advisor session.")
     if user.is_authenticated:
         flow_services.advisor_session_attach_user(advisor_session=advisor_session, user=user)
-    if request.session.get(SESSION_KEY) != str(advisor_session.id):
-        request.session[SESSION_KEY] = str(advisor_session.id)  # a write: only when it changes
+    _remember(request, advisor_session)
     return advisor_session
+
+
+def _remember(request: HttpRequest, advisor_session: AdvisorSession) -> None:
+    """Keep the visitor's advisor session in their cookie session, for "continue where you
+    left off". Only once they have answered something: a visitor who merely opened the start
+    page or a link gets no session row (each would live SESSION_COOKIE_AGE in the database),
+    and only when it changes (every assignment is a write)."""
+    if not advisor_session.answers:
+        return
+    if request.session.get(SESSION_KEY) != str(advisor_session.id):
+        request.session[SESSION_KEY] = str(advisor_session.id)
 
 
 # --- Start ------------------------------------------------------------------------------------
@@ -117,7 +128,6 @@ def _load_session(request: HttpRequest, session_id) -> AdvisorSession:
 def flow_start(request: HttpRequest, embed: bool = False) -> HttpResponse:
     if request.method == "POST":
         advisor_session = flow_services.advisor_session_start(user=request.user)
-        request.session[SESSION_KEY] = str(advisor_session.id)
         return redirect(
             _url(
                 "step",
@@ -278,6 +288,10 @@ def flow_step(request: HttpRequest, session_id, step: str, embed: bool = False) 
         return redirect(_url("resume", embed=embed, session_id=advisor_session.id))
     earlier = _earlier_answers(state, step)
     if request.method == "POST":
+        # Every answer may run the engine; a model answer may ask the Hub.
+        rate_limit(request, "estimate")
+        if node.type == "model_id":
+            rate_limit(request, "lookup")
         form = StepForm(request.POST, node=node, earlier=earlier, autofocus_errors=not request.htmx)
         if form.is_valid():
             try:
@@ -298,6 +312,8 @@ def flow_step(request: HttpRequest, session_id, step: str, embed: bool = False) 
                     message="That question is not on your path. Nothing was saved.",
                 )
             else:
+                advisor_session.refresh_from_db(fields=["answers"])
+                _remember(request, advisor_session)
                 return _after_answer(request, advisor_session, new_state, embed=embed)
     else:
         initial = advisor_session.answers.get(step)
