@@ -136,7 +136,8 @@ def flow_start(request: HttpRequest, embed: bool = False) -> HttpResponse:
                 step=advisor_session.current_step,
             )
         )
-    chart = load_chart(flow_services.active_chart_key())
+    chart_key, chart_warning = flow_services.active_chart()
+    chart = load_chart(chart_key)
     previous = None
     previous_id = request.session.get(SESSION_KEY)
     if previous_id:
@@ -150,6 +151,7 @@ def flow_start(request: HttpRequest, embed: bool = False) -> HttpResponse:
             "previous": previous,
             "previous_url": _url("resume", embed=embed, session_id=previous.id) if previous else "",
             "start_url": _url("start", embed=embed),
+            "chart_warning": chart_warning if request.user.is_staff else "",
         },
     )
 
@@ -533,8 +535,10 @@ def _chart_context(chart: Flowchart, steps: list[str]) -> dict:
 
 @require_GET
 def chart_view(request: HttpRequest) -> HttpResponse:
-    chart = load_chart(flow_services.active_chart_key())
-    return _page(request, "advisor/chart.html", _chart_context(chart, []))
+    chart_key, chart_warning = flow_services.active_chart()
+    context = _chart_context(load_chart(chart_key), [])
+    context["chart_warning"] = chart_warning if request.user.is_staff else ""
+    return _page(request, "advisor/chart.html", context)
 
 
 @require_GET
