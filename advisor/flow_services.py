@@ -286,7 +286,7 @@ def _store_result(advisor_session: AdvisorSession, state: FlowState) -> None:
     advisor_session.engine_version = ""
     if not _wants_gpu_estimate(state):
         return
-    request = estimate_request_for(answers=state.answers, outcome=outcome)
+    request = estimate_request_for(answers=state.answers, outcome=outcome, catalog=state.catalog)
     if request is None:
         return
     advisor_session.estimate_request = request.model_dump(mode="json")
@@ -311,9 +311,13 @@ def _wants_gpu_estimate(state: FlowState) -> bool:
 
 
 def estimate_request_for(
-    *, answers: Mapping[str, Any], outcome: Node | None = None
+    *, answers: Mapping[str, Any], outcome: Node | None = None, catalog: CatalogSpec | None = None
 ) -> EstimateRequest | None:
-    """The engine's request from the answers, limited by the outcome's systems when given."""
+    """The engine's request from the answers, limited by the outcome's systems when given.
+
+    With the catalog, systems it marks unavailable to the institute are dropped from the
+    outcome's list, so no outcome recommends them (see `outcome_systems`).
+    """
     given = dict(answers)
     kind = given.get("work_kind")
     if kind == "cpu" or kind is None:
@@ -335,13 +339,21 @@ def estimate_request_for(
         if outcome.needs_cloud is not None:
             constraints["needs_cloud"] = outcome.needs_cloud
         if outcome.systems:
-            constraints["systems"] = list(outcome.systems)
+            constraints["systems"] = (
+                outcome_systems(outcome=outcome, catalog=catalog).usable
+                if catalog is not None
+                else list(outcome.systems)
+            )
     fields: dict[str, Any] = {
         "task": task,
         "model_id": model_id,
         "params": round(float(params_b) * 1e9) if params_b not in (None, "") else None,
         "hub": hf_model_lookup_metadata(repo_id=model_id) if model_id else None,
         "precision": given.get("precision") or "bf16",
+        "framework": _framework_answer(
+            given.get("framework_inference" if task == "inference" else "framework_training"),
+            task,
+        ),
         "batch_size": int(given.get("batch_size") or 1),
         "seq_len": int(given.get("seq_len") or 2048),
         "tokens": round(float(tokens_m) * 1e6) if tokens_m not in (None, "") else None,
@@ -350,6 +362,17 @@ def estimate_request_for(
         "constraints": Constraints(**constraints),
     }
     return EstimateRequest(**fields)
+
+
+def _framework_answer(value: str | None, task: str) -> str | None:
+    """The library answer when it suits the task (a chart that asks one question for both
+    kinds of work may hold a training library for inference); otherwise the engine's default."""
+    from advisor.engine.frameworks import FRAMEWORKS
+
+    profile = FRAMEWORKS.get(value or "")
+    if profile is None:
+        return None
+    return value if profile.kind == ("inference" if task == "inference" else "training") else None
 
 
 def _hours_until_deadline(deadline: str | None) -> float | None:
@@ -386,6 +409,131 @@ def _model_lookup_start(model_id: str) -> None:
         hf_model_lookup_request(repo_id=model_id)
     except hub.InvalidRepoIdError as exc:
         raise AnswerError(exc.message) from exc
+
+
+# --- Hosting: an always-on VM ----------------------------------------------------------------
+
+
+def project_pays(answers: Mapping[str, Any]) -> bool:
+    return "project" in (answers.get("who_pays"), answers.get("hosting_who_pays"))
+
+
+def hosting_plan_for(*, state: FlowState, result: EstimateResult):
+    """The always-on VM for a web service, from the inference memory the engine estimated.
+
+    None unless the researcher is hosting a service and the outcome names a cloud system.
+    """
+    from advisor.engine.hosting import hosting_plan
+
+    outcome = state.outcome
+    if state.answers.get("work_kind") != "hosting" or outcome is None:
+        return None
+    clouds = [s for s in state.catalog.systems if s.kind == "cloud" and s.name in outcome.systems]
+    if not clouds:
+        return None
+    memory = result.memory
+    overhead = memory.cuda_context + memory.allocator_reserve
+    return hosting_plan(
+        system=clouds[0],
+        accelerators=list(state.catalog.accelerators),
+        weights_and_working_bytes=max(memory.total_bytes - overhead, 0),
+        per_gpu_overhead_bytes=overhead,
+        months=float(state.answers.get("hosting_months") or 1),
+    )
+
+
+def hosting_justification(*, plan, catalog: CatalogSpec, params: int | None) -> str:
+    """The request's paragraph for a hosted service: what runs, on which VM, for how long, cost."""
+    from advisor.engine.hosting import months_text
+
+    if plan is None or plan.vm is None:
+        return ""
+    names = {a.name: a.display_name for a in catalog.accelerators}
+    gpu = names.get(plan.vm.accelerator, plan.vm.accelerator)
+    gpus = "one" if plan.vm.gpus == 1 else str(plan.vm.gpus)
+    size = f"a {params / 1e9:,.3g} billion-parameter model" if params else "a model"
+    text = (
+        f"We will host a web service that serves {size} for {months_text(plan.months)}. "
+        f"It needs {plan.need_bytes / 1e9:,.1f} GB of GPU memory for the model and its working "
+        f"memory, so it runs on one always-on {plan.vm.name} virtual machine with {gpus} "
+        f"{gpu} GPU{'s' if plan.vm.gpus != 1 else ''}, the cheapest size that holds it."
+    )
+    if plan.vm.price_per_month is not None and plan.total_price is not None:
+        currency = plan.vm.currency
+        text += (
+            f" At about {plan.vm.price_per_month:,.0f} {currency} a month (pay-as-you-go, 730 "
+            f"hours a month) that is about {plan.total_price:,.0f} {currency} in all."
+        )
+    return text
+
+
+# --- Which systems an outcome may recommend --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OutcomeSystems:
+    usable: list[str]  # catalog keys, in the outcome's order
+    left_out: dict[str, str]  # catalog key -> why, in words
+
+    def sentence(self, catalog: CatalogSpec, outcome: Node) -> str:
+        """One sentence: which systems this answer is weighed on, and which are left out, why."""
+        names = {s.name: s.display_name for s in catalog.systems}
+        if not outcome.systems:
+            return ""
+        usable = [names.get(n, n) for n in self.usable]
+        scope = "that offer notebooks" if outcome.needs_notebooks else ""
+        if outcome.needs_cloud:
+            scope = "in the cloud"
+        head = (
+            f"Systems considered for this answer{' (' + scope + ')' if scope else ''}: "
+            f"{join_words(usable)}"
+            if usable
+            else "No system in the catalog is open to you for this answer"
+        )
+        if not self.left_out:
+            return head + "."
+        gone = "; ".join(
+            f"{names.get(name, name)} is left out: {why}" for name, why in self.left_out.items()
+        )
+        return f"{head}. {gone[0].upper()}{gone[1:]}."
+
+
+def join_words(items: list[str]) -> str:
+    """["a"] -> "a"; ["a", "b"] -> "a and b"; ["a", "b", "c"] -> "a, b and c"."""
+    if len(items) <= 1:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _first_sentence(note: str) -> str:
+    first = note.split(". ")[0].strip().rstrip(".")
+    return first[0].lower() + first[1:] if first else ""
+
+
+def outcome_systems(*, outcome: Node, catalog: CatalogSpec) -> OutcomeSystems:
+    """The outcome's systems that the catalog says the institute can use.
+
+    A retired system is not in the engine's catalog at all; a "limited" one is closing or not
+    open to the institute (Baskerville: no longer available to the Turing as of April 2026,
+    catalog-facts.md TUR-LAND), so no outcome recommends it. Each one dropped comes with the
+    catalog's reason.
+    """
+    by_name = {s.name: s for s in catalog.systems}
+    usable: list[str] = []
+    left_out: dict[str, str] = {}
+    for name in outcome.systems:
+        system = by_name.get(name)
+        if system is None:
+            if catalog.systems:
+                left_out[name] = "it is retired or not in the catalog"
+            continue
+        if system.status == "limited":
+            left_out[name] = _first_sentence(system.status_note) or "it has limited availability"
+            continue
+        usable.append(name)
+    if not catalog.systems:  # no catalog loaded: nothing to judge by
+        usable = list(outcome.systems)
+    return OutcomeSystems(usable=usable, left_out=left_out)
 
 
 # --- Decisions --------------------------------------------------------------------------------

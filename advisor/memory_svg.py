@@ -122,11 +122,19 @@ def memory_chart_svg(*, bars: list[MemoryBar], title: str = "Memory per GPU") ->
     parts.append("</defs>")
     y = 30
     for bar in bars:
+        # A label longer than the plot (long system and GPU names) is squeezed to fit rather
+        # than cut off at the drawing's edge; 8 units is a bold 14 px character, on average.
+        fit = (
+            format_html(' textLength="{}" lengthAdjust="spacingAndGlyphs"', plot_width)
+            if len(bar.label) * 8 > plot_width
+            else ""
+        )
         parts.append(
             format_html(
-                '<text x="{}" y="{}" font-size="14" font-weight="bold">{}</text>',
+                '<text x="{}" y="{}" font-size="14" font-weight="bold"{}>{}</text>',
                 LEFT,
                 y,
+                fit,
                 bar.label,
             )
         )

@@ -407,6 +407,21 @@ def _gb(n_bytes: float) -> str:
     return f"{n_bytes / 1e9:,.2f} GB"
 
 
+def _memory_range(result) -> str:
+    """The engine's stated memory range for the recommendation, in words."""
+    u = result.uncertainty or {}
+    low, high = u.get("memory_low_bytes"), u.get("memory_high_bytes")
+    if not low or not high:
+        return ""
+    points = int(u.get("memory_test_points") or 0)
+    basis = (
+        f"the error that covers 80% of {points} published measurements the engine was not tuned on"
+        if points
+        else "the engine's calibration margin"
+    )
+    return f"likely {low / 1e9:,.1f} to {high / 1e9:,.1f} GB ({basis})"
+
+
 def _option_order(option: Option):
     return (
         not option.fits,
@@ -457,7 +472,24 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
         ),
         "restart_url": _url("start", embed=embed),
         "experience_tip": EXPERIENCE_TIPS.get(state.answers.get("hpc_experience", ""), ""),
+        "systems_sentence": flow_services.outcome_systems(
+            outcome=outcome, catalog=state.catalog
+        ).sentence(state.catalog, outcome)
+        if outcome.advice in ("gpu_estimate", "cloud")
+        else "",
+        "project_pays": flow_services.project_pays(state.answers),
+        "hosting": flow_services.hosting_plan_for(state=state, result=result)
+        if result is not None
+        else None,
     }
+    if context["hosting"] is not None:
+        from advisor.engine.hosting import months_text
+
+        context["hosting_months_text"] = months_text(context["hosting"].months)
+        context["hosting_justification"] = flow_services.hosting_justification(
+            plan=context["hosting"], catalog=state.catalog, params=result.params_total
+        )
+        context["experience_tip"] = ""
     if result is not None:
         systems, accelerators, capacity = _names(state.catalog)
         alternatives = _alternatives(result)
@@ -483,6 +515,7 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
                 "rec_memory": _gb(result.recommendation.memory_per_gpu_bytes)
                 if result.recommendation
                 else "",
+                "memory_range": _memory_range(result),
                 "deadline_warning": flow_services.deadline_warning(
                     state=state,
                     wall_hours=result.recommendation.wall_hours if result.recommendation else None,

@@ -7,6 +7,7 @@ import math
 
 from advisor.engine.memory import Workload
 from advisor.engine.models import AcceleratorSpec, EstimateRequest, Option, SystemSpec
+from advisor.engine.recipe import LEVEL_WORDS, OPTIMIZER_WORDS
 from advisor.engine.shape import ModelShape
 
 TASK_WORDS = {
@@ -58,8 +59,13 @@ def draft(
             if shape.params_active != shape.params_total
             else ""
         )
-        + f") in {wl.precision}, with batch size {wl.batch_size} per GPU and sequences of "
-        f"{wl.seq_len:,} tokens"
+        + f") in {wl.precision}, with "
+        + (
+            f"a global batch of {request.batch_size} sequences"
+            if wl.training
+            else f"batches of {request.batch_size} requests"
+        )
+        + f" of {wl.seq_len:,} tokens"
         + (f" generating {wl.new_tokens:,} tokens each" if wl.task == "inference" else "")
         + "."
     ]
@@ -90,6 +96,14 @@ def draft(
             f"Memory per GPU comes to {_gb(mem.total_bytes)} ({listed}) against the "
             f"{accelerator.memory_gb:g} GB of a {accelerator.display_name}, using "
             f"{option.num_gpus} GPU(s) with {option.strategy.replace('_', ' ')}."
+        )
+    recipe = option.recipe
+    if recipe is not None and wl.training:
+        optimizer = OPTIMIZER_WORDS.get(recipe.optimizer or "", recipe.optimizer)
+        parts.append(
+            f"Each GPU processes micro-batches of {recipe.micro_batch} with "
+            f"{recipe.grad_accumulation} gradient accumulation step(s), "
+            f"{LEVEL_WORDS[recipe.checkpointing]} and {optimizer}."
         )
     if option.gpu_hours is not None and flops_per_token is not None:
         parts.append(

@@ -19,6 +19,7 @@ LORA_7B = [
     ("model", ""),
     ("model_params", "7"),
     ("precision", "bf16"),
+    ("framework_training", "not_sure"),
     ("batch_size", "4"),
     ("seq_len", "2048"),
     ("dataset_tokens", "20"),
@@ -40,7 +41,9 @@ def default_catalog(db):
 def walk_to_result(client, answers):
     client.post(reverse("advisor:start"))
     advisor_session = AdvisorSession.objects.get()
-    for step, value in answers:
+    # The Turing chart asks about Azure first; a later ("azure", ...) in `answers` changes it.
+    first = [("azure", "no")] if advisor_session.current_step == "azure" else []
+    for step, value in [*first, *answers]:
         response = client.post(
             reverse("advisor:step", kwargs={"session_id": advisor_session.id, "step": step}),
             {"answer": value},
@@ -57,9 +60,11 @@ def test_lora_7b_in_bf16_is_routed_past_v100s_to_an_a100_class_system(client, de
     assertContains(page, "You chose bf16, which V100s do not support")
     result = advisor_session.estimate_result
     rec = result["recommendation"]
-    assert rec["system"] in {"baskerville", "stanage", "dawn"}
+    # Baskerville is no longer available to the Turing (catalog), so it is left out; COSMA8's
+    # A100/GH200/MI210 nodes run bf16 and are weighed too.
+    assert rec["system"] in {"stanage", "dawn", "cosma8"}
     assert advisor_session.estimate_request["constraints"]["systems"] == [
-        "baskerville",
+        "cosma8",
         "stanage",
         "dawn",
     ]
@@ -83,6 +88,7 @@ def test_small_fp16_inference_fits_a_v100(client, default_catalog):
         ("model", ""),
         ("model_params", "0.11"),
         ("precision", "fp16"),
+        ("framework_inference", "not_sure"),
         ("batch_size", "32"),
         ("seq_len", "512"),
         ("inference_tokens", "50"),
@@ -101,8 +107,9 @@ def test_small_fp16_inference_fits_a_v100(client, default_catalog):
 def test_public_web_service_on_azure_is_estimated_for_the_cloud(client, default_catalog):
     answers = LORA_7B[:-2] + [("azure", "yes"), ("who_pays", "project")]
     answers[0] = ("work_kind", "inference")
+    answers[4] = ("framework_inference", "not_sure")
     answers = [a for a in answers if a[0] not in ("dataset_tokens", "epochs", "num_gpus")]
-    answers.insert(6, ("inference_tokens", "100"))
+    answers.insert(7, ("inference_tokens", "100"))
     advisor_session, page = walk_to_result(client, answers)
     assertContains(page, "Submit a brief Azure request")
     assert advisor_session.estimate_result["recommendation"]["system"] == "azure"
@@ -116,7 +123,7 @@ def test_admin_warns_when_the_active_chart_points_at_a_retired_system(
     stale = (
         (tmp_path / "default.yaml")
         .read_text()
-        .replace("systems: [baskerville, stanage, dawn]", "systems: [jade2]")
+        .replace("systems: [cosma8, baskerville, stanage, dawn]", "systems: [jade2]")
     )
     (tmp_path / "default.yaml").write_text(stale)
     monkeypatch.setattr(flowchart, "CHARTS_DIR", tmp_path)
@@ -153,6 +160,7 @@ def test_admin_shows_no_retired_warning_for_the_shipped_default_chart(
                 ("model", ""),
                 ("model_params", "0.11"),
                 ("precision", "fp16"),
+                ("framework_inference", "not_sure"),
                 ("batch_size", "8"),
                 ("seq_len", "512"),
                 ("inference_tokens", "10"),
@@ -169,6 +177,7 @@ def test_admin_shows_no_retired_warning_for_the_shipped_default_chart(
                 ("model", ""),
                 ("model_params", "7"),
                 ("precision", "bf16"),
+                ("framework_training", "not_sure"),
                 ("batch_size", "4"),
                 ("seq_len", "2048"),
                 ("dataset_tokens", "20"),
@@ -198,6 +207,7 @@ def test_admin_shows_no_retired_warning_for_the_shipped_default_chart(
                 ("model", ""),
                 ("model_params", "0.11"),
                 ("precision", "fp16"),
+                ("framework_inference", "not_sure"),
                 ("batch_size", "8"),
                 ("seq_len", "512"),
                 ("inference_tokens", "10"),

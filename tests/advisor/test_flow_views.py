@@ -22,9 +22,12 @@ SCRAPING = [
 
 
 def start(client) -> AdvisorSession:
+    """Start, answer the chart's first question (Azure? No), and land on the workload ones."""
     response = client.post(reverse("advisor:start"))
     assert response.status_code == 302
     advisor_session = AdvisorSession.objects.get()
+    assert response["Location"] == f"/a/{advisor_session.id}/step/azure/"
+    response = client.post(step_url(advisor_session, "azure"), {"answer": "no"})
     assert response["Location"] == f"/a/{advisor_session.id}/step/work_kind/"
     return advisor_session
 
@@ -55,7 +58,7 @@ def test_step_page_has_label_help_and_progress(client):
     response = client.get(step_url(advisor_session, "work_kind"))
     assertContains(response, "<legend>What kind of work is it?</legend>", html=True)
     assertContains(response, 'aria-live="polite"')
-    assertContains(response, "Question 1 of about")
+    assertContains(response, "Question 2 of about")  # after "Do you need Azure?"
     assertContains(response, "rarely benefit from a GPU")  # the explanation under it
     assert "HX-Request" in response["Vary"]
 
@@ -66,7 +69,7 @@ def test_plain_post_redirects_to_the_next_step(client):
     assert response.status_code == 302
     assert response["Location"] == step_url(advisor_session, "model")
     advisor_session.refresh_from_db()
-    assert advisor_session.answers == {"work_kind": "lora"}
+    assert advisor_session.answers == {"azure": "no", "work_kind": "lora"}
     assert advisor_session.current_step == "model"
 
 
@@ -181,9 +184,9 @@ def test_answer_for_a_step_not_on_the_path_is_refused_and_changes_nothing(client
     response = client.post(step_url(advisor_session, "model_params"), {"answer": "7"})
     assertContains(response, "That question is not on your path", status_code=400)
     advisor_session.refresh_from_db()
-    assert advisor_session.answers == {"work_kind": "cpu"}
+    assert advisor_session.answers == {"azure": "no", "work_kind": "cpu"}
     # A GET of a step further along is sent back to where the researcher is.
-    response = client.get(step_url(advisor_session, "azure"))
+    response = client.get(step_url(advisor_session, "notebooks"))
     assert response.status_code == 302
 
 
@@ -193,7 +196,7 @@ def test_oversized_body_is_a_400(client, settings):
     response = client.post(step_url(advisor_session, "work_kind"), {"answer": "x" * 5000})
     assert response.status_code == 400
     advisor_session.refresh_from_db()
-    assert advisor_session.answers == {}
+    assert advisor_session.answers == {"azure": "no"}
 
 
 def test_script_in_a_text_answer_is_escaped(client):
@@ -235,10 +238,10 @@ def test_embed_pages_may_be_framed_by_allowed_origins_only(client, settings):
 def test_embed_flow_stays_in_embed_urls_and_links_out_open_new_tabs(client):
     response = client.post("/embed/")
     advisor_session = AdvisorSession.objects.get()
-    assert response["Location"] == f"/embed/a/{advisor_session.id}/step/work_kind/"
+    assert response["Location"] == f"/embed/a/{advisor_session.id}/step/azure/"
     page = client.get(response["Location"])
     assert page["Content-Security-Policy"] == "frame-ancestors 'self'"
-    assertContains(page, f'action="/embed/a/{advisor_session.id}/step/work_kind/"')
+    assertContains(page, f'action="/embed/a/{advisor_session.id}/step/azure/"')
     assertContains(page, 'target="_blank" rel="noopener"')
 
 
@@ -304,6 +307,7 @@ def test_unreachable_hub_never_breaks_the_flow(
     rest = [
         ("model_params", "7.24"),
         ("precision", "bf16"),
+        ("framework_training", "not_sure"),
         ("batch_size", "4"),
         ("seq_len", "2048"),
         ("dataset_tokens", "20"),

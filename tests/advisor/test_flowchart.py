@@ -21,6 +21,7 @@ LORA_7B = {
     "model": None,
     "model_params": 7,
     "precision": "bf16",
+    "framework_training": "not_sure",
     "batch_size": 4,
     "seq_len": 2048,
     "dataset_tokens": 20,
@@ -72,9 +73,9 @@ def test_no_leaf_of_the_default_chart_points_at_jade2():
 
 def test_walk_stops_at_the_first_unanswered_question():
     chart = load_chart("default")
-    path = walk(chart, {"work_kind": "lora"}, decide("no"))
+    path = walk(chart, {"azure": "no", "work_kind": "lora"}, decide("no"))
     assert path.current == "model"
-    assert path.steps == ["work_kind", "model"]
+    assert path.steps == ["azure", "work_kind", "model"]
     assert path.outcome is None
 
 

@@ -24,7 +24,7 @@ def test_csrf_failure_during_an_htmx_step_shows_the_403_page(
     heading.wait_for(timeout=5000)
     assert page.locator("main").count() == 1
     assert "Nothing was saved" in page.locator("main").inner_text()
-    assert AdvisorSession.objects.get().answers == {"work_kind": "lora"}
+    assert AdvisorSession.objects.get().answers == {"azure": "no", "work_kind": "lora"}
     assert_accessible(page, axe_core_path)
     context.close()
 

@@ -45,6 +45,7 @@ LORA_7B = [
     ("model", ""),
     ("model_params", "7"),
     ("precision", "bf16"),
+    ("framework_training", "not_sure"),
     ("batch_size", "4"),
     ("seq_len", "2048"),
     ("dataset_tokens", "4000"),
@@ -53,7 +54,6 @@ LORA_7B = [
     ("data_sensitivity", "public"),
     ("timeline", DEADLINE),
     ("hpc_experience", "some"),
-    ("azure", "no"),
     ("notebooks", "no"),
 ]
 TITLE = 'LoRA <script>alert("pwned")</script> & friends'

@@ -1,0 +1,163 @@
+"""The Turing chart in its own order, hosting priced per month, and availability respected."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+from django.utils.html import escape
+from pytest_django.asserts import assertContains, assertNotContains
+
+from advisor.flowchart import Decision, load_chart, walk
+from advisor.models import AdvisorSession
+
+pytestmark = pytest.mark.django_db
+
+HOSTING_7B = [
+    ("azure", "no"),
+    ("work_kind", "hosting"),
+    ("model", ""),
+    ("model_params", "7"),
+    ("precision", "bf16"),
+    ("hosting_months", "6"),
+    ("data_sensitivity", "public"),
+    ("timeline", ""),
+    ("hpc_experience", "none"),
+    ("hosting_who_pays", "project"),
+]
+NOTEBOOKS = [
+    ("azure", "no"),
+    ("work_kind", "notebooks"),
+    ("model", ""),
+    ("model_params", "0.11"),
+    ("precision", "fp16"),
+    ("batch_size", "8"),
+    ("seq_len", "512"),
+    ("inference_tokens", "5"),
+    ("data_sensitivity", "public"),
+    ("timeline", ""),
+    ("hpc_experience", "some"),
+]
+LORA_7B_FP16 = [
+    ("azure", "no"),
+    ("work_kind", "lora"),
+    ("model", ""),
+    ("model_params", "7"),
+    ("precision", "fp16"),
+    ("batch_size", "4"),
+    ("seq_len", "2048"),
+    ("dataset_tokens", "20"),
+    ("epochs", "3"),
+    ("num_gpus", ""),
+    ("data_sensitivity", "public"),
+    ("timeline", ""),
+    ("hpc_experience", "some"),
+    ("notebooks", "no"),
+]
+
+
+@pytest.fixture
+def default_catalog(db):
+    call_command("load_catalog", "default", verbosity=0)
+
+
+def walk_to_result(client, answers):
+    client.post(reverse("advisor:start"))
+    advisor_session = AdvisorSession.objects.get()
+    for step, value in answers:
+        response = client.post(
+            reverse("advisor:step", kwargs={"session_id": advisor_session.id, "step": step}),
+            {"answer": value},
+        )
+        assert response.status_code == 302, (step, response.content[:300])
+    assert response["Location"] == f"/a/{advisor_session.id}/result/"
+    advisor_session.refresh_from_db()
+    return advisor_session, client.get(response["Location"])
+
+
+def never(node, answers):
+    return Decision("no", "decided no")
+
+
+def test_the_cloud_question_comes_first_on_every_path():
+    chart = load_chart("default")
+    assert chart.start == "azure"
+    for kind in ("inference", "lora", "pretrain", "notebooks", "hosting", "cpu"):
+        path = walk(chart, {"azure": "no", "work_kind": kind}, never)
+        assert path.steps[:2] == ["azure", "work_kind"]
+
+
+def test_work_without_a_gpu_that_needs_azure_reaches_the_azure_request():
+    chart = load_chart("default")
+    answers = {
+        "azure": "yes",
+        "who_pays": "project",
+        "work_kind": "cpu",
+        "cpu_data_size": 20,
+        "cpu_interactive": "yes",
+        "data_sensitivity": "public",
+        "timeline": "",
+        "hpc_experience": "none",
+    }
+    assert walk(chart, answers, never).outcome == "azure_brief"
+
+
+def test_a_web_service_is_priced_per_month_on_an_always_on_vm(client, default_catalog):
+    advisor_session, page = walk_to_result(client, HOSTING_7B)
+    assertContains(page, "Submit a brief Azure request")
+    assertContains(page, "An always-on virtual machine")
+    # 7B in bf16 is 14 GB of weights: the cheapest priced VM that holds it with margin is a
+    # single A100 80GB (3.673 USD/h x 730 h = 2,681 USD a month, 16,088 for six), not an
+    # 8-GPU H200 VM.
+    assertContains(page, "Standard_NC24ads_A100_v4")
+    assertContains(page, '<dd id="hosting-month">2,681 USD</dd>', html=True)
+    assertContains(page, "<strong>16,088 USD</strong>", html=True)
+    assertContains(page, "For 6 months")
+    assertContains(page, "730 hours")
+    assertNotContains(page, "#SBATCH")
+    assertNotContains(page, "GPU hours to request")
+    assertNotContains(page, "GPU(s)")
+    justification = page.context["hosting_justification"]
+    assert justification.startswith("We will host a web service")
+    assert "Standard_NC24ads_A100_v4" in justification
+    assertContains(page, escape(justification))
+
+
+def test_notebooks_are_never_sent_to_a_system_closed_to_the_turing(client, default_catalog):
+    advisor_session, page = walk_to_result(client, NOTEBOOKS)
+    rec = advisor_session.estimate_result["recommendation"]
+    assert rec["system"] != "baskerville"
+    assert "baskerville" not in advisor_session.estimate_request["constraints"]["systems"]
+    sentence = page.context["systems_sentence"]
+    assert sentence == (
+        "Systems considered for this answer (that offer notebooks): Microsoft Azure (Turing "
+        "subscriptions). Baskerville is left out: the Turing's hpc-landscape README says "
+        "Baskerville is no longer available to the Turing as of April 2026."
+    )
+    assertContains(page, escape(sentence))
+
+
+def test_fp16_and_bf16_branches_weigh_the_same_systems_and_say_which(client, default_catalog):
+    _, fp16 = walk_to_result(client, LORA_7B_FP16)
+    client.cookies.clear()
+    AdvisorSession.objects.all().delete()
+    bf16_answers = [(s, "bf16" if s == "precision" else v) for s, v in LORA_7B_FP16]
+    _, bf16 = walk_to_result(client, bf16_answers)
+    for page in (fp16, bf16):
+        sentence = page.context["systems_sentence"]
+        assert "COSMA8" in sentence
+        assert "Stanage" in sentence
+        assert "Dawn" in sentence
+        assert "Baskerville is left out" in sentence
+        rec = page.context["result"].recommendation
+        assert rec is None or rec.system != "baskerville"
+
+
+def test_the_project_pays_so_the_result_shows_a_cost(client, default_catalog):
+    answers = [("azure", "yes"), ("who_pays", "project")] + [
+        a for a in LORA_7B_FP16[1:] if a[0] != "notebooks"
+    ]
+    advisor_session, page = walk_to_result(client, answers)
+    assertContains(page, "Submit a brief Azure request")
+    assertContains(page, 'id="cost"')
+    assertContains(page, '<th scope="col">Cost</th>', html=True)
