@@ -130,6 +130,10 @@ def test_flow_answers_never_cause_a_server_error(settings, step, answer, charset
     client.post(reverse("advisor:start"))
     advisor_session = AdvisorSession.objects.order_by("-created_at").first()
     client.post(
+        reverse("advisor:step", kwargs={"session_id": advisor_session.id, "step": "azure"}),
+        {"answer": "no"},
+    )
+    client.post(
         reverse("advisor:step", kwargs={"session_id": advisor_session.id, "step": "work_kind"}),
         {"answer": "lora"},
     )

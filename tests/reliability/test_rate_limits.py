@@ -105,10 +105,8 @@ def test_the_flows_answers_count_as_estimates_and_the_page_shows_in_the_embed(se
     client = Client()
     client.post(reverse("advisor:embed-start"))
     advisor_session = AdvisorSession.objects.get()
-    step = reverse(
-        "advisor:embed-step", kwargs={"session_id": advisor_session.id, "step": "work_kind"}
-    )
-    statuses = [client.post(step, {"answer": "lora"}).status_code for _ in range(4)]
+    step = reverse("advisor:embed-step", kwargs={"session_id": advisor_session.id, "step": "azure"})
+    statuses = [client.post(step, {"answer": "no"}).status_code for _ in range(4)]
     assert statuses[-1] == 429
     refused = client.post(step, {"answer": "lora"})
     assert "X-Frame-Options" not in refused
