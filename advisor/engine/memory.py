@@ -356,7 +356,11 @@ def kv_cache_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
     tokens = wl.seq_len + wl.new_tokens
     # A latent cache (DeepSeek MLA) is replicated, not split by head.
     per_token = shape.kv_cache_width or 2 * math.ceil(shape.num_kv_heads / tp) * shape.head_dim
-    return shape.num_layers * per_token * wl.batch_size * tokens * wl.act_bytes
+    # Sliding-window layers keep at most the window (a rolling buffer).
+    window = shape.sliding_window
+    local = shape.sliding_layers if window and window < tokens else 0
+    layer_tokens = (shape.num_layers - local) * tokens + local * (window or 0)
+    return layer_tokens * per_token * wl.batch_size * wl.act_bytes
 
 
 _SIXTEEN_BIT_PARAM_STRATEGIES = frozenset({"zero1", "zero2", "zero3", "fsdp", "zero3_offload"})

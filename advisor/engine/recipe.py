@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from typing import NamedTuple
 
 from advisor.engine import constants as c
 from advisor.engine.compute import training_flops_per_token
@@ -37,9 +38,9 @@ OPTIMIZER_WORDS = {
 _LEVEL_ORDER = {"none": 0, "selective": 1, "full": 2}
 
 
-@dataclass(frozen=True, slots=True)
-class Choice:
-    """One recipe for one (strategy, GPU count), with what it costs."""
+class Choice(NamedTuple):
+    """One recipe for one (strategy, GPU count), with what it costs (a tuple: the search
+    builds many, and tuples are the cheapest immutable records Python has)."""
 
     micro: int
     accumulation: int

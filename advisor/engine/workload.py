@@ -6,6 +6,7 @@ API can show it next to that field.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -15,7 +16,7 @@ from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import FRAMEWORKS, framework_for
 from advisor.engine.memory import Workload
 from advisor.engine.models import CatalogSpec, EstimateRequest
-from advisor.engine.shape import ModelShape, shape_from_architecture
+from advisor.engine.shape import ModelShape, shape_from_architecture, sliding_window_of
 
 # Beyond these a number is a typo, not a workload.
 LIMITS = {
@@ -207,7 +208,16 @@ def resolve_shape(request: EstimateRequest) -> ModelShape:
         elif request.config is not None and not field.startswith("config"):
             field = f"config.{field}"
         raise RequestError([(field, exc.message)]) from None
-    return shape_from_architecture(arch)
+    shape = shape_from_architecture(arch)
+    config = (
+        request.config
+        if request.config is not None
+        else (request.hub.config if request.hub is not None else None)
+    )
+    window, layers = sliding_window_of(config, shape.num_layers)
+    if window and layers and shape.max_position_embeddings != window:
+        shape = replace(shape, sliding_window=window, sliding_layers=min(layers, shape.num_layers))
+    return shape
 
 
 def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:

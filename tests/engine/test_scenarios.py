@@ -265,7 +265,11 @@ def test_mixtral_bf16_needs_more_than_one_80gb_gpu(api):
     """Mixtral-8x7B has 46.7B parameters, 93 GB in bf16 (Mistral AI's model card): no 80 GB GPU
     holds it alone."""
     result = api(MIXTRAL, task="inference", batch_size=1, tokens=10_000_000)
-    assert result["memory"]["weights"] >= 90 * GB
+    # On one GPU the weights alone are 93 GB. (The recommendation itself may split them: since
+    # issue 14 it is the cheapest option that fits, often two smaller GPUs.)
+    single = [o for o in result["options"] if o["num_gpus"] == 1 and o["memory"]]
+    assert single
+    assert all(o["memory"]["weights"] >= 90 * GB for o in single)
     for accelerator in ("a100-80-sxm4", "h100-80-sxm5"):
         for option in options_on(result, accelerator):
             if option["fits"]:
@@ -409,3 +413,17 @@ def test_phi2_lora_fits_a_t4(api):
     assert rec is not None
     assert rec["num_gpus"] == 1
     assert rec["memory_per_gpu_bytes"] <= 16 * GB / 1.1
+
+
+def test_mistral_sliding_window_bounds_the_kv_cache(api):
+    """Mistral 7B paper (arXiv:2310.06825), 'Sliding Window Attention' and 'Rolling Buffer
+    Cache': with a 4,096-token window the cache never holds more than 4,096 positions per layer,
+    so 30,000-token prompts need the same KV cache as 4,096-token ones: 32 layers x 4,096 x 2
+    x 8 KV heads x 128 x 2 bytes = 0.54 GB per sequence."""
+    long = api(MISTRAL_7B, task="inference", seq_len=30_000, new_tokens=256, tokens=10**6)
+    window = 32 * 4096 * 2 * 8 * 128 * 2
+    assert long["memory"]["kv_cache"] == window
+    full_context = api(
+        "meta-llama__Llama-2-7b-hf", task="inference", seq_len=4000, new_tokens=96, tokens=10**6
+    )
+    assert full_context["memory"]["kv_cache"] == 32 * 4096 * 2 * 32 * 128 * 2
