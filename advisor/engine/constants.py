@@ -323,7 +323,7 @@ MFU_TRAINING_XE_HPC = Constant(
     "Hardware FLOPs utilisation, training (Intel Xe-HPC: Max 1550)",
     0.22,
     "of the dense 16-bit peak at width 4,096",
-    "seed 001 (Turing HPC Days 2024, 'Single Accelerator Comparison - Observations' 1-2): H100 "
+    "the Turing's HPC Days 2024 talk ('Single Accelerator Comparison - Observations' 1-2): H100 "
     "is the fastest GPU 'theoretically and actually' and the gap between H100, A100 and Max "
     "1550 is 'not as large as expected', i.e. a Max 1550 trains about as fast as an A100 "
     "although its dense bf16 peak is 2.7 x higher; ALCF measured 273 TFLOP/s bf16 GEMM on "
