@@ -7,7 +7,11 @@ from django.core.exceptions import ValidationError
 
 from allocations.facilities import facility_choices
 from allocations.models import AllocationRequest
-from allocations.services import EDITABLE_FIELDS, allocation_request_validate
+from allocations.services import (
+    EDITABLE_FIELDS,
+    REQUIRED_FOR_SUBMISSION,
+    allocation_request_validate,
+)
 
 
 class AllocationRequestForm(forms.ModelForm):
@@ -51,6 +55,16 @@ class AllocationRequestForm(forms.ModelForm):
             extra=[*current, *extra_facilities]
         )
         self.fields["pi_email"].widget.input_type = "email"
+        # Required to submit, not to save a draft: said in the field's help (read out with it,
+        # aria-describedby) and flagged for assistive technology.
+        for name in REQUIRED_FOR_SUBMISSION:
+            field = self.fields.get(name)
+            if field is None:
+                continue
+            field.widget.attrs["aria-required"] = "true"
+            field.help_text = "Required to submit." + (
+                f" {field.help_text}" if field.help_text else ""
+            )
         self.fields[
             "gpu_hours"
         ].help_text = "Whole GPU hours, including the estimate's contingency."

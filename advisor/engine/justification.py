@@ -3,11 +3,17 @@ and compute calculation, and why this system."""
 
 from __future__ import annotations
 
-import math
-
 from advisor.engine.memory import Workload
 from advisor.engine.models import AcceleratorSpec, EstimateRequest, Option, SystemSpec
 from advisor.engine.shape import ModelShape
+from advisor.engine.words import (
+    hours,
+    parameters,
+    plural,
+    strategy_words,
+    whole_hours,
+    with_article,
+)
 
 TASK_WORDS = {
     "inference": "inference",
@@ -16,15 +22,6 @@ TASK_WORDS = {
     "lora": "LoRA fine-tuning",
     "qlora": "QLoRA fine-tuning (4-bit NF4 base model)",
 }
-
-
-def _h(hours: float) -> str:
-    return f"{hours:,.1f}" if hours < 10 else f"{hours:,.0f}"
-
-
-def _h_requested(hours: float) -> str:
-    # A request asks for whole GPU hours, rounded up: the paragraph states that same number.
-    return f"{math.ceil(hours):,}" if hours >= 10 else _h(hours)
 
 
 def _params(n: int) -> str:
@@ -52,20 +49,20 @@ def draft(
     if wl.adapters:
         method += f" with rank {wl.lora_rank} adapters"
     parts = [
-        f"We will run {method} of {model_name} ({_params(shape.params_total)} parameters"
+        f"We will run {method} of {model_name} ({parameters(shape.params_total)}"
         + (
             f", {_params(shape.params_active)} active per token"
             if shape.params_active != shape.params_total
             else ""
         )
-        + f") in {wl.precision}, with batch size {wl.batch_size} per GPU and sequences of "
-        f"{wl.seq_len:,} tokens"
-        + (f" generating {wl.new_tokens:,} tokens each" if wl.task == "inference" else "")
+        + f") in {wl.precision}, with {plural(wl.batch_size, 'sequence')} per GPU in each "
+        f"batch, each of {plural(wl.seq_len, 'token')}"
+        + (f", generating {plural(wl.new_tokens, 'token')} each" if wl.task == "inference" else "")
         + "."
     ]
     if request.tokens is not None:
-        epochs = f" for {request.epochs:g} epoch(s)" if wl.training else ""
-        parts.append(f"The data set is {request.tokens:,} tokens{epochs}.")
+        epochs = f" for {plural(request.epochs, 'epoch')}" if wl.training else ""
+        parts.append(f"The data set is {plural(request.tokens, 'token')}{epochs}.")
     if option is None or system is None or accelerator is None:
         parts.append(
             "No system in the catalog meets the constraints with this model and setup; "
@@ -88,17 +85,21 @@ def draft(
         listed = ", ".join(f"{name} {_gb(value)}" for name, value in pieces if value)
         parts.append(
             f"Memory per GPU comes to {_gb(mem.total_bytes)} ({listed}) against the "
-            f"{accelerator.memory_gb:g} GB of a {accelerator.display_name}, using "
-            f"{option.num_gpus} GPU(s) with {option.strategy.replace('_', ' ')}."
+            f"{accelerator.memory_gb:g} GB of {with_article(accelerator.display_name)}, using "
+            + (
+                "a single GPU."
+                if option.strategy == "single" and option.num_gpus == 1
+                else f"{plural(option.num_gpus, 'GPU')} {strategy_words(option.strategy)}."
+            )
         )
     if option.gpu_hours is not None and flops_per_token is not None:
         parts.append(
             f"Compute is about {flops_per_token:.3g} FLOPs per token at "
             f"{(option.utilisation or 0):.0%} of the {option.compute_dtype} dense peak, "
-            f"{_h(option.gpu_hours)} GPU hours, plus {_h(option.contingency_gpu_hours)} GPU "
-            f"hours contingency for debugging, evaluation and restarts: "
-            f"{_h_requested(option.requested_gpu_hours)} GPU hours in total, about "
-            f"{_h(option.wall_hours)} hours of wall time."
+            f"{hours(option.gpu_hours)}, plus {hours(option.contingency_gpu_hours)} of "
+            f"contingency for debugging, evaluation and restarts: "
+            f"{whole_hours(option.requested_gpu_hours)} in total, about "
+            f"{hours(option.wall_hours, 'hours')} of wall time."
         )
     why = f"{system.display_name} fits this work"
     if system.notebooks and request.constraints.needs_notebooks:

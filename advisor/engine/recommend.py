@@ -35,6 +35,7 @@ from advisor.engine.models import (
     SystemSpec,
 )
 from advisor.engine.shape import ModelShape
+from advisor.engine.words import STRATEGY_NAMES, plural, strategy_words
 
 TRAINING_STRATEGIES = ("single", "ddp", "zero2", "zero3", "zero3_offload")
 SENSITIVITY_ORDER = ("public", "internal", "confidential", "restricted")
@@ -412,7 +413,8 @@ def evaluate(
                     allowed = (counts[-1],)
                     hard = True
                     reasons.append(
-                        f"{strategy} needs more than the {counts[-1]} GPU(s) allowed here."
+                        f"{STRATEGY_NAMES.get(strategy, strategy)} needs more than the "
+                        f"{plural(counts[-1], 'GPU')} allowed here."
                     )
                 found = sized.get((strategy, allowed, capacity))
                 if found is None:
@@ -442,7 +444,8 @@ def evaluate(
                 headroom = need <= headroom_limit
                 if not fits:
                     reasons.append(
-                        f"needs {gb(need)} per GPU even on {n} GPU(s) with {strategy}; "
+                        f"needs {gb(need)} per GPU even on {plural(n, 'GPU')} "
+                        f"{strategy_words(strategy)}; "
                         f"{acc.display_name} has {capacity_gb}."
                     )
                 elif not headroom:
@@ -452,7 +455,7 @@ def evaluate(
                     )
                 elif n_fit is not None and n_head is not None and n_head > n_fit:
                     reasons.append(
-                        f"{n_fit} GPU(s) would be within {margin_pct} of capacity; "
+                        f"{plural(n_fit, 'GPU')} would be within {margin_pct} of capacity; "
                         f"{n_head} recommended for headroom."
                     )
                 if (
