@@ -313,6 +313,10 @@ def estimate_request_for(
         "params": round(float(params_b) * 1e9) if params_b not in (None, "") else None,
         "hub": hf_model_lookup_metadata(repo_id=model_id) if model_id else None,
         "precision": given.get("precision") or "bf16",
+        "framework": _framework_answer(
+            given.get("framework_inference" if task == "inference" else "framework_training"),
+            task,
+        ),
         "batch_size": int(given.get("batch_size") or 1),
         "seq_len": int(given.get("seq_len") or 2048),
         "tokens": round(float(tokens_m) * 1e6) if tokens_m not in (None, "") else None,
@@ -321,6 +325,17 @@ def estimate_request_for(
         "constraints": Constraints(**constraints),
     }
     return EstimateRequest(**fields)
+
+
+def _framework_answer(value: str | None, task: str) -> str | None:
+    """The library answer when it suits the task (a chart that asks one question for both
+    kinds of work may hold a training library for inference); otherwise the engine's default."""
+    from advisor.engine.frameworks import FRAMEWORKS
+
+    profile = FRAMEWORKS.get(value or "")
+    if profile is None:
+        return None
+    return value if profile.kind == ("inference" if task == "inference" else "training") else None
 
 
 def _hours_until_deadline(deadline: str | None) -> float | None:

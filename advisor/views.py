@@ -389,6 +389,21 @@ def _gb(n_bytes: float) -> str:
     return f"{n_bytes / 1e9:,.2f} GB"
 
 
+def _memory_range(result) -> str:
+    """The engine's stated memory range for the recommendation, in words."""
+    u = result.uncertainty or {}
+    low, high = u.get("memory_low_bytes"), u.get("memory_high_bytes")
+    if not low or not high:
+        return ""
+    points = int(u.get("memory_test_points") or 0)
+    basis = (
+        f"the error that covers 80% of {points} published measurements the engine was not tuned on"
+        if points
+        else "the engine's calibration margin"
+    )
+    return f"likely {low / 1e9:,.1f} to {high / 1e9:,.1f} GB ({basis})"
+
+
 def _option_order(option: Option):
     return (
         not option.fits,
@@ -482,6 +497,7 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
                 "rec_memory": _gb(result.recommendation.memory_per_gpu_bytes)
                 if result.recommendation
                 else "",
+                "memory_range": _memory_range(result),
                 "deadline_warning": flow_services.deadline_warning(
                     state=state,
                     wall_hours=result.recommendation.wall_hours if result.recommendation else None,

@@ -158,7 +158,7 @@ def trial_measurement_accept(
 ) -> Benchmark:
     """Staff accept a measurement: it becomes a catalog benchmark in the active profile."""
     locked = (
-        TrialMeasurement.objects.select_for_update()
+        TrialMeasurement.objects.select_for_update(of=("self",))
         .select_related("allocation_request__system")
         .get(pk=measurement.pk)
     )

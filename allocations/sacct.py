@@ -119,7 +119,20 @@ def _text(value, where: str, errors: list[str], *, required: bool = False) -> st
     if not isinstance(value, str):
         errors.append(f"{where}: expected text, got {json.dumps(value)[:40]}")
         return ""
+    if not _storable(value):
+        errors.append(f"{where}: holds a NUL or an invalid Unicode escape")
+        return ""
     return value[:200]
+
+
+def _storable(value: str) -> bool:
+    if "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _gpus_from_tres_list(tres, where: str, errors: list[str]) -> tuple[int, str]:
@@ -137,6 +150,9 @@ def _gpus_from_tres_list(tres, where: str, errors: list[str]) -> tuple[int, str]
             continue
         name = item.get("name") or ""
         if not isinstance(name, str) or not (name == "gpu" or name.startswith("gpu:")):
+            continue
+        if not _storable(name):
+            errors.append(f"{where}[{i}].name: holds a NUL or an invalid Unicode escape")
             continue
         count = _number(item.get("count"), f"{where}[{i}].count", errors)
         if count is None:

@@ -149,6 +149,12 @@ def trial_run_parse(raw: bytes) -> TrialRunReport:
         raise TrialRunInvalid(["The file is nested too deeply to be a helper's JSON."]) from None
     if not isinstance(data, dict):
         raise TrialRunInvalid(["The file must hold one JSON object, as the helper writes."])
+    try:  # a lone surrogate (\ud800) parses but cannot be stored as UTF-8
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise TrialRunInvalid(
+            ["The file holds an invalid Unicode escape; it cannot be a helper's JSON."]
+        ) from None
     if data.get("schema") != SCHEMA:
         raise TrialRunInvalid(
             [f"schema: expected {SCHEMA!r}; this is not a file written by the trial-run helper."]
@@ -252,6 +258,7 @@ class Comparison:
     requested_gpu_hours: int | None
     same_setup: list[str]  # how the trial differed from the estimate's workload, in words
     sentence: str
+    estimated_workload: str = ""
 
 
 GB = 1e9
@@ -319,7 +326,20 @@ def measurement_compare(
         change=change,
         requested=requested_gpu_hours,
     )
+    described = ", ".join(
+        str(request[key]) if not label else f"{label} {request[key]}"
+        for key, label in (
+            ("task", ""),
+            ("precision", ""),
+            ("batch_size", "micro-batch"),
+            ("seq_len", "sequence"),
+        )
+        if request.get(key) is not None
+    )
+    if rec.get("accelerator"):
+        described = f"{described} on {est_gpus or 1} × {rec['accelerator']}".strip()
     return Comparison(
+        estimated_workload=described,
         measured_tokens_per_second=report.measurement.tokens_per_second,
         measured_gpus=report.device.count,
         measured_per_gpu=per_gpu,

@@ -189,7 +189,7 @@ class UsageRecordAdmin(admin.ModelAdmin):
         rows = usage_rows_by_request()
         if single is not None:
             rows = [row for row in rows if row.allocation_request.pk == single.pk]
-        system_rows = [] if single else usage_rows_by_system()
+        system_rows = [] if single else usage_rows_by_system(rows)
         return TemplateResponse(
             request,
             "admin/allocations/usage/overview.html",

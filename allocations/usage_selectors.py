@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from django.db.models import Count, Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from allocations.models import AllocationRequest, Status, UsageRecord
@@ -82,36 +83,35 @@ class UsageRow:
         return self.estimated / self.used - 1
 
 
-def _events(records) -> list[tuple[datetime, float]]:
-    return [(record.end or record.start, record.gpu_hours) for record in records]
-
-
 def usage_rows_by_request(*, system: str | None = None) -> list[UsageRow]:
     """Approved requests (with a Slurm account or matched jobs), flagged ones first."""
     requests = AllocationRequest.objects.filter(status=Status.APPROVED).select_related("system")
     if system:
         requests = requests.filter(facility=system)
     requests = list(requests.order_by("-decided_at"))
-    records_by_request: dict = {}
-    for record in UsageRecord.objects.filter(allocation_request__in=requests).only(
-        "allocation_request_id", "start", "end", "gpu_hours", "job_id"
+    events_by_request: dict = {}
+    # Plain tuples, not model instances: a busy year is tens of thousands of jobs.
+    for request_id, moment, hours in (
+        UsageRecord.objects.filter(allocation_request__in=requests)
+        .annotate(moment=Coalesce("end", "start"))
+        .values_list("allocation_request_id", "moment", "gpu_hours")
     ):
-        records_by_request.setdefault(record.allocation_request_id, []).append(record)
+        events_by_request.setdefault(request_id, []).append((moment, hours))
     rows = []
     for r in requests:
-        records = records_by_request.get(r.pk, [])
+        events = events_by_request.get(r.pk, [])
         rows.append(
             UsageRow(
                 allocation_request=r,
                 label=str(r),
                 system=r.facility_label,
                 granted=float(r.granted_gpu_hours or 0),
-                used=sum(rec.gpu_hours for rec in records),
+                used=sum(hours for _, hours in events),
                 estimated=_estimated_hours(r),
-                jobs=len(records),
+                jobs=len(events),
                 period_start=r.start_date,
                 period_end=r.end_date,
-                events=_events(records),
+                events=events,
             )
         )
     order = {"over": 0, "under": 1, "": 2}
@@ -119,10 +119,10 @@ def usage_rows_by_request(*, system: str | None = None) -> list[UsageRow]:
     return rows
 
 
-def usage_rows_by_system() -> list[UsageRow]:
+def usage_rows_by_system(request_rows: list[UsageRow] | None = None) -> list[UsageRow]:
     """One row per facility: the sums over its approved requests, and its use over time."""
     rows: dict[str, UsageRow] = {}
-    for row in usage_rows_by_request():
+    for row in usage_rows_by_request() if request_rows is None else request_rows:
         key = row.system or "(no facility)"
         agg = rows.setdefault(
             key,
@@ -162,7 +162,7 @@ def unmatched_usage() -> list[dict]:
 # --- The chart: server-rendered SVG, no scripts ------------------------------------------------
 
 WIDTH, HEIGHT = 640, 220
-LEFT, RIGHT, TOP, BOTTOM = 56, 16, 16, 36
+LEFT, RIGHT, TOP, BOTTOM = 56, 40, 16, 36
 
 
 def _nice_max(value: float) -> float:
@@ -178,10 +178,11 @@ def _nice_max(value: float) -> float:
 def usage_chart(row: UsageRow) -> dict | None:
     """Coordinates for the chart: cumulative GPU hours used against time, with the grant and the
     estimate as horizontal lines. None when there is nothing to draw."""
-    if not row.series and not row.granted:
+    series = row.series
+    if not series and not row.granted:
         return None
     now = timezone.now()
-    moments = [m for m, _ in row.series]
+    moments = [m for m, _ in series]
     starts = list(moments)
     if row.period_start:
         starts.append(timezone.make_aware(datetime.combine(row.period_start, datetime.min.time())))
@@ -207,10 +208,14 @@ def usage_chart(row: UsageRow) -> dict | None:
         return round(TOP + plot_h * (1 - value / y_max), 1)
 
     points = [(x(x0), y(0))]
-    for moment, total in row.series:
-        points.append((x(moment), points[-1][1]))  # a step: flat until the job ends
-        points.append((x(moment), y(total)))
-    if row.series:
+    for moment, total in series:
+        px, py = x(moment), y(total)
+        if px - points[-1][0] < 1 and len(points) > 1:
+            points[-1] = (points[-1][0], py)  # same pixel column: keep the latest total
+            continue
+        points.append((px, points[-1][1]))  # a step: flat until the job ends
+        points.append((px, py))
+    if series:
         points.append((x(min(max(now, x0), x1)), points[-1][1]))
     ticks = [{"y": y(y_max * i / 4), "label": f"{y_max * i / 4:,.0f}"} for i in range(5)]
     x_ticks = [
@@ -236,4 +241,28 @@ def usage_chart(row: UsageRow) -> dict | None:
             f"{row.label}: {row.used:,.0f} GPU hours used of {row.granted:,.0f} granted"
             + (f" ({row.estimated:,.0f} estimated)" if row.estimated else "")
         ),
+    }
+
+
+def usage_for_request(*, allocation_request: AllocationRequest) -> dict | None:
+    """What the researcher sees of their own use: GPU hours used so far against the grant."""
+    if allocation_request.status != Status.APPROVED or not allocation_request.slurm_account:
+        return None
+    records = UsageRecord.objects.filter(allocation_request=allocation_request)
+    totals = records.aggregate(used=Sum("gpu_hours"), jobs=Count("id"))
+    last = (
+        UsageRecord.objects.filter(account=allocation_request.slurm_account)
+        .order_by("-usage_import__imported_at")
+        .values_list("usage_import__imported_at", flat=True)
+        .first()
+    )
+    granted = allocation_request.granted_gpu_hours or 0
+    used = totals["used"] or 0.0
+    return {
+        "account": allocation_request.slurm_account,
+        "used": used,
+        "jobs": totals["jobs"],
+        "granted": granted,
+        "percent": round(100 * used / granted) if granted else None,
+        "as_of": last,
     }

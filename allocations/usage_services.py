@@ -43,7 +43,7 @@ class ImportSummary:
         return (
             f"{u.jobs_read} jobs read: {u.jobs_new} new, {u.jobs_updated} updated, "
             f"{u.jobs_unchanged} unchanged; {u.jobs_matched} matched to approved requests; "
-            f"{u.gpu_hours_new:,.1f} new GPU hours; {len(self.skipped)} rows left out"
+            f"{u.gpu_hours_new:,.1f} new GPU hours; {len(self.skipped)} row(s) left out"
         )
 
 

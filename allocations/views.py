@@ -34,6 +34,7 @@ from allocations.services import (
     allocation_request_withdraw,
 )
 from allocations.trial_runs import HELPER_FILENAME, HELPER_PATH, MAX_FILE_BYTES
+from allocations.usage_selectors import usage_for_request
 
 
 def _wants_submit(request: HttpRequest) -> bool:
@@ -163,6 +164,7 @@ def _detail_context(allocation_request, *, upload_form=None) -> dict:
             facility=allocation_request.facility,
         ),
         "measurements": measurement_views(allocation_request=allocation_request),
+        "usage": usage_for_request(allocation_request=allocation_request),
         "upload_form": upload_form or TrialRunUploadForm(),
         "max_file_kb": MAX_FILE_BYTES // 1024,
     }

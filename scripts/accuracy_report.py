@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -46,11 +47,25 @@ from advisor.engine.models import (  # noqa: E402
 DATA_DIR = ROOT / "docs" / "accuracy"
 REPORT_PATH = ROOT / "docs" / "accuracy.md"
 SUMMARY_PATH = DATA_DIR / "summary.json"
+# The engine's stated memory uncertainty per task family, from the test points' errors.
+UNCERTAINTY_PATH = ROOT / "advisor" / "engine" / "uncertainty.json"
 
 # Targets from issue 3, section 7.
 MEMORY_MEDIAN_TARGET = 0.10
 MEMORY_UNDER_TARGET = -0.10
 GPU_HOURS_MEDIAN_TARGET = 0.20
+# Targets on test points (issue 13, section 3).
+TEST_MEMORY_MEDIAN_TARGET = 0.05
+TEST_ADAPTER_BOUND = 0.25
+# The stated uncertainty must cover at least this share of each family's test points.
+UNCERTAINTY_COVERAGE = 0.80
+# Fewer test points than this in a family: the engine keeps its calibration margin.
+UNCERTAINTY_MIN_POINTS = 3
+FAMILIES = {
+    "inference": ("inference",),
+    "adapters": ("lora", "qlora"),
+    "full": ("full_finetune", "pretrain"),
+}
 
 BYTES_PER_UNIT = {"GB": 1e9, "GiB": 2**30, "MiB": 2**20}
 BYTES_PER_PARAM = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "int8": 1.0, "int4": 0.5}
@@ -254,8 +269,16 @@ class Outcome(BaseModel):
         return (estimate - measured) / measured
 
 
+# A measurement records the recipe its source ran: settings a point leaves out are the ones
+# engine 1.x assumed (no checkpointing, AdamW, the batch run whole on each GPU), pinned so the
+# recipe search cannot pick another recipe than the one measured.
+PINNED_DEFAULTS = {"gradient_checkpointing": False, "optimizer": "adamw"}
+
+
 def build_request(point: Point, *, use_params: bool) -> EstimateRequest:
-    fields = dict(point.request)
+    fields = {**PINNED_DEFAULTS, **point.request}
+    if fields["task"] != "inference":
+        fields.setdefault("micro_batch", fields.get("batch_size", 1))
     fields["model_id"] = point.model.id
     if use_params:
         fields["params"] = point.model.params
@@ -532,7 +555,173 @@ def summarise(outcomes: list[Outcome], engine_version: str) -> dict[str, Any]:
         ),
     }
     summary["targets"] = targets
+    summary["test"] = test_summary(outcomes)
     return summary
+
+
+def family_of(point: Point) -> str:
+    task = point.request["task"]
+    return next(name for name, tasks in FAMILIES.items() if task in tasks)
+
+
+def test_summary(outcomes: list[Outcome]) -> dict[str, Any]:
+    """The engine and both baselines on the points used only to test (never to set a
+    constant), with issue 13's targets and the uncertainty per task family."""
+    tests = [o for o in outcomes if o.point.role == "test"]
+    memory = [o for o in tests if o.point.kind == "memory"]
+    ooms = [o for o in tests if o.point.kind == "oom"]
+    fits_cases = [o for o in tests if o.point.kind == "fits"]
+    engine = _method_stats(memory, lambda o: o.engine_bytes)
+    adapter_errors = [
+        e
+        for o in memory
+        if family_of(o.point) == "adapters" and (e := o.rel_error(o.engine_bytes)) is not None
+    ]
+    worst_adapter = max((abs(e) for e in adapter_errors), default=None)
+    caught = sum(1 for o in ooms if o.fits is False)
+    targets = {
+        "memory_median_abs_error": _target(
+            engine["median_abs_error"], lambda v: v <= TEST_MEMORY_MEDIAN_TARGET, "<= 5 %"
+        ),
+        "memory_no_under_estimate_beyond_10pct": _target(
+            engine["worst_under_estimate"],
+            lambda v: v >= MEMORY_UNDER_TARGET,
+            ">= -10 %",
+            complete=engine["estimated"] == engine["points"],
+        ),
+        "adapter_points_within_25pct": _target(
+            None if worst_adapter is None else round(worst_adapter, 4),
+            lambda v: v <= TEST_ADAPTER_BOUND,
+            "<= 25 %",
+        ),
+        "oom_cases_predicted_not_fitting": {
+            "value": f"{caught}/{len(ooms)}",
+            "target": "all",
+            "status": "NO DATA" if not ooms else ("PASS" if caught == len(ooms) else "MISS"),
+        },
+    }
+    return {
+        "points": len(tests),
+        "memory": {
+            "engine": engine,
+            "seed_rule": _method_stats(memory, lambda o: o.seed_bytes),
+            "accelerate": _method_stats(memory, lambda o: o.accelerate_bytes),
+        },
+        "oom": {
+            "cases": len(ooms),
+            "engine_predicted_not_fitting": caught,
+            "seed_rule_predicted_not_fitting": sum(
+                1 for o in ooms if _rule_fits(o, o.seed_bytes) is False
+            ),
+            "accelerate_predicted_not_fitting": sum(
+                1 for o in ooms if _rule_fits(o, o.accelerate_bytes) is False
+            ),
+        },
+        "fits": {
+            "cases": len(fits_cases),
+            "engine_predicted_fitting": sum(1 for o in fits_cases if o.fits is True),
+        },
+        "uncertainty": uncertainty_by_family(memory),
+        "targets": targets,
+    }
+
+
+def uncertainty_by_family(memory: list[Outcome]) -> dict[str, Any]:
+    """Per task family, the smallest relative error that covers UNCERTAINTY_COVERAGE of the
+    family's test points (None where there are too few to say)."""
+    out: dict[str, Any] = {}
+    for family in FAMILIES:
+        errors = sorted(
+            abs(e)
+            for o in memory
+            if family_of(o.point) == family and (e := o.rel_error(o.engine_bytes)) is not None
+        )
+        relative = None
+        if len(errors) >= UNCERTAINTY_MIN_POINTS:
+            index = max(0, -(-len(errors) * UNCERTAINTY_COVERAGE // 1) - 1)
+            # Rounded up, so the stated figure still covers the point it was read from.
+            relative = math.ceil(errors[int(index)] * 1e4) / 1e4
+        covered = sum(1 for e in errors if relative is not None and e <= relative)
+        out[family] = {"relative": relative, "points": len(errors), "covered": covered}
+    return out
+
+
+def uncertainty_file(summary: dict[str, Any]) -> str:
+    """advisor/engine/uncertainty.json: what the engine states as its memory uncertainty."""
+    doc = {
+        "about": "Generated by scripts/accuracy_report.py from the test points of "
+        "docs/accuracy/measurements.json (role test): per task family, the relative memory error "
+        f"that covers {UNCERTAINTY_COVERAGE:.0%} of them; null where a family has fewer than "
+        f"{UNCERTAINTY_MIN_POINTS} test points (the engine then states its calibration margin).",
+        "engine_version": summary["engine_version"],
+        "memory": summary["test"]["uncertainty"],
+    }
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def _test_section(test: dict[str, Any]) -> list[str]:
+    """Issue 13: the engine, the seed rules and accelerate's method on the test points."""
+    mem, oom, targets = test["memory"], test["oom"], test["targets"]
+    lines = [
+        "## Test points (never used to set a constant)",
+        "",
+        f"{test['points']} point(s) have `role: test`: measurements from sources the engine was "
+        "not built on, compared with but never used to set anything. Every other point is a "
+        "calibration point (engine 1.x was tuned against them, and a constant may be set from "
+        "one). The targets below count test points only.",
+        "",
+        *_header("Target (test points)", "Required", "Engine", "Status"),
+    ]
+    labels = {
+        "memory_median_abs_error": ("Memory: median absolute error", _abs_pct),
+        "memory_no_under_estimate_beyond_10pct": ("Memory: worst under-estimate", _pct),
+        "adapter_points_within_25pct": ("LoRA/QLoRA: worst absolute error", _abs_pct),
+        "oom_cases_predicted_not_fitting": ("Measured out-of-memory predicted as not fitting", str),
+    }
+    for key, (label, fmt) in labels.items():
+        t = targets[key]
+        lines.append(_row(label, t["target"], fmt(t["value"]), f"**{t['status']}**"))
+    lines += [
+        "",
+        *_header(
+            "Method (test points)", "Estimated", "Median abs. error", "Worst under", "Worst over"
+        ),
+    ]
+    for label, key in (
+        ("Engine", "engine"),
+        ("Seed 002 rules (1.2x / 4x)", "seed_rule"),
+        ("`accelerate estimate-memory` method", "accelerate"),
+    ):
+        st = mem[key]
+        lines.append(
+            _row(
+                label,
+                f"{st['estimated']}/{st['points']}",
+                _abs_pct(st["median_abs_error"]),
+                _pct(st["worst_under_estimate"]),
+                _pct(st["worst_over_estimate"]),
+            )
+        )
+    lines += [
+        "",
+        f"Out-of-memory test cases predicted as not fitting: engine "
+        f"{oom['engine_predicted_not_fitting']}/{oom['cases']}, seed rules "
+        f"{oom['seed_rule_predicted_not_fitting']}/{oom['cases']}, accelerate's method "
+        f"{oom['accelerate_predicted_not_fitting']}/{oom['cases']}.",
+        "",
+        "Stated memory uncertainty per task family (`advisor/engine/uncertainty.json`, what the "
+        f"result's `uncertainty` and the result page's range use): the error covering "
+        f"{UNCERTAINTY_COVERAGE:.0%} of the family's test points.",
+        "",
+        *_header("Family", "Test points", "Uncertainty", "Covered"),
+    ]
+    for family, u in test["uncertainty"].items():
+        value = "calibration margin (too few test points)"
+        if u["relative"] is not None:
+            value = f"+-{u['relative'] * 100:.1f} %"
+        lines.append(_row(family, u["points"], value, f"{u['covered']}/{u['points']}"))
+    lines.append("")
+    return lines
 
 
 def _target(value: float | None, ok, target: str, *, complete: bool = True) -> dict[str, Any]:
@@ -847,7 +1036,8 @@ def render_report(outcomes: list[Outcome], summary: dict[str, Any], commentary: 
         "",
         *_target_rows(summary["targets"]),
         "",
-        "## Against the baselines",
+        *_test_section(summary["test"]),
+        "## Against the baselines (every point, calibration and test)",
         "",
         "Memory points the request can express fully (`full`), and all memory points (`all`).",
         "",
@@ -948,8 +1138,8 @@ def _implied_throughput(o: Outcome) -> str:
 # --- Entry point ---------------------------------------------------------------------------------
 
 
-def generate(data_dir: Path = DATA_DIR) -> tuple[str, str]:
-    """The report and the summary JSON, as text."""
+def generate(data_dir: Path = DATA_DIR) -> tuple[str, str, str]:
+    """The report, the summary JSON and the engine's uncertainty file, as text."""
     measurements = load_measurements(data_dir)
     accelerators = load_accelerators(data_dir)
     catalog = validation_catalog(accelerators)
@@ -959,7 +1149,11 @@ def generate(data_dir: Path = DATA_DIR) -> tuple[str, str]:
     commentary_path = data_dir / "commentary.md"
     commentary = commentary_path.read_text() if commentary_path.exists() else "(no commentary yet)"
     report = render_report(outcomes, summary, commentary)
-    return report, json.dumps(summary, indent=2, sort_keys=True) + "\n"
+    return (
+        report,
+        json.dumps(summary, indent=2, sort_keys=True) + "\n",
+        uncertainty_file(summary),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -968,11 +1162,12 @@ def main(argv: list[str] | None = None) -> int:
         "--check", action="store_true", help="fail if the committed files are out of date"
     )
     args = parser.parse_args(argv)
-    report, summary = generate()
+    report, summary, uncertainty = generate()
+    outputs = ((REPORT_PATH, report), (SUMMARY_PATH, summary), (UNCERTAINTY_PATH, uncertainty))
     if args.check:
         stale = [
             str(path.relative_to(ROOT))
-            for path, text in ((REPORT_PATH, report), (SUMMARY_PATH, summary))
+            for path, text in outputs
             if not path.exists() or path.read_text() != text
         ]
         if stale:
@@ -983,9 +1178,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print("docs/accuracy.md and docs/accuracy/summary.json are current")
         return 0
-    REPORT_PATH.write_text(report)
-    SUMMARY_PATH.write_text(summary)
-    print(f"wrote {REPORT_PATH.relative_to(ROOT)} and {SUMMARY_PATH.relative_to(ROOT)}")
+    for path, text in outputs:
+        path.write_text(text)
+    print("wrote " + ", ".join(str(path.relative_to(ROOT)) for path, _ in outputs))
     for name, target in json.loads(summary)["targets"].items():
         print(f"  {name}: {target['value']} (target {target['target']}): {target['status']}")
     return 0

@@ -7,10 +7,15 @@ reasons, plus a justification paragraph and a starter Slurm script.
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+from pathlib import Path
+
 from advisor.engine import constants as c
 from advisor.engine import words
 from advisor.engine.compute import training_flops_per_token, utilisation_table
 from advisor.engine.errors import EstimateError
+from advisor.engine.frameworks import framework_for
 from advisor.engine.justification import draft
 from advisor.engine.memory import Workload, memory_per_gpu
 from advisor.engine.models import (
@@ -18,6 +23,7 @@ from advisor.engine.models import (
     CatalogSpec,
     EstimateRequest,
     EstimateResult,
+    FrameworkInfo,
     MemoryBreakdown,
     Recommendation,
 )
@@ -33,7 +39,7 @@ from advisor.engine.workload import (
     resolve_shape,
 )
 
-ENGINE_VERSION = "1.1.0"
+ENGINE_VERSION = "1.2.0"
 
 __all__ = [
     "ENGINE_VERSION",
@@ -95,8 +101,19 @@ def estimate_shape(
         or (request.hub.repo_id if request.hub else None)
         or (shape.architecture or f"a {shape.params_total / 1e9:.1f}B-parameter model")
     )
+    framework, assumed = framework_for(request.framework, wl.training)
     if best is not None:
-        reasons = _recommendation_reasons(best, candidates, wl)
+        recipe = best.option.recipe
+        if recipe is not None and wl.training:
+            # Everything below describes the recipe the recommendation runs.
+            wl = replace(
+                wl,
+                batch_size=recipe.micro_batch,
+                gradient_checkpointing=recipe.checkpointing == "full",
+                selective_recompute=recipe.checkpointing == "selective",
+                optimizer=recipe.optimizer or wl.optimizer,
+            )
+        reasons = _recommendation_reasons(best, candidates, wl, framework)
         # The best option's fields, already complete, with the longer reasons.
         recommendation = trusted(Recommendation, {**best.option.__dict__, "reasons": reasons})
         slurm_script = sbatch_script(
@@ -106,6 +123,7 @@ def estimate_shape(
             partition=best.partition,
             model_name=model_name,
             task=wl.task,
+            framework=framework,
         )
         memory = best.option.memory
     else:
@@ -128,7 +146,7 @@ def estimate_shape(
         accelerator=best.accelerator if best else None,
         flops_per_token=flops,
     )
-    uncertainty = _uncertainty(memory.total_bytes, best.option.gpu_hours if best else None)
+    uncertainty = _uncertainty(memory.total_bytes, best.option.gpu_hours if best else None, wl.task)
     return EstimateResult.model_construct(
         params_total=shape.params_total,
         params_active=shape.params_active,
@@ -140,9 +158,12 @@ def estimate_shape(
         justification=justification,
         slurm_script=slurm_script,
         warnings=warnings + [f"Model: {note}" for note in shape.notes],
-        assumptions=_assumptions(request, shape, wl),
+        assumptions=_assumptions(request, shape, wl, framework, assumed),
         uncertainty=uncertainty,
         engine_version=ENGINE_VERSION,
+        framework=FrameworkInfo.model_construct(
+            key=framework.key, name=framework.name, assumed=assumed, source=framework.source
+        ),
     )
 
 
@@ -151,16 +172,20 @@ def _what_would_help(request: EstimateRequest, wl: Workload) -> list[str]:
     hints = []
     if wl.task == "inference" and wl.weight_format in ("fp32", "fp16", "bf16"):
         hints.append("int8 or int4 weights would cut the weights to a half or a quarter.")
-    if wl.training and not wl.gradient_checkpointing:
-        hints.append("Gradient checkpointing keeps only each layer's input for backward.")
+    if wl.training and request.gradient_checkpointing is False:
+        hints.append(
+            "You ruled out gradient checkpointing; it keeps only each layer's input for backward."
+        )
     if wl.task in ("full_finetune", "pretrain"):
         hints.append("LoRA or QLoRA trains adapters only and needs far less memory.")
-    if request.batch_size > 1:
-        hints.append("A smaller batch per GPU with gradient accumulation needs less memory.")
+    if request.micro_batch is not None and request.micro_batch > 1:
+        hints.append("A smaller micro-batch with more accumulation steps needs less memory.")
+    if wl.training and request.optimizer in ("adamw", "paged_adamw"):
+        hints.append("8-bit AdamW keeps the optimizer state in a quarter of the memory.")
     return hints
 
 
-def _recommendation_reasons(best, candidates, wl: Workload) -> list[str]:
+def _recommendation_reasons(best, candidates, wl: Workload, framework) -> list[str]:
     opt = best.option
     acc = best.accelerator
     free = 1 - opt.memory_per_gpu_bytes / opt.capacity_bytes
@@ -173,6 +198,14 @@ def _recommendation_reasons(best, candidates, wl: Workload) -> list[str]:
             else f"{words.plural(opt.num_gpus, 'GPU')} {words.strategy_words(opt.strategy)}."
         )
     ]
+    if framework.preallocates and not wl.training:
+        reserved = opt.capacity_bytes * framework.preallocates
+        reasons.append(
+            f"{framework.name} reserves {framework.preallocates:.0%} of each GPU at start-up: "
+            f"nvidia-smi will show about {reserved / 1e9:.0f} GB per GPU. The model needs "
+            f"{opt.memory_per_gpu_bytes / 1e9:.1f} GB of it; the rest becomes paged KV cache, "
+            "so more concurrent requests fit than the batch estimated."
+        )
     if opt.requested_gpu_hours is not None:
         reasons.append(
             f"{words.hours(opt.gpu_hours)} of compute + {words.hours(opt.contingency_gpu_hours)} "
@@ -193,12 +226,43 @@ def _recommendation_reasons(best, candidates, wl: Workload) -> list[str]:
     return reasons
 
 
-def _uncertainty(total_bytes: int, gpu_hours: float | None) -> dict[str, float]:
-    m = c.MEMORY_MARGIN.value
+def _load_test_uncertainty() -> dict[str, dict]:
+    """Per task family, the memory error covering 80 % of the test points
+    (uncertainty.json, written by scripts/accuracy_report.py)."""
+    path = Path(__file__).with_name("uncertainty.json")
+    try:
+        return json.loads(path.read_text())["memory"]
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+TEST_UNCERTAINTY = _load_test_uncertainty()
+FAMILY_OF_TASK = {
+    "inference": "inference",
+    "lora": "adapters",
+    "qlora": "adapters",
+    "full_finetune": "full",
+    "pretrain": "full",
+}
+
+
+def memory_uncertainty(task: str) -> tuple[float, int]:
+    """(relative memory error, test points behind it; 0 = the calibration margin)."""
+    found = TEST_UNCERTAINTY.get(FAMILY_OF_TASK.get(task, ""), {})
+    if found.get("relative") is None:
+        return c.MEMORY_MARGIN.value, 0
+    return max(found["relative"], 0.01), int(found.get("points") or 0)
+
+
+def _uncertainty(total_bytes: int, gpu_hours: float | None, task: str) -> dict[str, float]:
+    m, points = memory_uncertainty(task)
+    # error = (estimate - measured) / measured, so |error| <= m puts the measurement between
+    # estimate / (1 + m) and estimate / (1 - m).
     out = {
         "memory_relative": m,
-        "memory_low_bytes": float(int(total_bytes * (1 - m))),
-        "memory_high_bytes": float(int(total_bytes * (1 + m))),
+        "memory_low_bytes": float(int(total_bytes / (1 + m))),
+        "memory_high_bytes": float(int(total_bytes / (1 - m))),
+        "memory_test_points": float(points),
         "gpu_hours_relative": c.GPU_HOURS_MARGIN.value,
     }
     if gpu_hours is not None:
@@ -207,14 +271,35 @@ def _uncertainty(total_bytes: int, gpu_hours: float | None) -> dict[str, float]:
     return out
 
 
-def _assumptions(request: EstimateRequest, shape: ModelShape, wl: Workload) -> list[Assumption]:
+def _memory_uncertainty_assumption(task: str) -> Assumption:
+    m, points = memory_uncertainty(task)
+    if not points:
+        return c.MEMORY_MARGIN.assumption(f"+-{m:.0%} (too few test points for this kind of work)")
+    return Assumption.model_construct(
+        name="Memory uncertainty",
+        value=f"+-{m:.0%}: covers 80% of the {points} published measurements of this kind of "
+        "work that the engine was never tuned on",
+        source="docs/accuracy.md, test points (advisor/engine/uncertainty.json)",
+    )
+
+
+def _assumptions(
+    request: EstimateRequest, shape: ModelShape, wl: Workload, framework, assumed: bool
+) -> list[Assumption]:
     out = [
+        Assumption.model_construct(
+            name="Library",
+            value=framework.name
+            + (" (you did not say which library; this is the most common one)" if assumed else ""),
+            source=framework.source,
+        ),
         Assumption.model_construct(
             name="Parameters",
             value=f"{shape.params_total:,} total, {shape.params_active:,} active",
             source=shape.source,
         ),
         c.CUDA_CONTEXT.assumption(f"{c.CUDA_CONTEXT.value / 2**20:.0f} MiB"),
+        c.CUDA_CONTEXT_LEGACY.assumption(f"{c.CUDA_CONTEXT_LEGACY.value / 2**20:.0f} MiB"),
         c.NCCL_BUFFERS.assumption(f"{c.NCCL_BUFFERS.value / 2**20:.0f} MiB on multi-GPU jobs"),
         c.ALLOCATOR_FRAGMENTATION.assumption(f"{c.ALLOCATOR_FRAGMENTATION.value:.0%}"),
         Assumption.model_construct(
@@ -223,7 +308,7 @@ def _assumptions(request: EstimateRequest, shape: ModelShape, wl: Workload) -> l
             "ECC and driver reservations",
             source="vendor datasheets (catalog)",
         ),
-        c.MEMORY_MARGIN.assumption(f"+-{c.MEMORY_MARGIN.value:.0%}"),
+        _memory_uncertainty_assumption(wl.task),
     ]
     if wl.weight_format == "int4":
         nf4 = c.NF4_DOUBLE_QUANT if wl.double_quant else c.NF4_CONSTANTS
@@ -236,10 +321,19 @@ def _assumptions(request: EstimateRequest, shape: ModelShape, wl: Workload) -> l
         activ = (
             "gradient checkpointing: layer inputs only"
             if wl.gradient_checkpointing
-            else ("all layers kept")
+            else ("selective recomputation" if wl.selective_recompute else "all layers kept")
         )
         out.append(c.KORTHIKANTI.assumption(f"{activ}; flash attention {wl.flash_attention}"))
-        out.append(c.LOGITS_TRAINING_BYTES.assumption())
+        if wl.logits_per_entry is None:
+            out.append(c.LOGITS_TRAINING_BYTES.assumption())
+        else:
+            out.append(
+                c.LOGITS_TRAINING_BYTES.assumption(
+                    f"{wl.logits_per_entry:g} bytes per token x vocabulary entry: "
+                    f"{framework.name} computes the loss without full fp32 logits"
+                )
+            )
+        out.append(c.MICROBATCH_SATURATION_TOKENS.assumption())
         if wl.adapters:
             out.append(
                 Assumption.model_construct(

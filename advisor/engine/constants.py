@@ -45,6 +45,18 @@ CUDA_CONTEXT = Constant(
     "cuBLAS/cuDNN workspaces come on top",
     "context (~400 MB) plus cuBLAS workspace and kernels loaded on first use; nvidia-smi counts it",
 )
+CUDA_CONTEXT_LEGACY = Constant(
+    "CUDA context, Volta/Turing-era stack",
+    1343 * MIB,
+    "bytes per GPU",
+    "Hugging Face Transformers docs, 'Model training anatomy' (model_memory_anatomy): "
+    "pynvml shows 1343 MB after torch.ones((1, 1)).to('cuda') on a V100 16GB ('the kernels "
+    "alone take up 1.3GB'); pytorch/pytorch PR #86509: 667 MB eager vs 287 MB lazy module "
+    "loading on the same test (docs/accuracy/calibration-notes.md section 1). Set from the "
+    "calibration points hf-bert-large-*",
+    "pre-Ampere NVIDIA GPUs (no bf16: V100, T4) are assumed to run the CUDA 11 stacks of "
+    "their era, which load every kernel at start-up",
+)
 NCCL_BUFFERS = Constant(
     "NCCL communicator buffers",
     400 * MIB,
@@ -328,6 +340,27 @@ OFFLOAD_SLOWDOWN = Constant(
     "Ren et al. 2021, ZeRO-Offload (arXiv:2101.06840): 30-40 TFLOPS per V100 for 10B+ models, "
     "about half of on-GPU training; the CPU Adam step and PCIe traffic bound the step",
     "the optimizer step runs on the CPU",
+)
+
+SELECTIVE_RECOMPUTE_ATTENTION = Constant(
+    "Selective recomputation",
+    1 / 3,
+    "of the attention-score FLOPs repeated (the forward pass of the attention core)",
+    "Korthikanti et al. 2022 (arXiv:2205.05198) section 4.2 and table 4: recomputing only "
+    "the attention core removes the 5*a*s^2*b term at 1.6-2.7 % extra FLOPs for GPT-3 and MT-NLG",
+    "selective recomputation repeats the cheap, memory-hungry part of each layer",
+)
+MICROBATCH_SATURATION_TOKENS = Constant(
+    "Tokens per micro-batch for full matmul efficiency",
+    2048,
+    "tokens (micro-batch x sequence length); below it utilisation falls as (tokens/2048)^0.25",
+    "NVIDIA Deep Learning Performance guide, 'Matrix Multiplication Background' (tile and wave "
+    "quantisation: a GEMM with few rows leaves SMs idle; 108 SMs on an A100 need thousands of "
+    "rows of 128-wide tiles to fill); Narayanan et al. 2021 (arXiv:2104.04473) figure 10: "
+    "per-GPU throughput grows with the micro-batch size until the GEMMs are large. The "
+    "exponent is an engineering judgement that only orders recipes: it makes accumulation "
+    "over micro-batch 1 at 128 tokens cost about twice micro-batch 16",
+    "small micro-batches leave the GPU under-used, so accumulation is not free",
 )
 
 # --- Planning ----------------------------------------------------------------------------------

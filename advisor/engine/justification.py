@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from advisor.engine.memory import Workload
 from advisor.engine.models import AcceleratorSpec, EstimateRequest, Option, SystemSpec
+from advisor.engine.recipe import LEVEL_WORDS, OPTIMIZER_WORDS
 from advisor.engine.shape import ModelShape
 from advisor.engine.words import (
     hours,
@@ -55,9 +56,14 @@ def draft(
             if shape.params_active != shape.params_total
             else ""
         )
-        + f") in {wl.precision}, with {plural(wl.batch_size, 'sequence')} per GPU in each "
-        f"batch, each of {plural(wl.seq_len, 'token')}"
-        + (f", generating {plural(wl.new_tokens, 'token')} each" if wl.task == "inference" else "")
+        + f") in {wl.precision}, with "
+        + (
+            f"a global batch of {plural(request.batch_size, 'sequence')}"
+            if wl.training
+            else f"batches of {plural(request.batch_size, 'request')}"
+        )
+        + f" of {plural(wl.seq_len, 'token')}"
+        + (f" generating {plural(wl.new_tokens, 'token')} each" if wl.task == "inference" else "")
         + "."
     ]
     if request.tokens is not None:
@@ -91,6 +97,14 @@ def draft(
                 if option.strategy == "single" and option.num_gpus == 1
                 else f"{plural(option.num_gpus, 'GPU')} {strategy_words(option.strategy)}."
             )
+        )
+    recipe = option.recipe
+    if recipe is not None and wl.training:
+        optimizer = OPTIMIZER_WORDS.get(recipe.optimizer or "", recipe.optimizer)
+        parts.append(
+            f"Each GPU processes micro-batches of {recipe.micro_batch} with "
+            f"{plural(recipe.grad_accumulation, 'gradient accumulation step')}, "
+            f"{LEVEL_WORDS[recipe.checkpointing]} and {optimizer}."
         )
     if option.gpu_hours is not None and flops_per_token is not None:
         parts.append(

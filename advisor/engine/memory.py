@@ -8,7 +8,7 @@ allocator's reserve so that it matches what nvidia-smi shows.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from advisor.engine import constants as c
 from advisor.engine.shape import ModelShape
@@ -77,6 +77,18 @@ class Workload:
     lora_targets: tuple[str, ...] = ()
     double_quant: bool = False
     lora_dropout: bool = False
+    # From the framework profile (frameworks.py); None: Transformers' fp32-upcast loss.
+    logits_per_entry: float | None = None
+    # Checkpointed layer inputs kept in CPU memory (Unsloth's "unsloth" checkpointing).
+    checkpoint_offload: bool = False
+    # The optimizer steps each parameter inside backward (torchtune optimizer_in_bwd): only
+    # the gradient being applied exists at a time.
+    optimizer_in_backward: bool = False
+    # Megatron-style selective recomputation: the attention core is recomputed, its
+    # sequence x sequence tensors are never kept.
+    selective_recompute: bool = False
+    # Whether a 4-bit base quantises the LM head (frameworks.Framework.quantises_head).
+    quantises_head: bool | None = None
 
     @property
     def training(self) -> bool:
@@ -137,24 +149,26 @@ def base_weight_bytes(
 def quantised_base_bytes(shape: ModelShape, wl: Workload) -> tuple[float, float, float]:
     """(stored weights, quantisation constants, dequantisation workspace) of the base model.
 
-    Whether a 4-bit stack quantises the LM head depends on the library, which the request does
-    not name. transformers' bitsandbytes integration keeps the output layer in 16-bit
+    Whether a 4-bit stack quantises the LM head depends on the library (the framework profile
+    says). transformers' bitsandbytes integration keeps the output layer in 16-bit
     (`get_keys_to_not_convert`); Lightning's BitsandbytesPrecision (LitGPT) replaces every
     `nn.Linear`, the head included, and bitsandbytes then dequantises the whole head for every
     forward (and backward) pass over more than one token. With a large vocabulary the head is
     the largest linear layer, so its dequantised copies outweigh the bytes the 4-bit head
-    saves. The larger of the two layouts is what the GPU must hold.
+    saves. Where the library's choice is unknown, the larger of the two layouts is what the GPU
+    must hold.
     """
     weights, constants = base_weight_bytes(shape, wl.weight_format, wl.double_quant)
     workspace = dequant_workspace_bytes(shape, wl)
     head = shape.vocab_size * shape.hidden_size
-    if wl.weight_format != "int4" or not head:
+    if wl.weight_format != "int4" or not head or wl.quantises_head is False:
         return weights, constants, workspace
     per_weight = (c.NF4_DOUBLE_QUANT if wl.double_quant else c.NF4_CONSTANTS).value
     head_weights = weights - shape.params_lm_head * 2 + head * 0.5
     head_constants = constants + head * per_weight
     head_workspace = c.DEQUANT_WORKSPACE_LAYERS.value * max(shape.largest_linear, head) * 2
-    if head_weights + head_constants + head_workspace > weights + constants + workspace:
+    larger = head_weights + head_constants + head_workspace > weights + constants + workspace
+    if wl.quantises_head or larger:
         return head_weights, head_constants, head_workspace
     return weights, constants, workspace
 
@@ -265,8 +279,8 @@ def training_activations_per_layer(
         mlp = inner * e * sb * f * routed + e * sb * h * routed
     else:
         mlp = inner * e * sb * shape.intermediate_size
-    if wl.flash_attention:
-        scores = 4 * b * a * s  # logsumexp in fp32
+    if wl.flash_attention or wl.selective_recompute:
+        scores = 4 * b * a * s  # logsumexp in fp32 (selective: the recomputed core's input)
     else:
         if amp:
             per_score = 4 + 2 + (1 + 4 if dropout else 0)
@@ -298,7 +312,9 @@ def training_activations(
     embeddings_and_final_norm = 2 * sbh
     if wl.gradient_checkpointing:
         # Each layer keeps only its input; one layer is recomputed in full during backward.
-        return layers * sbh + per_layer + embeddings_and_final_norm
+        # Offloaded checkpoints (Unsloth) keep only the inputs being copied in and out.
+        kept = 2 if wl.checkpoint_offload else layers
+        return kept * sbh + per_layer + embeddings_and_final_norm
     return layers * per_layer + embeddings_and_final_norm
 
 
@@ -319,7 +335,12 @@ def inference_activations(shape: ModelShape, wl: Workload, *, tp: int = 1) -> fl
 def logits_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
     b, s, v = wl.batch_size, wl.seq_len, shape.vocab_size
     if wl.training:
-        per = c.LOGITS_TRAINING_BYTES.value if wl.act_bytes == 2 else 12
+        if wl.act_bytes != 2:
+            per = 12.0
+        elif wl.logits_per_entry is not None:
+            per = wl.logits_per_entry
+        else:
+            per = c.LOGITS_TRAINING_BYTES.value
         return b * s * v * per / tp
     if shape.family in ENCODER_ONLY_FAMILIES:
         return 0.0
@@ -335,7 +356,11 @@ def kv_cache_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
     tokens = wl.seq_len + wl.new_tokens
     # A latent cache (DeepSeek MLA) is replicated, not split by head.
     per_token = shape.kv_cache_width or 2 * math.ceil(shape.num_kv_heads / tp) * shape.head_dim
-    return shape.num_layers * per_token * wl.batch_size * tokens * wl.act_bytes
+    # Sliding-window layers keep at most the window (a rolling buffer).
+    window = shape.sliding_window
+    local = shape.sliding_layers if window and window < tokens else 0
+    layer_tokens = (shape.num_layers - local) * tokens + local * (window or 0)
+    return layer_tokens * per_token * wl.batch_size * wl.act_bytes
 
 
 _SIXTEEN_BIT_PARAM_STRATEGIES = frozenset({"zero1", "zero2", "zero3", "fsdp", "zero3_offload"})
@@ -347,58 +372,101 @@ def memory_per_gpu(shape: ModelShape, wl: Workload, strategy: str, n: int) -> di
 
 
 class MemoryModel:
-    """The components that do not depend on the parallel layout, computed once per request;
-    `per_gpu` then shards them for a strategy and GPU count (the ranking calls it often)."""
+    """The components that do not depend on the parallel layout or the recipe, computed once
+    per request; `per_gpu` then shards them for a strategy and GPU count and scales the
+    per-sample tensors by the micro-batch (the ranking and the recipe search call it often).
+
+    Everything a step keeps per sample (activations, logits, KV cache) is linear in the
+    micro-batch, so `linear` gives the total as fixed + micro-batch x per-sample bytes and the
+    recipe search solves for the largest micro-batch that fits instead of trying each one.
+    """
 
     __slots__ = (
         "_flows",
-        "amp_states",
-        "constants",
+        "_linear",
+        "_states",
+        "base",
+        "context",
         "gathered",
-        "grads",
-        "optim",
         "shape",
-        "weights",
         "wl",
-        "workspace",
     )
 
-    def __init__(self, shape: ModelShape, wl: Workload) -> None:
+    def __init__(self, shape: ModelShape, wl: Workload, context_bytes: float | None = None):
         self.shape, self.wl = shape, wl
-        weights, constants, workspace = quantised_base_bytes(shape, wl)
-        grads = optim = 0.0
-        if wl.training:
-            if wl.adapters:
-                trainable = lora_trainable_params(shape, wl)
-                w_b, g_b, o_b = _ADAPTER_STATE[(wl.state_mode, wl.optimizer)]
-                weights += trainable * w_b
-            else:
-                trainable = shape.params_total
-                g_b, o_b = _FULL_STATE[(wl.state_mode, wl.optimizer)]
-                if wl.state_mode == "fp32":
-                    weights = shape.params_total * 4.0
-            grads = trainable * g_b
-            optim = trainable * o_b
-        self.weights, self.constants, self.grads, self.optim = weights, constants, grads, optim
-        # PyTorch AMP without DeepSpeed/FSDP keeps the parameters and their gradients in fp32
-        # and caches a 16-bit cast of each weight while autocast runs: 4 + 2 weights, 4
-        # gradients, optimizer states without a separate master copy (18 B/param with AdamW).
-        self.amp_states = None
-        if wl.training and not wl.adapters and wl.state_mode == "mixed":
-            p = shape.params_total
-            self.amp_states = (p * (4 + c.AMP_CAST_CACHE.value), p * 4.0, optim - p * 4.0)
-        self.workspace = workspace
+        self.context = c.CUDA_CONTEXT.value if context_bytes is None else context_bytes
+        self.base = quantised_base_bytes(shape, wl)  # weights, constants, workspace
         self.gathered = (
             c.ZERO3_LIVE_LAYERS.value * shape.params_per_layer * c.BYTES[wl.compute_dtype]
         )
-        self._flows: dict[tuple[int, bool], tuple[float, float, float]] = {}
+        self._states: dict[str, tuple] = {}
+        self._linear: dict[tuple[str, int, str, str], tuple[float, float]] = {}
+        self._flows: dict[tuple[int, bool, str], tuple[float, float, float]] = {}
 
-    def _flow(self, tp: int, sixteen_bit_params: bool) -> tuple[float, float, float]:
-        """(activations, logits, KV cache) per GPU with `tp`-way tensor parallelism."""
-        key = (tp, sixteen_bit_params)
+    @property
+    def default_level(self) -> str:
+        wl = self.wl
+        if wl.gradient_checkpointing:
+            return "full"
+        return "selective" if wl.selective_recompute else "none"
+
+    def _state(self, optimizer: str) -> tuple:
+        """(weights, grads, optimizer states, AMP layout or None) for `optimizer`."""
+        found = self._states.get(optimizer)
+        if found is not None:
+            return found
+        shape, wl = self.shape, self.wl
+        weights = self.base[0]
+        grads = optim = 0.0
+        amp_states = None
+        kind = optimizer.removeprefix("paged_")  # paged states are the same bytes, spillable
+        if kind == "adamw_32bit":
+            kind = "adamw"
+        if wl.training:
+            if wl.adapters:
+                trainable = lora_trainable_params(shape, wl)
+                w_b, g_b, o_b = _ADAPTER_STATE[(wl.state_mode, kind)]
+                weights += trainable * w_b
+            else:
+                trainable = shape.params_total
+                g_b, o_b = _FULL_STATE[(wl.state_mode, kind)]
+                if wl.state_mode == "fp32":
+                    weights = shape.params_total * 4.0
+            grads = trainable * g_b
+            # Paged optimizers keep their state in CUDA unified memory, which the driver moves
+            # to CPU RAM when the GPU runs short (QLoRA paper section 3, "Paged Optimizers"):
+            # it never makes a job run out of memory, so it is not counted against capacity.
+            optim = 0.0 if optimizer.startswith("paged_") else trainable * o_b
+            # PyTorch AMP without DeepSpeed/FSDP keeps the parameters and their gradients in
+            # fp32 and caches a 16-bit cast of each weight while autocast runs: 4 + 2
+            # weights, 4 gradients, optimizer states without a separate master copy (18
+            # B/param with AdamW).
+            if not wl.adapters and wl.state_mode == "mixed":
+                p = shape.params_total
+                moments = max(optim - p * 4.0, 0.0)
+                amp_states = (p * (4 + c.AMP_CAST_CACHE.value), p * 4.0, moments)
+            if wl.optimizer_in_backward and not wl.adapters:
+                # Only the gradient being applied exists (torchtune optimizer_in_bwd).
+                largest = max(shape.largest_linear, shape.vocab_size * shape.hidden_size)
+                grads = largest * g_b
+                if amp_states is not None:
+                    amp_states = (amp_states[0], largest * 4.0, amp_states[2])
+        found = self._states[optimizer] = (weights, grads, optim, amp_states)
+        return found
+
+    def _flow(self, tp: int, sixteen_bit_params: bool, level: str) -> tuple[float, float, float]:
+        """Per-sample (activations, logits, KV cache) per GPU with `tp`-way tensor parallelism
+        and the checkpointing `level`."""
+        key = (tp, sixteen_bit_params, level)
         found = self._flows.get(key)
         if found is None:
-            shape, wl = self.shape, self.wl
+            shape = self.shape
+            wl = replace(
+                self.wl,
+                batch_size=1,
+                gradient_checkpointing=level == "full",
+                selective_recompute=level == "selective",
+            )
             if wl.training:
                 activations = training_activations(
                     shape, wl, tp=tp, sixteen_bit_params=sixteen_bit_params
@@ -412,15 +480,17 @@ class MemoryModel:
             )
         return found
 
-    def per_gpu(self, strategy: str, n: int) -> dict[str, int]:
+    def _layout(self, strategy: str, n: int, level: str, optimizer: str) -> tuple:
+        """(weights, grads, optim, constants, workspace, per-sample flow, context)."""
         tp = n if strategy == "tensor_parallel" else 1
         dp = n if strategy not in ("single", "tensor_parallel") else 1
-        weights, constants, workspace = self.weights, self.constants, self.workspace
-        grads, optim, gathered = self.grads, self.optim, self.gathered
+        weights, grads, optim, amp_states = self._state(optimizer)
+        _, constants, workspace = self.base
+        gathered = self.gathered
         # ZeRO/FSDP mixed precision computes with 16-bit parameters (see training_activations).
-        activations, logits, kv = self._flow(tp, strategy in _SIXTEEN_BIT_PARAM_STRATEGIES)
-        if self.amp_states is not None and strategy in ("single", "ddp", "tensor_parallel"):
-            weights, grads, optim = self.amp_states
+        flow = self._flow(tp, strategy in _SIXTEEN_BIT_PARAM_STRATEGIES, level)
+        if amp_states is not None and strategy in ("single", "ddp", "tensor_parallel"):
+            weights, grads, optim = amp_states
         if strategy == "tensor_parallel":
             weights, grads, optim = weights / tp, grads / tp, optim / tp
             constants, workspace = constants / tp, workspace / tp
@@ -439,8 +509,40 @@ class MemoryModel:
             weights = gathered
             grads = min(grads, gathered)
             optim = 0.0
+        context = self.context + (c.NCCL_BUFFERS.value if n > 1 else 0)
+        return weights, grads, optim, constants, workspace, flow, context
 
-        context = c.CUDA_CONTEXT.value + (c.NCCL_BUFFERS.value if n > 1 else 0)
+    def linear(self, strategy: str, n: int, level: str, optimizer: str) -> tuple[float, float]:
+        """(fixed bytes, bytes per sample of micro-batch): total = fixed + micro x per-sample."""
+        key = (strategy, n, level, optimizer)
+        found = self._linear.get(key)
+        if found is not None:
+            return found
+        weights, grads, optim, constants, workspace, flow, context = self._layout(
+            strategy, n, level, optimizer
+        )
+        frag = 1 + c.ALLOCATOR_FRAGMENTATION.value
+        static = (weights + optim + constants) * (1 + c.ALLOCATOR_STATIC_ROUNDING.value)
+        fixed = context + static + (grads + workspace) * frag
+        found = self._linear[key] = (fixed, (flow[0] + flow[1] + flow[2]) * frag)
+        return found
+
+    def per_gpu(
+        self,
+        strategy: str,
+        n: int,
+        micro: int | None = None,
+        level: str | None = None,
+        optimizer: str | None = None,
+    ) -> dict[str, int]:
+        wl = self.wl
+        micro = wl.batch_size if micro is None else micro
+        level = self.default_level if level is None else level
+        optimizer = wl.optimizer if optimizer is None else optimizer
+        weights, grads, optim, constants, workspace, flow, context = self._layout(
+            strategy, n, level, optimizer
+        )
+        activations, logits, kv = (x * micro for x in flow)
         # Fragmentation hits what is allocated and freed every step; tensors allocated once
         # keep only the allocator's rounding (up to 2 MiB per block).
         dynamic = grads + activations + logits + kv + workspace

@@ -13,7 +13,26 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Task = Literal["inference", "full_finetune", "lora", "qlora", "pretrain"]
 Precision = Literal["fp32", "fp16", "bf16", "int8", "int4"]
-Optimizer = Literal["adamw", "adamw_8bit", "sgd"]
+# paged_*: bitsandbytes' paged optimizers (QLoRA paper section 3): the same state bytes in CUDA
+# unified memory, evicted to CPU RAM under memory pressure instead of failing.
+Optimizer = Literal["adamw", "adamw_8bit", "paged_adamw", "paged_adamw_8bit", "sgd"]
+# The library that runs the job (advisor/engine/frameworks.py); "not_sure" maps to the most
+# common one (Transformers Trainer for training, Transformers generate() for inference).
+FrameworkName = Literal[
+    "not_sure",
+    "hf_trainer",
+    "torchtune",
+    "unsloth",
+    "axolotl",
+    "lightning",
+    "deepspeed",
+    "megatron",
+    "transformers",
+    "litgpt",
+    "vllm",
+    "tgi",
+]
+Checkpointing = Literal["none", "selective", "full"]
 # What a researcher may ask for; the engine may also choose "single" (one GPU) or
 # "tensor_parallel" (within a node) for an option.
 RequestStrategy = Literal["ddp", "fsdp", "zero1", "zero2", "zero3", "zero3_offload"]
@@ -183,16 +202,24 @@ class EstimateRequest(_Frozen):
 
     task: Task
     precision: Precision = "bf16"
-    batch_size: int = Field(default=1, ge=1)  # per GPU
+    # The global batch per optimizer step (sequences), split over data-parallel GPUs and
+    # micro-batches with gradient accumulation by the recipe search; inference: concurrent
+    # requests per replica.
+    batch_size: int = Field(default=1, ge=1)
+    # Sequences per forward pass on one GPU; None: the recipe search chooses.
+    micro_batch: int | None = Field(default=None, ge=1)
     seq_len: int = Field(default=2048, ge=1)
     # Tokens processed per epoch (training), or prompt+generated tokens in total (inference).
     tokens: int | None = Field(default=None, ge=0)
     new_tokens: int | None = Field(default=None, ge=0)  # inference: generated per request
     epochs: float = Field(default=1, gt=0)
-    gradient_checkpointing: bool = False
+    # None: the recipe search decides, starting from the library's default.
+    gradient_checkpointing: bool | None = None
     flash_attention: bool = True
     mixed_precision: bool = True
-    optimizer: Optimizer = "adamw"
+    # None: AdamW unless only 8-bit AdamW makes the job fit (the recipe search decides).
+    optimizer: Optimizer | None = None
+    framework: FrameworkName | None = None
     lora_rank: int | None = Field(default=None, ge=1)
     # Module names LoRA adapts ("q_proj", "v_proj", ...); None: every linear layer of a block,
     # as the QLoRA paper recommends.
@@ -228,6 +255,28 @@ class MemoryBreakdown(_Frozen):
     total_bytes: int = 0
 
 
+class Recipe(_Frozen):
+    """How to run the job on this option: the knobs a practitioner turns to make it fit."""
+
+    micro_batch: int  # sequences per forward pass per GPU
+    grad_accumulation: int  # micro-batches per optimizer step
+    global_batch: int  # micro_batch x grad_accumulation x data-parallel GPUs
+    checkpointing: Checkpointing
+    optimizer: str | None  # None for inference
+    strategy: Strategy
+    offload: Literal["none", "optimizer_and_weights"] = "none"
+    tp: int = 1  # tensor-parallel degree within a node
+    compute_factor: float = 1.0  # time relative to the same step without recomputation
+    reasons: list[str] = Field(default_factory=list)
+
+
+class FrameworkInfo(_Frozen):
+    key: str
+    name: str
+    assumed: bool  # True: the request did not name one, this is the common default
+    source: str = ""
+
+
 class Option(_Frozen):
     system: str
     accelerator: str
@@ -252,6 +301,7 @@ class Option(_Frozen):
     partition: str | None = None
     compute_dtype: str | None = None  # what the matmuls run in on this accelerator
     utilisation: float | None = None  # fraction of dense peak assumed
+    recipe: Recipe | None = None
 
 
 class Recommendation(Option):
@@ -278,3 +328,4 @@ class EstimateResult(_Frozen):
     assumptions: list[Assumption] = Field(default_factory=list)
     uncertainty: dict[str, float] = Field(default_factory=dict)
     engine_version: str
+    framework: FrameworkInfo | None = None

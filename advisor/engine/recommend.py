@@ -21,9 +21,9 @@ from advisor.engine.compute import (
     inference_gpu_hours,
     peak_tflops,
     scaling_efficiency,
-    training_flops_per_token,
     training_gpu_hours,
 )
+from advisor.engine.frameworks import cuda_context_bytes, framework_for
 from advisor.engine.memory import MemoryModel, Workload
 from advisor.engine.models import (
     AcceleratorSpec,
@@ -32,8 +32,10 @@ from advisor.engine.models import (
     NodeTypeSpec,
     Option,
     PartitionSpec,
+    Recipe,
     SystemSpec,
 )
+from advisor.engine.recipe import Choice, RecipeSearch
 from advisor.engine.shape import ModelShape
 from advisor.engine.words import STRATEGY_NAMES, plural, strategy_words
 
@@ -222,17 +224,18 @@ def evaluate(
     with_contingency = 1 + contingency_rate
     max_wall = request.constraints.max_wall_hours
     target = max_wall / with_contingency if max_wall else c.TARGET_WALL_HOURS.value
-    flops_per_token = training_flops_per_token(shape, wl) if training else None
     splits_heads = wl.task == "inference"  # tensor parallelism must split the heads evenly
     free_choice = request.strategy is None
-    model = MemoryModel(shape, wl)
-    # strategy -> GPU count -> memory per GPU by component (and its total).
-    parts_by_count: dict[str, dict[int, dict[str, int]]] = {}
-    totals_by_count: dict[str, dict[int, int]] = {}
-    # (strategy, GPU count) -> the breakdown the options with that layout share.
-    breakdowns: dict[tuple[str, int], MemoryBreakdown] = {}
-    # (strategy, allowed counts, capacity) -> (smallest count that fits, smallest with headroom)
-    sized: dict[tuple[str, tuple[int, ...], int], tuple[int | None, int | None]] = {}
+    framework, _ = framework_for(request.framework, training)
+    # One recipe search per software stack: pre-Ampere NVIDIA GPUs carry the larger CUDA
+    # context of their era's stack (frameworks.cuda_context_bytes); each caches its recipes.
+    searches: dict[bool, RecipeSearch] = {}
+    # (strategy, GPU count, recipe) -> (breakdown, recipe, its reasons). Recipes are cached
+    # objects within an estimate, so their identity names them.
+    breakdowns: dict[tuple, tuple] = {}
+    # (stack, strategy, allowed counts, capacity) -> (smallest count that fits, smallest with
+    # headroom, the count used, its recipe)
+    sized: dict[tuple, tuple[int | None, int | None]] = {}
     # accelerator -> what the node types that have it share (see `on_accelerator`).
     per_accelerator: dict[str, tuple] = {}
     # Inference: (accelerator, GPU count, scaling efficiency) -> GPU hours; peak and
@@ -241,36 +244,22 @@ def evaluate(
     # (GPUs per node, nodes, partition's job limits) -> what `layout` returns.
     layouts: dict[tuple, tuple] = {}
 
-    def sizing(strategy: str, allowed: tuple[int, ...], capacity: int, headroom_limit: float):
-        """(smallest count that fits, smallest that fits with the margin to spare).
-
-        Memory per GPU never grows with the count, so the scan stops at the first count with
-        the margin to spare.
-        """
-        totals = totals_by_count.get(strategy)
-        if totals is None:
-            totals = totals_by_count[strategy] = {}
-            parts_by_count[strategy] = {}
-        n_fit = n_head = None
-        for k in allowed:
-            total = totals.get(k)
-            if total is None:
-                parts = parts_by_count[strategy][k] = model.per_gpu(strategy, k)
-                total = totals[k] = parts["total_bytes"]
-            if n_fit is None and total <= capacity:
-                n_fit = k
-            if total <= headroom_limit:
-                n_head = k
-                break
-        found = sized[(strategy, allowed, capacity)] = (n_fit, n_head)
+    def search_for(legacy: bool) -> RecipeSearch:
+        model = MemoryModel(shape, wl, cuda_context_bytes(framework, legacy))
+        found = searches[legacy] = RecipeSearch(shape, wl, request, framework, model)
         return found
 
-    def breakdown_for(strategy: str, n: int) -> MemoryBreakdown:
-        parts = parts_by_count.setdefault(strategy, {}).get(n)
-        if parts is None:
-            parts = parts_by_count[strategy][n] = model.per_gpu(strategy, n)
-            totals_by_count.setdefault(strategy, {})[n] = parts["total_bytes"]
-        found = breakdowns[(strategy, n)] = trusted(MemoryBreakdown, dict(parts))
+    def breakdown_for(key: tuple, search: RecipeSearch, choice: Choice) -> tuple:
+        """(memory breakdown, recipe, the recipe's reasons) for one layout on one accelerator;
+        the options on that accelerator with that layout share them."""
+        strategy, n = key[0], key[1]
+        parts = search.parts(strategy, n, choice)
+        why = search.reasons(choice, strategy, n)
+        found = breakdowns[key] = (
+            trusted(MemoryBreakdown, parts),
+            trusted(Recipe, search.recipe_fields(choice, strategy, n, why)),
+            why,
+        )
         return found
 
     def on_accelerator(acc: AcceleratorSpec) -> tuple:
@@ -284,6 +273,8 @@ def evaluate(
                 " (use fp16)." if wl.compute_dtype == "bf16" else "."
             )
         capacity = int(acc.memory_gb * 1e9)
+        legacy = acc.vendor.lower() == "nvidia" and not acc.bf16_supported
+        search = searches.get(legacy) or search_for(legacy)
         util = utilisation.get((acc.name, training)) or default_utilisation(wl, acc)
         peak = peak_tflops(acc, dtype) if dtype else 0.0
         timed = bool(tokens is not None and peak)
@@ -300,15 +291,25 @@ def evaluate(
             peak,
             timed,
             assumes,
+            search,
         )
         return found
 
     def hours(
-        node: NodeTypeSpec, acc: AcceleratorSpec, peak: float, util: float, k: int, strategy: str
+        node: NodeTypeSpec,
+        acc: AcceleratorSpec,
+        peak: float,
+        util: float,
+        k: int,
+        strategy: str,
+        choice: Choice,
     ) -> float:
         eff = scaling_efficiency(node, k, strategy)
         if training:
-            return training_gpu_hours(shape, wl, tokens, peak, util, eff, flops_per_token)
+            # The recipe's recomputation and micro-batch size set the FLOPs and utilisation.
+            return training_gpu_hours(
+                shape, wl, tokens, peak, util * choice.efficiency, eff, choice.flops_per_token
+            )
         key = (acc.name, k, eff)
         found = hours_memo.get(key)
         if found is None:
@@ -378,6 +379,7 @@ def evaluate(
                 peak,
                 timed,
                 assumes,
+                search,
             ) = shared
             if no_dtype is not None:
                 node_reasons.append(no_dtype)
@@ -416,37 +418,53 @@ def evaluate(
                         f"{STRATEGY_NAMES.get(strategy, strategy)} needs more than the "
                         f"{plural(counts[-1], 'GPU')} allowed here."
                     )
-                found = sized.get((strategy, allowed, capacity))
+                size_key = (search, strategy, allowed, capacity)
+                found = sized.get(size_key)
                 if found is None:
-                    found = sizing(strategy, allowed, capacity, headroom_limit)
-                n_fit, n_head = found
-                n = n_head or n_fit or allowed[-1]
+                    found = sized[size_key] = search.plan(
+                        strategy, allowed, capacity, headroom_limit
+                    )
+                n_fit, n_head, n, choice = found
                 gpu_hours = None
                 if assumes is not None:
                     reasons.append(assumes)
                 if timed:
-                    gpu_hours = hours(node, acc, peak, util.value, n, strategy)
+                    gpu_hours = hours(node, acc, peak, util.value, n, strategy, choice)
                     if gpu_hours / n > target and (n_fit is not None):
                         # Widen to more GPUs (memory per GPU only falls) until the run fits
                         # the target.
+                        # The recipe at n fits on more GPUs too; the final count gets its own.
+                        first = choice
                         for k in allowed:
                             if k > n:
-                                n, gpu_hours = k, hours(node, acc, peak, util.value, k, strategy)
+                                n = k
+                                gpu_hours = hours(node, acc, peak, util.value, k, strategy, first)
                                 if gpu_hours / k <= target:
                                     break
+                        choice = search.at(strategy, n, capacity, headroom_limit)
+                        if choice is not first:
+                            gpu_hours = hours(node, acc, peak, util.value, n, strategy, choice)
                         reasons.append(
                             f"uses {n} GPUs to bring the wall time to about "
                             f"{gpu_hours / n:,.0f} h (target {target:g} h)."
                         )
-                breakdown = breakdowns.get((strategy, n)) or breakdown_for(strategy, n)
+                memory_key = (strategy, n, id(choice))
+                found = breakdowns.get(memory_key) or breakdown_for(memory_key, search, choice)
+                breakdown, recipe, recipe_reasons = found
                 need = breakdown.total_bytes
+                reasons.extend(recipe_reasons)
                 fits = need <= capacity
                 headroom = need <= headroom_limit
                 if not fits:
                     reasons.append(
                         f"needs {gb(need)} per GPU even on {plural(n, 'GPU')} "
-                        f"{strategy_words(strategy)}; "
-                        f"{acc.display_name} has {capacity_gb}."
+                        f"{strategy_words(strategy)}"
+                        + (
+                            f", micro-batch {choice.micro} and {choice.level} checkpointing"
+                            if training
+                            else ""
+                        )
+                        + f"; {acc.display_name} has {capacity_gb}."
                     )
                 elif not headroom:
                     reasons.append(
@@ -537,6 +555,7 @@ def evaluate(
                         "partition": part_name,
                         "compute_dtype": dtype,
                         "utilisation": util.value,
+                        "recipe": recipe,
                     },
                     eligible,
                     headroom,

@@ -45,6 +45,10 @@ class ModelShape:
     max_position_embeddings: int | None = None
     # Values cached per token and layer when not 2 x KV heads x head dim (DeepSeek MLA).
     kv_cache_width: int | None = None
+    # Sliding-window attention: the window in tokens and how many decoder layers use it (the
+    # others attend to the whole context). Their KV cache never holds more than the window.
+    sliding_window: int | None = None
+    sliding_layers: int = 0
     linears: tuple[Linear, ...] = field(default_factory=tuple)
     source: str = ""
     exact: bool = True
@@ -90,6 +94,35 @@ class ModelShape:
         plus the LM head's matmul even when its weight is tied to the embedding."""
         head = self.params_lm_head or self.vocab_size * self.hidden_size
         return max(self.params_active - self.params_embedding - self.params_lm_head + head, 1)
+
+
+def sliding_window_of(config: dict | None, num_layers: int) -> tuple[int | None, int]:
+    """(window, layers that use it) from a config.json.
+
+    Mistral 7B v0.1: `sliding_window` 4096 on every layer (Jiang et al. 2023, arXiv:2310.06825,
+    "Sliding Window Attention"; its rolling buffer cache keeps only the window). Gemma 2:
+    alternating local (4,096-token window) and global layers (Gemma 2 report, arXiv:2408.00118,
+    section 2). Gemma 3: `sliding_window_pattern` local layers per global one. Qwen2 and others
+    carry a `sliding_window` they do not use unless `use_sliding_window` is true. A
+    `layer_types` list (recent transformers) names each layer.
+    """
+    if not config:
+        return None, 0
+    window = config.get("sliding_window")
+    if not isinstance(window, int) or window <= 0 or config.get("use_sliding_window") is False:
+        return None, 0
+    types = config.get("layer_types")
+    if isinstance(types, list) and types:
+        return window, sum(1 for t in types if t == "sliding_attention")
+    model_type = config.get("model_type", "")
+    if model_type == "gemma2":
+        return window, num_layers // 2
+    if model_type.startswith("gemma3"):
+        pattern = config.get("sliding_window_pattern") or 6
+        return window, num_layers - num_layers // int(pattern)
+    if model_type in ("mistral", "mixtral") or config.get("use_sliding_window") is True:
+        return window, num_layers
+    return None, 0
 
 
 def shape_from_architecture(arch: Any) -> ModelShape:

@@ -5,7 +5,17 @@ from __future__ import annotations
 import math
 
 from advisor.engine import constants as c
-from advisor.engine.models import NodeTypeSpec, Option, PartitionSpec, SystemSpec
+from advisor.engine.frameworks import FRAMEWORKS, Framework
+from advisor.engine.models import NodeTypeSpec, Option, PartitionSpec, Recipe, SystemSpec
+
+# Hugging Face TrainingArguments.optim names for the engine's optimizers.
+HF_OPTIM = {
+    "adamw": "adamw_torch",
+    "adamw_8bit": "adamw_bnb_8bit",
+    "paged_adamw": "paged_adamw_32bit",
+    "paged_adamw_8bit": "paged_adamw_8bit",
+    "sgd": "sgd",
+}
 
 LAUNCHER_NOTE = {
     "single": "one process on one GPU",
@@ -42,6 +52,7 @@ def sbatch_script(
     partition: PartitionSpec | None,
     model_name: str,
     task: str,
+    framework: Framework | None = None,
 ) -> str | None:
     if system.scheduler.lower() != "slurm":
         return None
@@ -90,19 +101,94 @@ def sbatch_script(
     if system.container:
         lines.append(f"# container: {system.container}")
     lines.append("")
-    lines += _launcher(option, gpus_per_node, nodes, cpus)
+    framework = framework or FRAMEWORKS["transformers" if task == "inference" else "hf_trainer"]
+    lines += _recipe_lines(option.recipe, framework, task)
+    lines += _launcher(option, gpus_per_node, nodes, cpus, framework, task)
     return "\n".join(lines) + "\n"
 
 
-def _launcher(option: Option, gpus_per_node: int, nodes: int, cpus: int) -> list[str]:
-    strategy = option.strategy
-    if strategy == "single":
-        return ["python train.py  # your script"]
-    if strategy == "tensor_parallel":
-        return [
-            f"# e.g. vLLM: vllm serve MODEL --tensor-parallel-size {gpus_per_node}",
-            f"python infer.py --tensor-parallel-size {gpus_per_node}",
+def _recipe_lines(recipe: Recipe | None, framework: Framework, task: str) -> list[str]:
+    """The recipe as comments, so the script documents what the estimate assumed."""
+    if recipe is None or task == "inference":
+        return [f"# Library assumed: {framework.name}."]
+    return [
+        f"# Library assumed: {framework.name}.",
+        f"# Recipe: micro-batch {recipe.micro_batch} per GPU x {recipe.grad_accumulation} "
+        f"accumulation step(s) = global batch {recipe.global_batch}; "
+        f"activation checkpointing {recipe.checkpointing}; optimizer {recipe.optimizer}.",
+    ]
+
+
+def _train_args(recipe: Recipe | None, framework: Framework) -> str:
+    """Command-line arguments that apply the recipe in the framework's own terms."""
+    if recipe is None:
+        return ""
+    if framework.key == "torchtune":
+        args = [
+            f"batch_size={recipe.micro_batch}",
+            f"gradient_accumulation_steps={recipe.grad_accumulation}",
+            f"enable_activation_checkpointing={recipe.checkpointing != 'none'}",
         ]
+        return " " + " ".join(args)
+    if framework.key == "megatron":
+        args = [
+            f"--micro-batch-size {recipe.micro_batch}",
+            f"--global-batch-size {recipe.global_batch}",
+        ]
+        if recipe.checkpointing != "none":
+            args.append(f"--recompute-granularity {recipe.checkpointing}")
+        if recipe.tp > 1:
+            args.append(f"--tensor-model-parallel-size {recipe.tp}")
+        return " " + " ".join(args)
+    args = [
+        f"--per_device_train_batch_size {recipe.micro_batch}",
+        f"--gradient_accumulation_steps {recipe.grad_accumulation}",
+    ]
+    if recipe.checkpointing != "none":
+        args.append("--gradient_checkpointing")
+    if recipe.optimizer:
+        args.append(f"--optim {HF_OPTIM.get(recipe.optimizer, recipe.optimizer)}")
+    return " " + " ".join(args)
+
+
+def _launcher(
+    option: Option,
+    gpus_per_node: int,
+    nodes: int,
+    cpus: int,
+    framework: Framework,
+    task: str,
+) -> list[str]:
+    strategy = option.strategy
+    if task == "inference":
+        tp = gpus_per_node if strategy == "tensor_parallel" else 1
+        if framework.key == "vllm":
+            return [
+                "# vLLM reserves --gpu-memory-utilization of each GPU at start-up (nvidia-smi "
+                "shows that much).",
+                f"vllm serve MODEL --tensor-parallel-size {tp} --gpu-memory-utilization 0.9",
+            ]
+        if framework.key == "tgi":
+            return [f"text-generation-launcher --model-id MODEL --num-shard {tp}"]
+        if strategy == "tensor_parallel":
+            return [
+                f"# e.g. vLLM: vllm serve MODEL --tensor-parallel-size {gpus_per_node}",
+                f"python infer.py --tensor-parallel-size {gpus_per_node}",
+            ]
+        return ["python infer.py  # your script"]
+    args = _train_args(option.recipe, framework)
+    if framework.key == "torchtune":
+        recipe = "lora_finetune" if task in ("lora", "qlora") else "full_finetune"
+        if strategy == "single":
+            return [f"tune run {recipe}_single_device --config YOUR_CONFIG{args}"]
+        return [
+            f"srun tune run --nnodes {nodes} --nproc_per_node {gpus_per_node} "
+            f"{recipe}_distributed --config YOUR_CONFIG{args}"
+        ]
+    if strategy == "single":
+        return [f"python train.py{args}  # your script"]
+    if strategy == "tensor_parallel":
+        return [f"python train.py --tensor-parallel-size {gpus_per_node}{args}"]
     rdzv = [
         'head_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
         f"export OMP_NUM_THREADS={max(cpus // max(gpus_per_node, 1), 1)}",
@@ -112,19 +198,19 @@ def _launcher(option: Option, gpus_per_node: int, nodes: int, cpus: int) -> list
         '--rdzv_backend=c10d --rdzv_endpoint="$head_node:29500" --rdzv_id="$SLURM_JOB_ID"'
     )
     if strategy == "ddp":
-        return [*rdzv, f"{torchrun} train.py"]
+        return [*rdzv, f"{torchrun} train.py{args}"]
     if strategy == "fsdp":
         return [
             *rdzv,
             f"srun accelerate launch --num_machines={nodes} "
             f'--num_processes={nodes * gpus_per_node} --main_process_ip="$head_node" '
             '--machine_rank="$SLURM_NODEID" --use_fsdp '
-            "--fsdp_sharding_strategy=FULL_SHARD train.py",
+            f"--fsdp_sharding_strategy=FULL_SHARD train.py{args}",
         ]
     stage = {"zero1": 1, "zero2": 2, "zero3": 3, "zero3_offload": 3}[strategy]
     offload = " with offload_optimizer/offload_param to cpu" if strategy == "zero3_offload" else ""
     return [
         *rdzv,
         f"# ds_config.json: zero_optimization.stage = {stage}{offload}",
-        f"{torchrun} train.py --deepspeed ds_config.json",
+        f"{torchrun} train.py --deepspeed ds_config.json{args}",
     ]

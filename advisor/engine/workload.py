@@ -6,15 +6,17 @@ API can show it next to that field.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from pydantic import ValidationError
 
 from advisor.engine import constants as c
 from advisor.engine.errors import EstimateError
+from advisor.engine.frameworks import FRAMEWORKS, framework_for
 from advisor.engine.memory import Workload
 from advisor.engine.models import CatalogSpec, EstimateRequest
-from advisor.engine.shape import ModelShape, shape_from_architecture
+from advisor.engine.shape import ModelShape, shape_from_architecture, sliding_window_of
 
 # Beyond these a number is a typo, not a workload.
 LIMITS = {
@@ -109,6 +111,27 @@ def check_request(request: EstimateRequest, catalog: CatalogSpec | None = None) 
                 "with tensor parallelism, which the engine chooses.",
             )
         )
+    if request.framework not in (None, "not_sure"):
+        profile = FRAMEWORKS[request.framework]
+        wanted = "inference" if task == "inference" else "training"
+        if profile.kind != wanted:
+            others = ", ".join(k for k, f in FRAMEWORKS.items() if f.kind == wanted)
+            errors.append(
+                (
+                    "framework",
+                    f"{profile.name} is an {profile.kind} library; for {task.replace('_', ' ')} "
+                    f"choose one of: not_sure, {others}.",
+                )
+            )
+    if request.micro_batch is not None and request.micro_batch > request.batch_size:
+        errors.append(
+            (
+                "micro_batch",
+                f"micro_batch {request.micro_batch} is larger than the global batch "
+                f"{request.batch_size}; the micro-batch is the part of the batch one GPU "
+                "processes at a time.",
+            )
+        )
     if catalog is not None:
         systems = {s.name for s in catalog.systems}
         accelerators = {a.name for a in catalog.accelerators}
@@ -185,7 +208,16 @@ def resolve_shape(request: EstimateRequest) -> ModelShape:
         elif request.config is not None and not field.startswith("config"):
             field = f"config.{field}"
         raise RequestError([(field, exc.message)]) from None
-    return shape_from_architecture(arch)
+    shape = shape_from_architecture(arch)
+    config = (
+        request.config
+        if request.config is not None
+        else (request.hub.config if request.hub is not None else None)
+    )
+    window, layers = sliding_window_of(config, shape.num_layers)
+    if window and layers and shape.max_position_embeddings != window:
+        shape = replace(shape, sliding_window=window, sliding_layers=min(layers, shape.num_layers))
+    return shape
 
 
 def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
@@ -210,6 +242,14 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
                 )
             ]
         )
+    training = task != "inference"
+    framework, _ = framework_for(request.framework, training)
+    checkpointing = request.gradient_checkpointing
+    if checkpointing is None:
+        checkpointing = framework.checkpointing.get(task, "none") == "full"
+    mixed = request.mixed_precision
+    if framework.pure_bf16 and training and "mixed_precision" not in request.model_fields_set:
+        mixed = False
     new_tokens = request.new_tokens
     if task == "inference" and new_tokens is None:
         new_tokens = c.DEFAULT_INFERENCE_NEW_TOKENS
@@ -218,17 +258,21 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         precision=precision,
         weight_format=weight_format,
         compute_dtype=compute,
-        batch_size=request.batch_size,
+        batch_size=request.micro_batch or request.batch_size,
         seq_len=request.seq_len,
         new_tokens=new_tokens or 0,
-        gradient_checkpointing=request.gradient_checkpointing and task != "inference",
+        gradient_checkpointing=bool(checkpointing) and training,
         flash_attention=request.flash_attention,
-        mixed_precision=request.mixed_precision,
-        optimizer=request.optimizer,
+        mixed_precision=mixed,
+        optimizer=request.optimizer or "adamw",
         lora_rank=rank,
         lora_targets=tuple(request.lora_target_modules or ()),
         double_quant=(
             request.double_quant if request.double_quant is not None else task == "qlora"
         ),
         lora_dropout=request.lora_dropout is None or request.lora_dropout > 0,
+        logits_per_entry=framework.logits_bytes if training else None,
+        checkpoint_offload=framework.offloads_checkpoints and training,
+        optimizer_in_backward=framework.optimizer_in_backward and training,
+        quantises_head=framework.quantises_head,
     )

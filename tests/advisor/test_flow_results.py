@@ -19,6 +19,7 @@ LORA_7B = [
     ("model", ""),
     ("model_params", "7"),
     ("precision", "bf16"),
+    ("framework_training", "not_sure"),
     ("batch_size", "4"),
     ("seq_len", "2048"),
     ("dataset_tokens", "20"),
@@ -87,6 +88,7 @@ def test_small_fp16_inference_fits_a_v100(client, default_catalog):
         ("model", ""),
         ("model_params", "0.11"),
         ("precision", "fp16"),
+        ("framework_inference", "not_sure"),
         ("batch_size", "32"),
         ("seq_len", "512"),
         ("inference_tokens", "50"),
@@ -105,8 +107,9 @@ def test_small_fp16_inference_fits_a_v100(client, default_catalog):
 def test_public_web_service_on_azure_is_estimated_for_the_cloud(client, default_catalog):
     answers = LORA_7B[:-2] + [("azure", "yes"), ("who_pays", "project")]
     answers[0] = ("work_kind", "inference")
+    answers[4] = ("framework_inference", "not_sure")
     answers = [a for a in answers if a[0] not in ("dataset_tokens", "epochs", "num_gpus")]
-    answers.insert(6, ("inference_tokens", "100"))
+    answers.insert(7, ("inference_tokens", "100"))
     advisor_session, page = walk_to_result(client, answers)
     assertContains(page, "Submit a brief Azure request")
     assert advisor_session.estimate_result["recommendation"]["system"] == "azure"
@@ -157,6 +160,7 @@ def test_admin_shows_no_retired_warning_for_the_shipped_default_chart(
                 ("model", ""),
                 ("model_params", "0.11"),
                 ("precision", "fp16"),
+                ("framework_inference", "not_sure"),
                 ("batch_size", "8"),
                 ("seq_len", "512"),
                 ("inference_tokens", "10"),
@@ -173,6 +177,7 @@ def test_admin_shows_no_retired_warning_for_the_shipped_default_chart(
                 ("model", ""),
                 ("model_params", "7"),
                 ("precision", "bf16"),
+                ("framework_training", "not_sure"),
                 ("batch_size", "4"),
                 ("seq_len", "2048"),
                 ("dataset_tokens", "20"),
@@ -202,6 +207,7 @@ def test_admin_shows_no_retired_warning_for_the_shipped_default_chart(
                 ("model", ""),
                 ("model_params", "0.11"),
                 ("precision", "fp16"),
+                ("framework_inference", "not_sure"),
                 ("batch_size", "8"),
                 ("seq_len", "512"),
                 ("inference_tokens", "10"),

@@ -307,6 +307,7 @@ def test_unreachable_hub_never_breaks_the_flow(
     rest = [
         ("model_params", "7.24"),
         ("precision", "bf16"),
+        ("framework_training", "not_sure"),
         ("batch_size", "4"),
         ("seq_len", "2048"),
         ("dataset_tokens", "20"),

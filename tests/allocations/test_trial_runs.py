@@ -198,6 +198,11 @@ def test_parse_lists_every_bad_field(cpu_run_json):
             "this site reads version 1",
         ),
         (b" " * (MAX_FILE_BYTES + 1), "a trial-run file is at most"),
+        (b'{"schema": "\\u0000"}', "holds a NUL character"),
+        (
+            b'{"schema": "allocation-triage/trial-run", "schema_version": 1, "x": "\\ud800"}',
+            "invalid Unicode escape",
+        ),
     ],
 )
 def test_parse_refuses_what_is_not_a_report(raw, message):
@@ -262,6 +267,7 @@ def test_a_gpu_measurement_changes_the_displayed_comparison(client, cpu_run_json
         "asked for."
     ) in text
     assert "21.4 / 23.1 GB" in text  # measured allocated / reserved beside the estimate
+    assert "lora, bf16, micro-batch 4, sequence 2048 on 1 × a100-40-sxm4" in text
 
 
 def test_a_bad_file_changes_nothing_and_says_what_is_wrong(client, cpu_run_json):
@@ -394,7 +400,8 @@ def test_an_accepted_measurement_changes_the_next_estimate_for_that_gpu(
     assert benchmark.system.name == "baskerville"
 
     after, reasons = estimate_hours(client, "a100-40-sxm4")
-    assert after > before * 3  # 12 % instead of the default utilisation
+    # 12 % measured instead of the 50-60 % default (or a published benchmark's): far slower.
+    assert after > before * 1.5
     # The option says where its utilisation came from: the institute's own run.
     assert any("Institute trial run" in reason for reason in reasons)
     assert estimate_hours(client, "h100-80-sxm5")[0] == other_before  # other GPUs unchanged

@@ -92,13 +92,21 @@ def test_sacct_pipe_matches_the_json_export_of_the_same_jobs():
             "jobs[2] (job 4242020).account: 'a b' is not a Slurm account name",
         ),
         (lambda doc: doc.pop("jobs"), "jobs: missing; this is not the output of sacct --json."),
+        (
+            lambda doc: doc["jobs"][0].update(user="ada\u0000"),
+            "jobs[0] (job 4242001).user: holds a NUL or an invalid Unicode escape",
+        ),
+        (
+            lambda doc: doc["jobs"][0].update(partition="\ud800"),
+            "jobs[0] (job 4242001).partition: holds a NUL or an invalid Unicode escape",
+        ),
     ],
 )
 def test_malformed_json_rows_are_named(change, message):
     doc = json.loads(JSON_24_11.read_text())
     change(doc)
     with pytest.raises(SacctError) as caught:
-        sacct_parse(json.dumps(doc).encode())
+        sacct_parse(json.dumps(doc).encode())  # ensure_ascii: NUL and surrogates as escapes
     assert message in caught.value.errors
 
 
@@ -324,3 +332,12 @@ def test_calibration_recomputes_the_uncertainty_with_enough_points():
     assert report.recomputed_margin == pytest.approx(0.20)
     assert report.within_stated == pytest.approx(4 / 5)
     assert "four estimates in five fall within ±20%" in report.verdict
+
+
+def test_the_researcher_sees_the_account_and_the_hours_used(client, approved):
+    run_import(JSON_24_11)
+    client.force_login(approved.researcher)
+    page = client.get(reverse("allocations:request-detail", args=[approved.pk]))
+    text = page.content.decode()
+    assert "<code>--account=turing-llm-01</code>" in text
+    assert "Used so far: <strong>90 of 250 GPU hours</strong> (36 %) in 4 jobs" in text

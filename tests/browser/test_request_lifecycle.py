@@ -45,6 +45,7 @@ LORA_7B = [
     ("model", ""),
     ("model_params", "7"),
     ("precision", "bf16"),
+    ("framework_training", "not_sure"),
     ("batch_size", "4"),
     ("seq_len", "2048"),
     ("dataset_tokens", "4000"),

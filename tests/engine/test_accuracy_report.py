@@ -36,8 +36,8 @@ report_module = _load_script()
 
 @pytest.fixture(scope="module")
 def generated():
-    report, summary = report_module.generate()
-    return report, json.loads(summary)
+    report, summary, uncertainty = report_module.generate()
+    return report, json.loads(summary), json.loads(uncertainty)
 
 
 def test_measurements_validate_and_cover_every_kind():
@@ -74,12 +74,14 @@ def test_schema_rejects_duplicate_ids():
 
 
 def test_committed_report_and_summary_are_current(generated):
-    report, summary = generated
+    report, summary, uncertainty = generated
 
     assert report == report_module.REPORT_PATH.read_text(), (
         "docs/accuracy.md is stale: run python scripts/accuracy_report.py"
     )
     assert summary == json.loads(report_module.SUMMARY_PATH.read_text())
+    # The engine states the uncertainty the test points measured (issue 13).
+    assert uncertainty == json.loads(report_module.UNCERTAINTY_PATH.read_text())
 
 
 def _point(**request):
@@ -146,7 +148,7 @@ def _status_line(report: str, label: str) -> str:
     ],
 )
 def test_each_numeric_target_is_reported_as_pass_or_miss_truthfully(generated, key, label, passes):
-    report, summary = generated
+    report, summary, _ = generated
     target = summary["targets"][key]
     line = _status_line(report, label)
 
@@ -167,7 +169,7 @@ def test_each_numeric_target_is_reported_as_pass_or_miss_truthfully(generated, k
 
 
 def test_out_of_memory_target_counts_every_measured_oom_case(generated):
-    report, summary = generated
+    report, summary, _ = generated
     measurements = report_module.load_measurements()
     ooms = [p for p in measurements.points if p.kind == "oom"]
     target = summary["targets"]["oom_cases_predicted_not_fitting"]
@@ -180,7 +182,7 @@ def test_out_of_memory_target_counts_every_measured_oom_case(generated):
 
 
 def test_median_error_in_summary_matches_the_per_point_table(generated):
-    report, summary = generated
+    report, summary, _ = generated
     measurements = {p.id: p for p in report_module.load_measurements().points}
     rows = [
         line.split(" | ")
@@ -208,7 +210,7 @@ def test_gpu_hour_target_compares_each_measurement_with_the_figure_that_counts_t
     """A published run total (wall clock x GPUs, restarts included) is compared with
     requested_gpu_hours; a throughput benchmark (compute alone) with gpu_hours. The table says
     which for every point, and the summary's median is the median of those errors."""
-    report, summary = generated
+    report, summary, _ = generated
     measurements = {p.id: p for p in report_module.load_measurements().points}
     rows = [
         line.strip("| ").split(" | ")

@@ -1,0 +1,286 @@
+"""What the researcher's library allocates: one profile per training or inference stack.
+
+Each profile states the defaults that move memory or time the way the library does, with the
+source of each default. The engine applies a default only where the request leaves the knob
+open; a value the researcher gives always wins. "Not sure" (or no answer) maps to the most
+common stack: Hugging Face Transformers' Trainer (with PEFT for LoRA/QLoRA) for training and
+Transformers `generate` for inference, and the result says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.engine import constants as c
+
+MIB = 2**20
+
+
+@dataclass(frozen=True, slots=True)
+class Framework:
+    key: str
+    name: str
+    kind: str  # "training" | "inference"
+    # Activation checkpointing the library turns on by default, per task ("none" | "full").
+    checkpointing: dict[str, str]
+    # Bytes per (token x vocabulary entry) the loss keeps in 16-bit training; None: the
+    # Transformers default (16-bit logits, fp32 upcast, fp32 log-softmax).
+    logits_bytes: float | None
+    # True: weights, gradients and optimizer states all 16-bit (no fp32 master copy).
+    pure_bf16: bool
+    # True: each parameter is updated as soon as its gradient exists, so gradients never
+    # coexist for the whole model (needs gradient accumulation 1).
+    optimizer_in_backward: bool
+    # True: checkpointed layer inputs go to CPU memory, only the layers in flight stay on GPU.
+    offloads_checkpoints: bool
+    # Activation recomputation granularities the library offers.
+    checkpoint_levels: tuple[str, ...]
+    # Fraction of the GPU an inference server reserves up front (what nvidia-smi shows).
+    preallocates: float | None
+    # Extra bytes per GPU the library holds beyond the CUDA context (server workspaces).
+    overhead_bytes: float
+    launcher: str  # how the sbatch script starts it
+    source: str
+    # Whether a 4-bit base keeps the LM head 4-bit too: False for transformers' bitsandbytes
+    # integration (get_keys_to_not_convert keeps the output layer 16-bit) and the stacks built
+    # on it; True for Lightning's BitsandbytesPrecision (LitGPT), which replaces every
+    # nn.Linear; None where it depends on the user's code (the engine takes the larger layout).
+    quantises_head: bool | None = None
+
+    @property
+    def chunked_loss(self) -> bool:
+        return self.logits_bytes is not None
+
+
+TRAINING_FRAMEWORKS = {
+    "hf_trainer": Framework(
+        key="hf_trainer",
+        name="Hugging Face Transformers Trainer (+ PEFT / TRL)",
+        kind="training",
+        # prepare_model_for_kbit_training(model, use_gradient_checkpointing=True) is how PEFT
+        # prepares a 4-/8-bit base model; plain LoRA and full fine-tuning leave
+        # TrainingArguments.gradient_checkpointing at its default False.
+        checkpointing={"qlora": "full"},
+        logits_bytes=None,
+        pure_bf16=False,
+        optimizer_in_backward=False,
+        offloads_checkpoints=False,
+        checkpoint_levels=("none", "full"),
+        preallocates=None,
+        overhead_bytes=0,
+        launcher="accelerate",
+        source="transformers TrainingArguments (gradient_checkpointing=False, bf16 AMP with "
+        "fp32 master weights); peft/utils/other.py prepare_model_for_kbit_training "
+        "(use_gradient_checkpointing=True); causal-LM heads upcast logits to fp32 for the loss",
+        quantises_head=False,
+    ),
+    "torchtune": Framework(
+        key="torchtune",
+        name="torchtune",
+        kind="training",
+        checkpointing={
+            "qlora": "full",
+            "lora": "full",
+            "full_finetune": "full",
+            "pretrain": "full",
+        },
+        # CEWithChunkedOutputLoss: the output projection returns 8 chunks of 16-bit logits and
+        # each chunk is upcast to fp32 and reduced on its own: 2 + (4 + 4) / 8 bytes.
+        logits_bytes=2 + 8 / 8,
+        pure_bf16=True,
+        optimizer_in_backward=False,
+        offloads_checkpoints=False,
+        checkpoint_levels=("none", "full"),
+        preallocates=None,
+        overhead_bytes=0,
+        launcher="tune",
+        source="pytorch/torchtune recipes/configs/llama3_1/8B_qlora_single_device.yaml and "
+        "8B_full_single_device.yaml: dtype bf16 (no fp32 master weights), "
+        "enable_activation_checkpointing True, loss CEWithChunkedOutputLoss / "
+        "LinearCrossEntropyLoss",
+        quantises_head=False,
+    ),
+    "unsloth": Framework(
+        key="unsloth",
+        name="Unsloth",
+        kind="training",
+        checkpointing={"qlora": "full", "lora": "full", "full_finetune": "full"},
+        # Its fused cross-entropy kernel keeps the 16-bit logits and one fp32 log-sum-exp
+        # per row instead of fp32 copies of the whole logit tensor.
+        logits_bytes=2,
+        pure_bf16=False,
+        optimizer_in_backward=False,
+        offloads_checkpoints=True,
+        checkpoint_levels=("none", "full"),
+        preallocates=None,
+        overhead_bytes=0,
+        launcher="python",
+        source="unslothai/unsloth README: FastLanguageModel.get_peft_model("
+        "use_gradient_checkpointing='unsloth') offloads checkpointed activations to system "
+        "RAM; fast_cross_entropy_loss (unsloth/kernels/cross_entropy_loss.py) computes the "
+        "loss without an fp32 copy of the logits",
+        quantises_head=False,
+    ),
+    "axolotl": Framework(
+        key="axolotl",
+        name="Axolotl",
+        kind="training",
+        checkpointing={"qlora": "full", "lora": "full", "full_finetune": "full"},
+        logits_bytes=None,
+        pure_bf16=False,
+        optimizer_in_backward=False,
+        offloads_checkpoints=False,
+        checkpoint_levels=("none", "full"),
+        preallocates=None,
+        overhead_bytes=0,
+        launcher="accelerate",
+        source="axolotl-ai-cloud/axolotl examples (llama-3/qlora.yml, lora.yml, fft): "
+        "gradient_checkpointing: true; trains through the Transformers Trainer",
+        quantises_head=False,
+    ),
+    "lightning": Framework(
+        key="lightning",
+        name="PyTorch Lightning / Fabric",
+        kind="training",
+        checkpointing={},
+        logits_bytes=None,
+        pure_bf16=False,
+        optimizer_in_backward=False,
+        offloads_checkpoints=False,
+        checkpoint_levels=("none", "full"),
+        preallocates=None,
+        overhead_bytes=0,
+        launcher="srun",
+        source="Lightning Trainer(precision='bf16-mixed') is PyTorch AMP; activation "
+        "checkpointing only where the model's code asks for it",
+        quantises_head=True,
+    ),
+    "deepspeed": Framework(
+        key="deepspeed",
+        name="DeepSpeed",
+        kind="training",
+        checkpointing={},
+        logits_bytes=None,
+        pure_bf16=False,
+        optimizer_in_backward=False,
+        offloads_checkpoints=False,
+        checkpoint_levels=("none", "full"),
+        preallocates=None,
+        overhead_bytes=0,
+        launcher="deepspeed",
+        source="DeepSpeed config docs: bf16/fp16 modes keep fp32 master weights in the "
+        "optimizer (ZeRO paper accounting); activation_checkpointing is off unless configured",
+    ),
+    "megatron": Framework(
+        key="megatron",
+        name="Megatron-LM / NeMo",
+        kind="training",
+        checkpointing={},
+        # Megatron's vocab-parallel cross-entropy works on the 16-bit logits in place and
+        # keeps one fp32 copy for the softmax.
+        logits_bytes=2 + 4,
+        pure_bf16=False,
+        optimizer_in_backward=False,
+        offloads_checkpoints=False,
+        checkpoint_levels=("none", "selective", "full"),
+        preallocates=None,
+        overhead_bytes=0,
+        launcher="torchrun",
+        source="Megatron-LM arguments (--recompute-granularity selective|full; Korthikanti "
+        "et al. 2022, arXiv:2205.05198 section 4 for selective recomputation); "
+        "megatron/core/tensor_parallel/cross_entropy.py (vocab-parallel cross-entropy)",
+    ),
+}
+
+INFERENCE_FRAMEWORKS = {
+    "transformers": Framework(
+        key="transformers",
+        name="Hugging Face Transformers generate()",
+        kind="inference",
+        checkpointing={},
+        logits_bytes=None,
+        pure_bf16=True,
+        optimizer_in_backward=False,
+        offloads_checkpoints=False,
+        checkpoint_levels=("none",),
+        preallocates=None,
+        overhead_bytes=0,
+        launcher="python",
+        source="transformers generate(): a contiguous KV cache grown per token (DynamicCache)",
+        quantises_head=False,
+    ),
+    "litgpt": Framework(
+        key="litgpt",
+        name="LitGPT generate",
+        kind="inference",
+        checkpointing={},
+        logits_bytes=None,
+        pure_bf16=True,
+        optimizer_in_backward=False,
+        offloads_checkpoints=False,
+        checkpoint_levels=("none",),
+        preallocates=None,
+        overhead_bytes=0,
+        launcher="python",
+        source="Lightning-AI/litgpt generate/base.py with --quantize bnb.nf4: Lightning's "
+        "BitsandbytesPrecision quantises every nn.Linear, the LM head included",
+        quantises_head=True,
+    ),
+    "vllm": Framework(
+        key="vllm",
+        name="vLLM",
+        kind="inference",
+        checkpointing={},
+        logits_bytes=None,
+        pure_bf16=True,
+        optimizer_in_backward=False,
+        offloads_checkpoints=False,
+        checkpoint_levels=("none",),
+        # EngineArgs.gpu_memory_utilization defaults to 0.9: vLLM reserves that share of the
+        # GPU at start-up and fills what the model leaves with paged KV-cache blocks.
+        preallocates=0.9,
+        overhead_bytes=0,
+        launcher="vllm",
+        source="vLLM engine arguments (docs.vllm.ai, --gpu-memory-utilization, default 0.9); "
+        "PagedAttention (Kwon et al. 2023, arXiv:2309.06180): KV cache in 16-token blocks, "
+        "under 4 % waste",
+    ),
+    "tgi": Framework(
+        key="tgi",
+        name="Text Generation Inference",
+        kind="inference",
+        checkpointing={},
+        logits_bytes=None,
+        pure_bf16=True,
+        optimizer_in_backward=False,
+        offloads_checkpoints=False,
+        checkpoint_levels=("none",),
+        # --cuda-memory-fraction defaults to 1.0; the launcher warms up and then keeps the
+        # KV-cache blocks that fit (paged attention), so nvidia-smi shows nearly the whole GPU.
+        preallocates=1.0,
+        overhead_bytes=0,
+        launcher="tgi",
+        source="huggingface/text-generation-inference launcher arguments (--cuda-memory-"
+        "fraction 1.0, --max-batch-total-tokens inferred from free memory after warm-up)",
+    ),
+}
+
+FRAMEWORKS = {**TRAINING_FRAMEWORKS, **INFERENCE_FRAMEWORKS}
+FRAMEWORK_CHOICES = ("not_sure", *FRAMEWORKS)
+DEFAULT_TRAINING = "hf_trainer"
+DEFAULT_INFERENCE = "transformers"
+
+
+def framework_for(requested: str | None, training: bool) -> tuple[Framework, bool]:
+    """(profile, whether it was assumed rather than named)."""
+    if requested in (None, "not_sure"):
+        key = DEFAULT_TRAINING if training else DEFAULT_INFERENCE
+        return FRAMEWORKS[key], True
+    return FRAMEWORKS[requested], False
+
+
+def cuda_context_bytes(framework: Framework, legacy_stack: bool) -> float:
+    """Context + library workspaces per GPU: a current stack loads CUDA modules lazily; the
+    stacks of the Volta/Turing era loaded every kernel at start-up (calibration notes §1)."""
+    base = c.CUDA_CONTEXT_LEGACY.value if legacy_stack else c.CUDA_CONTEXT.value
+    return base + framework.overhead_bytes

@@ -1,0 +1,341 @@
+"""The recipe search: the knobs a practitioner turns to make a job fit, chosen per option.
+
+For one option (accelerator x GPU count x strategy) the search tries the activation
+checkpointing levels the library offers, the optimizers the researcher left open and, for
+each, the largest micro-batch that fits (memory is linear in the micro-batch, so it is solved
+for, not tried), with gradient accumulation making up the global batch. It keeps the recipe
+with the least compute time: recomputation repeats FLOPs and small micro-batches leave the GPU
+under-used; ties go to the simpler recipe (AdamW before 8-bit AdamW, no checkpointing before
+checkpointing). A knob the researcher pinned is never changed.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from dataclasses import replace
+from typing import NamedTuple
+
+from advisor.engine import constants as c
+from advisor.engine.compute import training_flops_per_token
+from advisor.engine.frameworks import Framework
+from advisor.engine.memory import MemoryModel, Workload
+from advisor.engine.models import EstimateRequest
+from advisor.engine.shape import ModelShape
+
+LEVEL_WORDS = {
+    "none": "no activation checkpointing",
+    "selective": "selective recomputation",
+    "full": "full activation checkpointing",
+}
+OPTIMIZER_WORDS = {
+    "adamw": "AdamW",
+    "adamw_8bit": "8-bit AdamW",
+    "paged_adamw": "paged AdamW",
+    "paged_adamw_8bit": "paged 8-bit AdamW",
+    "sgd": "SGD",
+}
+_LEVEL_ORDER = {"none": 0, "selective": 1, "full": 2}
+
+
+class Choice(NamedTuple):
+    """One recipe for one (strategy, GPU count), with what it costs (a tuple: the search
+    builds many, and tuples are the cheapest immutable records Python has)."""
+
+    micro: int
+    accumulation: int
+    global_batch: int
+    level: str
+    optimizer: str
+    total: float  # bytes per GPU
+    time_factor: float  # compute time relative to no recomputation at full efficiency
+    flops_per_token: float
+    efficiency: float  # utilisation multiplier from the micro-batch size
+
+
+def micro_batch_efficiency(tokens: int) -> float:
+    """Fraction of the large-GEMM utilisation a micro-batch of `tokens` reaches."""
+    full = c.MICROBATCH_SATURATION_TOKENS.value
+    if tokens >= full:
+        return 1.0
+    return (tokens / full) ** 0.25
+
+
+class RecipeSearch:
+    """Per-estimate search; results are cached per (strategy, GPU count, memory limit)."""
+
+    def __init__(
+        self,
+        shape: ModelShape,
+        wl: Workload,
+        request: EstimateRequest,
+        framework: Framework,
+        model: MemoryModel,
+    ) -> None:
+        self.shape, self.wl, self.model, self.framework = shape, wl, model, framework
+        self.training = wl.training
+        self.global_batch = request.batch_size
+        self.pinned_micro = request.micro_batch
+        self.default_level = model.default_level
+        if not self.training:
+            levels: tuple[str, ...] = ("none",)
+        elif request.gradient_checkpointing is not None:
+            levels = (self.default_level,)
+        else:
+            levels = tuple(
+                lvl
+                for lvl in framework.checkpoint_levels
+                # With flash attention there is no score matrix for selective recomputation
+                # to drop: it would cost FLOPs and save nothing.
+                if not (lvl == "selective" and wl.flash_attention)
+            )
+        self.levels = levels
+        if not self.training:
+            optimizers: tuple[str, ...] = (wl.optimizer,)
+        elif request.optimizer is not None:
+            optimizers = (request.optimizer,)
+        else:
+            optimizers = ("adamw", "adamw_8bit")
+        self.optimizers = optimizers
+        self.flops: dict[str, float] = {}
+        if self.training:
+            base_wl = replace(wl, gradient_checkpointing=False)
+            base = training_flops_per_token(shape, base_wl)
+            attention = 12 * shape.total_layers * shape.attn_dim * wl.seq_len
+            self.flops = {
+                "none": base,
+                "selective": base + attention * c.SELECTIVE_RECOMPUTE_ATTENTION.value,
+                "full": base
+                + c.RECOMPUTE_FLOPS_PER_PARAM.value * shape.flop_params
+                + attention / 3,
+            }
+        self._divisors: dict[int, list[int]] = {}
+        self._cache: dict[tuple[str, int, float], Choice | None] = {}
+        self._floor: dict[tuple[str, int], Choice] = {}
+        none_flops = self.flops.get("none") or 1.0
+        # (compute ratio, optimizer rank, level rank, optimizer, level), cheapest first.
+        self._order = sorted(
+            (self.flops.get(level, none_flops) / none_flops, o, _LEVEL_ORDER[level], opt, level)
+            for o, opt in enumerate(optimizers)
+            for level in levels
+        )
+        self._least_cache: dict[tuple[str, int], float] = {}
+        self._lean_level = max(self.levels, key=_LEVEL_ORDER.__getitem__)
+        self._lean_opt = "adamw_8bit" if "adamw_8bit" in optimizers else optimizers[0]
+        self._reasons: dict[tuple, list[str]] = {}
+
+    # --- helpers ---
+
+    def per_rank(self, strategy: str, n: int) -> int:
+        dp = n if strategy not in ("single", "tensor_parallel") else 1
+        return max(1, math.ceil(self.global_batch / dp)), dp
+
+    def _divisors_of(self, value: int) -> list[int]:
+        found = self._divisors.get(value)
+        if found is None:
+            small = [d for d in range(1, math.isqrt(value) + 1) if value % d == 0]
+            found = sorted(set(small + [value // d for d in small]))
+            self._divisors[value] = found
+        return found
+
+    def _choice(self, strategy: str, n: int, micro: int, level: str, optimizer: str) -> Choice:
+        fixed, per_sample = self.model.linear(strategy, n, level, optimizer)
+        per_rank, dp = self.per_rank(strategy, n)
+        accumulation = max(1, math.ceil(per_rank / micro))
+        if not self.training:
+            return Choice(micro, 1, micro * dp, level, optimizer, fixed + micro * per_sample,
+                          1.0, 0.0, 1.0)  # fmt: skip
+        eff = micro_batch_efficiency(micro * self.wl.seq_len)
+        flops = self.flops[level]
+        return Choice(
+            micro,
+            accumulation,
+            micro * accumulation * dp,
+            level,
+            optimizer,
+            fixed + micro * per_sample,
+            flops / self.flops["none"] / eff,
+            flops,
+            eff,
+        )
+
+    # --- the search ---
+
+    def best(self, strategy: str, n: int, limit: float) -> Choice | None:
+        """The cheapest recipe whose memory per GPU is at most `limit`, or None.
+
+        Recipes are tried from the cheapest conceivable (no recomputation, AdamW, the whole
+        per-GPU batch at once) and the search stops once no untried recipe can beat the best
+        one found, so a job that fits as asked costs one memory lookup."""
+        key = (strategy, n, limit)
+        if key in self._cache:
+            return self._cache[key]
+        if self._least(strategy, n) > limit:  # not even the leanest recipe fits
+            self._cache[key] = None
+            return None
+        if not self.training:
+            found = self._choice(strategy, n, self.wl.batch_size, "none", self.optimizers[0])
+            self._cache[key] = found
+            return found
+        per_rank, _ = self.per_rank(strategy, n)
+        pinned = self.pinned_micro
+        seq = self.wl.seq_len
+        saturation = c.MICROBATCH_SATURATION_TOKENS.value
+        top = pinned or per_rank
+        top_eff = 1.0 if top * seq >= saturation else (top * seq / saturation) ** 0.25
+        linear = self.model.linear
+        best_key = picked = None
+        for ratio, opt_rank, lvl_rank, optimizer, level in self._order:
+            if best_key is not None and (ratio / top_eff, opt_rank, lvl_rank) >= best_key:
+                break
+            fixed, per_sample = linear(strategy, n, level, optimizer)
+            if pinned is not None:
+                micro = pinned
+                if fixed + micro * per_sample > limit:
+                    continue
+            else:
+                room = limit - fixed
+                if room < per_sample:
+                    continue
+                most = int(room // per_sample) if per_sample > 0 else per_rank
+                if most >= per_rank:
+                    micro = per_rank
+                else:
+                    divisors = self._divisors.get(per_rank) or self._divisors_of(per_rank)
+                    micro = divisors[bisect_right(divisors, most) - 1]
+            tokens = micro * seq
+            cost = ratio if tokens >= saturation else ratio / (tokens / saturation) ** 0.25
+            rank_key = (cost, opt_rank, lvl_rank)
+            if best_key is None or rank_key < best_key:
+                best_key, picked = rank_key, (micro, level, optimizer)
+        found = None if picked is None else self._choice(strategy, n, *picked)
+        self._cache[key] = found
+        return found
+
+    def smallest(self, strategy: str, n: int) -> Choice:
+        """The recipe that needs the least memory (for options where nothing fits)."""
+        key = (strategy, n)
+        found = self._floor.get(key)
+        if found is None:
+            micro = self.pinned_micro or 1
+            options = [
+                self._choice(strategy, n, micro, level, optimizer)
+                for optimizer in self.optimizers
+                for level in self.levels
+            ]
+            found = self._floor[key] = min(options, key=lambda ch: ch.total)
+        return found
+
+    def size(
+        self, strategy: str, allowed: tuple[int, ...], capacity: float, headroom_limit: float
+    ) -> tuple[int | None, int | None]:
+        """(smallest count where a recipe fits, smallest where one fits with the margin to
+        spare). Memory per GPU never grows with the count, and a recipe fits exactly when the
+        leanest one does: the scan stops at the first count with the margin to spare."""
+        least = self._least
+        if least(strategy, allowed[-1]) > capacity:
+            return None, None
+        n_fit = None
+        for k in allowed:
+            need = least(strategy, k)
+            if n_fit is None and need <= capacity:
+                n_fit = k
+            if need <= headroom_limit:
+                return n_fit, k
+        return n_fit, None
+
+    def _least(self, strategy: str, n: int) -> float:
+        """Memory of the leanest recipe: the most recomputation and the smallest optimizer
+        state open to the search, at micro-batch 1 (or the pinned one)."""
+        key = (strategy, n)
+        found = self._least_cache.get(key)
+        if found is None:
+            fixed, per_sample = self.model.linear(strategy, n, self._lean_level, self._lean_opt)
+            found = self._least_cache[key] = fixed + (self.pinned_micro or 1) * per_sample
+        return found
+
+    def plan(
+        self, strategy: str, allowed: tuple[int, ...], capacity: float, headroom_limit: float
+    ) -> tuple[int | None, int | None, int, Choice]:
+        """(smallest count that fits, smallest with headroom, the count to use, its recipe)."""
+        n_fit, n_head = self.size(strategy, allowed, capacity, headroom_limit)
+        n = n_head or n_fit or allowed[-1]
+        return n_fit, n_head, n, self.at(strategy, n, capacity, headroom_limit)
+
+    def at(self, strategy: str, n: int, capacity: float, headroom_limit: float) -> Choice:
+        """The recipe for `n` GPUs: the cheapest with headroom, else the cheapest that fits,
+        else the one that needs the least memory (the option then says it does not fit)."""
+        return (
+            self.best(strategy, n, headroom_limit)
+            or self.best(strategy, n, capacity)
+            or self.smallest(strategy, n)
+        )
+
+    def parts(self, strategy: str, n: int, choice: Choice) -> dict[str, int]:
+        return self.model.per_gpu(strategy, n, choice.micro, choice.level, choice.optimizer)
+
+    def recipe_fields(self, choice: Choice, strategy: str, n: int, reasons: list[str]) -> dict:
+        return {
+            "micro_batch": choice.micro,
+            "grad_accumulation": choice.accumulation,
+            "global_batch": choice.global_batch,
+            "checkpointing": choice.level,
+            "optimizer": choice.optimizer if self.training else None,
+            "strategy": strategy,
+            "offload": "optimizer_and_weights" if strategy == "zero3_offload" else "none",
+            "tp": n if strategy == "tensor_parallel" else 1,
+            "compute_factor": round(choice.time_factor, 3),
+            "reasons": reasons,
+        }
+
+    # --- words ---
+
+    def reasons(self, choice: Choice, strategy: str, n: int) -> list[str]:
+        """Why this recipe: what each memory-saving knob buys, in the practitioner's terms."""
+        if not self.training:
+            return []
+        out = []
+        gpus = f"{n} GPUs" if n > 1 else "one GPU"
+        if choice.level != "none":
+            without = self.model.linear(strategy, n, "none", choice.optimizer)
+            need = without[0] + choice.micro * without[1]
+            extra = choice.flops_per_token / self.flops["none"] - 1
+            if need > choice.total * 1.0001:
+                out.append(
+                    f"{LEVEL_WORDS[choice.level]} makes it fit {gpus} at +{extra:.0%} compute; "
+                    f"without it it needs {need / 1e9:.0f} GB per GPU."
+                )
+        elif self.default_level != "none" and "none" in self.levels:
+            extra = self.flops[self.default_level] / self.flops["none"] - 1
+            out.append(
+                f"{self.framework.name} turns on {LEVEL_WORDS[self.default_level]} by default; "
+                f"it fits without, which saves about {extra:.0%} compute (turn it off)."
+            )
+        if (
+            choice.optimizer != "adamw"
+            and choice.optimizer == "adamw_8bit"
+            and (len(self.optimizers) > 1)
+        ):
+            plain = self.model.linear(strategy, n, choice.level, "adamw")
+            need = plain[0] + choice.micro * plain[1]
+            out.append(
+                f"8-bit AdamW (bitsandbytes) makes it fit; AdamW would need {need / 1e9:.0f} GB "
+                "per GPU."
+            )
+        if choice.accumulation > 1 or self.global_batch != choice.global_batch:
+            ranks = choice.global_batch // max(choice.micro * choice.accumulation, 1)
+            out.append(
+                f"global batch {choice.global_batch} = micro-batch {choice.micro} x "
+                f"{choice.accumulation} accumulation step(s) x {ranks} GPU(s)"
+                + (
+                    f" (you asked for {self.global_batch}: every GPU needs at least one sample)."
+                    if choice.global_batch > self.global_batch
+                    else "."
+                )
+            )
+        if choice.efficiency < 0.95:
+            out.append(
+                f"micro-batch {choice.micro} x {self.wl.seq_len} tokens keeps the GPU about "
+                f"{choice.efficiency:.0%} as busy as a large one (included in the GPU hours)."
+            )
+        return out
