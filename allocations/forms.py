@@ -9,7 +9,6 @@ from allocations.facilities import facility_choices
 from allocations.models import AllocationRequest
 from allocations.services import (
     EDITABLE_FIELDS,
-    REQUIRED_FOR_SUBMISSION,
     allocation_request_validate,
 )
 
@@ -55,16 +54,6 @@ class AllocationRequestForm(forms.ModelForm):
             extra=[*current, *extra_facilities]
         )
         self.fields["pi_email"].widget.input_type = "email"
-        # Required to submit, not to save a draft: said in the field's help (read out with it,
-        # aria-describedby) and flagged for assistive technology.
-        for name in REQUIRED_FOR_SUBMISSION:
-            field = self.fields.get(name)
-            if field is None:
-                continue
-            field.widget.attrs["aria-required"] = "true"
-            field.help_text = "Required to submit." + (
-                f" {field.help_text}" if field.help_text else ""
-            )
         self.fields[
             "gpu_hours"
         ].help_text = "Whole GPU hours, including the estimate's contingency."

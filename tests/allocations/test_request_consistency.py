@@ -157,10 +157,14 @@ def test_a_request_moved_to_another_facility_says_so_and_takes_that_systems_gpu(
     assertNotContains(page, 'id="other-facility"')
 
 
-def test_required_fields_say_so():
-    from allocations.forms import AllocationRequestForm
-
-    form = AllocationRequestForm()
-    assert form.fields["project_title"].help_text.startswith("Required to submit.")
-    assert form.fields["project_title"].widget.attrs["aria-required"] == "true"
-    assert "aria-required" not in form.fields["caller_branch"].widget.attrs
+def test_required_fields_say_so(client):
+    researcher = make_user()
+    client.force_login(researcher)
+    session = make_session(user=researcher)
+    response = client.get(reverse("allocations:request-create", args=[session.pk]))
+    body = response.content.decode()
+    # Every field the submission needs, and no other, carries the mark.
+    assert body.count('class="field required-to-submit"') == 11
+    assert '<div class="field required-to-submit"><label for="id_project_title">' in body
+    assert '<div class="field required-to-submit"><label for="id_caller_branch">' not in body
+    assertContains(response, "(required to submit)")
