@@ -19,11 +19,14 @@ from typing import Any
 from django.db import connection
 
 from advisor.engine.models import (
+    DEFAULT_TIE_BREAKERS,
     AcceleratorSpec,
     BenchmarkSpec,
     CatalogSpec,
+    ChargeRateSpec,
     NodeTypeSpec,
     PartitionSpec,
+    RankingPolicySpec,
     SystemSpec,
 )
 from catalog.models import Benchmark, NodeType, Partition, System, SystemStatus
@@ -86,6 +89,7 @@ def system_spec(system: System, *, include_retired: bool = False) -> SystemSpec:
         system,
         container=_or_none(system.container),
         tooling={cell.tool.name: cell.supported for cell in system.tooling.all()},
+        tooling_sources={cell.tool.name: cell.source for cell in system.tooling.all()},
         node_types=[node_type_spec(nt) for nt in node_types],
         partitions=partitions,
     )
@@ -112,6 +116,26 @@ def _build(*, include_retired: bool, profile: str | None) -> CatalogSpec:
         ],
         systems=[system_spec(s, include_retired=include_retired) for s in rows.systems],
         benchmarks=[benchmark_spec(b) for b in rows.benchmarks],
+        ranking=ranking_policy_spec(rows.profile),
+    )
+
+
+def ranking_policy_spec(profile) -> RankingPolicySpec:
+    """The profile's tie-breaker order and charge rates (the engine's defaults without one)."""
+    if profile is None:
+        return RankingPolicySpec()
+    return RankingPolicySpec(
+        tie_breakers=list(profile.tie_breakers) or list(DEFAULT_TIE_BREAKERS),
+        currency=profile.charge_currency,
+        charge_rates=[
+            ChargeRateSpec(
+                accelerator=rate.accelerator.name,
+                rate_per_gpu_hour=rate.rate_per_gpu_hour,
+                currency=profile.charge_currency,
+                source=rate.source,
+            )
+            for rate in profile.charge_rates.all()
+        ],
     )
 
 

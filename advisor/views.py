@@ -19,6 +19,7 @@ from django_htmx.http import HttpResponseClientRedirect, push_url
 from advisor import flow_services
 from advisor.embedding import allowed_origins
 from advisor.engine.models import EstimateResult, Option
+from advisor.engine.ranking import alternatives as alternatives_of
 from advisor.flowchart import (
     AnswerError,
     Flowchart,
@@ -366,23 +367,26 @@ def _memory_bars(
     return bars
 
 
-def _alternatives(result: EstimateResult) -> list[Option]:
-    """The best option per system and GPU other than the recommendation, fitting ones first."""
-    rec = result.recommendation
-    best: dict[tuple[str, str], Option] = {}
-    for option in result.options:
-        if rec and (option.system, option.accelerator, option.num_gpus, option.strategy) == (
-            rec.system,
-            rec.accelerator,
-            rec.num_gpus,
-            rec.strategy,
-        ):
-            continue
-        key = (option.system, option.accelerator)
-        current = best.get(key)
-        if current is None or _option_order(option) < _option_order(current):
-            best[key] = option
-    return sorted(best.values(), key=_option_order)[:8]
+# The alternatives table sorts by these (a link per column header; works without JavaScript).
+ALTERNATIVE_SORTS = {
+    "rank": ("ranking", None),
+    "gpu_hours": ("GPU hours", lambda o: o.requested_gpu_hours),
+    "wall": ("wall time", lambda o: o.wall_hours),
+    "cost": ("charged cost", lambda o: o.charge.total if o.charge else None),
+}
+
+
+def _alternatives(result: EstimateResult, sort: str) -> list[Option]:
+    """The engine's alternatives (best option per system and GPU, in ranking order); a result
+    stored before the engine listed them gets the same from its ranked options. `sort` only
+    re-orders the table by a column, unknown values last."""
+    found = list(result.alternatives) or alternatives_of(
+        list(result.options), result.recommendation
+    )
+    key = ALTERNATIVE_SORTS.get(sort, ALTERNATIVE_SORTS["rank"])[1]
+    if key is None:
+        return found
+    return sorted(found, key=lambda o: (key(o) is None, key(o) or 0.0))
 
 
 def _gb(n_bytes: float) -> str:
@@ -402,14 +406,6 @@ def _memory_range(result) -> str:
         else "the engine's calibration margin"
     )
     return f"likely {low / 1e9:,.1f} to {high / 1e9:,.1f} GB ({basis})"
-
-
-def _option_order(option: Option):
-    return (
-        not option.fits,
-        option.rank if option.rank is not None else 10**6,
-        option.requested_gpu_hours if option.requested_gpu_hours is not None else 1e18,
-    )
 
 
 EXPERIENCE_TIPS = {
@@ -474,13 +470,20 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
         context["experience_tip"] = ""
     if result is not None:
         systems, accelerators, capacity = _names(state.catalog)
-        alternatives = _alternatives(result)
+        sort = request.GET.get("sort", "rank")
+        if sort not in ALTERNATIVE_SORTS:
+            sort = "rank"
+        alternatives = _alternatives(result, sort)
         shown = ([result.recommendation] if result.recommendation else []) + alternatives[:3]
         context.update(
             {
                 "alternatives": [
                     {"option": o, "label": _option_label(o, systems, accelerators)}
                     for o in alternatives
+                ],
+                "alternative_sort": sort,
+                "alternative_sorts": [
+                    {"key": key, "words": words} for key, (words, _) in ALTERNATIVE_SORTS.items()
                 ],
                 "recommendation_label": _option_label(result.recommendation, systems, accelerators)
                 if result.recommendation

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import admin, messages
@@ -22,11 +24,16 @@ from django.utils.html import format_html
 from django.utils.timesince import timesince
 
 from allocations.estimates import EstimateUnavailable, estimate_comparison, estimate_rerun
-from allocations.forms import ApproveForm, EstimateRerunForm, RejectForm, RequestChangesForm
+from allocations.forms import (
+    ApproveForm,
+    DecisionForm,
+    EstimateRerunForm,
+    RejectForm,
+    RequestChangesForm,
+)
 from allocations.measurement_selectors import measurement_views
 from allocations.measurement_services import allocation_request_approve_with_account
 from allocations.models import (
-    PENDING_STATUSES,
     AllocationEvent,
     AllocationRequest,
     Notification,
@@ -35,6 +42,8 @@ from allocations.models import (
 from allocations.notifications import notifications_waiting_for_broker
 from allocations.selectors import estimate_view
 from allocations.services import (
+    TRANSITIONS,
+    Transition,
     allocation_request_record_rerun,
     allocation_request_reject,
     allocation_request_request_changes,
@@ -73,10 +82,32 @@ EXPORT_FIELDS = (
     "decided_at",
 )
 
+
+@dataclass(frozen=True)
+class Decision:
+    """A staff decision: its button, its form, the workflow transition it takes and the
+    service that takes it (called with the form's cleaned data as keyword arguments)."""
+
+    label: str
+    form: type[DecisionForm]
+    transition: Transition
+    service: Callable[..., AllocationRequest]
+
+    def applies_to(self, allocation_request: AllocationRequest) -> bool:
+        return allocation_request.status in self.transition.sources
+
+
 DECISIONS = {
-    "approve": ("Approve", ApproveForm),
-    "request-changes": ("Request changes", RequestChangesForm),
-    "reject": ("Reject", RejectForm),
+    "approve": Decision(
+        "Approve", ApproveForm, TRANSITIONS["approve"], allocation_request_approve_with_account
+    ),
+    "request-changes": Decision(
+        "Request changes",
+        RequestChangesForm,
+        TRANSITIONS["request_changes"],
+        allocation_request_request_changes,
+    ),
+    "reject": Decision("Reject", RejectForm, TRANSITIONS["reject"], allocation_request_reject),
 }
 
 
@@ -100,6 +131,14 @@ def export_row(allocation_request: AllocationRequest) -> dict[str, Any]:
         else:
             row[field] = getattr(allocation_request, field)
     return row
+
+
+def _decision_log(allocation_request: AllocationRequest, label: str) -> str:
+    """The admin history's line for a decision (Django's LogEntry, beside our own events)."""
+    words = f"{label}: now {allocation_request.get_status_display().lower()}"
+    if allocation_request.granted_gpu_hours and allocation_request.status == "approved":
+        words += f", {allocation_request.granted_gpu_hours:,} GPU hours granted"
+    return words + "."
 
 
 class AllocationEventInline(admin.TabularInline):
@@ -238,11 +277,7 @@ class AllocationRequestAdmin(admin.ModelAdmin):
                     obj.estimate_snapshot, requested_gpu_hours=obj.gpu_hours, facility=obj.facility
                 ),
                 measurements=measurement_views(allocation_request=obj),
-                decisions=(
-                    [(key, label) for key, (label, _form) in DECISIONS.items()]
-                    if obj.status in PENDING_STATUSES
-                    else []
-                ),
+                decisions=[(key, d.label) for key, d in DECISIONS.items() if d.applies_to(obj)],
             )
         return super().change_view(request, object_id, form_url, extra_context)
 
@@ -276,36 +311,15 @@ class AllocationRequestAdmin(admin.ModelAdmin):
         obj = self._get_for_review(request, object_id)
         if not self.has_change_permission(request, obj):
             raise PermissionDenied
-        label, form_class = DECISIONS[decision]
+        label, form_class = DECISIONS[decision].label, DECISIONS[decision].form
         change_url = reverse("admin:allocations_allocationrequest_change", args=[obj.pk])
         if request.method == "POST":
             form = form_class(request.POST)
             if form.is_valid():
-                data = form.cleaned_data
                 try:
-                    if decision == "approve":
-                        allocation_request_approve_with_account(
-                            allocation_request=obj,
-                            reviewer=request.user,
-                            slurm_account=data["slurm_account"],
-                            granted_gpu_hours=data["granted_gpu_hours"],
-                            message=data["message"],
-                            note=data["note"],
-                        )
-                    elif decision == "request-changes":
-                        allocation_request_request_changes(
-                            allocation_request=obj,
-                            reviewer=request.user,
-                            message=data["message"],
-                            note=data["note"],
-                        )
-                    else:
-                        allocation_request_reject(
-                            allocation_request=obj,
-                            reviewer=request.user,
-                            message=data["message"],
-                            note=data["note"],
-                        )
+                    decided = DECISIONS[decision].service(
+                        allocation_request=obj, reviewer=request.user, **form.cleaned_data
+                    )
                 except ValidationError as exc:
                     if hasattr(exc, "error_dict"):
                         for field, errors in exc.message_dict.items():
@@ -313,6 +327,7 @@ class AllocationRequestAdmin(admin.ModelAdmin):
                     else:
                         form.add_error(None, exc.messages)
                 else:
+                    self.log_change(request, decided, _decision_log(decided, label))
                     self.message_user(request, f"{label}: done for “{obj}”.", messages.SUCCESS)
                     if notifications_waiting_for_broker(allocation_request=obj):
                         self.message_user(

@@ -7,10 +7,7 @@ from django.core.exceptions import ValidationError
 
 from allocations.facilities import facility_choices
 from allocations.models import AllocationRequest
-from allocations.services import (
-    EDITABLE_FIELDS,
-    allocation_request_validate,
-)
+from allocations.services import EDITABLE_FIELDS, CheckedFields, allocation_request_validate
 
 
 class AllocationRequestForm(forms.ModelForm):
@@ -49,6 +46,7 @@ class AllocationRequestForm(forms.ModelForm):
     def __init__(self, *args, for_submission: bool = False, extra_facilities=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.for_submission = for_submission
+        self.checked: CheckedFields | None = None
         current = [self.initial.get("facility") or getattr(self.instance, "facility", "")]
         self.fields["facility"].choices = [("", "---------")] + facility_choices(
             extra=[*current, *extra_facilities]
@@ -65,7 +63,10 @@ class AllocationRequestForm(forms.ModelForm):
         for field in self.errors:
             values.pop(field, None)
         try:
-            allocation_request_validate(values=values, for_submission=self.for_submission)
+            # Services take this instead of checking the same fields again.
+            self.checked = allocation_request_validate(
+                values=values, for_submission=self.for_submission
+            )
         except ValidationError as exc:
             for field, messages in exc.message_dict.items():
                 if field not in self.errors:

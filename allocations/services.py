@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from allocations.facilities import facility_get, trial_gpu_hours_limit
+from allocations.facilities import Facility, facility_get, trial_gpu_hours_limit
 from allocations.models import (
     CLOSED_STATUSES,
     EDITABLE_STATUSES,
@@ -119,7 +119,24 @@ def _service_limit(service: str) -> ServiceLimit | None:
     return ServiceLimit.objects.filter(service=service).first()
 
 
-def allocation_request_validate(*, values: dict[str, Any], for_submission: bool) -> None:
+@dataclass(frozen=True)
+class CheckedFields:
+    """A request's fields that passed `allocation_request_validate`, and for what.
+
+    The form checks the fields once and hands this on; services take it instead of checking
+    again, so one request is validated once however many services it passes through.
+    """
+
+    values: dict[str, Any]
+    for_submission: bool
+    facility: Facility | None = None
+
+    def covers(self, *, for_submission: bool) -> bool:
+        complete = all(name in self.values for name in EDITABLE_FIELDS)
+        return complete and (self.for_submission or not for_submission)
+
+
+def allocation_request_validate(*, values: dict[str, Any], for_submission: bool) -> CheckedFields:
     """Raise ValidationError with one clear message per field; drafts skip completeness."""
     errors: dict[str, list[str]] = {}
 
@@ -231,6 +248,15 @@ def allocation_request_validate(*, values: dict[str, Any], for_submission: bool)
         )
     if errors:
         raise ValidationError(errors)
+    return CheckedFields(values=dict(values), for_submission=for_submission, facility=facility)
+
+
+def _checked(fields: dict[str, Any] | CheckedFields, *, for_submission: bool) -> CheckedFields:
+    """The fields as checked by the caller's form, or checked here when they were not."""
+    if isinstance(fields, CheckedFields) and fields.covers(for_submission=for_submission):
+        return fields
+    values = fields.values if isinstance(fields, CheckedFields) else fields
+    return allocation_request_validate(values=values, for_submission=for_submission)
 
 
 def _day(value: date) -> str:
@@ -306,14 +332,16 @@ def requested_gpu_hours_from_result(result: dict[str, Any]) -> int | None:
 
 @transaction.atomic
 def allocation_request_create_from_session(
-    *, session, researcher, fields: dict[str, Any]
+    *, session, researcher, fields: dict[str, Any] | CheckedFields, submit: bool = False
 ) -> AllocationRequest:
-    """A draft request holding the researcher's fields and a frozen copy of the estimate."""
+    """A draft request holding the researcher's fields and a frozen copy of the estimate;
+    with `submit`, submitted in the same transaction (one check of the fields, for submission).
+    """
     if session.estimate_result is None:
         raise ValidationError("This advisor session has no estimate yet: finish the advisor first.")
     if session.user_id is not None and session.user_id != researcher.pk:
         raise ValidationError("This advisor session belongs to someone else.")
-    allocation_request_validate(values=fields, for_submission=False)
+    checked = _checked(fields, for_submission=submit)
     snapshot = estimate_snapshot_from_session(session)
     allocation_request = AllocationRequest(
         researcher=researcher,
@@ -321,34 +349,71 @@ def allocation_request_create_from_session(
         estimate_snapshot=snapshot,
         engine_version=snapshot["engine_version"][:40],
         **_queue_fields_from_result(snapshot["result"]),
-        **{k: v for k, v in fields.items() if k in EDITABLE_FIELDS},
+        **{k: v for k, v in checked.values.items() if k in EDITABLE_FIELDS},
     )
-    allocation_request.system = _system_for(allocation_request.facility)
+    _link_system(allocation_request, checked)
     _queue_fields_follow_facility(allocation_request)
-    allocation_request.full_clean()
+    _full_clean(allocation_request)
+    events = [
+        AllocationEvent(
+            allocation_request=allocation_request,
+            actor=researcher,
+            from_status="",
+            to_status=Status.DRAFT,
+        )
+    ]
+    if submit:  # saved as submitted at once, with both events: the history shows the draft
+        events.append(
+            _transition_set(allocation_request, transition=TRANSITIONS["submit"], actor=researcher)
+        )
     try:
-        with transaction.atomic():
-            allocation_request.save(force_insert=True)
+        allocation_request.save(force_insert=True)
     except IntegrityError as exc:  # two tabs saving at once: the constraint decides
         raise ValidationError(
             "This advisor result already has an active allocation request."
         ) from exc
-    AllocationEvent.objects.create(
-        allocation_request=allocation_request,
-        actor=researcher,
-        from_status="",
-        to_status=Status.DRAFT,
-    )
+    events = AllocationEvent.objects.bulk_create(events)
     if session.user_id is None:
         session.user = researcher
         session.save(update_fields=["user", "updated_at"])
+    if submit:
+        from allocations.notifications import notifications_enqueue_for_event
+
+        notifications_enqueue_for_event(event=events[-1])
     return allocation_request
+
+
+def _link_system(allocation_request: AllocationRequest, checked: CheckedFields) -> None:
+    """The catalog row behind the facility, from the check's own look-up when it made one."""
+    facility = checked.facility
+    if facility is not None and facility.name == allocation_request.facility:
+        allocation_request.system_id = facility.pk
+    else:
+        allocation_request.system = _system_for(allocation_request.facility)
+
+
+def _full_clean(allocation_request: AllocationRequest) -> None:
+    """The model's field checks. Foreign keys were just read, and the table's constraints
+    (checked by the database on save) were checked by allocation_request_validate: asking the
+    database again would cost a query per foreign key and per constraint."""
+    allocation_request.full_clean(
+        exclude=["researcher", "advisor_session", "system"],
+        validate_unique=False,
+        validate_constraints=False,
+    )
 
 
 @transaction.atomic
 def allocation_request_update(
-    *, allocation_request: AllocationRequest, researcher, fields: dict[str, Any]
+    *,
+    allocation_request: AllocationRequest,
+    researcher,
+    fields: dict[str, Any] | CheckedFields,
+    submit: bool = False,
+    message: str = "",
 ) -> AllocationRequest:
+    """Save the researcher's edits; with `submit`, submit (or resubmit) them in the same
+    transaction, checking the fields once, for submission."""
     locked = AllocationRequest.objects.select_for_update().get(pk=allocation_request.pk)
     if locked.researcher_id != researcher.pk:
         raise ValidationError("Only the researcher who made this request can change it.")
@@ -356,14 +421,23 @@ def allocation_request_update(
         raise TransitionError(
             f"A request that is {locked.get_status_display().lower()} cannot be edited."
         )
-    for key, value in fields.items():
+    values = fields.values if isinstance(fields, CheckedFields) else fields
+    for key, value in values.items():
         if key in EDITABLE_FIELDS:
             setattr(locked, key, value)
-    allocation_request_validate(values=_values(locked), for_submission=False)
-    locked.system = _system_for(locked.facility)
+    if isinstance(fields, CheckedFields) and fields.covers(for_submission=submit):
+        checked = fields
+    else:
+        checked = allocation_request_validate(values=_values(locked), for_submission=submit)
+    _link_system(locked, checked)
     _queue_fields_follow_facility(locked)
-    locked.full_clean()
-    locked.save()
+    _full_clean(locked)
+    if submit:
+        transition = _submit_transition(locked)
+        _transition_check(locked, transition=transition, actor=researcher, message=message)
+        _transition_apply(locked, transition=transition, actor=researcher, message=message)
+    else:
+        locked.save()
     return locked
 
 
@@ -381,65 +455,63 @@ def allocation_request_transition(
     granted_gpu_hours: int | None = None,
 ) -> AllocationRequest:
     """Move a request along the workflow, once, under a row lock; record and notify."""
-    from allocations.notifications import notifications_enqueue_for_event
-
     transition = TRANSITIONS[action]
     # Two staff pressing approve at once: the second waits here, then sees APPROVED and fails.
     locked = AllocationRequest.objects.select_for_update().get(pk=allocation_request.pk)
+    _transition_check(locked, transition=transition, actor=actor, message=message)
+    if transition.target in (Status.SUBMITTED, Status.RESUBMITTED):
+        allocation_request_validate(values=_values(locked), for_submission=True)
+    _transition_apply(
+        locked,
+        transition=transition,
+        actor=actor,
+        message=message,
+        note=note,
+        granted_gpu_hours=granted_gpu_hours,
+    )
+    return locked
+
+
+def _transition_check(locked: AllocationRequest, *, transition: Transition, actor, message: str):
+    """Who may take the transition, from which status, and whether it needs a message."""
     if transition.by_staff and not actor.is_staff:
         raise TransitionError("Only research-computing staff can review requests.")
     if not transition.by_staff and locked.researcher_id != actor.pk:
         raise TransitionError("Only the researcher who made this request can do that.")
     if locked.status not in transition.sources:
         raise TransitionError(
-            f"Cannot {action.replace('_', ' ')} a request that is "
+            f"Cannot {transition.name.replace('_', ' ')} a request that is "
             f"{locked.get_status_display().lower()}."
         )
-    message = (message or "").strip()
-    note = (note or "").strip()
-    if transition.message_required and not message:
+    if transition.message_required and not (message or "").strip():
         raise ValidationError({"message": transition.message_required})
 
-    now = timezone.now()
-    if transition.target in (Status.SUBMITTED, Status.RESUBMITTED):
-        allocation_request_validate(values=_values(locked), for_submission=True)
-        locked.submitted_at = now
-        # Waiting for a decision again: the earlier "changes requested" stays in the history
-        # with its own time, and "Decided at" no longer shows it as if it were the decision.
-        locked.decided_at = None
-    if transition.target == Status.APPROVED:
-        if granted_gpu_hours is None:
-            granted_gpu_hours = locked.gpu_hours
-        if granted_gpu_hours <= 0:
-            raise ValidationError({"granted_gpu_hours": "Grant more than 0 GPU hours."})
-        if granted_gpu_hours > settings.ALLOCATION_MAX_GPU_HOURS:
-            raise ValidationError(
-                {
-                    "granted_gpu_hours": (
-                        f"At most {settings.ALLOCATION_MAX_GPU_HOURS:,} GPU hours can be granted."
-                    )
-                }
-            )
-        locked.granted_gpu_hours = granted_gpu_hours
-    else:
-        granted_gpu_hours = None
-    if transition.by_staff:
-        locked.decided_at = now
 
-    from_status = locked.status
-    locked.status = transition.target
-    locked.save()
-    event = AllocationEvent.objects.create(
-        allocation_request=locked,
+def _transition_apply(
+    locked: AllocationRequest,
+    *,
+    transition: Transition,
+    actor,
+    message: str = "",
+    note: str = "",
+    granted_gpu_hours: int | None = None,
+) -> AllocationEvent:
+    """Take the transition, save, record the event and enqueue its e-mails. The caller holds
+    the row and has checked the transition."""
+    from allocations.notifications import notifications_enqueue_for_event
+
+    event = _transition_set(
+        locked,
+        transition=transition,
         actor=actor,
-        from_status=from_status,
-        to_status=transition.target,
         message=message,
         note=note,
         granted_gpu_hours=granted_gpu_hours,
     )
+    locked.save()
+    event.save()
     notifications_enqueue_for_event(event=event)
-    return locked
+    return event
 
 
 @transaction.atomic
@@ -474,16 +546,75 @@ def allocation_request_record_rerun(
     )
 
 
-def allocation_request_submit(*, allocation_request, researcher) -> AllocationRequest:
-    return allocation_request_transition(
-        allocation_request=allocation_request, action="submit", actor=researcher
+def _transition_set(
+    allocation_request: AllocationRequest,
+    *,
+    transition: Transition,
+    actor,
+    message: str = "",
+    note: str = "",
+    granted_gpu_hours: int | None = None,
+) -> AllocationEvent:
+    """The new status and its dates on the request, and the unsaved event that records it."""
+    now = timezone.now()
+    if transition.target in (Status.SUBMITTED, Status.RESUBMITTED):
+        allocation_request.submitted_at = now
+        # Waiting for a decision again: the earlier "changes requested" stays in the history
+        # with its own time, and "Decided at" no longer shows it as if it were the decision.
+        allocation_request.decided_at = None
+    if transition.target == Status.APPROVED:
+        granted_gpu_hours = _granted_hours(allocation_request, granted_gpu_hours)
+        allocation_request.granted_gpu_hours = granted_gpu_hours
+    else:
+        granted_gpu_hours = None
+    if transition.by_staff:
+        allocation_request.decided_at = now
+    from_status = allocation_request.status
+    allocation_request.status = transition.target
+    return AllocationEvent(
+        allocation_request=allocation_request,
+        actor=actor,
+        from_status=from_status,
+        to_status=transition.target,
+        message=(message or "").strip(),
+        note=(note or "").strip(),
+        granted_gpu_hours=granted_gpu_hours,
     )
 
 
-def allocation_request_resubmit(*, allocation_request, researcher, message: str = ""):
+def _granted_hours(locked: AllocationRequest, granted_gpu_hours: int | None) -> int:
+    if granted_gpu_hours is None:
+        granted_gpu_hours = locked.gpu_hours
+    if granted_gpu_hours <= 0:
+        raise ValidationError({"granted_gpu_hours": "Grant more than 0 GPU hours."})
+    if granted_gpu_hours > settings.ALLOCATION_MAX_GPU_HOURS:
+        raise ValidationError(
+            {
+                "granted_gpu_hours": (
+                    f"At most {settings.ALLOCATION_MAX_GPU_HOURS:,} GPU hours can be granted."
+                )
+            }
+        )
+    return granted_gpu_hours
+
+
+def _submit_transition(allocation_request: AllocationRequest) -> Transition:
+    """A draft is submitted; a request sent back for changes is resubmitted."""
+    if allocation_request.status == Status.CHANGES_REQUESTED:
+        return TRANSITIONS["resubmit"]
+    return TRANSITIONS["submit"]
+
+
+@transaction.atomic
+def allocation_request_submit(
+    *, allocation_request, researcher, message: str = ""
+) -> AllocationRequest:
+    """Submit a draft, or resubmit a request staff sent back for changes (with a note): which
+    one is read from the row under its lock, so a stale copy in the caller's hands is fine."""
+    locked = AllocationRequest.objects.select_for_update().get(pk=allocation_request.pk)
     return allocation_request_transition(
-        allocation_request=allocation_request,
-        action="resubmit",
+        allocation_request=locked,
+        action=_submit_transition(locked).name,
         actor=researcher,
         message=message,
     )

@@ -26,10 +26,8 @@ from allocations.selectors import (
     trial_suggested,
 )
 from allocations.services import (
-    EDITABLE_FIELDS,
+    CheckedFields,
     allocation_request_create_from_session,
-    allocation_request_resubmit,
-    allocation_request_submit,
     allocation_request_update,
     allocation_request_withdraw,
 )
@@ -55,8 +53,10 @@ def _estimate_systems(result: dict) -> list[str]:
     return [o.get("system", "") for o in result.get("options") or []]
 
 
-def _fields(form: AllocationRequestForm) -> dict:
-    return {field: form.cleaned_data.get(field) for field in EDITABLE_FIELDS}
+def _fields(form: AllocationRequestForm) -> CheckedFields:
+    """The form's fields as its clean() checked them, so the services do not check again."""
+    assert form.checked is not None  # a valid form has checked its fields
+    return form.checked
 
 
 def _apply_errors(form: AllocationRequestForm, exc: ValidationError) -> None:
@@ -116,12 +116,11 @@ def request_create(request: HttpRequest, session_id) -> HttpResponse:
         if form.is_valid():
             try:
                 allocation_request = allocation_request_create_from_session(
-                    session=session, researcher=request.user, fields=_fields(form)
+                    session=session,
+                    researcher=request.user,
+                    fields=_fields(form),
+                    submit=_wants_submit(request),
                 )
-                if _wants_submit(request):
-                    allocation_request_submit(
-                        allocation_request=allocation_request, researcher=request.user
-                    )
             except ValidationError as exc:
                 _apply_errors(form, exc)
             else:
@@ -240,19 +239,13 @@ def request_edit(request: HttpRequest, pk) -> HttpResponse:
         )
         if form.is_valid():
             try:
-                updated = allocation_request_update(
+                allocation_request_update(
                     allocation_request=allocation_request,
                     researcher=request.user,
                     fields=_fields(form),
+                    submit=submitting,
+                    message=form.cleaned_data["resubmit_message"],
                 )
-                if submitting and updated.status == "draft":
-                    allocation_request_submit(allocation_request=updated, researcher=request.user)
-                elif submitting:
-                    allocation_request_resubmit(
-                        allocation_request=updated,
-                        researcher=request.user,
-                        message=form.cleaned_data["resubmit_message"],
-                    )
             except ValidationError as exc:
                 _apply_errors(form, exc)
             else:

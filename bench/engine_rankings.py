@@ -45,10 +45,12 @@ from advisor.engine.models import (  # noqa: E402
     PartitionSpec,
     SystemSpec,
 )
+from catalog.benchmark_file import benchmark_file_read  # noqa: E402
 from catalog.data_schema import validate_catalog_file  # noqa: E402
 from tests.engine.catalog_fixture import catalog  # noqa: E402
 
 DEFAULT_CATALOG = ROOT / "catalog" / "data" / "default.json"
+SHARED_BENCHMARKS = ROOT / "catalog" / "data" / "shared" / "benchmarks.json"
 
 CONFIGS = ROOT / "tests" / "engine" / "configs"
 
@@ -151,13 +153,16 @@ def catalog_from_file(path: Path = DEFAULT_CATALOG) -> CatalogSpec:
             )
         )
     names = {s.name for s in systems}
+    shared = [b for _, b in benchmark_file_read(SHARED_BENCHMARKS)]
     benchmarks = [
-        BenchmarkSpec(**b.model_dump(exclude={"name", "strategy"}), strategy=b.strategy or None)
-        for b in doc.benchmarks
+        BenchmarkSpec(**b.model_dump(exclude={"strategy"}), strategy=b.strategy or None)
+        for b in [*doc.benchmarks, *shared]
         if b.system is None or b.system in names
     ]
     used = {nt.accelerator for s in systems for nt in s.node_types}
     used |= {b.accelerator for b in benchmarks}
+    known = {a.name for a in doc.accelerators}
+    benchmarks = [b for b in benchmarks if b.accelerator in known]
     accelerators = [
         AcceleratorSpec(**a.model_dump(include=set(AcceleratorSpec.model_fields)))
         for a in sorted(doc.accelerators, key=lambda a: a.name)

@@ -6,6 +6,7 @@ from django.utils.translation import gettext_lazy as _
 from catalog.models import (
     Accelerator,
     Benchmark,
+    ChargeRate,
     NodeType,
     Partition,
     Profile,
@@ -31,12 +32,39 @@ class RetiredFilter(admin.SimpleListFilter):
         return queryset
 
 
+class ChargeRateInline(admin.TabularInline):
+    model = ChargeRate
+    extra = 1
+    autocomplete_fields = ["accelerator"]
+    verbose_name = _("charge rate per GPU hour")
+    verbose_name_plural = _(
+        "charge rates per GPU hour (HPC systems without a price; otherwise the engine uses the "
+        "Azure price of the nearest GPU)"
+    )
+
+
 @admin.register(Profile)
 class ProfileAdmin(admin.ModelAdmin):
     list_display = ["name", "title", "is_active", "loaded_at", "source_file"]
     list_filter = ["is_active"]
     search_fields = ["name", "title"]
     readonly_fields = ["loaded_at", "source_file"]
+    fieldsets = [
+        (None, {"fields": ["name", "title", "description", "is_active"]}),
+        (
+            _("Ranking: what the job costs the institute"),
+            {
+                "fields": ["tie_breakers", "charge_currency"],
+                "description": _(
+                    "Options that fit and whose software runs come first, fully available "
+                    "systems before limited ones; then these tie-breakers in this order, e.g. "
+                    '["deadline", "cost", "gpu_class", "queue", "gpus"] (the default).'
+                ),
+            },
+        ),
+        (_("Loaded from"), {"fields": ["source_file", "loaded_at"]}),
+    ]
+    inlines = [ChargeRateInline]
 
 
 @admin.register(Accelerator)

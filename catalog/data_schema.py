@@ -155,6 +155,9 @@ class BenchmarkIn(_In):
     tokens_per_second: float | None = Field(default=None, gt=0)
     peak_memory_gb: float | None = Field(default=None, gt=0)
     mfu: float | None = Field(default=None, gt=0, le=1)
+    hidden_size: int | None = Field(default=None, ge=1)
+    num_layers: int | None = Field(default=None, ge=1)
+    gradient_checkpointing: bool | None = None
     outcome: Literal["completed", "out_of_memory"] = "completed"
     notes: str = ""
     source: Source

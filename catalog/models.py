@@ -101,6 +101,19 @@ class CatalogQuerySet(models.QuerySet):
 CatalogManager = models.Manager.from_queryset(CatalogQuerySet)
 
 
+TIE_BREAKERS = ("deadline", "cost", "gpu_class", "queue", "gpus")
+
+
+def validate_tie_breakers(value) -> None:
+    if not isinstance(value, list) or not all(v in TIE_BREAKERS for v in value):
+        raise ValidationError(
+            "Give a list of tie-breakers from: %(names)s.",
+            params={"names": ", ".join(TIE_BREAKERS)},
+        )
+    if len(set(value)) != len(value):
+        raise ValidationError("Name each tie-breaker once.")
+
+
 class Profile(models.Model):
     name = models.SlugField(max_length=64, unique=True)
     title = models.CharField(max_length=200)
@@ -110,6 +123,20 @@ class Profile(models.Model):
     )
     source_file = models.CharField(max_length=500, blank=True)
     loaded_at = models.DateTimeField(null=True, blank=True)
+    # The ranking's tie-breakers after "fits and runs" (advisor/engine/ranking.py), in order.
+    tie_breakers = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_tie_breakers],
+        help_text="Order of: deadline, cost, gpu_class, queue, gpus (any left out follow in that "
+        "order). Empty: that default order.",
+    )
+    charge_currency = models.CharField(
+        max_length=10,
+        default="USD",
+        help_text="Currency of the charge rates below and of the engine's cloud-equivalent "
+        "defaults (USD, from Azure list prices).",
+    )
 
     objects = CatalogManager()
 
@@ -456,9 +483,19 @@ class Benchmark(models.Model):
     measurements staff accepted, and a catalog reload keeps them. `source_reference` names
     the measurement as plain text ("allocation-request:<id>/measurement:<id>"): the catalog
     imports nothing from the apps that make such rows.
+
+    A benchmark without a profile is shared by every profile (catalog/data/shared/benchmarks.json,
+    `manage.py load_benchmarks`): a GPU's speed does not depend on the institute.
     """
 
-    profile = models.ForeignKey(Profile, on_delete=models.CASCADE, related_name="benchmarks")
+    profile = models.ForeignKey(
+        Profile,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="benchmarks",
+        help_text="Empty: shared by every profile.",
+    )
     name = models.SlugField(max_length=100, unique=True)
     accelerator = models.ForeignKey(
         Accelerator, on_delete=models.PROTECT, related_name="benchmarks"
@@ -477,6 +514,9 @@ class Benchmark(models.Model):
     tokens_per_second = models.FloatField(null=True, blank=True)
     peak_memory_gb = models.FloatField(null=True, blank=True)
     mfu = models.FloatField(null=True, blank=True)
+    hidden_size = models.PositiveIntegerField(null=True, blank=True)
+    num_layers = models.PositiveIntegerField(null=True, blank=True)
+    gradient_checkpointing = models.BooleanField(null=True, blank=True)
     outcome = models.CharField(
         max_length=20, choices=BenchmarkOutcome.choices, default=BenchmarkOutcome.COMPLETED
     )
@@ -505,3 +545,34 @@ class Benchmark(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class ChargeRate(models.Model):
+    """What the institute counts per GPU hour on an accelerator, for the profile's HPC systems
+    that have no price of their own. Without one the engine charges the cloud-equivalent
+    default (the Azure price of the nearest GPU; advisor/engine/ranking.py)."""
+
+    profile = models.ForeignKey(Profile, on_delete=models.CASCADE, related_name="charge_rates")
+    accelerator = models.ForeignKey(
+        Accelerator, on_delete=models.CASCADE, related_name="charge_rates"
+    )
+    rate_per_gpu_hour = models.FloatField(help_text="In the profile's charge currency.")
+    source = models.CharField(
+        max_length=300, help_text="Where the rate comes from: a published charge, a decision."
+    )
+
+    objects = CatalogManager()
+
+    class Meta:
+        ordering = ["profile", "accelerator"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["profile", "accelerator"], name="catalog_chargerate_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(rate_per_gpu_hour__gte=0), name="catalog_chargerate_gte_0"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.profile.name}: {self.accelerator.name} {self.rate_per_gpu_hour:g}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 
 from catalog.models import (
     Accelerator,
@@ -58,6 +58,7 @@ class CatalogRows:
     systems: list[System]
     benchmarks: list[Benchmark]
     accelerators: list[Accelerator]
+    profile: Profile | None = None  # its ranking policy (tie-breakers, charge rates)
 
 
 def catalog_rows(*, include_retired: bool = False, profile: str | None = None) -> CatalogRows:
@@ -77,7 +78,10 @@ def catalog_rows(*, include_retired: bool = False, profile: str | None = None) -
     names = {s.name for s in systems}
     benchmarks = [
         b
-        for b in Benchmark.objects.select_related("accelerator", "system").filter(profile=chosen)
+        # The profile's own rows and the shared ones (catalog/data/shared/benchmarks.json).
+        for b in Benchmark.objects.select_related("accelerator", "system").filter(
+            Q(profile=chosen) | Q(profile__isnull=True)
+        )
         if b.system is None or b.system.name in names
     ]
     used = {
@@ -88,7 +92,12 @@ def catalog_rows(*, include_retired: bool = False, profile: str | None = None) -
     }
     used |= {b.accelerator_id for b in benchmarks}
     accelerators = list(Accelerator.objects.filter(pk__in=used).order_by("name"))
-    return CatalogRows(systems=systems, benchmarks=benchmarks, accelerators=accelerators)
+    chosen = (
+        Profile.objects.filter(pk=chosen.pk).prefetch_related("charge_rates__accelerator").first()
+    )
+    return CatalogRows(
+        systems=systems, benchmarks=benchmarks, accelerators=accelerators, profile=chosen
+    )
 
 
 # --- The /catalog/ comparison page -------------------------------------------------------------

@@ -12,8 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from advisor.engine import constants as c
-from advisor.engine import words
-from advisor.engine.compute import training_flops_per_token, utilisation_table
+from advisor.engine import ranking, words
+from advisor.engine.compute import training_flops_per_token
 from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import framework_for
 from advisor.engine.justification import draft
@@ -30,6 +30,7 @@ from advisor.engine.models import (
 from advisor.engine.recommend import evaluate, rank, trusted
 from advisor.engine.shape import ModelShape
 from advisor.engine.slurm import sbatch_script
+from advisor.engine.speed import generation, measured
 from advisor.engine.workload import (
     RequestError,
     build_workload,
@@ -90,10 +91,17 @@ def estimate_shape(
             wl,
             catalog.systems,
             accelerators,
-            utilisation_table(catalog.benchmarks, accelerators),
+            measured(catalog.benchmarks, accelerators),
+            catalog.ranking,
         )
     )
-    best = next((cand for cand in candidates if cand.eligible), None)
+    tie_order = ranking.order(catalog.ranking)
+    eligible = [cand for cand in candidates if cand.eligible]
+    best = eligible[0] if eligible else None
+    why = ""
+    if best is not None:
+        runner_up = next((c for c in eligible[1:] if _other_choice(c, best)), None)
+        why = ranking.why_first(best, runner_up, tie_order)
     recommendation = None
     slurm_script = None
     model_name = (
@@ -113,7 +121,7 @@ def estimate_shape(
                 selective_recompute=recipe.checkpointing == "selective",
                 optimizer=recipe.optimizer or wl.optimizer,
             )
-        reasons = _recommendation_reasons(best, candidates, wl, framework)
+        reasons = _recommendation_reasons(best, candidates, wl, framework, why)
         # The best option's fields, already complete, with the longer reasons.
         recommendation = trusted(Recommendation, {**best.option.__dict__, "reasons": reasons})
         slurm_script = sbatch_script(
@@ -123,6 +131,7 @@ def estimate_shape(
             partition=best.partition,
             model_name=model_name,
             task=wl.task,
+            platform=generation(best.accelerator).platform,
             framework=framework,
         )
         memory = best.option.memory
@@ -155,16 +164,26 @@ def estimate_shape(
         memory=memory,
         options=[cand.option for cand in candidates],
         recommendation=recommendation,
+        alternatives=ranking.alternatives(
+            [cand.option for cand in candidates], best.option if best else None
+        ),
+        objective=ranking.objective(tie_order),
+        why_first=why,
         justification=justification,
         slurm_script=slurm_script,
         warnings=warnings + [f"Model: {note}" for note in shape.notes],
-        assumptions=_assumptions(request, shape, wl, framework, assumed),
+        assumptions=_assumptions(request, shape, wl, framework, assumed, best),
         uncertainty=uncertainty,
         engine_version=ENGINE_VERSION,
         framework=FrameworkInfo.model_construct(
             key=framework.key, name=framework.name, assumed=assumed, source=framework.source
         ),
     )
+
+
+def _other_choice(cand, best) -> bool:
+    """A different system or GPU from the recommendation (not just another strategy)."""
+    return (cand.system.name, cand.accelerator.name) != (best.system.name, best.accelerator.name)
 
 
 def _what_would_help(request: EstimateRequest, wl: Workload) -> list[str]:
@@ -185,7 +204,7 @@ def _what_would_help(request: EstimateRequest, wl: Workload) -> list[str]:
     return hints
 
 
-def _recommendation_reasons(best, candidates, wl: Workload, framework) -> list[str]:
+def _recommendation_reasons(best, candidates, wl: Workload, framework, why: str) -> list[str]:
     opt = best.option
     acc = best.accelerator
     free = 1 - opt.memory_per_gpu_bytes / opt.capacity_bytes
@@ -216,12 +235,14 @@ def _recommendation_reasons(best, candidates, wl: Workload, framework) -> list[s
         reasons.append(f"Typical queue wait about {best.system.typical_queue_wait_hours:g} h.")
     if opt.cost is not None:
         reasons.append(f"Cost about {opt.cost:,.2f} {opt.currency}.")
+    elif opt.charge is not None and opt.charge.total is not None:
+        reasons.append(
+            f"Charged about {opt.charge.total:,.2f} {opt.charge.currency} "
+            f"({opt.charge.rate_per_gpu_hour:g} per GPU hour: {opt.charge.source})."
+        )
     eligible = [cand for cand in candidates if cand.eligible]
     if len(eligible) > 1:
-        reasons.append(
-            f"Ranked first of {len(eligible)} workable options: fewest GPUs, then "
-            "fastest, then shortest queue, then cost."
-        )
+        reasons.append(f"Ranked first of {len(eligible)} workable options. {why}")
     reasons.extend(r for r in opt.reasons if r not in reasons)
     return reasons
 
@@ -284,7 +305,7 @@ def _memory_uncertainty_assumption(task: str) -> Assumption:
 
 
 def _assumptions(
-    request: EstimateRequest, shape: ModelShape, wl: Workload, framework, assumed: bool
+    request: EstimateRequest, shape: ModelShape, wl: Workload, framework, assumed: bool, best=None
 ) -> list[Assumption]:
     out = [
         Assumption.model_construct(
@@ -361,15 +382,26 @@ def _assumptions(
             }[mode]
             out.append(c.ZERO_MIXED_ADAM.assumption(f"{text}; optimizer {wl.optimizer}"))
             out.append(c.TRAIN_FLOPS_PER_PARAM.assumption())
-            defaults = [c.MFU_TRAINING_HOPPER, c.MFU_TRAINING, c.MFU_TRAINING_OLDER]
-            if wl.flash_attention:
-                defaults.insert(1, c.MFU_TRAINING_FLASH)
-            for const in defaults:
+            util = best.utilisation if best is not None else None
+            if util is not None:
                 out.append(
-                    const.assumption(
-                        f"{const.value:.0%}; a catalog benchmark on the accelerator replaces it"
+                    Assumption.model_construct(
+                        name="Utilisation (recommended option)",
+                        value=f"{util.value:.0%} of the dense peak, applied to the FLOPs "
+                        "executed (recomputation included)",
+                        source=util.source,
                     )
                 )
+            out.append(
+                Assumption.model_construct(
+                    name="Utilisation (every option)",
+                    value="the nearest catalog benchmark on the same accelerator or "
+                    "generation, moved to this model by the per-layer roofline; else the "
+                    "generation's documented default (each option names which)",
+                    source="advisor/engine/speed.py; docs/engine.md, 'Compute'",
+                )
+            )
+            out.append(c.ELEMENTWISE_BYTES_PER_WIDTH.assumption())
         if wl.optimizer == "adamw_8bit":
             out.append(c.ADAM_8BIT_STATE.assumption())
         if wl.gradient_checkpointing:

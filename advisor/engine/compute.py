@@ -1,19 +1,17 @@
 """FLOPs, achieved throughput and time.
 
 Achieved throughput = dense peak for the compute precision (never the sparse figure, never a
-precision the accelerator lacks) x utilisation (from the catalog's benchmarks where it has some,
-documented defaults otherwise) x scaling efficiency of the interconnect.
+precision the accelerator lacks) x utilisation (advisor/engine/speed.py: the nearest catalog
+benchmark, else a documented default per generation) x scaling efficiency of the interconnect.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
-from dataclasses import dataclass
 
 from advisor.engine import constants as c
 from advisor.engine.memory import Workload, base_weight_bytes, kv_cache_bytes
-from advisor.engine.models import AcceleratorSpec, BenchmarkSpec, NodeTypeSpec
+from advisor.engine.models import AcceleratorSpec, NodeTypeSpec
 from advisor.engine.shape import ModelShape
 
 
@@ -38,89 +36,6 @@ def compute_dtype_for(acc: AcceleratorSpec, wl: Workload) -> str | None:
             return "fp16" if peak_tflops(acc, "fp16") else None
         return None
     return wl.compute_dtype if peak_tflops(acc, wl.compute_dtype) else None
-
-
-@dataclass(frozen=True, slots=True)
-class Utilisation:
-    value: float
-    source: str
-    calibrated: bool = False  # from the catalog's benchmarks rather than a documented default
-
-
-def benchmark_mfu(bench: BenchmarkSpec, accelerators: dict[str, AcceleratorSpec]) -> float | None:
-    """The benchmark's MFU: as stated, else 6 N x tokens/s / (GPUs x dense peak) for a completed
-    full-training run (Kaplan et al.'s 6N; PaLM's MFU definition, arXiv:2204.02311 appendix B)."""
-    if bench.mfu is not None:
-        return bench.mfu
-    acc = accelerators.get(bench.accelerator)
-    if (
-        acc is None
-        or bench.outcome != "completed"
-        or bench.task not in ("pretrain", "full_finetune")
-        or not bench.tokens_per_second
-        or not bench.params
-        or bench.num_gpus < 1
-    ):
-        return None
-    peak = peak_tflops(acc, bench.precision if bench.precision in ("fp16", "bf16") else "bf16")
-    peak = peak or peak_tflops(acc, "fp16")
-    if not peak:
-        return None
-    return 6 * bench.params * bench.tokens_per_second / (bench.num_gpus * peak * 1e12)
-
-
-def utilisation_table(
-    benchmarks: list[BenchmarkSpec], accelerators: dict[str, AcceleratorSpec] | None = None
-) -> dict[tuple[str, bool], Utilisation]:
-    """Median measured MFU per (accelerator, training?) from the catalog's benchmarks: stated,
-    or derived from completed runs' tokens per second; implausible values are left out."""
-    low, high = c.BENCHMARK_MFU_BOUNDS
-    found: dict[tuple[str, bool], list[tuple[float, str]]] = {}
-    for bench in benchmarks:
-        mfu = benchmark_mfu(bench, accelerators or {})
-        if mfu is None or not low <= mfu <= high:
-            continue
-        training = bench.task not in (None, "inference")
-        how = "" if bench.mfu is not None else " (from tokens/s)"
-        found.setdefault((bench.accelerator, training), []).append((mfu, bench.source + how))
-    table = {}
-    for key, rows in found.items():
-        value = statistics.median(v for v, _ in rows)
-        sources = "; ".join(sorted({s for _, s in rows}))
-        table[key] = Utilisation(
-            value, f"median of {len(rows)} catalog benchmark(s): {sources}", calibrated=True
-        )
-    return table
-
-
-def default_training_utilisation(
-    acc: AcceleratorSpec | None, flash_attention: bool = False
-) -> c.Constant:
-    """The documented default for the accelerator's class (its dense 16-bit peak) and, on
-    A100-class NVIDIA GPUs, for the attention kernel: the Hopper and V100 figures were measured
-    with the attention their era had, so only the A100 class has one of each."""
-    peak = (acc.bf16_tflops or acc.fp16_tflops or 0) if acc is not None else 0
-    if peak >= c.HOPPER_CLASS_TFLOPS:
-        return c.MFU_TRAINING_HOPPER
-    if peak and peak < c.OLDER_CLASS_TFLOPS:
-        return c.MFU_TRAINING_OLDER
-    if (
-        flash_attention
-        and acc is not None
-        and acc.vendor.lower() == "nvidia"
-        and acc.memory_bandwidth_gb_s >= c.FLASH_MFU_MIN_BANDWIDTH_GB_S
-    ):
-        return c.MFU_TRAINING_FLASH
-    return c.MFU_TRAINING
-
-
-def default_utilisation(wl: Workload, acc: AcceleratorSpec | None = None) -> Utilisation:
-    if wl.task == "inference":
-        return Utilisation(c.MFU_PREFILL.value, c.MFU_PREFILL.source)
-    if wl.adapters:
-        return Utilisation(c.MFU_LORA.value, c.MFU_LORA.source)
-    const = default_training_utilisation(acc, wl.flash_attention)
-    return Utilisation(const.value, const.source)
 
 
 def scaling_efficiency(node: NodeTypeSpec, n: int, strategy: str) -> float:

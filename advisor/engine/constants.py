@@ -273,6 +273,84 @@ MFU_TRAINING_OLDER = Constant(
     "T4, MI100, MI210) where the catalog has no benchmark",
     "the at-scale figure, as for the other GPU classes",
 )
+# --- Utilisation by generation (advisor/engine/speed.py) -------------------------------------
+
+ELEMENTWISE_BYTES_PER_WIDTH = Constant(
+    "Elementwise traffic per layer",
+    365,
+    "bytes per token and layer per unit of hidden width (training, forward + backward)",
+    "set from two calibration benchmarks of one table: llm-foundry's A100 80GB throughput table "
+    "(github.com/mosaicml/llm-foundry, scripts/train/benchmarking/README.md, 'A100 80GB', "
+    "sequence 2048, 8 GPUs, no checkpointing) gives MPT-125M 44.79 % MFU and MPT-7B 64.23 %; "
+    "a per-layer roofline (matmuls at the peak, E x width bytes per token at the memory "
+    "bandwidth) gives that ratio with E = 365. Korthikanti et al. 2022 (arXiv:2205.05198) "
+    "count 34 x width bytes of activations written per token and layer in the forward pass; "
+    "backward reads and writes them again and small matmuls run below peak, which E absorbs",
+    "small models spend more of each layer waiting on memory: 45 % MFU at 125M against 64 % "
+    "at 7B on the same A100s",
+)
+MFU_TRAINING_FLASH_WIDTH = 2048  # GPT3-1.3B, the flash-attention README's model
+MFU_TRAINING_GDDR = Constant(
+    "Hardware FLOPs utilisation, training (GDDR workstation GPUs: L40S, A5000, A2000)",
+    0.40,
+    "of the dense 16-bit peak at width 4,096",
+    "no published training MFU for these cards was found, so this is a conservative default: "
+    "the A100 default (MFU_TRAINING, 50 %) less a fifth, because a GDDR6 card has about half "
+    "an A100's memory bandwidth per FLOP (L40S 864 GB/s for 362 TFLOP/s; A100 1,555 GB/s for "
+    "312) and its elementwise work takes correspondingly longer",
+    "a default, not a measurement: replace it with a benchmark when one is run",
+)
+MFU_TRAINING_CDNA2 = Constant(
+    "Hardware FLOPs utilisation, training (AMD CDNA2: MI210, MI250X)",
+    0.35,
+    "of the dense 16-bit peak at width 4,096",
+    "MosaicML, 'Training LLMs with AMD MI250 GPUs and MosaicML' (2023-06-30, "
+    "databricks.com/blog/amd-mi250): per-GPU throughput of MPT-1B to 13B on MI250 within 80 % "
+    "of A100-40GB (ROCm 5.4, PyTorch 2.0, llm-foundry unchanged); llm-foundry's A100-40GB "
+    "table gives 50-52 % MFU for those models, so an MI250 (362 TFLOP/s dense bf16) reaches "
+    "0.8 x 0.51 x 312 / 362 = 35 %",
+    "a transfer through a published A100 comparison, not a direct MFU measurement",
+)
+MFU_TRAINING_CDNA1 = Constant(
+    "Hardware FLOPs utilisation, training (AMD CDNA1: MI100)",
+    0.25,
+    "of the dense 16-bit peak at width 4,096",
+    "no measurement: the V100-era default (MFU_TRAINING_OLDER, Megatron-LM 2019) for a "
+    "first-generation matrix-core GPU whose bf16 rate is half its fp16 rate",
+    "a default, not a measurement",
+)
+MFU_TRAINING_XE_HPC = Constant(
+    "Hardware FLOPs utilisation, training (Intel Xe-HPC: Max 1550)",
+    0.22,
+    "of the dense 16-bit peak at width 4,096",
+    "seed 001 (Turing HPC Days 2024, 'Single Accelerator Comparison - Observations' 1-2): H100 "
+    "is the fastest GPU 'theoretically and actually' and the gap between H100, A100 and Max "
+    "1550 is 'not as large as expected', i.e. a Max 1550 trains about as fast as an A100 "
+    "although its dense bf16 peak is 2.7 x higher; ALCF measured 273 TFLOP/s bf16 GEMM on "
+    "Aurora's Max 1550 (docs.alcf.anl.gov/aurora/node-performance-overview, quoted in "
+    "glennklockwood.com/garden/processors/pvc), a third of the 839 peak. 22 % of 839 is "
+    "185 TFLOP/s, an A100's with flash attention",
+    "no published training MFU; set so the seed's ordering holds",
+)
+MOE_UTILISATION_FACTOR = Constant(
+    "Mixture-of-experts utilisation",
+    0.79,
+    "x the dense utilisation",
+    "DeepSeek-AI 2024, DeepSeek-V2 (arXiv:2405.04434) section 3.2: 172.8K GPU hours per "
+    "trillion tokens for DeepSeek-V2 against 300.6K for the dense DeepSeek 67B on the same "
+    "H800 cluster; issue 14 derives 0.79 of the dense utilisation from those figures",
+    "routing, all-to-all exchange and small expert matmuls",
+)
+ADAPTER_UTILISATION_FACTOR = Constant(
+    "LoRA/QLoRA utilisation",
+    0.60,
+    "x the full-training utilisation on the same GPU",
+    "engine 1.x's 30 % LoRA/QLoRA MFU (MFU_LORA) against its 50 % full-training figure on the "
+    "same A100 class: adapter matmuls are small and QLoRA dequantises every weight each step",
+    "small adapter matmuls and dequantisation lower utilisation",
+)
+MFU_BY_GENERATION: dict[str, tuple[Constant, int]] = {}  # filled below, after the constants
+
 HOPPER_CLASS_TFLOPS = 600  # dense 16-bit peak at or above which MFU_TRAINING_HOPPER applies
 # Memory bandwidth from which an A100-class GPU counts as HBM-fed like the A100s that
 # MFU_TRAINING_FLASH was measured on (A100 40GB: 1,555 GB/s); GDDR cards (L40S: 864 GB/s) wait
@@ -453,5 +531,22 @@ FP32_SOFTMAX_FAMILIES = frozenset(
         "phi",
         "phi3",
         "gpt_bigcode",  # GPTBigCodeConfig.attention_softmax_in_fp32 defaults to True
+    }
+)
+
+
+MFU_BY_GENERATION.update(
+    {
+        # generation -> (default, the model width it was measured at)
+        "nvidia-hopper": (MFU_TRAINING_HOPPER, 16384),  # Llama 3 405B
+        "nvidia-ampere-dc": (MFU_TRAINING, 25600),  # Megatron-LM 1T
+        "nvidia-ada": (MFU_TRAINING_GDDR, 4096),
+        "nvidia-ampere-ws": (MFU_TRAINING_GDDR, 4096),
+        "nvidia-volta": (MFU_TRAINING_OLDER, 3072),  # Megatron-LM 2019 8.3B
+        "nvidia-turing": (MFU_TRAINING_OLDER, 3072),
+        "amd-cdna3": (MFU_TRAINING_CDNA2, 4096),
+        "amd-cdna2": (MFU_TRAINING_CDNA2, 4096),
+        "amd-cdna1": (MFU_TRAINING_CDNA1, 4096),
+        "intel-xe-hpc": (MFU_TRAINING_XE_HPC, 4096),
     }
 )

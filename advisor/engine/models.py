@@ -123,6 +123,8 @@ class SystemSpec(_Frozen):
     modules: list[str] = Field(default_factory=list)  # e.g. ["module load PyTorch/2.1"]
     container: str | None = None
     tooling: dict[str, bool | None] = Field(default_factory=dict)
+    # Tool -> where the cell comes from and as of when ("SEED-TURING, 2024-05").
+    tooling_sources: dict[str, str] = Field(default_factory=dict)
     node_types: list[NodeTypeSpec] = Field(default_factory=list)
     partitions: list[PartitionSpec] = Field(default_factory=list)
 
@@ -130,6 +132,7 @@ class SystemSpec(_Frozen):
 class BenchmarkSpec(_Frozen):
     """A measured run, used to calibrate utilisation (achieved / dense peak)."""
 
+    name: str | None = None  # the catalog's id for it; options name it as their source
     accelerator: str
     system: str | None = None
     model: str
@@ -143,16 +146,44 @@ class BenchmarkSpec(_Frozen):
     tokens_per_second: float | None = None  # whole job
     peak_memory_gb: float | None = None
     mfu: float | None = None  # model FLOPs utilisation, when the source states it
+    # The model's shape, when the source gives it (else inferred from params).
+    hidden_size: int | None = None
+    num_layers: int | None = None
+    gradient_checkpointing: bool | None = None
     # "out_of_memory": the source reports the configuration did not fit (a lower bound on memory).
     outcome: Literal["completed", "out_of_memory"] = "completed"
     notes: str = ""
     source: str
 
 
+TieBreaker = Literal["deadline", "cost", "gpu_class", "queue", "gpus"]
+DEFAULT_TIE_BREAKERS: tuple[str, ...] = ("deadline", "cost", "gpu_class", "queue", "gpus")
+
+
+class ChargeRateSpec(_Frozen):
+    """What the institute charges (or counts) per GPU hour on an accelerator, for HPC systems
+    that have no price of their own."""
+
+    accelerator: str
+    rate_per_gpu_hour: float = Field(ge=0)
+    currency: str = ""
+    source: str = ""
+
+
+class RankingPolicySpec(_Frozen):
+    """A profile's ranking: the order of the tie-breakers after "feasible and supported", and
+    the notional charge rates for HPC GPU hours."""
+
+    tie_breakers: list[TieBreaker] = Field(default_factory=lambda: list(DEFAULT_TIE_BREAKERS))
+    charge_rates: list[ChargeRateSpec] = Field(default_factory=list)
+    currency: str = "USD"  # of the engine's cloud-equivalent defaults and the staff rates
+
+
 class CatalogSpec(_Frozen):
     accelerators: list[AcceleratorSpec]
     systems: list[SystemSpec]
     benchmarks: list[BenchmarkSpec] = Field(default_factory=list)
+    ranking: RankingPolicySpec = Field(default_factory=RankingPolicySpec)
 
 
 # --- Hugging Face metadata, as the lookup stores it ------------------------------------------
@@ -255,6 +286,15 @@ class MemoryBreakdown(_Frozen):
     total_bytes: int = 0
 
 
+class Charge(_Frozen):
+    """GPU hours x rate: what the job costs the institute on this option."""
+
+    rate_per_gpu_hour: float | None  # None: unknown (never 0)
+    currency: str = ""
+    total: float | None = None  # requested GPU hours (billed GPUs on cloud) x rate
+    source: str = ""  # "Azure price of the VM size", "profile rate", "cloud-equivalent default"
+
+
 class Recipe(_Frozen):
     """How to run the job on this option: the knobs a practitioner turns to make it fit."""
 
@@ -301,6 +341,10 @@ class Option(_Frozen):
     partition: str | None = None
     compute_dtype: str | None = None  # what the matmuls run in on this accelerator
     utilisation: float | None = None  # fraction of dense peak assumed
+    utilisation_source: str | None = None  # "benchmark <id>" or "default for <generation>"
+    charge: Charge | None = None
+    supported: bool = True  # the software the job needs runs on this system's accelerators
+    software_reasons: list[str] = Field(default_factory=list)
     recipe: Recipe | None = None
 
 
@@ -322,6 +366,10 @@ class EstimateResult(_Frozen):
     memory: MemoryBreakdown
     options: list[Option]
     recommendation: Recommendation | None
+    # The best option per system and GPU other than the recommendation, in ranking order.
+    alternatives: list[Option] = Field(default_factory=list)
+    objective: str = ""  # the ranking's objective, one sentence
+    why_first: str = ""  # why the recommendation won, one line
     justification: str
     slurm_script: str | None = None
     warnings: list[str] = Field(default_factory=list)

@@ -14,10 +14,9 @@ from operator import attrgetter
 from pydantic import BaseModel
 
 from advisor.engine import constants as c
+from advisor.engine import ranking, software
 from advisor.engine.compute import (
-    Utilisation,
     compute_dtype_for,
-    default_utilisation,
     inference_gpu_hours,
     peak_tflops,
     scaling_efficiency,
@@ -27,16 +26,19 @@ from advisor.engine.frameworks import cuda_context_bytes, framework_for
 from advisor.engine.memory import MemoryModel, Workload
 from advisor.engine.models import (
     AcceleratorSpec,
+    Charge,
     EstimateRequest,
     MemoryBreakdown,
     NodeTypeSpec,
     Option,
     PartitionSpec,
+    RankingPolicySpec,
     Recipe,
     SystemSpec,
 )
 from advisor.engine.recipe import Choice, RecipeSearch
 from advisor.engine.shape import ModelShape
+from advisor.engine.speed import Utilisation, generation, job_distances, training_utilisation
 from advisor.engine.words import STRATEGY_NAMES, plural, strategy_words
 
 TRAINING_STRATEGIES = ("single", "ddp", "zero2", "zero3", "zero3_offload")
@@ -81,8 +83,9 @@ class Candidate:
     node: NodeTypeSpec
     accelerator: AcceleratorSpec
     compute_dtype: str | None
-    sort_key: tuple  # rank() sorts by it
+    sort_key: tuple  # ranking.RankKey flattened; rank() sorts by it
     option: Option | None = None
+    utilisation: Utilisation | None = None  # with its full source, for the assumptions
 
 
 _sort_key = attrgetter("sort_key")
@@ -198,7 +201,8 @@ def evaluate(
     wl: Workload,
     systems: list[SystemSpec],
     accelerators: dict[str, AcceleratorSpec],
-    utilisation: dict[tuple[str, bool], Utilisation],
+    measured: tuple,
+    policy: RankingPolicySpec | None = None,
 ) -> list[Candidate]:
     """Every system / node type / strategy sized for `request`, unranked.
 
@@ -212,6 +216,31 @@ def evaluate(
     estimate (tests/engine/test_ranking_caches.py).
     """
     training = wl.training
+    policy = policy or RankingPolicySpec()
+    pick_ties = ranking.tie_picker(ranking.order(policy))
+    staff_rates = {
+        r.accelerator: (r.rate_per_gpu_hour, r.currency, r.source) for r in policy.charge_rates
+    }
+    generations = {name: generation(acc) for name, acc in accelerators.items()}
+    distances = (
+        job_distances(
+            measured,
+            task=wl.task,
+            precision=request.precision,
+            params=shape.params_total,
+            seq_len=wl.seq_len,
+            batch=wl.batch_size,
+        )
+        if training
+        else []
+    )
+    tools_needed = software.needs(
+        task=wl.task,
+        weight_format=wl.weight_format,
+        optimizer=request.optimizer,
+        flash_attention=wl.flash_attention,
+        training=training,
+    )
     tokens = None
     if request.tokens is not None:
         tokens = request.tokens * (request.epochs if training else 1)
@@ -275,12 +304,24 @@ def evaluate(
         capacity = int(acc.memory_gb * 1e9)
         legacy = acc.vendor.lower() == "nvidia" and not acc.bf16_supported
         search = searches.get(legacy) or search_for(legacy)
-        util = utilisation.get((acc.name, training)) or default_utilisation(wl, acc)
+        if training:
+            util = training_utilisation(
+                acc,
+                shape,
+                flash_attention=wl.flash_attention,
+                adapters=wl.adapters,
+                distances=distances,
+            )
+        else:
+            util = Utilisation(
+                c.MFU_PREFILL.value, label="default for prefill", fixed_source=c.MFU_PREFILL.source
+            )
         peak = peak_tflops(acc, dtype) if dtype else 0.0
         timed = bool(tokens is not None and peak)
         assumes = None
         if timed and util.calibrated:
-            assumes = f"assumes {util.value:.0%} of the {dtype} dense peak, the {util.source}."
+            # The full citation is in the result's assumptions; the option names its source.
+            assumes = f"assumes {util.value:.0%} of the {dtype} dense peak ({util.label})."
         found = per_accelerator[acc.name] = (
             dtype,
             no_dtype,
@@ -368,6 +409,14 @@ def evaluate(
                 node_reasons.append(f"{node.name} on {system.display_name} is retired.")
             if request.accelerator is not None and acc.name != request.accelerator:
                 node_reasons.append(f"You asked for {request.accelerator}.")
+            gen = generations[acc.name]
+            supported, software_reasons = software.check(
+                system, acc, gen, tools_needed, weight_format=wl.weight_format
+            )
+            node_reasons.extend(software_reasons)
+            changes = software.PLATFORM_CHANGES.get(gen.platform)
+            rate = ranking.charge_rate(system, node, acc, staff_rates, policy.currency)
+            gpu_mem, gpu_peak = acc.memory_gb, acc.bf16_tflops or acc.fp16_tflops or 0.0
             shared = per_accelerator.get(acc.name) or on_accelerator(acc)
             (
                 dtype,
@@ -411,6 +460,8 @@ def evaluate(
                 if unavailable:
                     reasons.append(unavailable + ".")
                 hard = bool(reasons)  # system/accelerator-level rejections
+                if changes is not None and not hard:
+                    reasons.append(changes + ".")
                 if not allowed:
                     allowed = (counts[-1],)
                     hard = True
@@ -490,23 +541,23 @@ def evaluate(
                         f"{shape.num_attention_heads} attention heads do not split over {n} GPUs."
                     )
                 nodes = -(-n // per_node)
-                wall = contingency = requested = cost = None
+                wall = contingency = requested = cost = charged = None
                 if gpu_hours is not None:
                     contingency = gpu_hours * contingency_rate
                     requested = gpu_hours + contingency
                     wall = gpu_hours / n
+                    billed = n
+                    if cloud:
+                        # A cloud VM is rented whole: a 2-GPU job on an 8-GPU size pays for 8.
+                        billed = nodes * gpn
+                        if billed > n and price is not None:
+                            reasons.append(
+                                f"billed for the whole {node.name} ({billed} GPUs) while using {n}."
+                            )
                     if price is not None:
-                        billed = n
-                        if cloud:
-                            # A cloud VM is rented whole: a 2-GPU job on an 8-GPU size pays
-                            # for 8.
-                            billed = nodes * gpn
-                            if billed > n:
-                                reasons.append(
-                                    f"billed for the whole {node.name} ({billed} GPUs) while "
-                                    f"using {n}."
-                                )
                         cost = round(requested / n * billed * price, 2)
+                    if rate.value is not None:
+                        charged = round(requested / n * billed * rate.value, 2)
                 eligible = not hard
                 if wall is not None and max_wall is not None and wall * with_contingency > max_wall:
                     reasons.append(
@@ -555,6 +606,18 @@ def evaluate(
                         "partition": part_name,
                         "compute_dtype": dtype,
                         "utilisation": util.value,
+                        "utilisation_source": util.label,
+                        "charge": trusted(
+                            Charge,
+                            {
+                                "rate_per_gpu_hour": rate.value,
+                                "currency": rate.currency if rate.value is not None else "",
+                                "total": charged,
+                                "source": rate.source,
+                            },
+                        ),
+                        "supported": supported,
+                        "software_reasons": software_reasons,
                         "recipe": recipe,
                     },
                     eligible,
@@ -564,29 +627,32 @@ def evaluate(
                     node,
                     acc,
                     dtype,
-                    # The ranking: fits with headroom, fewest GPUs, fastest, shortest expected
-                    # queue, cheapest (see rank()).
+                    # The ranking (ranking.RankKey, flattened): see rank().
                     (
                         not eligible,
-                        # Limited availability (closing, not open to the institute): only when
-                        # no fully available system serves the work.
                         limited is not None,
                         not headroom,
-                        slow,
                         # CPU offload trades much speed for memory: only when nothing else fits.
                         strategy == "zero3_offload",
-                        n,
-                        nodes,
-                        # "Fastest" is time to result: expected queue wait + wall time (seed
-                        # 002), with the wall time as the option shows it.
-                        (wall_shown if wall_shown is not None else 0) + queue,
-                        cost if cost is not None else 0.0,
-                        # Equal in all of that: the simpler setup to run (DDP before ZeRO).
+                        *pick_ties(
+                            (
+                                slow,
+                                charged is None,
+                                charged or 0.0,
+                                gpu_mem,
+                                gpu_peak,
+                                queue,
+                                n,
+                                nodes,
+                            )
+                        ),
                         STRATEGY_COMPLEXITY[strategy],
                         need,
                         system.name,
                         acc.name,
                     ),
+                    None,
+                    util,
                 )
                 append(cand)
                 fits_elsewhere = fits_elsewhere or fits
@@ -599,8 +665,9 @@ def evaluate(
 
 
 def rank(candidates: list[Candidate]) -> list[Candidate]:
-    """Fits with headroom, fewest GPUs, fastest, shortest expected queue, cheapest: the order of
-    each candidate's `sort_key` (built in evaluate)."""
+    """The order of each candidate's `sort_key` (ranking.RankKey, flattened; built in
+    evaluate): feasible and supported, available, headroom, no offload, then the profile's
+    tie-breakers (by default deadline, charged cost, GPU class, queue, GPUs)."""
     ordered = sorted(candidates, key=_sort_key)
     position = 0
     for cand in ordered:

@@ -7,6 +7,7 @@ import math
 from advisor.engine import constants as c
 from advisor.engine.frameworks import FRAMEWORKS, Framework
 from advisor.engine.models import NodeTypeSpec, Option, PartitionSpec, Recipe, SystemSpec
+from advisor.engine.software import PLATFORM_CHANGES
 
 # Hugging Face TrainingArguments.optim names for the engine's optimizers.
 HF_OPTIM = {
@@ -52,8 +53,11 @@ def sbatch_script(
     partition: PartitionSpec | None,
     model_name: str,
     task: str,
+    platform: str = "cuda",
     framework: Framework | None = None,
 ) -> str | None:
+    """`platform` ("cuda", "rocm", "xpu"): non-NVIDIA GPUs get what to change, as comments,
+    and Intel GPUs an MPI launcher with oneCCL instead of torchrun."""
     if system.scheduler.lower() != "slurm":
         return None
     gpus_per_node = min(option.num_gpus, node.gpus_per_node)
@@ -100,11 +104,38 @@ def sbatch_script(
     lines += list(system.modules) or ["# module load ...  (see the system's documentation)"]
     if system.container:
         lines.append(f"# container: {system.container}")
+    change = PLATFORM_CHANGES.get(platform)
+    if change:
+        lines.append("# " + change + ".")
     lines.append("")
     framework = framework or FRAMEWORKS["transformers" if task == "inference" else "hf_trainer"]
     lines += _recipe_lines(option.recipe, framework, task)
-    lines += _launcher(option, gpus_per_node, nodes, cpus, framework, task)
+    if (
+        platform == "xpu"
+        and task != "inference"
+        and option.strategy not in ("single", "tensor_parallel")
+    ):
+        lines += _xpu_launcher(option, gpus_per_node, nodes)
+    else:
+        lines += _launcher(option, gpus_per_node, nodes, cpus, framework, task)
     return "\n".join(lines) + "\n"
+
+
+def _xpu_launcher(option: Option, gpus_per_node: int, nodes: int) -> list[str]:
+    """Intel GPUs: one MPI rank per GPU, torch.distributed over oneCCL (backend 'ccl')."""
+    lines = [
+        "# Intel GPUs: one MPI rank per GPU; init_process_group(backend='ccl') after importing "
+        "oneccl_bindings_for_pytorch",
+        'export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+        "export MASTER_PORT=29500",
+    ]
+    if option.strategy.startswith("zero"):
+        lines.append(
+            "# ds_config.json: DeepSpeed with the XPU accelerator (intel-extension-for-deepspeed)"
+        )
+    extra = " --deepspeed ds_config.json" if option.strategy.startswith("zero") else ""
+    lines.append(f"mpiexec -n {nodes * gpus_per_node} -ppn {gpus_per_node} python train.py{extra}")
+    return lines
 
 
 def _recipe_lines(recipe: Recipe | None, framework: Framework, task: str) -> list[str]:

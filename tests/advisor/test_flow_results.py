@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -272,3 +273,31 @@ def test_a_deadline_within_a_week_becomes_the_wall_time_target():
         is None
     )
     assert estimate_request_for(answers=answers).constraints.max_wall_hours is None
+
+
+def test_result_says_the_objective_why_the_top_option_won_and_sorts_alternatives(
+    client, default_catalog
+):
+    """Issue 14: one sentence of objective, one line of why, and an alternatives table that
+    sorts by GPU hours, wall time and cost with plain links (no JavaScript)."""
+    advisor_session, page = walk_to_result(client, LORA_7B)
+    result = advisor_session.estimate_result
+    assertContains(page, 'id="why-first"')
+    assertContains(page, result["why_first"])
+    assertContains(page, "Ranked by what the job costs the institute")
+    assertContains(page, "Charged to the institute")
+    url = f"/a/{advisor_session.id}/result/"
+    for key in ("gpu_hours", "wall", "cost"):
+        assertContains(page, f'href="?sort={key}#alt-heading"')
+    by_cost = client.get(url, {"sort": "cost"})
+    assertContains(by_cost, '<strong aria-current="true">charged cost</strong>', html=True)
+    assert result["alternatives"]
+    table = by_cost.content.decode().split('class="alternatives-table"')[1]
+    cells = re.findall(r'<td data-label="Charged cost">([^<]*)</td>', table)
+    known = [float(c.split()[0].replace(",", "")) for c in cells if c[:1].isdigit()]
+    assert len(known) >= 2
+    assert known == sorted(known)
+    # Unknown charges, if any, come last.
+    assert all(c[:1].isdigit() for c in cells[: len(known)])
+    # An unknown sort falls back to the ranking order.
+    assertContains(client.get(url, {"sort": "<script>"}), 'aria-current="true">ranking<')

@@ -361,3 +361,36 @@ def test_researcher_text_is_escaped_in_the_admin(staff_client):
         assertNotContains(response, "<script>alert(1)</script>")
         assertNotContains(response, "<img src=x")
         assertContains(response, "&lt;script&gt;alert(1)&lt;/script&gt;")
+
+
+@pytest.mark.parametrize(
+    ("decision", "data", "logged"),
+    [
+        ("approve", {"granted_gpu_hours": "200"}, "Approve: now approved, 200 GPU hours granted."),
+        (
+            "request-changes",
+            {"message": "Add the code."},
+            "Request changes: now changes requested.",
+        ),
+        ("reject", {"message": "Out of scope."}, "Reject: now rejected."),
+    ],
+)
+def test_a_decision_is_in_the_admins_own_history_too(staff_client, decision, data, logged):
+    from django.contrib.admin.models import CHANGE, LogEntry
+
+    allocation_request = make_request(status=Status.SUBMITTED, gpu_hours=288)
+    assert _decide(staff_client, allocation_request, decision, data).status_code == 302
+    entry = LogEntry.objects.get(object_id=str(allocation_request.pk))
+    assert (entry.action_flag, entry.get_change_message()) == (CHANGE, logged)
+    history = staff_client.get(
+        reverse("admin:allocations_allocationrequest_history", args=[allocation_request.pk])
+    )
+    assertContains(history, logged)
+
+
+def test_a_refused_decision_is_not_logged(staff_client):
+    from django.contrib.admin.models import LogEntry
+
+    allocation_request = make_request(status=Status.DRAFT)
+    _decide(staff_client, allocation_request, "approve", {"granted_gpu_hours": "10"})
+    assert not LogEntry.objects.exists()

@@ -17,7 +17,6 @@ from allocations.services import (
     allocation_request_create_from_session,
     allocation_request_reject,
     allocation_request_request_changes,
-    allocation_request_resubmit,
     allocation_request_submit,
     allocation_request_transition,
     allocation_request_update,
@@ -169,7 +168,8 @@ def test_full_round_trip_records_every_event(staff):
         researcher=researcher,
         fields={"project_code": "XYZ-002"},
     )
-    allocation_request_resubmit(allocation_request=allocation_request, researcher=researcher)
+    # Submit and resubmit are one service: a request sent back for changes is resubmitted.
+    allocation_request_submit(allocation_request=allocation_request, researcher=researcher)
     allocation_request_approve(allocation_request=allocation_request, reviewer=staff)
     trail = list(allocation_request.events.values_list("from_status", "to_status"))
     assert trail == [

@@ -403,7 +403,7 @@ def test_an_accepted_measurement_changes_the_next_estimate_for_that_gpu(
     # 12 % measured instead of the 50-60 % default (or a published benchmark's): far slower.
     assert after > before * 1.5
     # The option says where its utilisation came from: the institute's own run.
-    assert any("Institute trial run" in reason for reason in reasons)
+    assert any(measurement.benchmark_name in reason for reason in reasons)
     assert estimate_hours(client, "h100-80-sxm5")[0] == other_before  # other GPUs unchanged
 
     # A catalog reload keeps the institute's own runs.

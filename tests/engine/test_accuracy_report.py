@@ -207,9 +207,11 @@ def test_median_error_in_summary_matches_the_per_point_table(generated):
 
 
 def test_gpu_hour_target_compares_each_measurement_with_the_figure_that_counts_the_same(generated):
-    """A published run total (wall clock x GPUs, restarts included) is compared with
-    requested_gpu_hours; a throughput benchmark (compute alone) with gpu_hours. The table says
-    which for every point, and the summary's median is the median of those errors."""
+    """Both kinds are compared with gpu_hours (issue 14): a throughput benchmark is compute
+    alone, and so, in practice, is a published pre-training total (LLaMA-65B's total equals its
+    tokens at the published tokens/s/GPU); the contingency is the researcher's, not the paper's.
+    The table says which for every point, and the summary's median is the median of those
+    errors."""
     report, summary, _ = generated
     measurements = {p.id: p for p in report_module.load_measurements().points}
     rows = [
@@ -224,12 +226,9 @@ def test_gpu_hour_target_compares_each_measurement_with_the_figure_that_counts_t
     for cells in rows:
         point = measurements[cells[0]]
         compared = cells[-1]
-        if point.measured.what == "published_total":
-            assert compared == "requested_gpu_hours"
-            error = cells[6]
-        else:
-            assert compared == "gpu_hours"
-            error = cells[4]
+        assert point.measured.what in ("published_total", "throughput_derived")
+        assert compared == "gpu_hours"
+        error = cells[4]
         if point.expressible == "full" and error != "—":
             errors.append(abs(float(error.rstrip(" %"))) / 100)
 

@@ -262,12 +262,14 @@ def test_hub_metadata_is_counted_and_its_notes_become_warnings():
 
 
 def test_default_utilisation_follows_the_gpu_generation():
-    """Without catalog benchmarks: 40 % on H100-class (Llama 3 paper), 60 % on A100-class with
-    flash attention (flash-attention's training README, one 8 x A100 node) and 50 % without
-    (Megatron-LM 2021), 25 % on V100-class (Megatron-LM 2019)."""
+    """Without catalog benchmarks each generation gets its documented default at the width it
+    was measured at (Llama 3 405B on H100s, Megatron-LM on A100s, flash-attention's GPT3-1.3B,
+    Megatron-LM 2019 on V100s), moved to Llama-2-7B's width by the per-layer roofline. Issue 14
+    changed the flat 40/60/50/25 % of engine 1.x into this; the ordering it implies is what a
+    researcher sees: an H100 trains fastest, a V100 slowest, flash attention helps an A100."""
     bare = CatalogSpec(accelerators=catalog().accelerators, systems=catalog().systems)
 
-    def utilisation(flash_attention: bool) -> dict[str, float]:
+    def options(flash_attention: bool) -> dict[str, object]:
         request = EstimateRequest(
             config=LLAMA2_7B,
             task="pretrain",
@@ -275,26 +277,36 @@ def test_default_utilisation_follows_the_gpu_generation():
             tokens=10**9,
             flash_attention=flash_attention,
         )
-        return {o.accelerator: o.utilisation for o in estimate(request, bare).options}
+        return {o.accelerator: o for o in estimate(request, bare).options}
 
-    flash, eager = utilisation(True), utilisation(False)
-    assert flash["h100-80-sxm5"] == eager["h100-80-sxm5"] == 0.40
-    assert flash["a100-80-sxm4"] == 0.60
-    assert eager["a100-80-sxm4"] == 0.50
-    assert flash["v100-sxm2-32"] == eager["v100-sxm2-32"] == 0.25
+    flash, eager = options(True), options(False)
+    assert flash["h100-80-sxm5"].utilisation_source == "default for NVIDIA Hopper"
+    assert flash["a100-80-sxm4"].utilisation_source == "default for NVIDIA Ampere (A100)"
+    assert flash["v100-sxm2-32"].utilisation_source == "default for NVIDIA Volta"
+    # The 7B model is narrower than the 405B and 1T references: a little below their figures.
+    assert 0.30 < flash["h100-80-sxm5"].utilisation < 0.40
+    assert 0.40 < eager["a100-80-sxm4"].utilisation < 0.50
+    assert flash["a100-80-sxm4"].utilisation > eager["a100-80-sxm4"].utilisation
+    assert flash["h100-80-sxm5"].utilisation == eager["h100-80-sxm5"].utilisation
+    # Achieved GPU hours: H100 < A100 < V100.
+    assert (
+        flash["h100-80-sxm5"].gpu_hours / flash["h100-80-sxm5"].num_gpus ** 0
+        < flash["a100-80-sxm4"].gpu_hours
+        < flash["v100-sxm2-32"].gpu_hours
+    )
 
 
 def test_flash_attention_utilisation_needs_an_hbm_fed_nvidia_gpu():
-    """The 60 % was measured on A100s; an A100-class peak on GDDR (L40S) or from another vendor
-    keeps the general A100-class default."""
-    from advisor.engine.compute import default_training_utilisation
+    """The 60 % was measured on A100s: an A100-class peak on GDDR (L40S) or from another vendor
+    gets its own generation's default."""
+    from advisor.engine.speed import default_for, generation
 
     a100 = next(a for a in catalog().accelerators if a.name == "a100-80-sxm4")
-    l40s = a100.model_copy(update={"name": "l40s", "memory_bandwidth_gb_s": 864})
-    other = a100.model_copy(update={"name": "mi250x", "vendor": "AMD"})
-    assert default_training_utilisation(a100, flash_attention=True).value == 0.60
-    assert default_training_utilisation(l40s, flash_attention=True).value == 0.50
-    assert default_training_utilisation(other, flash_attention=True).value == 0.50
+    l40s = a100.model_copy(update={"name": "l40s-48", "memory_bandwidth_gb_s": 864})
+    mi250 = a100.model_copy(update={"name": "mi250x", "vendor": "AMD"})
+    assert default_for(generation(a100), a100, True)[0].value == 0.60
+    assert default_for(generation(l40s), l40s, True)[0].value == 0.40
+    assert default_for(generation(mi250), mi250, True)[0].value == 0.35
 
 
 def test_completed_benchmarks_calibrate_utilisation_from_tokens_per_second():
@@ -324,10 +336,23 @@ def test_completed_benchmarks_calibrate_utilisation_from_tokens_per_second():
     result = estimate(EstimateRequest(config=LLAMA2_7B, task="pretrain", tokens=10**9), calibrated)
     h100 = [o for o in result.options if o.accelerator == "h100-80-sxm5"]
     expected = (6 * 7e9 * 3000 / 989.4e12 + 6 * 7e9 * 10000 / 989.4e12) / 2
-    assert all(o.utilisation == pytest.approx(expected) for o in h100)
+    # Moved from a 7B of typical shape to Llama-2-7B by the roofline: within a few per cent.
+    assert all(o.utilisation == pytest.approx(expected, rel=0.03) for o in h100)
     assert (
-        f"assumes {expected:.0%} of the bf16 dense peak, the median of 2 catalog "
-        "benchmark(s): test run (from tokens/s)." in h100[0].reasons
+        h100[0].reasons[0] == f"assumes {expected:.0%} of the bf16 dense peak (benchmark test 7B)."
+    )
+    # The full citation is in the result's assumptions when an H100 is recommended.
+    h100_first = estimate(
+        EstimateRequest(
+            config=LLAMA2_7B, task="pretrain", tokens=10**9, accelerator="h100-80-sxm5"
+        ),
+        calibrated,
+    )
+    used = next(a for a in h100_first.assumptions if a.name == "Utilisation (recommended option)")
+    assert used.source.startswith(
+        "nearest catalog benchmarks: test 7B (test 7B, 8 x h100-80-sxm5, 13% MFU, from "
+        "tokens/s; test run); test 7B (test 7B, 8 x h100-80-sxm5, 42% MFU, from tokens/s; "
+        "test run)"
     )
 
 

@@ -265,7 +265,11 @@ def test_mixtral_bf16_needs_more_than_one_80gb_gpu(api):
     """Mixtral-8x7B has 46.7B parameters, 93 GB in bf16 (Mistral AI's model card): no 80 GB GPU
     holds it alone."""
     result = api(MIXTRAL, task="inference", batch_size=1, tokens=10_000_000)
-    assert result["memory"]["weights"] >= 90 * GB
+    # On one GPU the weights alone are 93 GB. (The recommendation itself may split them: since
+    # issue 14 it is the cheapest option that fits, often two smaller GPUs.)
+    single = [o for o in result["options"] if o["num_gpus"] == 1 and o["memory"]]
+    assert single
+    assert all(o["memory"]["weights"] >= 90 * GB for o in single)
     for accelerator in ("a100-80-sxm4", "h100-80-sxm5"):
         for option in options_on(result, accelerator):
             if option["fits"]:

@@ -1,0 +1,238 @@
+"""Ranking by what the job costs the institute.
+
+Order (docs/engine.md, "Ranking"): feasible and supported -> available (limited-availability
+systems after available ones) -> fits with headroom -> no CPU offload -> the profile's
+tie-breakers, by default: meets the deadline -> least charged cost (GPU hours x charge rate;
+unknown never wins) -> smallest sufficient GPU class -> shortest expected queue -> fewest GPUs.
+Staff reorder the tie-breakers per profile (RankingPolicySpec.tie_breakers).
+
+The charge rate of an option: the VM size's or system's own price where it has one (cloud, or
+an HPC service that publishes a charge); else the rate staff set for the accelerator in the
+profile; else, for HPC only, the cloud-equivalent default below (the Azure price per GPU hour of
+the nearest GPU Azure sells). A cloud VM size without a price is "unknown", never 0.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import NamedTuple
+
+from advisor.engine.models import (
+    DEFAULT_TIE_BREAKERS,
+    AcceleratorSpec,
+    NodeTypeSpec,
+    RankingPolicySpec,
+    SystemSpec,
+)
+
+AZURE_PRICES = (
+    "Azure pay-as-you-go Linux prices, East US, USD per VM hour divided by its GPUs "
+    "(../shared/catalog-facts.md section 2c, source AZ-PRICE: azure.microsoft.com/pricing/"
+    "details/virtual-machines/linux/ and the Retail Prices API, read from pinned snapshots; "
+    "approximate)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CloudEquivalent:
+    label: str
+    peak_tflops: float  # dense 16-bit
+    memory_gb: float
+    usd_per_gpu_hour: float
+
+
+# The GPUs Azure sells by the hour with a verified price (catalog-facts 2c). An HPC GPU without a
+# staff-set rate is charged as the nearest of these (dense 16-bit peak, then memory).
+CLOUD_EQUIVALENTS = (
+    CloudEquivalent("NVIDIA T4 16GB (Standard_NC4as_T4_v3)", 65, 16, 0.526),
+    CloudEquivalent("NVIDIA V100 16GB (Standard_NC6s_v3, retired 2025-09)", 112, 16, 3.06),
+    CloudEquivalent("NVIDIA A100 40GB SXM4 (Standard_ND96asr_v4)", 312, 40, 3.40),
+    CloudEquivalent("NVIDIA A100 80GB PCIe (Standard_NC24ads_A100_v4)", 312, 80, 3.673),
+    CloudEquivalent("NVIDIA H100 80GB SXM5 (Standard_ND96isr_H100_v5)", 989.4, 80, 12.29),
+)
+CLOUD_EQUIVALENT_CURRENCY = "USD"
+
+
+def cloud_equivalent(acc: AcceleratorSpec) -> CloudEquivalent:
+    peak = max(acc.bf16_tflops or 0, acc.fp16_tflops or 0, acc.fp16_nontensor_tflops or 0, 1)
+    return _nearest_priced(float(peak), float(max(acc.memory_gb, 1)))
+
+
+@functools.lru_cache(maxsize=256)
+def _nearest_priced(peak: float, mem: float) -> CloudEquivalent:
+    return min(
+        CLOUD_EQUIVALENTS,
+        key=lambda ref: (
+            abs(math.log(peak / ref.peak_tflops)) + 0.5 * abs(math.log(mem / ref.memory_gb))
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    value: float | None  # None: unknown
+    currency: str
+    source: str
+
+
+def charge_rate(
+    system: SystemSpec,
+    node: NodeTypeSpec,
+    acc: AcceleratorSpec,
+    staff_rates: dict[str, tuple[float, str, str]],
+    policy_currency: str,
+) -> Rate:
+    if node.price_per_gpu_hour is not None:
+        return Rate(node.price_per_gpu_hour, system.currency, f"price of {node.name}")
+    if system.price_per_gpu_hour is not None:
+        return Rate(system.price_per_gpu_hour, system.currency, f"{system.display_name}'s price")
+    if system.kind == "cloud":
+        return Rate(None, system.currency, f"no price for {node.name} in the catalog")
+    staff = staff_rates.get(acc.name)
+    if staff is not None:
+        value, currency, source = staff
+        return Rate(value, currency or policy_currency, source or "the profile's charge rate")
+    ref = cloud_equivalent(acc)
+    return Rate(
+        ref.usd_per_gpu_hour,
+        CLOUD_EQUIVALENT_CURRENCY,
+        f"cloud-equivalent default: {ref.label} at {ref.usd_per_gpu_hour:g} USD per GPU hour "
+        "(staff can set the profile's rate in the admin)",
+    )
+
+
+class RankKey(NamedTuple):
+    """What the ranking sorts by, in order, named. Candidates carry it flattened into one
+    plain tuple (`flat_key`; sorting nested tuples costs several times more) and
+    `RankKey.from_flat` names it again where the ranking is explained."""
+
+    ineligible: bool  # infeasible, unsupported, ruled out by a constraint
+    limited: bool  # limited availability: only when no available system serves the job
+    no_headroom: bool  # fits, but within the memory margin
+    offload: bool  # CPU offload: only when nothing on-GPU fits
+    # The profile's tie-breakers in its order, each (name, values): deadline (misses it?),
+    # cost (unknown?, charged total), gpu_class (memory GB, dense 16-bit TFLOP/s),
+    # queue (typical wait h), gpus (GPUs, nodes).
+    tie_breakers: tuple[tuple[str, tuple], ...]
+    complexity: int  # equal in all of that: the simpler setup (DDP before ZeRO)
+    memory: int
+    system: str
+    accelerator: str
+
+    @classmethod
+    def from_flat(cls, flat: tuple, tie_order: tuple[str, ...]) -> RankKey:
+        ties = []
+        at = 4
+        for name in tie_order:
+            size = TIE_BREAKER_SIZE[name]
+            ties.append((name, tuple(flat[at : at + size])))
+            at += size
+        return cls(*flat[:4], tuple(ties), *flat[at:])
+
+
+# The tie-breakers' values, flattened in the default order: deadline (1 value), cost (2),
+# gpu_class (2), queue (1), gpus (2).
+TIE_BREAKER_SIZE = {"deadline": 1, "cost": 2, "gpu_class": 2, "queue": 1, "gpus": 2}
+_POSITIONS = {
+    "deadline": (0,),
+    "cost": (1, 2),
+    "gpu_class": (3, 4),
+    "queue": (5,),
+    "gpus": (6, 7),
+}
+
+
+def tie_picker(tie_order: tuple[str, ...]):
+    """A function from the eight tie-breaker values in the default order (slow, cost unknown,
+    cost, GPU memory, GPU peak, queue, GPUs, nodes) to them in the profile's order."""
+    return itemgetter(*(i for name in tie_order for i in _POSITIONS[name]))
+
+
+def order(policy: RankingPolicySpec) -> tuple[str, ...]:
+    """The profile's tie-breakers; any it leaves out follow in the default order."""
+    chosen = list(dict.fromkeys(policy.tie_breakers))
+    return tuple(chosen + [t for t in DEFAULT_TIE_BREAKERS if t not in chosen])
+
+
+WORDS = {
+    "deadline": "those that meet your deadline",
+    "cost": "the least charged cost (GPU hours x the system's charge rate)",
+    "gpu_class": "the smallest GPU that is enough",
+    "queue": "the shortest expected queue",
+    "gpus": "the fewest GPUs",
+}
+
+
+def objective(tie_order: tuple[str, ...]) -> str:
+    parts = ", then ".join(WORDS[t] for t in tie_order)
+    return (
+        "Ranked by what the job costs the institute: options that fit and whose software runs "
+        "there come first (fully available systems before limited ones), then " + parts + "."
+    )
+
+
+def why_first(best, runner_up, tie_order: tuple[str, ...]) -> str:
+    """One line: the first thing in the ranking's order where the winner beats the next."""
+    if runner_up is None:
+        return "The only system and GPU that fit and run within your constraints."
+    a = RankKey.from_flat(best.sort_key, tie_order)
+    b = RankKey.from_flat(runner_up.sort_key, tie_order)
+    other = f"{runner_up.accelerator.display_name} on {runner_up.system.display_name}"
+    if a.limited != b.limited:
+        return f"Fully available, unlike the next option ({other}), whose system is limited."
+    if a.no_headroom != b.no_headroom:
+        return f"Fits with memory to spare; the next option ({other}) is close to its capacity."
+    if a.offload != b.offload:
+        return f"Runs without CPU offload, unlike the next option ({other})."
+    fa, fb = best.option, runner_up.option
+    for (name, va), (_, vb) in zip(a.tie_breakers, b.tie_breakers, strict=True):
+        if va == vb:
+            continue
+        if name == "deadline":
+            return f"Meets the wall-time target; the next option ({other}) would not."
+        if name == "cost":
+            if fb.charge is None or fb.charge.total is None:
+                return (
+                    f"Its charge is known ({_money(fa)}); the next option ({other}) has no "
+                    "known price."
+                )
+            return f"Cheapest to run: {_money(fa)} against {_money(fb)} on {other}."
+        if name == "gpu_class":
+            return (
+                f"The smallest GPU that is enough ({best.accelerator.memory_gb:g} GB); "
+                f"{other} costs the same but uses a larger card."
+            )
+        if name == "queue":
+            return f"Shortest expected queue of the options that cost the same as {other}."
+        if name == "gpus":
+            return f"Needs fewer GPUs ({fa.num_gpus}) than {other} ({fb.num_gpus})."
+    return f"Equal to {other} in cost and speed; the simpler setup ({fa.strategy})."
+
+
+def _money(option) -> str:
+    charge = option.charge
+    if charge is None or charge.total is None:
+        return "unknown"
+    return f"{charge.total:,.2f} {charge.currency}".strip()
+
+
+def alternatives(options: list, recommendation, limit: int = 8) -> list:
+    """The best option per system and GPU other than the recommendation's, in ranking order.
+    `options` are ranked already (EstimateResult.options), so the first of each pair is its
+    best; nothing is re-ranked here."""
+    seen = set()
+    if recommendation is not None:
+        seen.add((recommendation.system, recommendation.accelerator))
+    out = []
+    for option in options:
+        key = (option.system, option.accelerator)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(option)
+        if len(out) == limit:
+            break
+    return out

@@ -1,0 +1,180 @@
+"""Software that actually runs there: what a job needs, and whether a system's GPUs have it.
+
+A job needs a few libraries beyond PyTorch: bitsandbytes' 4-bit kernels for QLoRA and int4,
+its LLM.int8() kernels for int8, its 8-bit optimizers for `adamw_8bit`, DeepSpeed for ZeRO,
+FSDP for fsdp. Whether a system has them comes from, in order:
+
+1. the system's own cell in the catalog's tooling matrix (staff edit it in the admin, with a
+   source and a date), then
+2. this module's platform matrix (CUDA / ROCm / oneAPI-XPU), with its source and date, then
+3. unknown: on CUDA a library that supports the hardware is taken as available; elsewhere an
+   unconfirmed library rules the option out, saying what to confirm.
+
+Non-NVIDIA options also say what the researcher must change (container, build, launcher).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.engine.models import AcceleratorSpec, SystemSpec
+from advisor.engine.speed import Generation
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    supported: bool | None
+    source: str  # where it comes from, with its date
+
+
+# Tool names as the tooling matrix spells them (catalog data files, admin).
+BNB_4BIT = "bitsandbytes 4-bit"
+BNB_8BIT = "bitsandbytes 8-bit"
+FLASH = "flash-attention"
+DEEPSPEED = "DeepSpeed"
+FSDP = "FSDP"
+VLLM = "vLLM"
+COMPILE = "torch.compile"
+
+WHY = {
+    BNB_4BIT: "QLoRA and int4 weights need bitsandbytes 4-bit (NF4) kernels",
+    BNB_8BIT: "int8 weights and 8-bit Adam need bitsandbytes 8-bit kernels",
+    FLASH: "flash attention needs a fused attention kernel",
+    DEEPSPEED: "ZeRO needs DeepSpeed",
+    FSDP: "fsdp needs PyTorch FSDP",
+}
+
+_BNB_CUDA = (
+    "bitsandbytes installation guide v0.46-0.50 (huggingface.co/docs/bitsandbytes, "
+    "'Installation Guide', as of 2025-06): NF4/FP4 and 8-bit optimizers on NVIDIA compute "
+    "capability 5.0/6.0+, LLM.int8() on 7.5+ (Turing or newer)"
+)
+_BNB_OTHER = (
+    "bitsandbytes docs 'Multi-backend support (non-CUDA backends)' (as of 2025-06): a preview; "
+    "'the Intel XPU backend has limited functionality and is less mature', AMD ROCm "
+    "functional from source builds; official packages for both only from v0.50"
+)
+_DS = (
+    "DeepSpeed accelerator abstraction (deepspeed.ai/tutorials/accelerator-abstraction-"
+    "interface, as of 2024-01): CUDA, ROCm and Intel XPU (intel-extension-for-deepspeed)"
+)
+_FSDP = "PyTorch FSDP is device-agnostic (pytorch.org/docs/stable/fsdp.html, as of 2.4, 2024-07)"
+_FLASH_CUDA = (
+    "PyTorch scaled_dot_product_attention (pytorch.org/docs, as of 2.2, 2024-01): "
+    "FlashAttention-2 on Ampere or newer, the memory-efficient kernel on Volta/Turing"
+)
+_FLASH_ROCM = (
+    "ROCm flash-attention (github.com/ROCm/flash-attention, as of 2024-06): MI200 and MI300 "
+    "(CDNA2/CDNA3) only"
+)
+_FLASH_XPU = (
+    "Intel Extension for PyTorch (intel.github.io/intel-extension-for-pytorch, as of 2.1, "
+    "2023-12): fused scaled-dot-product attention for Intel Data Center GPU Max"
+)
+
+# (platform or generation key, tool) -> cell; a generation entry wins over its platform's.
+PLATFORM_MATRIX: dict[tuple[str, str], Cell] = {
+    ("cuda", BNB_4BIT): Cell(True, _BNB_CUDA),
+    ("cuda", BNB_8BIT): Cell(True, _BNB_CUDA),
+    ("rocm", BNB_4BIT): Cell(None, _BNB_OTHER),
+    ("rocm", BNB_8BIT): Cell(None, _BNB_OTHER),
+    ("xpu", BNB_4BIT): Cell(False, _BNB_OTHER),
+    ("xpu", BNB_8BIT): Cell(False, _BNB_OTHER),
+    ("cuda", FLASH): Cell(True, _FLASH_CUDA),
+    ("rocm", FLASH): Cell(True, _FLASH_ROCM),
+    ("amd-cdna1", FLASH): Cell(False, _FLASH_ROCM),
+    ("xpu", FLASH): Cell(True, _FLASH_XPU),
+    ("cuda", DEEPSPEED): Cell(True, _DS),
+    ("rocm", DEEPSPEED): Cell(True, _DS),
+    ("xpu", DEEPSPEED): Cell(True, _DS),
+    ("cuda", FSDP): Cell(True, _FSDP),
+    ("rocm", FSDP): Cell(True, _FSDP),
+    ("xpu", FSDP): Cell(True, _FSDP),
+}
+
+# What a researcher changes to run on each platform; reasons and the sbatch script say it.
+PLATFORM_CHANGES = {
+    "rocm": (
+        "AMD GPU: use a ROCm build of PyTorch (pip index download.pytorch.org/whl/rocm6.x or "
+        "the site's ROCm container), not the CUDA one; select GPUs with ROCR_VISIBLE_DEVICES "
+        "or HIP_VISIBLE_DEVICES; torch.cuda calls work unchanged (HIP)"
+    ),
+    "xpu": (
+        "Intel GPU: use PyTorch with XPU support (torch>=2.5 'xpu' wheels or Intel Extension "
+        "for PyTorch), move tensors to 'xpu' instead of 'cuda', and launch multi-GPU jobs with "
+        "oneCCL ('ccl' backend) through mpirun/mpiexec rather than torchrun's NCCL"
+    ),
+}
+
+
+def needs(
+    *,
+    task: str,
+    weight_format: str,
+    optimizer: str,
+    flash_attention: bool,
+    training: bool,
+) -> tuple[str, ...]:
+    """The tools a job needs whatever the strategy (strategies add DeepSpeed/FSDP)."""
+    out = []
+    if task == "qlora" or weight_format == "int4":
+        out.append(BNB_4BIT)
+    if weight_format == "int8" or (training and optimizer == "adamw_8bit"):
+        out.append(BNB_8BIT)
+    if flash_attention and training:
+        out.append(FLASH)
+    return tuple(out)
+
+
+def cell(system: SystemSpec, gen: Generation, tool: str) -> Cell:
+    """The system's cell, else the generation's, else the platform's, else unknown."""
+    if tool in system.tooling and system.tooling[tool] is not None:
+        source = system.tooling_sources.get(tool) or f"{system.display_name}'s tooling matrix"
+        return Cell(system.tooling[tool], source)
+    found = PLATFORM_MATRIX.get((gen.key, tool)) or PLATFORM_MATRIX.get((gen.platform, tool))
+    if found is not None:
+        return found
+    return Cell(None, "no entry in the catalog or the engine's platform matrix")
+
+
+def _hardware_limit(acc: AcceleratorSpec, gen: Generation, tool: str) -> str | None:
+    """A hardware limit within CUDA (bitsandbytes' LLM.int8() needs Turing or newer)."""
+    if tool == BNB_8BIT and gen.key == "nvidia-volta":
+        return (
+            "LLM.int8() needs NVIDIA compute capability 7.5 (Turing) or newer; "
+            f"{acc.display_name} is 7.0 (bitsandbytes installation guide)"
+        )
+    return None
+
+
+def check(
+    system: SystemSpec,
+    acc: AcceleratorSpec,
+    gen: Generation,
+    tools: tuple[str, ...],
+    *,
+    weight_format: str,
+) -> tuple[bool, list[str]]:
+    """(supported, reasons): every tool the job needs, on this system's GPUs."""
+    ok = True
+    reasons: list[str] = []
+    vendor_gpus = f"this system's {gen.label.split(' (')[0]} GPUs"
+    for tool in tools:
+        if tool == BNB_8BIT and weight_format != "int8" and gen.key == "nvidia-volta":
+            pass  # 8-bit optimizers need only compute capability 6.0
+        elif gen.platform == "cuda":
+            limit = _hardware_limit(acc, gen, tool)
+            if limit is not None:
+                ok = False
+                reasons.append(f"{WHY[tool]}: {limit}.")
+                continue
+        found = cell(system, gen, tool)
+        if found.supported is True:
+            continue
+        if found.supported is None and gen.platform == "cuda":
+            continue  # the CUDA builds of these libraries run on every GPU checked above
+        ok = False
+        word = "not supported on" if found.supported is False else "not confirmed on"
+        hint = "" if found.supported is False else "; staff can mark it supported in the admin"
+        reasons.append(f"{WHY[tool]}; {word} {vendor_gpus} ({found.source}){hint}.")
+    return ok, reasons

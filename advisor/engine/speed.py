@@ -1,0 +1,365 @@
+"""How fast a job runs on an accelerator: utilisation from the nearest measurement.
+
+Achieved FLOP/s = dense peak x utilisation. Utilisation is worked out once per accelerator and
+estimate, in three steps:
+
+1. **Generation.** Every accelerator belongs to a vendor generation (Hopper, Ampere data
+   centre, CDNA2, Xe-HPC, ...); measurements transfer within a generation only.
+2. **Nearest measurement.** Among the catalog's benchmarks on the same accelerator (or, one
+   step further away, the same generation) the nearest to the job in task, precision, model
+   size, sequence length, micro-batch and strategy is chosen (`_distance`).
+3. **Transfer by a roofline per layer.** Each layer's matmuls run at the generation's matmul
+   efficiency and its elementwise work moves bytes at the memory bandwidth, so a layer's
+   efficiency is `1 / (1 + E x h x peak / (6 x p_layer x bandwidth))` with h the hidden size,
+   p_layer the matmul parameters per layer and E the elementwise bytes per token and layer per
+   unit of width. The measurement's MFU is divided by its own model's factor and multiplied by
+   the job's: a 125M model on an A100 reaches about 70 % of what a 7B model does (llm-foundry),
+   a 124M nanoGPT about 28 % of the peak.
+
+Without a measurement the job gets the generation's documented default (at its reference
+model width), transferred the same way, and the option says it is a default. Mixture-of-experts
+models run below dense ones (routing, all-to-all, small expert matmuls).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+from advisor.engine import constants as c
+from advisor.engine.models import AcceleratorSpec, BenchmarkSpec
+from advisor.engine.shape import ModelShape
+
+
+@dataclass(frozen=True, slots=True)
+class Utilisation:
+    value: float
+    calibrated: bool = False  # from a catalog benchmark rather than a documented default
+    benchmark: str | None = None  # the benchmark's id (name) when there is one
+    label: str = ""  # short words for the option: "benchmark <id>" / "default for <generation>"
+    detail: tuple = ()  # what `source` is written from
+    factors: tuple = ()  # (factor, why) applied on top
+    fixed_source: str = ""  # a source given as text (prefill)
+
+    @property
+    def source(self) -> str:
+        return self.fixed_source or describe(self.detail, self.factors)
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    key: str
+    label: str
+    vendor: str  # "nvidia" | "amd" | "intel" | other, lower case
+    platform: str  # "cuda" | "rocm" | "xpu" | "other"
+
+
+# Name fragments -> generation, most specific first. A catalog key names the chip ("a100-80-
+# sxm4", "mi210-64", "max1550-128"), so the fragment identifies the generation.
+_GENERATIONS: tuple[tuple[tuple[str, ...], Generation], ...] = (
+    (("gh200", "h200", "h100"), Generation("nvidia-hopper", "NVIDIA Hopper", "nvidia", "cuda")),
+    (("a100", "a800"), Generation("nvidia-ampere-dc", "NVIDIA Ampere (A100)", "nvidia", "cuda")),
+    (
+        ("l40", "l20", "l4-", "rtx-40", "4090", "ada"),
+        Generation("nvidia-ada", "NVIDIA Ada", "nvidia", "cuda"),
+    ),  # noqa: E501
+    (
+        ("a2000", "a4000", "a5000", "a6000", "a40-", "a10-", "3090", "3080"),
+        Generation("nvidia-ampere-ws", "NVIDIA Ampere workstation", "nvidia", "cuda"),
+    ),
+    (("v100",), Generation("nvidia-volta", "NVIDIA Volta", "nvidia", "cuda")),
+    (("t4", "2080", "turing"), Generation("nvidia-turing", "NVIDIA Turing", "nvidia", "cuda")),
+    (("mi300",), Generation("amd-cdna3", "AMD CDNA3", "amd", "rocm")),
+    (("mi250", "mi210"), Generation("amd-cdna2", "AMD CDNA2", "amd", "rocm")),
+    (("mi100",), Generation("amd-cdna1", "AMD CDNA1", "amd", "rocm")),
+    (
+        ("max1550", "max1100", "max-1550", "pvc"),
+        Generation("intel-xe-hpc", "Intel Xe-HPC", "intel", "xpu"),
+    ),  # noqa: E501
+)
+
+
+def generation(acc: AcceleratorSpec) -> Generation:
+    return generation_of(acc.name, acc.vendor)
+
+
+@functools.lru_cache(maxsize=512)
+def generation_of(name: str, vendor: str = "") -> Generation:
+    """The generation a catalog key names (the vendor only for names no fragment matches)."""
+    name = name.lower() + "-"
+    for fragments, gen in _GENERATIONS:
+        if any(f in name for f in fragments):
+            return gen
+    vendor = vendor.lower() or "unknown"
+    platform = {"nvidia": "cuda", "amd": "rocm", "intel": "xpu"}.get(vendor, "other")
+    return Generation(f"{vendor}-other", f"{vendor} (other)", vendor, platform)
+
+
+def roofline_factor(shape: ModelShape, acc: AcceleratorSpec) -> float:
+    """Fraction of a layer's time spent in matmuls: matmuls at peak, elementwise bytes at the
+    memory bandwidth (c.ELEMENTWISE_BYTES_PER_WIDTH)."""
+    return _roofline(_width(shape), _layer_params(shape), acc)
+
+
+def _width(shape: ModelShape) -> int:
+    return max(shape.hidden_size, 1)
+
+
+def _layer_params(shape: ModelShape) -> float:
+    layers = max(shape.total_layers, 1)
+    return max(shape.flop_params / layers, 1.0)
+
+
+def _roofline(width: float, layer_params: float, acc: AcceleratorSpec) -> float:
+    peak = (acc.bf16_tflops or acc.fp16_tflops or acc.fp16_nontensor_tflops or 1.0) * 1e12
+    bandwidth = max(acc.memory_bandwidth_gb_s, 1.0) * 1e9
+    ratio = c.ELEMENTWISE_BYTES_PER_WIDTH.value * width * peak / (6 * layer_params * bandwidth)
+    return 1 / (1 + ratio)
+
+
+def _reference_roofline(width: int, acc: AcceleratorSpec) -> float:
+    """The factor for a dense decoder of `width` (12 x width^2 matmul parameters per layer)."""
+    return _roofline(width, 12.0 * width * width, acc)
+
+
+def benchmark_mfu(bench: BenchmarkSpec, accelerators: dict[str, AcceleratorSpec]) -> float | None:
+    """The benchmark's MFU: as stated, else 6 N x tokens/s / (GPUs x dense peak) for a completed
+    training run (Kaplan et al.'s 6N; PaLM's MFU definition, arXiv:2204.02311 appendix B)."""
+    if bench.outcome != "completed":
+        return None
+    if bench.mfu is not None:
+        return bench.mfu
+    acc = accelerators.get(bench.accelerator)
+    if (
+        acc is None
+        or bench.task not in ("pretrain", "full_finetune")
+        or not bench.tokens_per_second
+        or not bench.params
+        or bench.num_gpus < 1
+    ):
+        return None
+    dtype = bench.precision if bench.precision in ("fp16", "bf16") else "bf16"
+    peak = (acc.bf16_tflops if dtype == "bf16" else acc.fp16_tflops) or acc.fp16_tflops
+    if not peak:
+        return None
+    return 6 * bench.params * bench.tokens_per_second / (bench.num_gpus * peak * 1e12)
+
+
+def _bench_width(bench: BenchmarkSpec) -> tuple[float | None, float | None]:
+    """(width, matmul parameters per layer) of the benchmark's model: stated, else the shape of
+    a dense decoder with that many parameters (Kaplan et al.'s N = 12 L h^2 with the aspect
+    ratio h / L of about 128 that GPT-3's and Llama's tables share)."""
+    if bench.hidden_size and bench.num_layers and bench.params:
+        return float(bench.hidden_size), bench.params / bench.num_layers
+    if not bench.params:
+        return None, None  # size unknown: used as measured, with no transfer
+    # 12 L h^2 = N with L = h / 128  ->  h^3 = 128 N / 12
+    width = (128 * bench.params / 12) ** (1 / 3)
+    layers = max(width / 128, 1)
+    return width, bench.params / layers
+
+
+@dataclass(frozen=True, slots=True)
+class _Measured:
+    bench: BenchmarkSpec
+    mfu: float  # as stated or derived (6N per token)
+    executed: float  # of the FLOPs executed: MFU x 8/6 when the run recomputed activations
+    width: float | None
+    layer_params: float | None
+    generation: str
+    log_params: float | None
+    log_seq: float | None
+    log_batch: float | None
+
+
+_INDEX: dict[int, tuple[list[BenchmarkSpec], tuple[_Measured, ...]]] = {}
+
+
+def measured(
+    benchmarks: list[BenchmarkSpec], accelerators: dict[str, AcceleratorSpec]
+) -> tuple[_Measured, ...]:
+    """The training benchmarks with a usable MFU. Worked out once per catalog: a catalog is
+    frozen, so its benchmark list is the cache key (kept alive with the entry)."""
+    key = id(benchmarks)
+    hit = _INDEX.get(key)
+    if hit is not None and hit[0] is benchmarks:
+        return hit[1]
+    low, high = c.BENCHMARK_MFU_BOUNDS
+    recompute = (c.TRAIN_FLOPS_PER_PARAM.value + c.RECOMPUTE_FLOPS_PER_PARAM.value) / (
+        c.TRAIN_FLOPS_PER_PARAM.value
+    )
+    out = []
+    for bench in benchmarks:
+        if bench.task in (None, "inference"):
+            continue
+        mfu = benchmark_mfu(bench, accelerators)
+        if mfu is None or not low <= mfu <= high:
+            continue
+        # MFU counts 6N per token; the engine applies utilisation to the FLOPs executed, which
+        # with full recomputation are 8N (llm-foundry's HFU column is this).
+        executed = mfu * recompute if bench.gradient_checkpointing else mfu
+        width, layer_params = _bench_width(bench)
+        acc = accelerators.get(bench.accelerator)
+        gen = generation(acc) if acc is not None else generation_of(bench.accelerator)
+        out.append(
+            _Measured(
+                bench,
+                mfu,
+                executed,
+                width,
+                layer_params,
+                gen.key,
+                math.log(bench.params) if bench.params else None,
+                math.log(bench.seq_len) if bench.seq_len else None,
+                math.log(bench.batch_size) if bench.batch_size else None,
+            )
+        )
+    if len(_INDEX) > 64:
+        _INDEX.clear()
+    found = _INDEX[key] = (benchmarks, tuple(out))
+    return found[1]
+
+
+def job_distances(
+    index: tuple[_Measured, ...],
+    *,
+    task: str,
+    precision: str,
+    params: int,
+    seq_len: int,
+    batch: int,
+) -> list[tuple[float, _Measured]]:
+    """How far each measurement is from the job, before the chip (0: the same setting). Model
+    size counts most (log ratio), then sequence length, then micro-batch, task and precision;
+    a measurement of unknown size counts as a factor e (2.7) away. Once per estimate."""
+    lp, ls, lb = math.log(max(params, 1)), math.log(max(seq_len, 1)), math.log(max(batch, 1))
+    out = []
+    for m in index:
+        b = m.bench
+        d = abs(m.log_params - lp) if m.log_params is not None else 1.0
+        if m.log_seq is not None:
+            d += 0.5 * abs(m.log_seq - ls)
+        if m.log_batch is not None:
+            d += 0.2 * abs(m.log_batch - lb)
+        if b.task != task:
+            d += 0.3 if {b.task, task} <= {"pretrain", "full_finetune"} else 1.5
+        if b.precision and b.precision != precision:
+            d += 0.3
+        out.append((d, m))
+    return out
+
+
+OTHER_CHIP_DISTANCE = 1.0  # another chip of the same generation: one step further away
+
+
+def training_utilisation(
+    acc: AcceleratorSpec,
+    shape: ModelShape,
+    *,
+    flash_attention: bool,
+    adapters: bool,
+    distances: list[tuple[float, _Measured]],
+) -> Utilisation:
+    """Utilisation of the dense peak for training `shape` on `acc` (see the module docstring).
+    The long `source` text is written only when asked for (the recommended option's)."""
+    gen = generation(acc)
+    job = roofline_factor(shape, acc)
+    name, key = acc.name, gen.key
+    nearest = math.inf
+    found = []
+    for d, m in distances:
+        if m.bench.accelerator != name:
+            if m.generation != key:
+                continue
+            d += OTHER_CHIP_DISTANCE
+        found.append((d, m))
+        if d < nearest:
+            nearest = d
+    factors = []
+    if adapters:
+        factors.append((c.ADAPTER_UTILISATION_FACTOR.value, "adapter training"))
+    if shape.num_experts > 0 and shape.params_active < shape.params_total:
+        factors.append((c.MOE_UTILISATION_FACTOR.value, "mixture-of-experts"))
+    if found:
+        # The nearest, and any as near (within 0.05): their median, so two runs of one
+        # setting count equally.
+        tied = sorted(
+            ((_transfer(m, job, acc), m) for d, m in found if d <= nearest + 0.05),
+            key=_first,
+        )
+        half = len(tied) // 2
+        value = tied[half][0] if len(tied) % 2 else (tied[half - 1][0] + tied[half][0]) / 2
+        measured_rows = tuple(m for _, m in tied)
+        label = "benchmark " + ", ".join(
+            dict.fromkeys(m.bench.name or m.bench.model for m in measured_rows)
+        )
+        detail = (measured_rows, job)
+        calibrated = True
+        bench_id = measured_rows[0].bench.name
+    else:
+        const, width = default_for(gen, acc, flash_attention)
+        value = const.value * job / _reference_roofline(width, acc)
+        label = f"default for {gen.label}"
+        detail = (gen, const, width)
+        calibrated = False
+        bench_id = None
+    for factor, _ in factors:
+        value *= factor
+    low, high = c.BENCHMARK_MFU_BOUNDS
+    value = min(max(value, low), high)
+    return Utilisation(value, calibrated, bench_id, label, detail, tuple(factors))
+
+
+def _first(pair):
+    return pair[0]
+
+
+def describe(detail: tuple, factors: tuple) -> str:
+    """The full source of a utilisation, with every citation."""
+    if len(detail) == 2:
+        rows, job = detail
+        text = f"nearest catalog benchmark{'s' if len(rows) > 1 else ''}: " + "; ".join(
+            f"{m.bench.name or m.bench.model} ({m.bench.model}, {m.bench.num_gpus} x "
+            f"{m.bench.accelerator}, {m.mfu:.0%} MFU"
+            + ("" if m.bench.mfu is not None else ", from tokens/s")
+            + (", recomputing activations" if m.executed != m.mfu else "")
+            + f"; {m.bench.source})"
+            for m in rows
+        )
+        if rows[0].width is not None:
+            text += f"; moved to this model's width by the per-layer roofline ({job:.2f})"
+    else:
+        gen, const, width = detail
+        text = (
+            f"default for {gen.label} (no benchmark in the catalog): {const.value:.0%} at "
+            f"width {width:,} ({const.source}), moved to this model's width by the per-layer "
+            "roofline"
+        )
+    for factor, why in factors:
+        text += f"; x{factor:g} for {why}"
+    return text
+
+
+def _transfer(m: _Measured, job: float, acc: AcceleratorSpec) -> float:
+    """The measurement's utilisation of executed FLOPs moved to the job: divided by the
+    measured model's roofline factor on this accelerator and multiplied by the job's."""
+    if m.width is None or m.layer_params is None:
+        return m.executed
+    return m.executed * job / _roofline(m.width, m.layer_params, acc)
+
+
+def default_for(gen: Generation, acc: AcceleratorSpec, flash_attention: bool):
+    """(the documented default constant, the model width it was measured at)."""
+    if gen.key == "nvidia-ampere-dc" and flash_attention:
+        return c.MFU_TRAINING_FLASH, c.MFU_TRAINING_FLASH_WIDTH
+    found = c.MFU_BY_GENERATION.get(gen.key)
+    if found is not None:
+        return found
+    # Unknown generation: by the dense 16-bit peak, as engine 1.x did.
+    peak = acc.bf16_tflops or acc.fp16_tflops or 0
+    if peak >= c.HOPPER_CLASS_TFLOPS:
+        return c.MFU_BY_GENERATION["nvidia-hopper"]
+    if peak and peak < c.OLDER_CLASS_TFLOPS:
+        return c.MFU_BY_GENERATION["nvidia-volta"]
+    return c.MFU_BY_GENERATION["nvidia-ampere-dc"]

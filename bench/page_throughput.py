@@ -1,0 +1,274 @@
+"""Pages per second under load: the advisor's pages against a bare Django view, in one run.
+
+Run (PostgreSQL on 127.0.0.1, wrk installed: `apt-get install wrk`, which bin/dev does as root):
+
+    .venv/bin/python bench/page_throughput.py            # 10 s per page, 4 workers, 32 clients
+
+It creates (or reuses) the database `allocation_triage_bench`, migrates it, loads the default
+catalog and walks two advisor sessions (one halfway, one to its result) with Django's test
+client. Then it starts gunicorn with 4 sync workers on 127.0.0.1, serving the project's own
+URLs plus one bare view (`/bench/bare/`: a plain HttpResponse behind the same middleware), and
+drives each page with wrk (32 connections, the sessions' cookie) after a short warm-up. It
+prints requests/s and the 99th-percentile latency per page, and each page's share of the bare
+view's throughput and its p99 as a multiple of the bare view's p99. Loopback only; the whole
+run is bounded (about 4 x (warm-up + duration) plus setup, every step under a timeout).
+
+Targets (issue 10): a flowchart step and the result page at least 30 % of the bare view's
+throughput, with a p99 within 3x of the bare view's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = Path(__file__).resolve().parent
+DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/allocation_triage_bench"
+TARGET_SHARE = 0.30
+TARGET_P99_MULTIPLE = 3.0
+
+LORA = [
+    ("work_kind", "lora"),
+    ("model", ""),
+    ("model_params", "7"),
+    ("precision", "bf16"),
+    ("framework_training", "not_sure"),
+    ("batch_size", "4"),
+    ("seq_len", "2048"),
+    ("dataset_tokens", "20"),
+    ("epochs", "3"),
+    ("num_gpus", ""),
+    ("data_sensitivity", "public"),
+    ("timeline", ""),
+    ("hpc_experience", "some"),
+    ("azure", "no"),
+    ("notebooks", "no"),
+]
+
+# The flowchart step measured: the dataset-size question, with every earlier one answered.
+MEASURED = [name for name, _value in LORA].index("dataset_tokens")
+
+
+@dataclass(frozen=True)
+class Page:
+    name: str
+    path: str
+    cookie: str = ""
+
+
+@dataclass(frozen=True)
+class Figures:
+    requests_per_second: float
+    p99_ms: float
+    errors: int
+
+
+def _environment(database_url: str) -> dict[str, str]:
+    """Production settings (DEBUG off) over plain HTTP on the loopback, no Redis."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("CELERY_BROKER_URL", "CACHE_URL")
+    }
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DATABASE_URL": database_url,
+            "DJANGO_DEBUG": "false",
+            "DJANGO_SECRET_KEY": "bench-only-secret-key-not-for-production-0123456789",
+            "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
+            "DJANGO_SECURE_SSL_REDIRECT": "false",
+            "DJANGO_SESSION_COOKIE_SECURE": "false",
+            "DJANGO_CSRF_COOKIE_SECURE": "false",
+        }
+    )
+    return env
+
+
+def _ensure_database(database_url: str) -> None:
+    import psycopg
+
+    name = database_url.rsplit("/", 1)[1]
+    server = database_url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(server, autocommit=True, connect_timeout=5) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def _prepare(env: dict[str, str]) -> list[Page]:
+    """Migrate, load the catalog, and walk the sessions whose pages are measured."""
+    os.environ.update(env)
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.test import Client
+
+    from advisor.models import AdvisorSession
+
+    call_command("migrate", verbosity=0, interactive=False)
+    # DEBUG off serves static files from the manifest, as production does (staticfiles/).
+    call_command("collectstatic", verbosity=0, interactive=False)
+    call_command("load_catalog", "default", verbosity=0)
+
+    def walk(answers) -> tuple[str, str]:
+        client = Client()
+        client.post("/")
+        session = AdvisorSession.objects.order_by("-created_at").first()
+        for step, value in [("azure", "no"), *answers]:  # the chart asks about Azure first
+            response = client.post(f"/a/{session.id}/step/{step}/", {"answer": value})
+            if response.status_code != 302:
+                raise SystemExit(f"the bench's walk stopped at {step!r}: {response.status_code}")
+        return str(session.id), f"sessionid={client.cookies['sessionid'].value}"
+
+    halfway, halfway_cookie = walk(LORA[:MEASURED])
+    done, done_cookie = walk(LORA)
+    return [
+        Page("bare view", "/bench/bare/"),
+        Page("flowchart step", f"/a/{halfway}/step/{LORA[MEASURED][0]}/", halfway_cookie),
+        Page("result page", f"/a/{done}/result/", done_cookie),
+        Page("/catalog/", "/catalog/"),
+    ]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for(url: str, *, timeout: float) -> None:
+    """Until a worker answers (workers boot after the port opens, slowly on a busy machine)."""
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 (loopback)
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise SystemExit(f"gunicorn did not answer {url} within {timeout:g} s")
+
+
+_UNITS_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+
+
+def _wrk(url: str, *, cookie: str, connections: int, threads: int, seconds: int) -> Figures:
+    command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency"]
+    command += ["--timeout", "10s"]  # a slow answer counts in p99, not as a socket error
+    if cookie:
+        command += ["-H", f"Cookie: {cookie}"]
+    out = subprocess.run(
+        [*command, url], capture_output=True, text=True, check=True, timeout=seconds + 30
+    ).stdout
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    p99 = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s)\s*$", out, re.MULTILINE)
+    if os.environ.get("BENCH_VERBOSE"):
+        print(out, file=sys.stderr)
+    if rate is None or p99 is None:
+        raise SystemExit(f"could not read wrk's output for {url}:\n{out}")
+    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    failures = int(bad.group(1)) if bad else 0
+    failures += sum(int(n) for n in errors.groups()) if errors else 0
+    return Figures(
+        requests_per_second=float(rate.group(1)),
+        p99_ms=float(p99.group(1)) * _UNITS_MS[p99.group(2)],
+        errors=failures,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL"))
+    parser.add_argument("--seconds", type=int, default=10, help="measured seconds per page")
+    parser.add_argument("--warmup", type=int, default=3, help="unmeasured seconds per page")
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=2, help="wrk threads")
+    args = parser.parse_args(argv)
+    for tool in ("wrk",):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"{tool} is not installed (apt-get install {tool})")
+    gunicorn = Path(sys.executable).with_name("gunicorn")
+    database_url = args.database_url or DEFAULT_DATABASE
+    _ensure_database(database_url)
+    env = _environment(database_url)
+    pages = _prepare(env)
+
+    port = _free_port()
+    server = subprocess.Popen(
+        [
+            str(gunicorn),
+            "page_wsgi:application",
+            f"--pythonpath={BENCH},{ROOT}",
+            f"--bind=127.0.0.1:{port}",
+            f"--workers={args.workers}",
+            "--worker-class=sync",
+            "--log-level=warning",
+        ],
+        cwd=ROOT,
+        env=env,
+    )
+    figures: dict[str, Figures] = {}
+    try:
+        _wait_for(f"http://127.0.0.1:{port}/bench/bare/", timeout=90)
+        for page in pages:
+            url = f"http://127.0.0.1:{port}{page.path}"
+            kwargs = {"cookie": page.cookie, "connections": args.connections}
+            _wrk(url, threads=args.threads, seconds=args.warmup, **kwargs)
+            figures[page.name] = _wrk(url, threads=args.threads, seconds=args.seconds, **kwargs)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    return _report(figures, args)
+
+
+def _report(figures: dict[str, Figures], args) -> int:
+    bare = figures["bare view"]
+    if not bare.requests_per_second:
+        raise SystemExit(f"the bare view failed under load: {bare}")
+    print(
+        f"gunicorn {args.workers} sync workers, wrk {args.connections} connections, "
+        f"{args.seconds} s per page after {args.warmup} s warm-up, PostgreSQL, DEBUG off"
+    )
+    print(f"{'page':<16} {'req/s':>9} {'p99 ms':>9} {'of bare':>8} {'p99 x':>7} {'errors':>7}")
+    failed = False
+    for name, fig in figures.items():
+        share = fig.requests_per_second / bare.requests_per_second
+        multiple = fig.p99_ms / bare.p99_ms
+        mark = ""
+        if name in ("flowchart step", "result page"):
+            ok = share >= TARGET_SHARE and multiple <= TARGET_P99_MULTIPLE and not fig.errors
+            mark = "  meets target" if ok else "  MISSES target"
+            failed |= not ok
+        print(
+            f"{name:<16} {fig.requests_per_second:>9,.0f} {fig.p99_ms:>9.1f} {share:>8.0%} "
+            f"{multiple:>6.1f}x {fig.errors:>7}{mark}"
+        )
+    print(
+        f"targets: flowchart step and result page >= {TARGET_SHARE:.0%} of the bare view's "
+        f"requests/s, p99 <= {TARGET_P99_MULTIPLE:g}x the bare view's"
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
