@@ -13,7 +13,7 @@ from allocations.models import AllocationEvent, Status
 from allocations.services import (
     allocation_request_record_rerun,
     allocation_request_request_changes,
-    allocation_request_resubmit,
+    allocation_request_submit,
 )
 from tests.allocations.factories import estimate_result, make_request, make_session, make_user
 
@@ -28,7 +28,7 @@ def test_decided_at_is_cleared_while_a_resubmitted_request_waits(client):
     )
     assert allocation_request.decided_at is not None
     asked_at = allocation_request.decided_at
-    allocation_request = allocation_request_resubmit(
+    allocation_request = allocation_request_submit(
         allocation_request=allocation_request, researcher=allocation_request.researcher
     )
     assert allocation_request.status == Status.RESUBMITTED
