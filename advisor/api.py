@@ -10,6 +10,8 @@ from django.views.decorators.csrf import csrf_exempt
 
 from advisor.engine import RequestError
 from advisor.estimation import error_list, estimate_run
+from advisor.json_input import JsonNumberError, json_loads
+from config.ratelimits import rate_limit
 
 # A config.json is a few KB and Hub metadata tens of KB; anything larger is not a request.
 MAX_BODY_BYTES = 256 * 1024
@@ -26,6 +28,7 @@ def _errors(status: int, field: str, message: str, **headers) -> JsonResponse:
 def estimate_api(request: HttpRequest) -> JsonResponse:
     if request.method != "POST":
         return _errors(405, "", "Use POST with a JSON body.", Allow="POST")
+    rate_limit(request, "estimate")
     if request.content_type != "application/json":
         return _errors(415, "", "Send the request as Content-Type: application/json.")
     length = request.META.get("CONTENT_LENGTH") or "0"
@@ -36,7 +39,9 @@ def estimate_api(request: HttpRequest) -> JsonResponse:
     except RequestDataTooBig:
         return _errors(413, "", f"The request body is limited to {MAX_BODY_BYTES // 1024} KB.")
     try:
-        data = json.loads(body)
+        data = json_loads(body)
+    except JsonNumberError as exc:
+        return _errors(400, "", f"The body cannot be an estimate request: {exc}.")
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         return _errors(400, "", f"The body is not valid JSON: {exc}.")
     except RecursionError:

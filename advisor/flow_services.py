@@ -55,10 +55,47 @@ class StepNotOnPath(Exception):
 # --- Charts and catalog -----------------------------------------------------------------------
 
 
-def active_chart_key() -> str:
+# The active charts that loaded in this process, most recent last: what researchers get if the
+# active chart's file is later broken on disk (edited in place, half deployed).
+_good_chart_keys: list[str] = []
+
+
+def active_chart() -> tuple[str, str]:
+    """The chart new sessions use, and a warning for staff when it is not the one they chose.
+
+    A chart that no longer loads never becomes an error page: researchers get the chart that
+    was active before it (the last other chart that loaded in this process), else the bundled
+    default, and staff are told why.
+    """
     row = ActiveFlowchart.objects.order_by("pk").first()
-    key = row.chart if row else "default"
-    return key if key in available_charts() else "default"
+    chosen = row.chart if row else "default"
+    key = chosen if chosen in available_charts() else "default"
+    try:
+        load_chart(key)
+    except FlowchartError as exc:
+        problem = str(exc)
+    else:
+        if key in _good_chart_keys:
+            _good_chart_keys.remove(key)
+        _good_chart_keys.append(key)
+        return key, ""
+    for fallback in dict.fromkeys([*reversed(_good_chart_keys), "default"]):
+        if fallback == key:
+            continue
+        try:
+            load_chart(fallback)
+        except FlowchartError:
+            continue
+        logger.error("Active flowchart %r does not load (%s); using %r", key, problem, fallback)
+        return fallback, (
+            f"The active flowchart “{key}” does not load ({problem}). Researchers get "
+            f"“{fallback}” until it is fixed or another chart is chosen."
+        )
+    raise FlowchartError(problem)
+
+
+def active_chart_key() -> str:
+    return active_chart()[0]
 
 
 def active_flowchart_set(*, chart: str, user=None) -> ActiveFlowchart:

@@ -18,6 +18,7 @@ from advisor import hub
 from advisor.models import HfModelLookup
 from advisor.selectors import SUGGESTION_MIN_LENGTH, hf_model_suggestion_list
 from advisor.services import hf_model_lookup_request
+from config.ratelimits import rate_limited
 
 
 class ModelLookupForm(forms.Form):
@@ -54,6 +55,7 @@ class ModelLookupForm(forms.Form):
 
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
+@rate_limited("lookup")
 def lookup_start(request: HttpRequest) -> HttpResponse:
     form = ModelLookupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -61,21 +63,22 @@ def lookup_start(request: HttpRequest) -> HttpResponse:
         if request.htmx:
             response = render(request, "advisor/lookup.html#hf-lookup", {"lookup": lookup})
             return push_url(response, lookup_url(lookup))
-        return redirect("advisor:lookup-detail", lookup_id=lookup.pk)
+        return redirect(lookup.get_absolute_url())
     template = "advisor/lookup_start.html" + ("#lookup-form" if request.htmx else "")
     return render(request, template, {"form": form, "min_length": SUGGESTION_MIN_LENGTH})
 
 
 @require_GET
 @vary_on_headers("HX-Request")
-def lookup_detail(request: HttpRequest, lookup_id: int) -> HttpResponse:
-    lookup = get_object_or_404(HfModelLookup, pk=lookup_id)
+def lookup_detail(request: HttpRequest, token) -> HttpResponse:
+    lookup = get_object_or_404(HfModelLookup, token=token)
     template = "advisor/lookup.html" + ("#hf-lookup" if request.htmx else "")
     return render(request, template, {"lookup": lookup})
 
 
 @require_GET
 @vary_on_headers("HX-Request")
+@rate_limited("suggest", methods=("GET",))
 def model_suggest(request: HttpRequest) -> HttpResponse:
     query = (request.GET.get("q") or request.GET.get("repo_id") or "")[:200]
     suggestions, note = hf_model_suggestion_list(query=query)
@@ -93,4 +96,4 @@ def model_suggest(request: HttpRequest) -> HttpResponse:
 
 
 def lookup_url(lookup: HfModelLookup) -> str:
-    return reverse("advisor:lookup-detail", kwargs={"lookup_id": lookup.pk})
+    return lookup.get_absolute_url()

@@ -52,6 +52,9 @@ class HfModelLookup(models.Model):
         DONE = "done", "Done"
         FAILED = "failed", "Failed"
 
+    # The page's address: random, so a lookup page cannot be found by counting (ids 1, 2, 3...
+    # would show which private or gated models researchers typed).
+    token = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     repo_id = models.CharField(max_length=200)
     requested_id = models.CharField(max_length=200)
     revision = models.CharField(max_length=200, default="main")
@@ -81,6 +84,11 @@ class HfModelLookup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.repo_id}@{self.revision} ({self.status})"
+
+    def get_absolute_url(self) -> str:
+        from django.urls import reverse
+
+        return reverse("advisor:lookup-detail", kwargs={"token": self.token})
 
     @property
     def in_flight(self) -> bool:

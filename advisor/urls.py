@@ -24,6 +24,6 @@ urlpatterns = [
     path("api/estimate", api.estimate_api, name="api-estimate"),
     path("a/<uuid:session_id>/chart/", views.session_chart_view, name="session-chart"),
     path("lookups/", lookup_views.lookup_start, name="lookup-start"),
-    path("lookups/<int:lookup_id>/", lookup_views.lookup_detail, name="lookup-detail"),
+    path("lookups/<uuid:token>/", lookup_views.lookup_detail, name="lookup-detail"),
     path("models/suggest", lookup_views.model_suggest, name="model-suggest"),
 ]

@@ -31,6 +31,7 @@ from advisor.flowchart import (
 from advisor.forms import StepForm
 from advisor.memory_svg import COMPONENTS, MemoryBar, memory_chart_svg
 from advisor.models import AdvisorSession
+from config.ratelimits import rate_limit
 
 SESSION_KEY = "advisor_session_id"
 
@@ -106,9 +107,19 @@ def _load_session(request: HttpRequest, session_id) -> AdvisorSession:
         raise Http404("No such advisor session.")
     if user.is_authenticated:
         flow_services.advisor_session_attach_user(advisor_session=advisor_session, user=user)
-    if request.session.get(SESSION_KEY) != str(advisor_session.id):
-        request.session[SESSION_KEY] = str(advisor_session.id)  # a write: only when it changes
+    _remember(request, advisor_session)
     return advisor_session
+
+
+def _remember(request: HttpRequest, advisor_session: AdvisorSession) -> None:
+    """Keep the visitor's advisor session in their cookie session, for "continue where you
+    left off". Only once they have answered something: a visitor who merely opened the start
+    page or a link gets no session row (each would live SESSION_COOKIE_AGE in the database),
+    and only when it changes (every assignment is a write)."""
+    if not advisor_session.answers:
+        return
+    if request.session.get(SESSION_KEY) != str(advisor_session.id):
+        request.session[SESSION_KEY] = str(advisor_session.id)
 
 
 # --- Start ------------------------------------------------------------------------------------
@@ -118,7 +129,6 @@ def _load_session(request: HttpRequest, session_id) -> AdvisorSession:
 def flow_start(request: HttpRequest, embed: bool = False) -> HttpResponse:
     if request.method == "POST":
         advisor_session = flow_services.advisor_session_start(user=request.user)
-        request.session[SESSION_KEY] = str(advisor_session.id)
         return redirect(
             _url(
                 "step",
@@ -127,7 +137,8 @@ def flow_start(request: HttpRequest, embed: bool = False) -> HttpResponse:
                 step=advisor_session.current_step,
             )
         )
-    chart = load_chart(flow_services.active_chart_key())
+    chart_key, chart_warning = flow_services.active_chart()
+    chart = load_chart(chart_key)
     previous = None
     previous_id = request.session.get(SESSION_KEY)
     if previous_id:
@@ -141,6 +152,7 @@ def flow_start(request: HttpRequest, embed: bool = False) -> HttpResponse:
             "previous": previous,
             "previous_url": _url("resume", embed=embed, session_id=previous.id) if previous else "",
             "start_url": _url("start", embed=embed),
+            "chart_warning": chart_warning if request.user.is_staff else "",
         },
     )
 
@@ -279,6 +291,10 @@ def flow_step(request: HttpRequest, session_id, step: str, embed: bool = False) 
         return redirect(_url("resume", embed=embed, session_id=advisor_session.id))
     earlier = _earlier_answers(state, step)
     if request.method == "POST":
+        # Every answer may run the engine; a model answer may ask the Hub.
+        rate_limit(request, "estimate")
+        if node.type == "model_id":
+            rate_limit(request, "lookup")
         form = StepForm(request.POST, node=node, earlier=earlier, autofocus_errors=not request.htmx)
         if form.is_valid():
             try:
@@ -299,6 +315,8 @@ def flow_step(request: HttpRequest, session_id, step: str, embed: bool = False) 
                     message="That question is not on your path. Nothing was saved.",
                 )
             else:
+                advisor_session.refresh_from_db(fields=["answers"])
+                _remember(request, advisor_session)
                 return _after_answer(request, advisor_session, new_state, embed=embed)
     else:
         initial = advisor_session.answers.get(step)
@@ -553,8 +571,10 @@ def _chart_context(chart: Flowchart, steps: list[str]) -> dict:
 
 @require_GET
 def chart_view(request: HttpRequest) -> HttpResponse:
-    chart = load_chart(flow_services.active_chart_key())
-    return _page(request, "advisor/chart.html", _chart_context(chart, []))
+    chart_key, chart_warning = flow_services.active_chart()
+    context = _chart_context(load_chart(chart_key), [])
+    context["chart_warning"] = chart_warning if request.user.is_staff else ""
+    return _page(request, "advisor/chart.html", context)
 
 
 @require_GET

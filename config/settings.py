@@ -91,6 +91,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Turns django-ratelimit's Ratelimited into the 429 page (RATELIMIT_VIEW).
+    "django_ratelimit.middleware.RatelimitMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -227,6 +229,19 @@ SESSION_COOKIE_AGE = env_int("DJANGO_SESSION_COOKIE_AGE", default=60 * 60 * 24 *
 
 # Origins (scheme://host[:port]) allowed to frame the advisor's embed pages.
 EMBED_ALLOWED_ORIGINS = env_list("EMBED_ALLOWED_ORIGINS")
+
+# Rate limits (config/ratelimits.py, django-ratelimit): requests per client per period on what
+# costs the institute; an empty value turns that limit off. Counted in the default cache.
+RATELIMIT_ENABLE = env_bool("RATELIMIT_ENABLE", default=True)
+RATELIMIT_ESTIMATES = os.environ.get("RATELIMIT_ESTIMATES", "60/m")
+RATELIMIT_LOOKUPS = os.environ.get("RATELIMIT_LOOKUPS", "20/m")
+RATELIMIT_SUGGESTIONS = os.environ.get("RATELIMIT_SUGGESTIONS", "120/m")
+RATELIMIT_VIEW = "config.views.too_many_requests"
+RATELIMIT_FAIL_OPEN = True
+# Behind a proxy every request comes from the proxy: take the client's address from the header
+# it sets (HTTP_X_REAL_IP with deploy/nginx); unset means REMOTE_ADDR.
+CLIENT_IP_HEADER = os.environ.get("DJANGO_CLIENT_IP_HEADER", "").strip() or "REMOTE_ADDR"
+RATELIMIT_IP_META_KEY = "config.ratelimits.client_ip"
 
 # Reject oversized bodies with a 400 before any view reads them.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", default=256 * 1024)

@@ -26,3 +26,8 @@ urlpatterns = [
     path("", include("allocations.urls")),
     path("", include("advisor.urls")),
 ]
+
+handler400 = "config.views.bad_request"
+handler403 = "config.views.permission_denied"
+handler404 = "config.views.page_not_found"
+handler500 = "config.views.server_error"

@@ -75,6 +75,13 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
+def _no_rate_limits(settings):
+    """Every test client is 127.0.0.1, so limits would count across tests; the tests of the
+    limits (tests/reliability/test_rate_limits.py) turn them back on."""
+    settings.RATELIMIT_ENABLE = False
+
+
+@pytest.fixture(autouse=True)
 def _celery_mode(request):
     """Unit tests run tasks in-process; integration tests send them through the real broker."""
     eager = "integration" not in request.keywords

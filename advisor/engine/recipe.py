@@ -290,7 +290,7 @@ class RecipeSearch:
 
     # --- words ---
 
-    def reasons(self, choice: Choice, strategy: str, n: int) -> list[str]:
+    def reasons(self, choice: Choice, strategy: str, n: int, extra: float = 0.0) -> list[str]:
         """Why this recipe: what each memory-saving knob buys, in the practitioner's terms."""
         if not self.training:
             return []
@@ -298,18 +298,18 @@ class RecipeSearch:
         gpus = f"{n} GPUs" if n > 1 else "one GPU"
         if choice.level != "none":
             without = self.model.linear(strategy, n, "none", choice.optimizer)
-            need = without[0] + choice.micro * without[1]
-            extra = choice.flops_per_token / self.flops["none"] - 1
-            if need > choice.total * 1.0001:
+            need = without[0] + choice.micro * without[1] + extra
+            more = choice.flops_per_token / self.flops["none"] - 1
+            if need > (choice.total + extra) * 1.0001:
                 out.append(
-                    f"{LEVEL_WORDS[choice.level]} makes it fit {gpus} at +{extra:.0%} compute; "
+                    f"{LEVEL_WORDS[choice.level]} makes it fit {gpus} at +{more:.0%} compute; "
                     f"without it it needs {need / 1e9:.0f} GB per GPU."
                 )
         elif self.default_level != "none" and "none" in self.levels:
-            extra = self.flops[self.default_level] / self.flops["none"] - 1
+            saved = self.flops[self.default_level] / self.flops["none"] - 1
             out.append(
                 f"{self.framework.name} turns on {LEVEL_WORDS[self.default_level]} by default; "
-                f"it fits without, which saves about {extra:.0%} compute (turn it off)."
+                f"it fits without, which saves about {saved:.0%} compute (turn it off)."
             )
         if (
             choice.optimizer != "adamw"
@@ -317,7 +317,7 @@ class RecipeSearch:
             and (len(self.optimizers) > 1)
         ):
             plain = self.model.linear(strategy, n, choice.level, "adamw")
-            need = plain[0] + choice.micro * plain[1]
+            need = plain[0] + choice.micro * plain[1] + extra
             out.append(
                 f"8-bit AdamW (bitsandbytes) makes it fit; AdamW would need {need / 1e9:.0f} GB "
                 "per GPU."

@@ -256,9 +256,12 @@ def evaluate(
     splits_heads = wl.task == "inference"  # tensor parallelism must split the heads evenly
     free_choice = request.strategy is None
     framework, _ = framework_for(request.framework, training)
-    # One recipe search per software stack: pre-Ampere NVIDIA GPUs carry the larger CUDA
-    # context of their era's stack (frameworks.cuda_context_bytes); each caches its recipes.
-    searches: dict[bool, RecipeSearch] = {}
+    # One recipe search for the estimate. Pre-Ampere NVIDIA GPUs carry the larger CUDA context
+    # of their era's stack (frameworks.cuda_context_bytes): a constant more per GPU, so their
+    # options search the same recipes against a capacity that much smaller.
+    context = cuda_context_bytes(framework, False)
+    legacy_extra = cuda_context_bytes(framework, True) - context
+    search = RecipeSearch(shape, wl, request, framework, MemoryModel(shape, wl, context))
     # (strategy, GPU count, recipe) -> (breakdown, recipe, its reasons). Recipes are cached
     # objects within an estimate, so their identity names them.
     breakdowns: dict[tuple, tuple] = {}
@@ -273,17 +276,15 @@ def evaluate(
     # (GPUs per node, nodes, partition's job limits) -> what `layout` returns.
     layouts: dict[tuple, tuple] = {}
 
-    def search_for(legacy: bool) -> RecipeSearch:
-        model = MemoryModel(shape, wl, cuda_context_bytes(framework, legacy))
-        found = searches[legacy] = RecipeSearch(shape, wl, request, framework, model)
-        return found
-
-    def breakdown_for(key: tuple, search: RecipeSearch, choice: Choice) -> tuple:
-        """(memory breakdown, recipe, the recipe's reasons) for one layout on one accelerator;
-        the options on that accelerator with that layout share them."""
-        strategy, n = key[0], key[1]
+    def breakdown_for(key: tuple, choice: Choice) -> tuple:
+        """(memory breakdown, recipe, the recipe's reasons) for one layout on one stack;
+        the options with that layout share them."""
+        strategy, n, _, extra = key
         parts = search.parts(strategy, n, choice)
-        why = search.reasons(choice, strategy, n)
+        if extra:
+            parts["cuda_context"] += int(extra)
+            parts["total_bytes"] += int(extra)
+        why = search.reasons(choice, strategy, n, extra)
         found = breakdowns[key] = (
             trusted(MemoryBreakdown, parts),
             trusted(Recipe, search.recipe_fields(choice, strategy, n, why)),
@@ -303,7 +304,7 @@ def evaluate(
             )
         capacity = int(acc.memory_gb * 1e9)
         legacy = acc.vendor.lower() == "nvidia" and not acc.bf16_supported
-        search = searches.get(legacy) or search_for(legacy)
+        extra = legacy_extra if legacy else 0.0
         if training:
             util = training_utilisation(
                 acc,
@@ -332,7 +333,7 @@ def evaluate(
             peak,
             timed,
             assumes,
-            search,
+            extra,
         )
         return found
 
@@ -428,8 +429,10 @@ def evaluate(
                 peak,
                 timed,
                 assumes,
-                search,
+                extra,
             ) = shared
+            # The recipe search sees what is left after the stack's extra context.
+            search_capacity, search_headroom = capacity - extra, headroom_limit - extra
             if no_dtype is not None:
                 node_reasons.append(no_dtype)
             partition = partitions.get(node.name)
@@ -469,11 +472,11 @@ def evaluate(
                         f"{STRATEGY_NAMES.get(strategy, strategy)} needs more than the "
                         f"{plural(counts[-1], 'GPU')} allowed here."
                     )
-                size_key = (search, strategy, allowed, capacity)
+                size_key = (strategy, allowed, search_capacity)
                 found = sized.get(size_key)
                 if found is None:
                     found = sized[size_key] = search.plan(
-                        strategy, allowed, capacity, headroom_limit
+                        strategy, allowed, search_capacity, search_headroom
                     )
                 n_fit, n_head, n, choice = found
                 gpu_hours = None
@@ -492,15 +495,15 @@ def evaluate(
                                 gpu_hours = hours(node, acc, peak, util.value, k, strategy, first)
                                 if gpu_hours / k <= target:
                                     break
-                        choice = search.at(strategy, n, capacity, headroom_limit)
+                        choice = search.at(strategy, n, search_capacity, search_headroom)
                         if choice is not first:
                             gpu_hours = hours(node, acc, peak, util.value, n, strategy, choice)
                         reasons.append(
                             f"uses {n} GPUs to bring the wall time to about "
                             f"{gpu_hours / n:,.0f} h (target {target:g} h)."
                         )
-                memory_key = (strategy, n, id(choice))
-                found = breakdowns.get(memory_key) or breakdown_for(memory_key, search, choice)
+                memory_key = (strategy, n, id(choice), extra)
+                found = breakdowns.get(memory_key) or breakdown_for(memory_key, choice)
                 breakdown, recipe, recipe_reasons = found
                 need = breakdown.total_bytes
                 reasons.extend(recipe_reasons)

@@ -102,8 +102,9 @@ def test_engine_catalog_is_built_in_a_fixed_number_of_queries_then_costs_one(
 ):
     engine_catalog_forget()
     # The stamp, the profile, systems, node types with accelerators, partitions and their node
-    # types, tooling, benchmarks, accelerators: whatever the catalog's size.
-    with django_assert_num_queries(9):
+    # types, tooling, benchmarks, accelerators, the profile's ranking policy with its charge
+    # rates: whatever the catalog's size.
+    with django_assert_num_queries(11):
         built = engine_catalog(include_retired=True)
     with django_assert_num_queries(1):  # the stamp: unchanged, so the built catalog is reused
         assert engine_catalog(include_retired=True) is built

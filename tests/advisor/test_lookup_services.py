@@ -292,7 +292,7 @@ def test_server_token_is_used_but_never_logged_stored_or_shown(
     with django_capture_on_commit_callbacks(execute=True):
         lookup = hf_model_lookup_request(repo_id="meta-llama/Llama-3.2-1B")
     lookup.refresh_from_db()
-    page = client.get(f"/lookups/{lookup.pk}/")
+    page = client.get(lookup.get_absolute_url())
 
     assert f"Bearer {token}" in fake_hub.authorizations()
     assert lookup.metadata["config"]["hidden_size"] == 2048  # the gated file was readable

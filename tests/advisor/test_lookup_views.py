@@ -38,14 +38,14 @@ def test_post_redirects_to_the_lookup_page(client, fake_hub, django_capture_on_c
 
     lookup = HfModelLookup.objects.get()
     assert response.status_code == 302
-    assert response["Location"] == f"/lookups/{lookup.pk}/"
+    assert response["Location"] == lookup.get_absolute_url()
     assert len(callbacks) == 1
     assert lookup.requested_id == "gpt2"
 
 
 def test_pending_lookup_polls_and_has_a_plain_refresh_link(client, fake_hub):
     lookup = HfModelLookup.objects.create(repo_id="gpt2", requested_id="gpt2")
-    url = f"/lookups/{lookup.pk}/"
+    url = lookup.get_absolute_url()
 
     page = client.get(url)
     fragment = client.get(url, headers=HX)
@@ -62,7 +62,7 @@ def test_pending_lookup_polls_and_has_a_plain_refresh_link(client, fake_hub):
 
 
 def test_done_lookup_shows_the_summary_card_and_stops_polling(client, done_lookup):
-    fragment = client.get(f"/lookups/{done_lookup.pk}/", headers=HX)
+    fragment = client.get(done_lookup.get_absolute_url(), headers=HX)
 
     assertNotContains(fragment, "hx-trigger")
     assertContains(fragment, "<dt>Parameters</dt>", html=True)
@@ -88,7 +88,7 @@ def test_failed_lookup_offers_close_matches_as_buttons(
         client.post(reverse("advisor:lookup-start"), {"repo_id": "acme/slow-modle"})
     lookup = HfModelLookup.objects.get()
 
-    response = client.get(f"/lookups/{lookup.pk}/")
+    response = client.get(lookup.get_absolute_url())
 
     assertNotContains(response, "hx-trigger")
     assertContains(response, "Check the spelling")
@@ -120,7 +120,7 @@ def test_htmx_post_returns_the_card_and_pushes_its_url(
 
     lookup = HfModelLookup.objects.get()
     assert response.status_code == 200
-    assert response["HX-Push-Url"] == f"/lookups/{lookup.pk}/"
+    assert response["HX-Push-Url"] == lookup.get_absolute_url()
     assertContains(response, 'id="hf-lookup"')
 
 

@@ -215,7 +215,7 @@ def test_lookup_card_shows_the_parameters_and_the_hub_total_with_its_reason(
 ):
     lookup = look_up("gpt2", django_capture_on_commit_callbacks)
 
-    page = client.get(f"/lookups/{lookup.pk}/").content.decode()
+    page = client.get(lookup.get_absolute_url()).content.decode()
 
     assert "124,439,808" in page
     assert "137,022,720" in page
@@ -228,7 +228,7 @@ def test_lookup_card_says_the_answer_came_from_the_bundled_config(
     settings.HF_ENDPOINT = DOWN
     lookup = look_up("Qwen/Qwen2.5-7B-Instruct", django_capture_on_commit_callbacks)
 
-    page = client.get(f"/lookups/{lookup.pk}/").content.decode()
+    page = client.get(lookup.get_absolute_url()).content.decode()
 
     assert "Counted from the bundled config; the Hub did not answer" in page
     assert "7,615,616,512" in page

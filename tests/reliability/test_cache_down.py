@@ -38,6 +38,7 @@ def test_the_model_question_and_suggestions_answer_with_the_cache_down(
     step = lambda name: reverse(  # noqa: E731
         "advisor:step", kwargs={"session_id": advisor_session.id, "step": name}
     )
+    client.post(step("azure"), {"answer": "no"})
     client.post(step("work_kind"), {"answer": "lora"})
 
     with django_capture_on_commit_callbacks(execute=True):

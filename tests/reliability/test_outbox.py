@@ -193,7 +193,7 @@ def test_a_lookup_with_the_broker_down_waits_and_says_so_then_the_sweep_runs_it(
     lookup.refresh_from_db()
     assert lookup.status == HfModelLookup.Status.DONE
     assert fake_hub.model_info_requests("mistralai/Mistral-7B-v0.1") == 1
-    response = client.get(reverse("advisor:lookup-detail", args=[lookup.pk]))
+    response = client.get(lookup.get_absolute_url())
     assert "will start as soon as it is back" not in response.content.decode()
 
 

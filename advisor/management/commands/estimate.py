@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from advisor.engine import RequestError
 from advisor.engine.models import EstimateRequest, EstimateResult
 from advisor.estimation import estimate_run
+from advisor.json_input import JsonNumberError, json_loads
 
 
 class Command(BaseCommand):
@@ -34,7 +35,9 @@ class Command(BaseCommand):
             raise CommandError("Give --input FILE.json (or --input - for stdin), or --schema.")
         try:
             text = sys.stdin.read() if source == "-" else _read(source)
-            data = json.loads(text)
+            data = json_loads(text)
+        except JsonNumberError as exc:
+            raise CommandError(f"{source} cannot be an estimate request: {exc}.") from None
         except OSError as exc:
             raise CommandError(f"Cannot read {source}: {exc.strerror}.") from None
         except UnicodeDecodeError as exc:
