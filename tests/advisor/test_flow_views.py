@@ -348,6 +348,7 @@ def test_unreachable_hub_estimates_a_bundled_model_by_name(
     rest = [
         ("model_params", ""),
         ("precision", "bf16"),
+        ("framework_training", "not_sure"),  # the chart asks it since recipes' framework step
         ("batch_size", "4"),
         ("seq_len", "2048"),
         ("dataset_tokens", "20"),
