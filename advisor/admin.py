@@ -43,7 +43,7 @@ class ActiveFlowchartForm(forms.ModelForm):
     def clean_chart(self):
         key = self.cleaned_data["chart"]
         try:
-            load_chart(key)
+            flow_services.chart_validate_systems(chart=load_chart(key))
         except FlowchartError as exc:
             raise forms.ValidationError(str(exc)) from exc
         return key
@@ -77,6 +77,11 @@ class ActiveFlowchartAdmin(admin.ModelAdmin):
         return format_html_join("", "<p>{}</p>", ((w,) for w in found))
 
     def changelist_view(self, request, extra_context=None):
+        for key in available_charts():
+            try:
+                flow_services.chart_validate_systems(chart=load_chart(key))
+            except FlowchartError as exc:
+                messages.error(request, f"The chart {key!r} cannot be activated: {exc}")
         row = ActiveFlowchart.objects.first()
         for warning in chart_warnings(row.chart if row else flow_services.active_chart_key()):
             messages.warning(request, warning)

@@ -7,8 +7,10 @@ and results use the same numbers.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +34,7 @@ from advisor.flowchart import (
     FlowchartError,
     Node,
     Walk,
+    answer_fields,
     available_charts,
     clean_answer,
     effective_answers,
@@ -39,11 +42,12 @@ from advisor.flowchart import (
     walk,
 )
 from advisor.models import ActiveFlowchart, AdvisorSession
-from advisor.selectors import hf_model_lookup_metadata
+from advisor.selectors import hf_model_lookup_metadata, local_model_config
 
 logger = logging.getLogger(__name__)
 
 GPU_TASKS = {"inference", "full_finetune", "lora", "qlora", "pretrain"}
+SENSITIVE = {"confidential", "restricted"}
 V100_MEMORY_BYTES = 32 * 10**9  # V100 SXM2/PCIe 32 GB (catalog-facts.md)
 V100_MAX_GPUS_PER_NODE = 8  # DGX-1 class nodes; larger jobs span nodes
 
@@ -99,13 +103,39 @@ def active_chart_key() -> str:
 
 
 def active_flowchart_set(*, chart: str, user=None) -> ActiveFlowchart:
-    load_chart(chart)  # refuses a chart that does not load, with the node and field named
+    # Refuses a chart that does not load, or whose outcomes route to retired systems, with
+    # the node and field named.
+    chart_validate_systems(chart=load_chart(chart))
     row = ActiveFlowchart.objects.order_by("pk").first() or ActiveFlowchart()
     row.chart = chart
     row.changed_by = user
     row.full_clean()
     row.save()
     return row
+
+
+def chart_validate_systems(*, chart: Flowchart) -> None:
+    """Refuse a chart whose outcomes name retired systems (FlowchartError names node and field).
+
+    Limited availability and systems outside the active profile stay warnings
+    (`chart_system_problems`): the chart still routes somewhere a researcher can go.
+    """
+    from catalog.models import System, SystemStatus
+
+    wanted = chart.outcome_systems()
+    retired = {
+        s.name: s.status_note
+        for s in System.objects.filter(name__in=wanted, status=SystemStatus.RETIRED)
+    }
+    errors = [
+        f"node {node.id!r}: systems: {name!r} is retired"
+        + (f" ({retired[name]})" if retired[name] else "")
+        for node in chart.nodes
+        for name in node.systems
+        if name in retired
+    ]
+    if errors:
+        raise FlowchartError(f"chart {chart.key!r}: " + "; ".join(errors))
 
 
 def chart_system_problems(*, chart: Flowchart) -> dict[str, str]:
@@ -169,6 +199,8 @@ class FlowState:
     answers: dict[str, Any]  # effective answers on the path, cleaned
     catalog: CatalogSpec
     estimates: dict[str, Any] = field(default_factory=dict)
+    # What the answers say, by field (the chart's `estimate` mappings): never by step id.
+    fields: dict[str, Any] = field(default_factory=dict)
 
     @property
     def outcome(self) -> Node | None:
@@ -187,14 +219,44 @@ def advisor_session_state(
     if catalog is None:
         catalog = engine_catalog()
     cache: dict[str, Any] = {} if estimates is None else estimates
-    path = walk(chart, advisor_session.answers, _decider(catalog, cache))
+    path = walk(chart, advisor_session.answers, _decider(chart, catalog, cache))
+    answers = effective_answers(chart, advisor_session.answers, path)
     return FlowState(
         chart=chart,
         path=path,
-        answers=effective_answers(chart, advisor_session.answers, path),
+        answers=answers,
         catalog=catalog,
         estimates=cache,
+        fields=answer_fields(chart, answers),
     )
+
+
+def advisor_session_fields(*, advisor_session: AdvisorSession) -> dict[str, Any]:
+    """The session's answers by field (deadline, project title, sensitivity...), for other apps."""
+    try:
+        state = advisor_session_state(advisor_session=advisor_session)
+    except FlowchartError:
+        return {}
+    if state.path.outcome:
+        return state.fields
+    # A session that never reached an outcome has no path to trust: read each stored answer
+    # its question still accepts, in chart order.
+    readable: dict[str, Any] = {}
+    for node in state.chart.questions():
+        if node.id in advisor_session.answers:
+            try:
+                readable[node.id] = clean_answer(
+                    node, _raw_answer(advisor_session.answers[node.id])
+                )
+            except AnswerError:
+                continue
+    return answer_fields(state.chart, readable)
+
+
+def _raw_answer(value: Any) -> Any:
+    if value is None:
+        return ""
+    return value if isinstance(value, list) else str(value)
 
 
 def step_is_answerable(*, state: FlowState, step: str) -> bool:
@@ -234,6 +296,7 @@ def advisor_session_answer(
     earlier = {
         s: state.answers[s] for s in state.path.questions if s in state.answers and s != step
     }
+    earlier.update({s: d.value for s, d in state.path.decisions.items()})
     value = clean_answer(node, raw, earlier)
     if node.type == "model_id" and value:
         _model_lookup_start(value)
@@ -250,6 +313,7 @@ def advisor_session_answer(
         advisor_session.completed_at = None
         advisor_session.estimate_request = None
         advisor_session.estimate_result = None
+        advisor_session.project_plan = None
     advisor_session.full_clean()
     _save_unless_changed(advisor_session)
     return new_state
@@ -261,6 +325,7 @@ _ANSWER_FIELDS = (
     "completed_at",
     "estimate_request",
     "estimate_result",
+    "project_plan",
     "engine_version",
 )
 
@@ -283,59 +348,164 @@ def _store_result(advisor_session: AdvisorSession, state: FlowState) -> None:
     advisor_session.completed_at = timezone.now()
     advisor_session.estimate_request = None
     advisor_session.estimate_result = None
+    advisor_session.project_plan = None
     advisor_session.engine_version = ""
     if not _wants_gpu_estimate(state):
         return
-    request = estimate_request_for(answers=state.answers, outcome=outcome, catalog=state.catalog)
+    request = estimate_request_for(fields=state.fields, outcome=outcome, catalog=state.catalog)
     if request is None:
         return
     advisor_session.estimate_request = request.model_dump(mode="json")
     try:
-        result = estimate(request, state.catalog)
+        result = estimate(_sizing_request(request, outcome, state.catalog), state.catalog)
     except ValueError as exc:  # the engine's errors carry a message
         logger.warning("advisor session %s: no estimate: %s", advisor_session.pk, exc)
         advisor_session.estimate_result = {"error": str(exc)}
         return
     advisor_session.estimate_result = result.model_dump(mode="json")
     advisor_session.engine_version = result.engine_version[:40]
+    plan = plan_for(fields=state.fields, result=result, outcome=outcome, catalog=state.catalog)
+    advisor_session.project_plan = plan.as_dict() if plan is not None else None
+
+
+def session_request_summary(*, advisor_session: AdvisorSession) -> dict[str, Any]:
+    """What an allocation request starts from: the facility, the GPU hours, the justification.
+
+    The facility is the secure route's own system where the route has one, else the
+    recommendation's; the GPU hours are the project plan's total (runs, sweep, evaluation,
+    development), else the one run's.
+    """
+    result = advisor_session.estimate_result or {}
+    plan = advisor_session.project_plan or None
+    recommendation = result.get("recommendation") or {} if isinstance(result, dict) else {}
+    facility = recommendation.get("system") or ""
+    justification = result.get("justification", "") if isinstance(result, dict) else ""
+    try:
+        state = advisor_session_state(advisor_session=advisor_session)
+    except FlowchartError:
+        state = None
+    outcome = state.outcome if state is not None else None
+    if outcome is not None and outcome.advice == "secure" and outcome.systems:
+        facility = outcome.systems[0]
+    if state is not None and outcome is not None and result and "error" not in result:
+        justification = session_justification(
+            state=state, result=EstimateResult.model_validate(result), plan=plan
+        )
+    hours = recommendation.get("requested_gpu_hours")
+    if plan:
+        gpu_hours: int | None = int(plan["total_gpu_hours"])
+    elif hours is not None:
+        gpu_hours = max(1, math.ceil(hours))
+    else:
+        gpu_hours = None
+    return {"facility": facility, "gpu_hours": gpu_hours, "justification": justification}
+
+
+def advisor_session_refresh_result(*, advisor_session: AdvisorSession) -> None:
+    """Estimate again at an outcome whose estimate failed (a model lookup finished since)."""
+    state = advisor_session_state(advisor_session=advisor_session)
+    if not state.path.outcome:
+        return
+    _store_result(advisor_session, state)
+    # Another request may have changed the answers: the page then shows what they lead to.
+    with contextlib.suppress(SessionChanged):
+        _save_unless_changed(advisor_session)
+
+
+def _sized_on_secure_hardware(outcome: Node, catalog: CatalogSpec) -> bool:
+    """The secure route's own systems list hardware (UVA's Rio), so the run is sized there."""
+    return any(s.name in outcome.systems and s.node_types for s in catalog.systems)
+
+
+def _sizing_request(
+    request: EstimateRequest, outcome: Node, catalog: CatalogSpec
+) -> EstimateRequest:
+    """The request the engine sizes. On the secure route the data's sensitivity is settled by
+    the route itself, and the estimate says what hardware the work needs: it is sized against
+    the secure systems the outcome names where they list hardware, else against every system
+    (so the researcher can tell the secure environment's team what to provision)."""
+    if outcome.advice != "secure" or _sized_on_secure_hardware(outcome, catalog):
+        return request
+    constraints = request.constraints.model_copy(
+        update={"data_sensitivity": "public", "systems": None, "needs_cloud": None}
+    )
+    return request.model_copy(update={"constraints": constraints})
 
 
 def _wants_gpu_estimate(state: FlowState) -> bool:
     outcome = state.outcome
     if outcome is None or outcome.advice in ("cpu_interactive", "cpu_batch"):
         return False
-    return state.answers.get("work_kind") != "cpu"
+    return state.fields.get("task") in GPU_TASKS
+
+
+def plan_for(*, fields: Mapping[str, Any], result: EstimateResult, outcome: Node, catalog):
+    """The project's GPU hours around the recommended run (None without a sized run)."""
+    from advisor.engine.constants import CONTINGENCY
+    from advisor.project_plan import project_plan
+
+    rec = result.recommendation
+    if rec is None or rec.gpu_hours is None or fields.get("hosting"):
+        return None  # a hosted service is priced by the month (hosting_plan_for), not by runs
+    system = next((s for s in catalog.systems if s.name == _request_facility(rec, outcome)), None)
+    return project_plan(
+        task=str(fields.get("task")),
+        per_run_compute=rec.gpu_hours,
+        # The engine's own rate: its stored contingency is rounded, too coarse for tiny runs.
+        contingency_rate=CONTINGENCY.value,
+        epochs=float(fields.get("epochs") or 1),
+        full_runs=fields.get("plan.full_runs"),
+        sweep_trials=fields.get("plan.sweep_trials"),
+        sweep_fraction=fields.get("plan.sweep_fraction"),
+        eval_passes=fields.get("plan.eval_passes"),
+        dev_gpu_hours=fields.get("plan.dev_gpu_hours"),
+        trial_gpu_hours=system.trial_gpu_hours if system else None,
+        minimum_gpu_hours=getattr(system, "minimum_gpu_hours", None) if system else None,
+    )
+
+
+def _request_facility(rec, outcome: Node) -> str:
+    """The facility a request goes to: the secure route's own system, else the recommendation."""
+    if outcome.advice == "secure" and outcome.systems:
+        return outcome.systems[0]
+    return rec.system
 
 
 # --- From answers to an estimate request -----------------------------------------------------
 
 
 def estimate_request_for(
-    *, answers: Mapping[str, Any], outcome: Node | None = None, catalog: CatalogSpec | None = None
+    *,
+    fields: Mapping[str, Any],
+    outcome: Node | None = None,
+    catalog: CatalogSpec | None = None,
 ) -> EstimateRequest | None:
-    """The engine's request from the answers, limited by the outcome's systems when given.
+    """The engine's request from the answers' fields, limited by the outcome's systems.
 
-    With the catalog, systems it marks unavailable to the institute are dropped from the
-    outcome's list, so no outcome recommends them (see `outcome_systems`).
+    `fields` come from `answer_fields` (the chart's own mappings); None when the work needs no
+    GPU estimate (no task: CPU work). With the catalog, systems it marks unavailable to the
+    institute are dropped from the outcome's list, so no outcome recommends them (see
+    `outcome_systems`).
     """
-    given = dict(answers)
-    kind = given.get("work_kind")
-    if kind == "cpu" or kind is None:
+    given = dict(fields)
+    task = given.get("task")
+    if task not in GPU_TASKS:
         return None
-    task = kind if kind in GPU_TASKS else "inference"  # notebooks: interactive inference
-    params_b = given.get("model_params")
-    model_id = given.get("model") or None
-    tokens_m = given.get("dataset_tokens", given.get("inference_tokens"))
     constraints: dict[str, Any] = {
-        "data_sensitivity": given.get("data_sensitivity") or "public",
+        name.removeprefix("constraints."): value
+        for name, value in given.items()
+        if name.startswith("constraints.")
     }
-    hours_left = _hours_until_deadline(given.get("timeline"))
+    constraints.setdefault("data_sensitivity", "public")
+    hours_left = _hours_until_deadline(given.get("deadline"))
     if hours_left is not None and 0 < hours_left < TARGET_WALL_HOURS.value:
         # A deadline nearer than the engine's one-week default becomes the wall-time target,
         # so the recommendation adds GPUs to finish in time (the queue wait is not included).
         constraints["max_wall_hours"] = hours_left
     if outcome is not None:
-        constraints["needs_notebooks"] = outcome.needs_notebooks
+        constraints["needs_notebooks"] = outcome.needs_notebooks or bool(
+            constraints.get("needs_notebooks")
+        )
         if outcome.needs_cloud is not None:
             constraints["needs_cloud"] = outcome.needs_cloud
         if outcome.systems:
@@ -344,24 +514,38 @@ def estimate_request_for(
                 if catalog is not None
                 else list(outcome.systems)
             )
-    fields: dict[str, Any] = {
-        "task": task,
-        "model_id": model_id,
-        "params": round(float(params_b) * 1e9) if params_b not in (None, "") else None,
-        "hub": hf_model_lookup_metadata(repo_id=model_id) if model_id else None,
-        "precision": given.get("precision") or "bf16",
-        "framework": _framework_answer(
-            given.get("framework_inference" if task == "inference" else "framework_training"),
-            task,
-        ),
-        "batch_size": int(given.get("batch_size") or 1),
-        "seq_len": int(given.get("seq_len") or 2048),
-        "tokens": round(float(tokens_m) * 1e6) if tokens_m not in (None, "") else None,
-        "epochs": float(given.get("epochs") or 1),
-        "num_gpus": int(given["num_gpus"]) if given.get("num_gpus") else None,
-        "constraints": Constraints(**constraints),
+    request_fields: dict[str, Any] = {
+        name: value
+        for name, value in given.items()
+        if name in EstimateRequest.model_fields and name not in ("constraints", "hub", "config")
     }
-    return EstimateRequest(**fields)
+    for name in INTEGER_FIELDS:
+        if request_fields.get(name) is not None:
+            request_fields[name] = round(float(request_fields[name]))
+    if "framework" in request_fields:
+        request_fields["framework"] = _framework_answer(request_fields["framework"], task)
+    model_id = request_fields.get("model_id") or None
+    request_fields["model_id"] = model_id
+    if model_id:
+        request_fields["hub"] = hf_model_lookup_metadata(repo_id=model_id)
+        if request_fields["hub"] is None and request_fields.get("params") is None:
+            # The lookup has not finished: count from the configuration we keep, if any.
+            local = local_model_config(repo_id=model_id)
+            if local is not None:
+                request_fields["config"] = local["config"]
+    request_fields["constraints"] = Constraints(**constraints)
+    return EstimateRequest(**request_fields)
+
+
+INTEGER_FIELDS = (
+    "params",
+    "tokens",
+    "new_tokens",
+    "batch_size",
+    "seq_len",
+    "num_gpus",
+    "lora_rank",
+)
 
 
 def _framework_answer(value: str | None, task: str) -> str | None:
@@ -414,8 +598,9 @@ def _model_lookup_start(model_id: str) -> None:
 # --- Hosting: an always-on VM ----------------------------------------------------------------
 
 
-def project_pays(answers: Mapping[str, Any]) -> bool:
-    return "project" in (answers.get("who_pays"), answers.get("hosting_who_pays"))
+def project_pays(fields: Mapping[str, Any]) -> bool:
+    """The project or programme pays (a brief request), from the chart's `project_pays` field."""
+    return bool(fields.get("project_pays"))
 
 
 def hosting_plan_for(*, state: FlowState, result: EstimateResult):
@@ -426,7 +611,7 @@ def hosting_plan_for(*, state: FlowState, result: EstimateResult):
     from advisor.engine.hosting import hosting_plan
 
     outcome = state.outcome
-    if state.answers.get("work_kind") != "hosting" or outcome is None:
+    if not state.fields.get("hosting") or outcome is None:
         return None
     clouds = [s for s in state.catalog.systems if s.kind == "cloud" and s.name in outcome.systems]
     if not clouds:
@@ -438,7 +623,7 @@ def hosting_plan_for(*, state: FlowState, result: EstimateResult):
         accelerators=list(state.catalog.accelerators),
         weights_and_working_bytes=max(memory.total_bytes - overhead, 0),
         per_gpu_overhead_bytes=overhead,
-        months=float(state.answers.get("hosting_months") or 1),
+        months=float(state.fields.get("hosting_months") or 1),
     )
 
 
@@ -539,24 +724,28 @@ def outcome_systems(*, outcome: Node, catalog: CatalogSpec) -> OutcomeSystems:
 # --- Decisions --------------------------------------------------------------------------------
 
 
-def _decider(catalog: CatalogSpec, cache: dict[str, Any]):
+def _decider(chart: Flowchart, catalog: CatalogSpec, cache: dict[str, Any]):
     def decide(node: Node, answers: Mapping[str, Any]) -> Decision:
         check = CHECKS.get(node.check)
         if check is None:
             return Decision("unknown", f"No check called {node.check!r} is known.")
-        return check(node=node, answers=answers, catalog=catalog, cache=cache)
+        return check(node=node, fields=answer_fields(chart, answers), catalog=catalog, cache=cache)
 
     return decide
 
 
 def _estimate_for_check(answers, catalog, cache) -> EstimateResult | str:
-    """One unconstrained estimate per set of answers, shared by the decisions on a path."""
+    """One unconstrained estimate per set of answers, shared by the decisions on a path.
+
+    `answers` are fields (answer_fields); the data's sensitivity plays no part in what fits.
+    """
     key = repr(sorted((k, str(v)) for k, v in answers.items()))
     if key in cache:
         return cache[key]
     request = None
     try:
-        request = estimate_request_for(answers=answers)
+        sizing = {k: v for k, v in answers.items() if k != "constraints.data_sensitivity"}
+        request = estimate_request_for(fields=sizing)
         if request is None:
             outcome: EstimateResult | str = "This is not GPU work."
         else:
@@ -571,16 +760,16 @@ def _gb(n_bytes: float) -> str:
     return f"{n_bytes / 1e9:,.1f} GB"
 
 
-def check_v100_sufficient(*, node, answers, catalog, cache) -> Decision:
+def check_v100_sufficient(*, node, fields, catalog, cache) -> Decision:
     """V100s are enough when the work runs in fp16/fp32 and fits 32 GB per GPU on one node."""
-    precision = answers.get("precision")
+    precision = fields.get("precision")
     if precision == "bf16":
         return Decision(
             "no",
             "You chose bf16, which V100s do not support (they have fp16 and fp32 only); "
             "A100 and newer GPUs run bf16 natively.",
         )
-    result = _estimate_for_check(answers, catalog, cache)
+    result = _estimate_for_check(fields, catalog, cache)
     if isinstance(result, str):
         return Decision("unknown", f"We could not estimate the memory: {result}")
     v100_names = {
@@ -608,11 +797,11 @@ def check_v100_sufficient(*, node, answers, catalog, cache) -> Decision:
     )
 
 
-def check_fits_gpu_memory(*, node, answers, catalog, cache) -> Decision:
+def check_fits_gpu_memory(*, node, fields, catalog, cache) -> Decision:
     """Fits when some option needs at most `memory_gb` per GPU on at most `max_gpus` GPUs."""
     limit_gb = float(node.params.get("memory_gb", 80))
     max_gpus = int(node.params.get("max_gpus", 1))
-    result = _estimate_for_check(answers, catalog, cache)
+    result = _estimate_for_check(fields, catalog, cache)
     if isinstance(result, str):
         return Decision("unknown", f"We could not estimate the memory: {result}")
     limit = limit_gb * 1e9
@@ -634,10 +823,180 @@ def check_fits_gpu_memory(*, node, answers, catalog, cache) -> Decision:
     )
 
 
+def check_model_size_known(*, node, fields, catalog, cache) -> Decision:
+    """Whether the named model's size is known (from the Hub, a bundled or staff config).
+
+    "pending" while the lookup runs (the size question is then optional and the walk asks
+    again once it ends); "no" when no model was named or the lookup found no size: the flow
+    asks for the parameter count, keeping the model's name for the request.
+    """
+    model_id = fields.get("model_id")
+    if not model_id:
+        return Decision("no", "No Hugging Face id was given, so we ask for the size.")
+    lookup = model_lookup_for(model_id)
+    if lookup is not None and lookup.in_flight:
+        local = local_model_config(repo_id=model_id)
+        if local is not None:
+            # The lookup asks the Hub first; the configuration we keep already gives the size.
+            return Decision("yes", f"{model_id}'s size is counted from {_local_label(local)}.")
+        return Decision("pending", f"We are still looking up {model_id}.")
+    metadata = hf_model_lookup_metadata(repo_id=model_id)
+    if metadata is not None and metadata.params_total:
+        source = f", from {metadata.params_source}" if metadata.params_source else ""
+        return Decision(
+            "yes", f"{model_id} has {metadata.params_total / 1e9:,.3g} billion parameters{source}."
+        )
+    why = (lookup.message if lookup is not None else "") or "its size is not known here"
+    return Decision("no", f"We could not read the size of {model_id} ({why.rstrip('.')}).")
+
+
+def _local_label(local: Mapping[str, Any]) -> str:
+    if local.get("kind") == "staff":
+        return "a configuration staff added"
+    return "the configuration this service keeps for it"
+
+
 CHECKS = {
     "v100_sufficient": check_v100_sufficient,
     "fits_gpu_memory": check_fits_gpu_memory,
+    "model_size_known": check_model_size_known,
 }
+
+
+# --- The secure route and the project's justification ----------------------------------------
+
+SENSITIVITY_WORDS = {
+    "internal": "internal data",
+    "confidential": "confidential or personal data",
+    "restricted": "restricted data",
+}
+
+
+@dataclass(frozen=True)
+class SecureRoute:
+    """What a researcher with sensitive data should do, and what the estimate says."""
+
+    level: str
+    system_name: str
+    system_display: str
+    what_to_do: list[str]
+    hardware: list[str]
+    request_fields: list[dict]
+    sensitivity_note: str
+
+
+def secure_route_for(
+    *, state: FlowState, result: EstimateResult | None, plan: Mapping[str, Any] | None
+) -> SecureRoute:
+    from catalog.models import System
+
+    outcome = state.outcome
+    assert outcome is not None
+    level = str(state.fields.get("constraints.data_sensitivity") or "confidential")
+    words = SENSITIVITY_WORDS.get(level, f"{level} data")
+    system = System.objects.filter(name=outcome.systems[0]).first() if outcome.systems else None
+    steps = [
+        f"Your data is {words}. The systems for ordinary allocations document approval for "
+        "public data only, so do not copy it there.",
+    ]
+    if system is not None and system.access_route:
+        steps.append(system.access_route)
+    elif system is None:
+        steps.append(
+            "Talk to your data protection officer and the research computing team before the "
+            "data moves: they agree where it may be processed."
+        )
+    steps.append(
+        "Bring the hardware figures below to that conversation: they say what the work needs, "
+        "whichever secure system runs it."
+    )
+    hardware: list[str] = []
+    rec = result.recommendation if result is not None else None
+    if result is not None and rec is not None:
+        accelerators = {a.name: a for a in state.catalog.accelerators}
+        gpu = accelerators.get(rec.accelerator)
+        gpu_name = gpu.display_name if gpu else rec.accelerator
+        hardware.append(
+            f"Memory: about {_gb(rec.memory_per_gpu_bytes)} per GPU on {rec.num_gpus} GPU(s)"
+            + (
+                f", so a GPU with at least {gpu.memory_gb:g} GB such as the {gpu_name}"
+                if gpu
+                else ""
+            )
+            + "."
+        )
+        if rec.gpu_hours is not None:
+            hardware.append(
+                f"One run: about {rec.gpu_hours:,.3g} GPU hours of compute on {gpu_name} "
+                f"({rec.wall_hours or 0:,.3g} hours of wall time on {rec.num_gpus} GPU(s))."
+            )
+        if plan:
+            hardware.append(
+                f"The whole project: about {plan['total_gpu_hours']:,} GPU hours "
+                "(the lines are listed below)."
+            )
+    elif not state.fields.get("task"):
+        hardware.append("The work needs no GPU: ask for a CPU-only secure environment.")
+    return SecureRoute(
+        level=level,
+        system_name=system.name if system else "",
+        system_display=system.display_name if system else "",
+        what_to_do=steps,
+        hardware=hardware,
+        request_fields=list(system.request_fields or []) if system else [],
+        sensitivity_note=system.data_sensitivity_note if system else "",
+    )
+
+
+def session_justification(
+    *, state: FlowState, result: EstimateResult, plan: Mapping[str, Any] | None
+) -> str:
+    """The engine's paragraph about one run, then the project's lines and the total.
+
+    On the secure route the engine sized the hardware without the data's sensitivity, so its
+    closing sentence about which system is approved for which data is replaced by the route.
+    """
+    text = result.justification
+    outcome = state.outcome
+    if (
+        outcome is not None
+        and outcome.advice == "secure"
+        and not _sized_on_secure_hardware(outcome, state.catalog)
+    ):
+        # Sized without the data's sensitivity: drop the engine's sentence on approval.
+        text = text.rsplit(". ", 1)[0] + "." if ". " in text else text
+        level = state.fields.get("constraints.data_sensitivity") or "confidential"
+        text += (
+            f" The data is {SENSITIVITY_WORDS.get(level, level)}, so the work runs in a secure "
+            "environment; these figures say what hardware it needs there."
+        )
+    if plan:
+        text += "\n\n" + plan_text(plan)
+    return text
+
+
+def plan_text(plan: Mapping[str, Any]) -> str:
+    """A stored plan (ProjectPlan.as_dict) as the lines a justification lists."""
+    rows = [
+        f"One run: {_hours(plan['per_run_compute'])} GPU hours of compute + "
+        f"{_hours(plan['per_run_contingency'])} contingency = "
+        f"{_hours(plan['per_run_requested'])} GPU hours."
+    ]
+    rows += [
+        f"{line['label']}: {line['arithmetic']} = {_hours(line['gpu_hours'])} GPU hours "
+        f"({line['why']})."
+        for line in plan["lines"]
+    ]
+    rows.append(f"Total requested: {plan['total_gpu_hours']:,} GPU hours.")
+    return "\n".join(rows)
+
+
+def _hours(hours: float) -> str:
+    if hours >= 100:
+        return f"{hours:,.0f}"
+    if hours >= 1:
+        return f"{hours:,.1f}"
+    return f"{hours:.2g}"
 
 
 # --- Advice without the GPU engine ------------------------------------------------------------
@@ -655,13 +1014,14 @@ class CpuAdvice:
 def cpu_advice_for(*, state: FlowState) -> CpuAdvice:
     outcome = state.outcome
     assert outcome is not None
-    answers = state.answers
-    data_gb = answers.get("cpu_data_size")
+    fields = state.fields
+    data_gb = fields.get("cpu_data_gb")
     reasons = [
         "You said the work does not need a GPU: web scraping and data processing spend their "
-        "time waiting on the network or disk, which a GPU does not speed up (seed 000).",
+        "time waiting on the network or disk, which a GPU does not speed up (Lancaster's "
+        "'Deciding Project Requirements' guide).",
     ]
-    if answers.get("cpu_interactive") == "yes":
+    if fields.get("cpu_interactive"):
         reasons.append(
             "You want to watch and fix it as it runs, so an interactive service (a notebook or "
             "console) suits it better than a batch queue."
@@ -673,8 +1033,8 @@ def cpu_advice_for(*, state: FlowState) -> CpuAdvice:
             f"You will handle about {data_gb:g} GB of data: ask for at least that "
             "much storage, with room for intermediate files."
         )
-    sensitivity = answers.get("data_sensitivity")
-    if sensitivity in ("confidential", "restricted"):
+    sensitivity = fields.get("constraints.data_sensitivity")
+    if sensitivity in SENSITIVE:
         reasons.append("Your data is sensitive: use a system approved for it.")
     script = ""
     if outcome.advice == "cpu_batch":
@@ -695,7 +1055,7 @@ def cpu_advice_for(*, state: FlowState) -> CpuAdvice:
 
 
 def deadline_warning(*, state: FlowState, wall_hours: float | None) -> str:
-    deadline = state.answers.get("timeline")
+    deadline = state.fields.get("deadline")
     if not deadline or wall_hours is None:
         return ""
     days_left = (dt.date.fromisoformat(deadline) - timezone.localdate()).days

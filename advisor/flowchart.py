@@ -27,6 +27,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from advisor.quantities import QuantityError, in_units, parse_quantity
+
 CHARTS_DIR = Path(__file__).resolve().parent / "flowcharts"
 STEP_ID = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 # Hub repo ids: optional "owner/" then a name; letters, digits, "-", "_", "." (no "--" or "..",
@@ -38,7 +40,39 @@ HF_REPO_ID = re.compile(
 TEXT_MAX_LENGTH = 2000
 
 QuestionType = Literal["single", "multiple", "number", "text", "model_id", "date"]
-Advice = Literal["gpu_estimate", "cpu_interactive", "cpu_batch", "cloud"]
+# secure: a Trusted Research Environment (or the institute's equivalent) for sensitive data.
+Advice = Literal["gpu_estimate", "cpu_interactive", "cpu_batch", "cloud", "secure"]
+
+# --- What answers feed ------------------------------------------------------------------------
+# A question's `estimate` names the field its answer sets. Engine fields are EstimateRequest's
+# own (and "constraints.<name>"); the rest are read by the advisor around the engine. Fields
+# are derived from the engine's models, so a field the engine gains is usable in a chart at once.
+ADVISOR_FIELDS = {
+    "deadline": "the date results are needed by (ISO date)",
+    "hpc_experience": "none, some or lots: how much help the result page gives",
+    "cpu_data_gb": "data handled by CPU-only work, in GB",
+    "cpu_interactive": "true when CPU-only work must be watched as it runs",
+    "plan.full_runs": "full runs of the work (seeds, ablations, final runs)",
+    "plan.sweep_trials": "hyper-parameter sweep trials",
+    "plan.sweep_fraction": "the fraction of a full run each sweep trial takes",
+    "plan.eval_passes": "evaluation passes",
+    "plan.dev_gpu_hours": "GPU hours for development and debugging",
+    "project_title": "the project's title, for the allocation request",
+    "project_pays": "true when the project or programme pays (a brief request)",
+    "hosting": "true for a web service or app that stays up (priced by the month)",
+    "hosting_months": "months an always-on service stays up",
+}
+# Set by the chart's outcomes or filled in from a lookup, never by a question.
+_NOT_FROM_ANSWERS = {"hub", "config", "constraints", "constraints.systems"}
+
+
+def known_fields() -> set[str]:
+    from advisor.engine.models import Constraints, EstimateRequest
+
+    fields = set(EstimateRequest.model_fields) | {
+        f"constraints.{name}" for name in Constraints.model_fields
+    }
+    return (fields | set(ADVISOR_FIELDS)) - _NOT_FROM_ANSWERS
 
 
 class FlowchartError(ValueError):
@@ -114,6 +148,22 @@ class Choice(_Strict):
     value: str
     label: str
     help: str = ""
+    # Fields this choice sets as a whole (a preset: "a typical project" sets the plan's lines).
+    sets: dict[str, Any] = Field(default_factory=dict)
+
+
+class EstimateMapping(_Strict):
+    """How an answer feeds the estimate: the field, the answer's unit and the scale to apply.
+
+    A number answer is multiplied by `scale` (billions of parameters: 1e9). A choice answer is
+    looked up in `map` first (a value mapped to null leaves the field unset); unmapped values
+    pass through as they are.
+    """
+
+    field: str
+    unit: str = ""
+    scale: float = Field(default=1, gt=0)
+    map: dict[str, Any] = Field(default_factory=dict)
 
 
 class Node(_Strict):
@@ -134,7 +184,10 @@ class Node(_Strict):
     max: float | None = None
     integer: bool = False
     placeholder: str = ""
-    estimate_field: str = ""  # which EstimateRequest field (or constraint) the answer feeds
+    # Which field the answer feeds; `estimate_field: x` is short for `estimate: {field: x}`.
+    estimate: EstimateMapping | None = None
+    # Optional while all these hold (e.g. while the model's size is still being looked up).
+    optional_when: list[Condition] = Field(default_factory=list)
 
     # Decisions
     check: str = ""
@@ -147,6 +200,17 @@ class Node(_Strict):
     needs_cloud: bool | None = None
     needs_notebooks: bool = False
     note: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, raw: Any) -> Any:
+        if isinstance(raw, dict) and "estimate_field" in raw:
+            raw = dict(raw)
+            field_name = raw.pop("estimate_field")
+            if "estimate" in raw:
+                raise ValueError("give estimate or estimate_field, not both")
+            raw["estimate"] = {"field": field_name}
+        return raw
 
     @model_validator(mode="after")
     def _kind_fields(self) -> Node:
@@ -166,6 +230,8 @@ class Node(_Strict):
             if self.required_unless == self.id:
                 raise ValueError("required_unless cannot name the question itself")
         elif self.kind == "decision":
+            if self.estimate is not None:
+                raise ValueError("only questions feed the estimate")
             if not self.check:
                 raise ValueError("a decision needs a check")
             if not self.next:
@@ -173,6 +239,8 @@ class Node(_Strict):
         else:
             if self.advice is None:
                 raise ValueError("an outcome needs advice")
+            if self.estimate is not None:
+                raise ValueError("only questions feed the estimate")
             if self.next:
                 raise ValueError("an outcome is a leaf and has no next")
         return self
@@ -235,10 +303,71 @@ class Flowchart(_Strict):
                                     f"node {node.id!r}: next[{index}].when: {value!r} is not "
                                     "one of its choices"
                                 )
+        for node in self.nodes:
+            for index, condition in enumerate(node.optional_when):
+                if condition.step not in seen:
+                    raise ValueError(
+                        f"node {node.id!r}: optional_when[{index}]: no step {condition.step!r}"
+                    )
+        self._check_fields()
         unreachable = seen - self._reachable(by_id)
         if unreachable:
             raise ValueError(f"nodes {sorted(unreachable)} cannot be reached from start")
+        loop = self._loop(by_id)
+        if loop:
+            raise ValueError(
+                f"node {loop[0]!r}: next: leads back to itself ({' -> '.join(loop)}); "
+                "a chart must not loop"
+            )
         return self
+
+    def _check_fields(self) -> None:
+        fields = known_fields()
+        for node in self.nodes:
+            mapping = node.estimate
+            if mapping is not None:
+                if mapping.field not in fields:
+                    raise ValueError(
+                        f"node {node.id!r}: estimate.field: {mapping.field!r} is not a field "
+                        f"the estimate reads (known: {', '.join(sorted(fields))})"
+                    )
+                for value in mapping.map:
+                    if value not in node.choice_labels:
+                        raise ValueError(
+                            f"node {node.id!r}: estimate.map: {value!r} is not one of its choices"
+                        )
+                if mapping.scale != 1 and node.type != "number":
+                    raise ValueError(
+                        f"node {node.id!r}: estimate.scale: only number answers are scaled"
+                    )
+            for choice in node.choices:
+                for name in choice.sets:
+                    if name not in fields:
+                        raise ValueError(
+                            f"node {node.id!r}: choices[{choice.value}].sets: {name!r} is not a "
+                            "field the estimate reads"
+                        )
+
+    def _loop(self, by_id: dict[str, Node]) -> list[str]:
+        """A path that leads from a node back to itself, or [] when the chart has none."""
+        state: dict[str, int] = {}  # 1: on the current path, 2: done
+        stack: list[str] = []
+
+        def visit(step: str) -> list[str]:
+            state[step] = 1
+            stack.append(step)
+            for edge in by_id[step].next:
+                if state.get(edge.to) == 1:
+                    return stack[stack.index(edge.to) :] + [edge.to]
+                if edge.to not in state:
+                    found = visit(edge.to)
+                    if found:
+                        return found
+            stack.pop()
+            state[step] = 2
+            return []
+
+        return visit(self.start)
 
     def _reachable(self, by_id: dict[str, Node]) -> set[str]:
         todo, found = [self.start], set()
@@ -277,6 +406,38 @@ class Flowchart(_Strict):
             step_cost = 1 if node.kind == "question" else 0
             frontier.extend((cost + step_cost, edge.to) for edge in node.next)
         return 0
+
+    def step_for_field(self, field_name: str) -> str | None:
+        """The first question whose answer feeds `field_name` (for links back to it)."""
+        for node in self.nodes:
+            if node.estimate is not None and node.estimate.field == field_name:
+                return node.id
+        return None
+
+    def questions_ahead(self, step: str, answers: Mapping[str, Any]) -> int:
+        """The questions from `step` (itself included) to an outcome on the likely path.
+
+        Edges whose conditions the known answers (and decisions) settle are followed as the walk
+        would; an edge that depends on something not yet known is skipped for the default, the
+        path a chart's author marks as the usual one. Counts what this researcher will be
+        asked, not the shortest route through the chart.
+        """
+        by_id = self.by_id
+        count, seen, current = 0, set(), step
+        while current not in seen:
+            seen.add(current)
+            node = by_id[current]
+            if node.kind == "outcome":
+                break
+            if node.kind == "question":
+                count += 1
+            known = [
+                edge
+                for edge in node.next
+                if edge.when and all(c.step in answers for c in edge.when) and edge.taken(answers)
+            ]
+            current = known[0].to if known else node.next[-1].to
+        return count
 
     def outcome_systems(self) -> set[str]:
         return {system for node in self.nodes if node.kind == "outcome" for system in node.systems}
@@ -403,14 +564,21 @@ class AnswerError(ValueError):
     """An answer that does not fit its question; the message is shown next to the field."""
 
 
+def is_required(node: Node, answers: Mapping[str, Any]) -> bool:
+    """Whether `node` needs an answer, given the earlier answers (and decisions) on the path."""
+    if not node.required:
+        return False
+    if node.required_unless and answers.get(node.required_unless) not in (None, "", []):
+        return False
+    return not (node.optional_when and all(c.holds(answers) for c in node.optional_when))
+
+
 def clean_answer(node: Node, raw: Any, answers: Mapping[str, Any] | None = None) -> Any:
     """Turn what was posted into the stored answer, or raise AnswerError with a plain message.
 
     `answers` are the earlier answers on the path, for `required_unless`.
     """
-    required = node.required and not (
-        node.required_unless and (answers or {}).get(node.required_unless) not in (None, "", [])
-    )
+    required = is_required(node, answers or {})
     if node.type == "multiple":
         values = [str(v) for v in (raw if isinstance(raw, list) else [raw]) if str(v) != ""]
         unknown = [v for v in values if v not in node.choice_labels]
@@ -451,11 +619,11 @@ def clean_answer(node: Node, raw: Any, answers: Mapping[str, Any] | None = None)
 
 def _clean_number(node: Node, text: str) -> float | int:
     try:
-        number = float(text.replace(",", "").replace("_", ""))
-    except ValueError as exc:
-        raise AnswerError("Enter a number, for example 8.") from exc
-    if number != number or number in (float("inf"), float("-inf")):
-        raise AnswerError("Enter a number, for example 8.")
+        value, suffixed = parse_quantity(text)
+    except QuantityError as exc:
+        extra = " Sizes may also be typed as 8B, 125M or 1.3e9." if _scale(node) >= 1e6 else ""
+        raise AnswerError(f"Enter a number, for example 8.{extra}") from exc
+    number = in_units(value, suffixed, scale=_scale(node), maximum=node.max, minimum=node.min)
     unit = f" {node.unit}" if node.unit else ""
     if node.min is not None and number < node.min:
         raise AnswerError(f"Enter at least {_plain(node.min)}{unit}.")
@@ -466,6 +634,10 @@ def _clean_number(node: Node, text: str) -> float | int:
             raise AnswerError("Enter a whole number.")
         return int(number)
     return int(number) if number == int(number) else number
+
+
+def _scale(node: Node) -> float:
+    return node.estimate.scale if node.estimate is not None else 1
 
 
 def _plain(number: float) -> str:
@@ -547,3 +719,39 @@ def effective_answers(chart: Flowchart, answers: Mapping[str, Any], path: Walk) 
         if step in answers:
             effective[step] = clean_answer(by_id[step], _raw(answers[step]), effective)
     return effective
+
+
+# --- From answers to the estimate's fields ----------------------------------------------------
+
+
+def answer_fields(chart: Flowchart, answers: Mapping[str, Any]) -> dict[str, Any]:
+    """What the answers say, by field: the one place a chart's `estimate` mappings are read.
+
+    `answers` are the effective answers (cleaned, on the path, in path order). A choice's
+    `sets` apply before the question's own mapping; a later question overrides an earlier one.
+    A field mapped to None is left unset (removed).
+    """
+    by_id = chart.by_id
+    fields: dict[str, Any] = {}
+    for step, value in answers.items():
+        node = by_id.get(step)
+        if node is None or node.kind != "question" or value in (None, "", []):
+            continue
+        if node.type == "single":
+            choice = next((c for c in node.choices if c.value == value), None)
+            if choice is not None:
+                fields.update(choice.sets)
+        mapping = node.estimate
+        if mapping is None:
+            continue
+        if node.type == "number":
+            converted: Any = value * mapping.scale
+        elif node.type == "single" and value in mapping.map:
+            converted = mapping.map[value]
+        else:
+            converted = value
+        if converted is None:
+            fields.pop(mapping.field, None)
+        else:
+            fields[mapping.field] = converted
+    return fields

@@ -7,7 +7,7 @@ from typing import Any
 
 from django import forms
 
-from advisor.flowchart import AnswerError, Node, clean_answer
+from advisor.flowchart import AnswerError, Node, clean_answer, is_required
 
 
 class StepForm(forms.Form):
@@ -28,10 +28,7 @@ class StepForm(forms.Form):
         self.fields["answer"] = _field_for(node, required=self._required())
 
     def _required(self) -> bool:
-        node = self.node
-        if not node.required:
-            return False
-        return not (node.required_unless and self.earlier.get(node.required_unless))
+        return is_required(self.node, self.earlier)
 
     def clean_answer(self):
         raw = (
@@ -91,8 +88,6 @@ def _field_for(node: Node, *, required: bool) -> forms.Field:
         # A text box with a numeric keyboard: the server's message ("Enter at most 2,000
         # billion parameters.") is clearer than each browser's own.
         attrs.update({"inputmode": "decimal", "autocomplete": "off", "class": "number-input"})
-        if node.unit:
-            common["label"] = f"{node.title} ({node.unit})"
         return forms.CharField(widget=forms.TextInput(attrs=attrs), **common)
     if node.type == "date":
         return forms.CharField(widget=forms.DateInput(attrs={**attrs, "type": "date"}), **common)

@@ -26,6 +26,8 @@ class AdvisorSession(models.Model):
     current_step = models.CharField(max_length=100, blank=True)
     estimate_request = models.JSONField(null=True, blank=True)
     estimate_result = models.JSONField(null=True, blank=True)
+    # The project's GPU hours around the estimated run (advisor.project_plan.ProjectPlan).
+    project_plan = models.JSONField(null=True, blank=True)
     engine_version = models.CharField(max_length=40, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -216,11 +216,13 @@ def _journey(
     return items
 
 
-def _progress(state: flow_services.FlowState) -> dict:
+def _progress(state: flow_services.FlowState, stored: dict[str, Any] | None = None) -> dict:
+    """ "Question n of about N": N counts the questions on this researcher's likely path."""
     done = len([s for s in state.path.questions if s != state.path.current])
-    remaining = (
-        state.chart.min_questions_to_outcome(state.path.current) if state.path.current else 0
-    )
+    known = {**(stored or {}), **state.answers}
+    known.update({s: d.value for s, d in state.path.decisions.items()})
+    known.pop(state.path.current or "", None)
+    remaining = state.chart.questions_ahead(state.path.current, known) if state.path.current else 0
     total = done + remaining
     return {"done": done, "total": total, "step_number": min(done + 1, total) if total else 0}
 
@@ -232,15 +234,22 @@ def _step_context(request, advisor_session, state, node, form, *, embed: bool) -
         "node": node,
         "form": form,
         "embed": embed,
-        "progress": _progress(state),
+        "progress": _progress(state, advisor_session.answers),
         "journey": _journey(state, advisor_session, embed=embed),
         "editing_earlier": node.id != state.path.current,
-        "lookup": flow_services.model_lookup_for(state.answers.get("model"))
-        if node.id in ("model", "model_params")
+        "lookup": flow_services.model_lookup_for(state.fields.get("model_id"))
+        if _is_model_question(node) or _follows_model_question(state, node)
         else None,
+        # The size question names the model it asks about: the name is kept for the request.
+        "model_name": state.fields.get("model_id") if _feeds(node, "params") else "",
         "action_url": _url("step", embed=embed, session_id=advisor_session.id, step=node.id),
         # A "did you mean" suggestion on the lookup card answers the model question again.
-        "model_step_url": _url("step", embed=embed, session_id=advisor_session.id, step="model"),
+        "model_step_url": _url(
+            "step",
+            embed=embed,
+            session_id=advisor_session.id,
+            step=state.chart.step_for_field("model_id") or node.id,
+        ),
         "resume_url": request.build_absolute_uri(
             _url("resume", embed=False, session_id=advisor_session.id)
         ),
@@ -253,8 +262,26 @@ def _step_context(request, advisor_session, state, node, form, *, embed: bool) -
     }
 
 
+def _feeds(node: Node, field_name: str) -> bool:
+    return node.estimate is not None and node.estimate.field == field_name
+
+
+def _is_model_question(node: Node) -> bool:
+    return node.type == "model_id" or _feeds(node, "params")
+
+
+def _follows_model_question(state: flow_services.FlowState, node: Node) -> bool:
+    """The question right after the model's: where the lookup's card shows when the size was
+    found and no size question is asked."""
+    questions = state.path.questions
+    if node.id not in questions:
+        return False
+    index = questions.index(node.id)
+    return index > 0 and state.chart.by_id[questions[index - 1]].type == "model_id"
+
+
 def _earlier_answers(state: flow_services.FlowState, step: str) -> dict[str, Any]:
-    earlier = {}
+    earlier: dict[str, Any] = {s: d.value for s, d in state.path.decisions.items()}
     for s in state.path.questions:
         if s == step:
             break
@@ -430,7 +457,7 @@ EXPERIENCE_TIPS = {
     "none": "New to HPC? Batch systems run your script from a queue: start with a short test "
     "job (a few minutes, one GPU) using the starter script, check it with seff or "
     "sstat, then scale up. Trial access, where a system offers it, suits this first "
-    "step (seed 001).",
+    "step (the Turing's HPC Days 2024 talk).",
     "some": "Run a short test job first and check its memory and speed before the full run.",
 }
 
@@ -446,6 +473,17 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
         )
     outcome = state.outcome
     stored = advisor_session.estimate_result or {}
+    if isinstance(stored, dict) and stored.get("error"):
+        # A model lookup may have ended since: estimate again rather than show an old failure.
+        flow_services.advisor_session_refresh_result(advisor_session=advisor_session)
+        advisor_session.refresh_from_db()
+        state = flow_services.advisor_session_state(advisor_session=advisor_session)
+        if not state.path.outcome:
+            return redirect(
+                _url("step", embed=embed, session_id=advisor_session.id, step=state.path.current)
+            )
+        outcome = state.outcome
+        stored = advisor_session.estimate_result or {}
     result = None
     error = stored.get("error", "") if isinstance(stored, dict) else ""
     if stored and not error:
@@ -467,17 +505,22 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
             _url("resume", embed=False, session_id=advisor_session.id)
         ),
         "restart_url": _url("start", embed=embed),
-        "experience_tip": EXPERIENCE_TIPS.get(state.answers.get("hpc_experience", ""), ""),
+        "experience_tip": EXPERIENCE_TIPS.get(state.fields.get("hpc_experience", ""), ""),
+        "plan": advisor_session.project_plan,
         "systems_sentence": flow_services.outcome_systems(
             outcome=outcome, catalog=state.catalog
         ).sentence(state.catalog, outcome)
         if outcome.advice in ("gpu_estimate", "cloud")
         else "",
-        "project_pays": flow_services.project_pays(state.answers),
+        "project_pays": flow_services.project_pays(state.fields),
         "hosting": flow_services.hosting_plan_for(state=state, result=result)
         if result is not None
         else None,
     }
+    if outcome.advice == "secure":
+        context["secure"] = flow_services.secure_route_for(
+            state=state, result=result, plan=advisor_session.project_plan
+        )
     if context["hosting"] is not None:
         from advisor.engine.hosting import months_text
 
@@ -518,6 +561,9 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
                 "rec_memory": _gb(result.recommendation.memory_per_gpu_bytes)
                 if result.recommendation
                 else "",
+                "justification": flow_services.session_justification(
+                    state=state, result=result, plan=advisor_session.project_plan
+                ),
                 "memory_range": _memory_range(result),
                 "deadline_warning": flow_services.deadline_warning(
                     state=state,

@@ -21,6 +21,7 @@ _SERVICE_BY_KIND = {
     SystemKind.HPC_BATCH: Service.HPC,
     SystemKind.CLOUD: Service.AZURE,
     SystemKind.INTERACTIVE: Service.LOCAL,
+    SystemKind.SECURE: Service.SECURE,
 }
 
 

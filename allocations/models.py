@@ -39,6 +39,8 @@ class Service(models.TextChoices):
     HPC = "hpc", _("HPC")
     AZURE = "azure", _("Azure")
     LOCAL = "local", _("Local cluster")
+    # Sensitive data: the Turing's allocation flowchart points to Trusted Research Environments.
+    SECURE = "secure", _("Trusted Research Environment")
 
 
 class AllocationKind(models.TextChoices):
@@ -214,7 +216,7 @@ class ServiceLimit(models.Model):
         blank=True,
         help_text=_(
             "Requests may not end after this date. The Turing form said Azure requests could "
-            "be made up to 2025-03-31 (seed 001)."
+            "be made up to 2025-03-31 (the Turing's request form)."
         ),
     )
     max_gpu_hours = models.PositiveIntegerField(null=True, blank=True)

@@ -89,31 +89,34 @@ def trial_suggested(*, gpu_hours: int | None, facility: str, result: dict[str, A
 
 def allocation_request_initial_from_session(*, session, user) -> dict[str, Any]:
     """Every form field the advisor already knows; the researcher completes the rest."""
-    answers = session.answers or {}
+    from advisor.flow_services import advisor_session_fields, session_request_summary
+
+    answers = advisor_session_fields(advisor_session=session)  # by field, never by step id
+    stored = session.answers or {}
     result = session.estimate_result or {}
     request = session.estimate_request or {}
-    recommendation = result.get("recommendation") or {}
-    system = recommendation.get("system") or ""
-    gpu_hours = requested_gpu_hours_from_result(result)
-    sensitivity = answers.get("data_sensitivity") or (request.get("constraints") or {}).get(
-        "data_sensitivity"
-    )
+    summary = session_request_summary(advisor_session=session)
+    system = summary["facility"]
+    gpu_hours = summary["gpu_hours"]
+    sensitivity = answers.get("constraints.data_sensitivity") or (
+        request.get("constraints") or {}
+    ).get("data_sensitivity")
     initial: dict[str, Any] = {
         "caller_name": user.get_full_name() or user.get_username(),
         "caller_branch": settings.ALLOCATION_DEFAULT_BRANCH,
-        "project_title": answers.get("project_title") or "",
+        "project_title": answers.get("project_title") or stored.get("project_title") or "",
         "service": _service_for(system) if system else "",
         "facility": system,
         "allocation_kind": "new",
         "cpu_hours": 0,
         "gpu_hours": gpu_hours or 0,
-        "start_date": _parse_date(answers.get("timeline_start")),
         # The flowchart asks one date, the deadline ("By when do you need the results?"):
         # the allocation should last until then.
-        "end_date": _parse_date(answers.get("timeline_end"))
-        or _parse_date(answers.get("timeline")),
+        # Sessions from other front ends may carry explicit dates (not asked by any chart).
+        "start_date": _parse_date(stored.get("timeline_start")),
+        "end_date": _parse_date(stored.get("timeline_end")) or _parse_date(answers.get("deadline")),
         "data_sensitivity": sensitivity if sensitivity in DataSensitivity.values else "",
-        "justification": result.get("justification") or "",
+        "justification": summary["justification"] or result.get("justification") or "",
         "trial": bool(gpu_hours)
         and facility_offers_trial(system)
         and gpu_hours <= trial_gpu_hours_limit(system),
@@ -127,7 +130,8 @@ def requested_against_estimate(*, requested: int | None, result: dict[str, Any])
     None when they agree, or there is nothing to compare: a reviewer should not have to
     subtract two numbers in two columns to notice a researcher changed the hours.
     """
-    estimated = requested_gpu_hours_from_result(result)
+    plan = result.get("_project_plan") if isinstance(result, dict) else None
+    estimated = plan["total_gpu_hours"] if plan else requested_gpu_hours_from_result(result)
     if requested is None or estimated is None or requested == estimated:
         return None
     return {
@@ -178,8 +182,10 @@ def estimate_view(
     return {
         "other_facility": other_facility(result, facility),
         "requested_against_estimate": requested_against_estimate(
-            requested=requested_gpu_hours, result=result
+            requested=requested_gpu_hours,
+            result={**result, "_project_plan": snapshot.get("project_plan")},
         ),
+        "project_plan": snapshot.get("project_plan"),
         "engine_version": snapshot.get("engine_version") or result.get("engine_version", ""),
         "request": snapshot.get("request") or {},
         "params_total": result.get("params_total"),

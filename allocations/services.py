@@ -282,6 +282,8 @@ def estimate_snapshot_from_session(session) -> dict[str, Any]:
         "result": result,
         "engine_version": session.engine_version or result.get("engine_version", ""),
         "answers": session.answers or {},
+        # The project's lines (runs, sweep, evaluation, development) and their total.
+        "project_plan": getattr(session, "project_plan", None),
         "session_completed_at": (
             session.completed_at.isoformat() if session.completed_at else None
         ),

@@ -16,7 +16,14 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
 
 Key = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=64)]
 BenchmarkKey = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=100)]
@@ -104,11 +111,18 @@ class PartitionIn(_In):
     source: Source
 
 
+class RequestFieldIn(_In):
+    """A field a request to this system must also give (a TRE's data-protection reference)."""
+
+    label: str = Field(min_length=1, max_length=200)
+    help: str = ""
+
+
 class SystemIn(_In):
     name: Key
     display_name: str = Field(min_length=1, max_length=200)
     operator: str = Field(default="", max_length=300)
-    kind: Literal["hpc_batch", "interactive", "cloud"]
+    kind: Literal["hpc_batch", "interactive", "cloud", "secure"]
     scheduler: str = Field(min_length=1, max_length=100)
     status: Status
     status_since: dt.date | None = None
@@ -119,7 +133,12 @@ class SystemIn(_In):
     notebooks: bool
     notebook_note: str = ""
     data_sensitivity: list[Sensitivity] = Field(min_length=1)
+    # What the operator documents about the data it may hold, citing it; where nothing
+    # establishes more than public data, the note says so.
+    data_sensitivity_note: str = ""
     trial_gpu_hours: float | None = Field(default=None, ge=0)
+    minimum_gpu_hours: float | None = Field(default=None, ge=0)
+    request_fields: list[RequestFieldIn] = Field(default_factory=list)
     trial_note: str = ""
     price_per_gpu_hour: float | None = Field(default=None, ge=0)
     currency: str = Field(default="", max_length=10)
@@ -134,10 +153,20 @@ class SystemIn(_In):
         Field(default_factory=dict)
     )
     tooling_source: str = Field(default="", max_length=300)
-    node_types: list[NodeTypeIn] = Field(min_length=1)
+    # A secure environment may list no hardware (it is provisioned per project).
+    node_types: list[NodeTypeIn] = Field(default_factory=list)
     partitions: list[PartitionIn] = Field(default_factory=list)
     notes: str = ""
     source: Source
+
+    @model_validator(mode="after")
+    def _hardware(self) -> SystemIn:
+        if not self.node_types and self.kind != "secure":
+            raise ValueError(
+                "node_types: list at least one node type (only a secure "
+                "environment may leave its hardware to each project)"
+            )
+        return self
 
 
 class BenchmarkIn(_In):

@@ -215,6 +215,8 @@ class SystemKind(models.TextChoices):
     HPC_BATCH = "hpc_batch", "HPC batch"
     INTERACTIVE = "interactive", "Interactive cluster"
     CLOUD = "cloud", "Cloud"
+    # A Trusted Research Environment or secure enclave: its own access route for sensitive data.
+    SECURE = "secure", "Secure environment (TRE)"
 
 
 class SystemStatus(models.TextChoices):
@@ -266,6 +268,22 @@ class System(models.Model):
         validators=[validate_sensitivity_levels],
         help_text="Levels allowed: public, internal, confidential, restricted.",
     )
+    data_sensitivity_note = models.TextField(
+        blank=True,
+        help_text="What the operator documents about the data it may hold, with the source; "
+        "say so where nothing establishes more than public data.",
+    )
+    minimum_gpu_hours = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="The smallest allocation the site grants, where it documents one.",
+    )
+    request_fields = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_json_has_no_nul],
+        help_text='What a request to this system must also give: [{"label": ..., "help": ...}].',
+    )
     trial_gpu_hours = models.FloatField(null=True, blank=True)
     trial_note = models.TextField(blank=True)
     price_per_gpu_hour = models.FloatField(null=True, blank=True)
@@ -287,6 +305,10 @@ class System(models.Model):
             models.CheckConstraint(
                 condition=Q(trial_gpu_hours__isnull=True) | Q(trial_gpu_hours__gte=0),
                 name="catalog_system_trial_gte_0",
+            ),
+            models.CheckConstraint(
+                condition=Q(minimum_gpu_hours__isnull=True) | Q(minimum_gpu_hours__gte=0),
+                name="catalog_system_minimum_gte_0",
             ),
             models.CheckConstraint(
                 condition=Q(price_per_gpu_hour__isnull=True) | Q(price_per_gpu_hour__gte=0),

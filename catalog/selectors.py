@@ -15,6 +15,7 @@ from catalog.models import (
     Partition,
     Profile,
     System,
+    SystemKind,
     SystemStatus,
     ToolingSupport,
 )
@@ -194,6 +195,13 @@ def comparison_rows(*, profile: Profile | None, sort: str = DEFAULT_SORT) -> lis
     present.sort(key=lambda r: (r.system.display_name.lower(), r.accelerator.display_name.lower()))
     present.sort(key=key, reverse=descending)
     return present + missing
+
+
+def secure_systems(*, profile: Profile | None) -> QuerySet[System]:
+    """The profile's secure environments (Trusted Research Environments), for sensitive data."""
+    if profile is None:
+        return System.objects.none()
+    return System.objects.filter(profile=profile, kind=SystemKind.SECURE).order_by("display_name")
 
 
 def profiles_loaded() -> QuerySet[Profile]:

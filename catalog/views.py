@@ -6,7 +6,13 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
 
-from catalog.selectors import DEFAULT_SORT, SORT_KEYS, comparison_rows, profiles_loaded
+from catalog.selectors import (
+    DEFAULT_SORT,
+    SORT_KEYS,
+    comparison_rows,
+    profiles_loaded,
+    secure_systems,
+)
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -69,6 +75,7 @@ def systems(request: HtmxHttpRequest) -> HttpResponse:
         "rows": comparison_rows(profile=profile, sort=sort) if profile else [],
         "headers": _headers(sort=sort, profile_name=requested),
         "sort": sort,
+        "secure_systems": secure_systems(profile=profile),
     }
     template = "catalog/systems.html" + ("#catalog-table" if request.htmx else "")
     return render(request, template, context)

@@ -401,7 +401,8 @@ SCALING_SOURCE = (
     "16,384 H100s, both NVLink + InfiniBand), so they already include those links' "
     "communication. Slower links lose more: ring all-reduce moves 2(N-1)/N x the gradients "
     "per step (Sergeev & Del Balso 2018, arXiv:1802.05799), which PCIe-only nodes and 1-25 GbE "
-    "cannot hide (seed 001: Turing PCIe nodes scale sub-linearly from 1 to 16 GPUs)"
+    "cannot hide (the Turing's HPC Days 2024 talk: its PCIe nodes scale sub-linearly from 1 "
+    "to 16 GPUs)"
 )
 ZERO3_COMM_FACTOR = Constant(
     "ZeRO-3 / FSDP communication",
@@ -448,7 +449,7 @@ CONTINGENCY = Constant(
     0.20,
     "of the compute GPU hours",
     "Allocation practice: debugging runs, evaluation and restarts after pre-emption or node "
-    "failure; seed 001 trial access exists for exactly this scoping work",
+    "failure; the Turing's trial access (HPC Days 2024 talk) exists for exactly this scoping work",
     "real projects need more than one clean run",
 )
 MEMORY_MARGIN = Constant(

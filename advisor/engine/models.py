@@ -39,7 +39,8 @@ RequestStrategy = Literal["ddp", "fsdp", "zero1", "zero2", "zero3", "zero3_offlo
 Strategy = Literal[
     "single", "ddp", "fsdp", "zero1", "zero2", "zero3", "zero3_offload", "tensor_parallel"
 ]
-SystemKind = Literal["hpc_batch", "interactive", "cloud"]
+# secure: a Trusted Research Environment; the flow routes sensitive data there.
+SystemKind = Literal["hpc_batch", "interactive", "cloud", "secure"]
 SystemStatus = Literal["active", "limited", "retired"]
 DataSensitivity = Literal["public", "internal", "confidential", "restricted"]
 
@@ -115,6 +116,7 @@ class SystemSpec(_Frozen):
     notebooks: bool = False
     data_sensitivity: list[DataSensitivity] = Field(default_factory=lambda: ["public"])
     trial_gpu_hours: float | None = None
+    minimum_gpu_hours: float | None = None  # the smallest allocation the site grants
     price_per_gpu_hour: float | None = None
     currency: str = ""
     typical_queue_wait_hours: float | None = None

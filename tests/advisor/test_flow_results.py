@@ -26,6 +26,7 @@ LORA_7B = [
     ("dataset_tokens", "20"),
     ("epochs", "3"),
     ("num_gpus", ""),
+    ("project_plan", "suggested"),
     ("data_sensitivity", "public"),
     ("timeline", ""),
     ("hpc_experience", "some"),
@@ -93,6 +94,7 @@ def test_small_fp16_inference_fits_a_v100(client, default_catalog):
         ("batch_size", "32"),
         ("seq_len", "512"),
         ("inference_tokens", "50"),
+        ("project_plan", "suggested"),
         ("data_sensitivity", "public"),
         ("timeline", ""),
         ("hpc_experience", "none"),
@@ -165,6 +167,7 @@ def test_admin_shows_no_retired_warning_for_the_shipped_default_chart(
                 ("batch_size", "8"),
                 ("seq_len", "512"),
                 ("inference_tokens", "10"),
+                ("project_plan", "suggested"),
                 ("data_sensitivity", "public"),
                 ("interactive_gpu", "yes"),
             ],
@@ -184,6 +187,7 @@ def test_admin_shows_no_retired_warning_for_the_shipped_default_chart(
                 ("dataset_tokens", "20"),
                 ("epochs", "3"),
                 ("num_gpus", ""),
+                ("project_plan", "suggested"),
                 ("data_sensitivity", "public"),
                 ("interactive_gpu", "no"),
             ],
@@ -212,6 +216,7 @@ def test_admin_shows_no_retired_warning_for_the_shipped_default_chart(
                 ("batch_size", "8"),
                 ("seq_len", "512"),
                 ("inference_tokens", "10"),
+                ("project_plan", "suggested"),
                 ("data_sensitivity", "public"),
             ],
             "uva_gpu",
@@ -261,18 +266,19 @@ def test_a_deadline_within_a_week_becomes_the_wall_time_target():
 
     from advisor.flow_services import estimate_request_for
 
-    answers = {"work_kind": "pretrain", "model_params": "1", "dataset_tokens": "20000"}
+    # Fields, not step ids: the chart's `estimate` mappings turn answers into these (issue 15).
+    answers = {"task": "pretrain", "params": 1e9, "tokens": 2e10}
     soon = (timezone.localdate() + dt.timedelta(days=3)).isoformat()
     later = (timezone.localdate() + dt.timedelta(days=90)).isoformat()
     assert (
-        estimate_request_for(answers={**answers, "timeline": soon}).constraints.max_wall_hours == 72
+        estimate_request_for(fields={**answers, "deadline": soon}).constraints.max_wall_hours == 72
     )
     # Further away than the one-week default: the default target stands.
     assert (
-        estimate_request_for(answers={**answers, "timeline": later}).constraints.max_wall_hours
+        estimate_request_for(fields={**answers, "deadline": later}).constraints.max_wall_hours
         is None
     )
-    assert estimate_request_for(answers=answers).constraints.max_wall_hours is None
+    assert estimate_request_for(fields=answers).constraints.max_wall_hours is None
 
 
 def test_result_says_the_objective_why_the_top_option_won_and_sorts_alternatives(

@@ -56,7 +56,12 @@ def test_home_page_is_the_flow_start():
 def test_step_page_has_label_help_and_progress(client):
     advisor_session = start(client)
     response = client.get(step_url(advisor_session, "work_kind"))
-    assertContains(response, "<legend>What kind of work is it?</legend>", html=True)
+    # Stated once (issue 15): the heading is the group's legend, not repeated as a label.
+    assertContains(
+        response,
+        '<legend><h2 id="step-heading" tabindex="-1">What kind of work is it?</h2></legend>',
+        html=True,
+    )
     assertContains(response, 'aria-live="polite"')
     assertContains(response, "Question 2 of about")  # after "Do you need Azure?"
     assertContains(response, "rarely benefit from a GPU")  # the explanation under it
@@ -313,6 +318,7 @@ def test_unreachable_hub_never_breaks_the_flow(
         ("dataset_tokens", "20"),
         ("epochs", "3"),
         ("num_gpus", ""),
+        ("project_plan", "suggested"),
         ("data_sensitivity", "public"),
         ("timeline", ""),
         ("hpc_experience", "some"),
@@ -345,15 +351,17 @@ def test_unreachable_hub_estimates_a_bundled_model_by_name(
         )
     page = client.get(response["Location"])
     assertContains(page, "Counted from the bundled config; the Hub did not answer")
+    # The size is known, so no size question: the flow goes on to precision (issue 15).
+    assert response["Location"] == step_url(advisor_session, "precision")
     rest = [
-        ("model_params", ""),
         ("precision", "bf16"),
-        ("framework_training", "not_sure"),  # the chart asks it since recipes' framework step
+        ("framework_training", "not_sure"),
         ("batch_size", "4"),
         ("seq_len", "2048"),
         ("dataset_tokens", "20"),
         ("epochs", "3"),
         ("num_gpus", ""),
+        ("project_plan", "suggested"),
         ("data_sensitivity", "public"),
         ("timeline", ""),
         ("hpc_experience", "some"),

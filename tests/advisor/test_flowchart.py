@@ -27,6 +27,7 @@ LORA_7B = {
     "dataset_tokens": 20,
     "epochs": 3,
     "num_gpus": None,
+    "project_plan": "suggested",
     "data_sensitivity": "public",
     "timeline": None,
     "hpc_experience": "some",
@@ -87,12 +88,19 @@ def test_changing_an_earlier_answer_recomputes_the_path_and_ignores_stale_answer
     assert "model_params" not in path.steps  # stored, but off the path
 
 
-def test_size_is_required_only_without_a_model_id():
+def test_size_is_required_unless_the_lookup_is_still_running():
+    # Issue 15: a named model whose size the lookup cannot find is asked for on the spot; the
+    # question is optional only while the lookup runs (the walk asks again once it ends).
     chart = load_chart("default")
     node = chart.node("model_params")
     with pytest.raises(AnswerError, match="This question needs an answer."):
-        clean_answer(node, "", {"model": None})
-    assert clean_answer(node, "", {"model": "meta-llama/Llama-2-7b-hf"}) is None
+        clean_answer(node, "", {"model": None, "model_size": "no"})
+    with pytest.raises(AnswerError, match="This question needs an answer."):
+        clean_answer(node, "", {"model": "meta-llama/Llama-3.1-8B", "model_size": "no"})
+    assert (
+        clean_answer(node, "", {"model": "meta-llama/Llama-3.1-8B", "model_size": "pending"})
+        is None
+    )
 
 
 @pytest.mark.parametrize(

@@ -51,6 +51,7 @@ LORA_7B = [
     ("dataset_tokens", "4000"),
     ("epochs", "3"),
     ("num_gpus", ""),
+    ("project_plan", "suggested"),
     ("data_sensitivity", "public"),
     ("timeline", DEADLINE),
     ("hpc_experience", "some"),

@@ -45,7 +45,7 @@ def snapshot() -> dict:
 def test_default_profile_loads_with_its_systems():
     summary = load("default")
     assert summary.startswith(
-        "default: 6 systems, 13 accelerators, 22 node types, 12 partitions, 1 benchmark ("
+        "default: 7 systems, 13 accelerators, 22 node types, 12 partitions, 1 benchmark ("
     )
     assert set(System.objects.values_list("name", flat=True)) == {
         "jade2",
@@ -54,6 +54,7 @@ def test_default_profile_loads_with_its_systems():
         "cosma8",
         "dawn",
         "azure",
+        "turing-tre",  # the Trusted Research Environment, for sensitive data (issue 15)
     }
     assert Profile.objects.get(is_active=True).name == "default"
 
@@ -61,17 +62,17 @@ def test_default_profile_loads_with_its_systems():
 def test_the_profile_comes_from_settings_when_not_given(settings):
     settings.CATALOG_PROFILE = "uva"
     assert load().startswith(
-        "uva: 1 system, 7 accelerators, 7 node types, 2 partitions, 0 benchmarks ("
+        "uva: 2 systems, 9 accelerators, 9 node types, 2 partitions, 0 benchmarks ("
     )
-    assert list(System.objects.values_list("name", flat=True)) == ["uva-hpc"]
+    assert list(System.objects.values_list("name", flat=True)) == ["uva-rio", "uva-hpc"]
 
 
 @pytest.mark.parametrize(
     ("profile", "systems"),
     [
-        ("default", {"jade2", "baskerville", "stanage", "cosma8", "dawn", "azure"}),
+        ("default", {"jade2", "baskerville", "stanage", "cosma8", "dawn", "azure", "turing-tre"}),
         ("lancaster", {"hex", "hec", "bede"}),
-        ("uva", {"uva-hpc"}),
+        ("uva", {"uva-hpc", "uva-rio"}),
     ],
 )
 def test_each_profile_loads_and_becomes_active(profile, systems):
@@ -96,7 +97,7 @@ def test_loading_another_profile_keeps_both_and_switches_the_active_one():
     load("default")
     load("lancaster")
     assert Profile.objects.get(is_active=True).name == "lancaster"
-    assert System.objects.filter(profile__name="default").count() == 6
+    assert System.objects.filter(profile__name="default").count() == 7
     load("default")
     assert Profile.objects.get(is_active=True).name == "default"
     # Accelerators are shared: the V100 SXM2 record appears once though both files list it.
@@ -262,7 +263,7 @@ def _break(doc: dict, how: str) -> dict:
             "accelerator 'v100-64-imaginary' (not in this file's "
             "accelerators)",
         ),
-        ("duplicate system", "systems[6] (jade2).name: duplicate name 'jade2'"),
+        ("duplicate system", "systems[7] (jade2).name: duplicate name 'jade2'"),
         (
             "unknown field",
             "systems[0] (jade2).node_types[0].gpu_per_node: Extra inputs are not permitted",
