@@ -44,6 +44,7 @@ from allocations.selectors import estimate_view
 from allocations.services import (
     TRANSITIONS,
     Transition,
+    allocation_request_record_rerun,
     allocation_request_reject,
     allocation_request_request_changes,
 )
@@ -168,7 +169,7 @@ class AllocationRequestAdmin(admin.ModelAdmin):
     list_display = (
         "project_title",
         "researcher_name",
-        "facility",
+        "facility_name",
         "gpu_hours",
         "trial",
         "status",
@@ -176,7 +177,7 @@ class AllocationRequestAdmin(admin.ModelAdmin):
         "age",
     )
     list_display_links = ("project_title",)
-    list_select_related = ("researcher",)
+    list_select_related = ("researcher", "system")
     list_filter = ("status", "facility", "service", "data_sensitivity", "trial")
     search_fields = (
         "project_title",
@@ -232,6 +233,12 @@ class AllocationRequestAdmin(admin.ModelAdmin):
 
     # --- The queue -----------------------------------------------------------------------
 
+    @admin.display(description="Facility", ordering="facility")
+    def facility_name(self, obj: AllocationRequest) -> str:
+        # The catalog's name ("Dawn (Cambridge, AI Research Resource)"), not its key; the CSV
+        # export keeps the key.
+        return obj.system.display_name if obj.system_id else obj.facility
+
     @admin.display(description="Researcher", ordering="researcher__username")
     def researcher_name(self, obj: AllocationRequest) -> str:
         return obj.researcher.get_full_name() or obj.researcher.get_username()
@@ -266,7 +273,9 @@ class AllocationRequestAdmin(admin.ModelAdmin):
         }
         if obj is not None:
             extra_context.update(
-                estimate=estimate_view(obj.estimate_snapshot, requested_gpu_hours=obj.gpu_hours),
+                estimate=estimate_view(
+                    obj.estimate_snapshot, requested_gpu_hours=obj.gpu_hours, facility=obj.facility
+                ),
                 measurements=measurement_views(allocation_request=obj),
                 decisions=[(key, d.label) for key, d in DECISIONS.items() if d.applies_to(obj)],
             )
@@ -339,7 +348,9 @@ class AllocationRequestAdmin(admin.ModelAdmin):
             "form": form,
             "decision_label": label,
             "change_url": change_url,
-            "estimate": estimate_view(obj.estimate_snapshot, requested_gpu_hours=obj.gpu_hours),
+            "estimate": estimate_view(
+                obj.estimate_snapshot, requested_gpu_hours=obj.gpu_hours, facility=obj.facility
+            ),
         }
         return TemplateResponse(
             request, "admin/allocations/allocationrequest/decision.html", context
@@ -360,6 +371,12 @@ class AllocationRequestAdmin(admin.ModelAdmin):
             else:
                 comparison = estimate_comparison(
                     old=(obj.estimate_snapshot or {}).get("result") or {}, new=new_result
+                )
+                allocation_request_record_rerun(
+                    allocation_request=obj,
+                    actor=request.user,
+                    changes=form.cleaned_data["changes"],
+                    new_result=new_result,
                 )
         context = {
             **self.admin_site.each_context(request),

@@ -84,6 +84,17 @@ def facility_choices(*, extra: list[str] | None = None) -> list[tuple[str, str]]
     return choices
 
 
+def facility_offers_trial(facility_name: str) -> bool:
+    """Whether trial access is known on this system: the catalog gives its trial hours.
+
+    A system in the catalog without trial hours (Stanage, COSMA8, Dawn: the seed's trial
+    access names only Baskerville and JADE 2) is never offered a trial; a name the catalog
+    does not know falls back to the settings default, as trial_gpu_hours_limit does.
+    """
+    facility = facility_get(facility_name) if facility_name else None
+    return facility is None or facility.trial_gpu_hours is not None
+
+
 def trial_gpu_hours_limit(facility_name: str) -> float:
     facility = facility_get(facility_name) if facility_name else None
     if facility and facility.trial_gpu_hours is not None:

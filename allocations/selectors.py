@@ -11,7 +11,7 @@ from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 
 from advisor.engine.memory import COMPONENT_LABELS
-from allocations.facilities import facility_get, trial_gpu_hours_limit
+from allocations.facilities import facility_get, facility_offers_trial, trial_gpu_hours_limit
 from allocations.models import AllocationEvent, AllocationRequest, Service
 from allocations.services import requested_gpu_hours_from_result
 from catalog.models import DataSensitivity
@@ -70,10 +70,21 @@ def estimate_is_uncertain(result: dict[str, Any]) -> bool:
     return bool(capacity and high and high > capacity)
 
 
+def trial_reason(*, gpu_hours: int | None, facility: str, result: dict[str, Any]) -> str:
+    """Why trial access suits this request: "small", "uncertain", or "" (it does not).
+
+    Only on a system that offers trial access; "small" only when the hours fit its trial
+    limit (no hours yet is not small); "uncertain" when the estimate's own spread says so.
+    """
+    if not facility_offers_trial(facility):
+        return ""
+    if gpu_hours and gpu_hours <= trial_gpu_hours_limit(facility):
+        return "small"
+    return "uncertain" if estimate_is_uncertain(result) else ""
+
+
 def trial_suggested(*, gpu_hours: int | None, facility: str, result: dict[str, Any]) -> bool:
-    if gpu_hours is None:
-        return True
-    return gpu_hours <= trial_gpu_hours_limit(facility) or estimate_is_uncertain(result)
+    return bool(trial_reason(gpu_hours=gpu_hours, facility=facility, result=result))
 
 
 def allocation_request_initial_from_session(*, session, user) -> dict[str, Any]:
@@ -106,7 +117,9 @@ def allocation_request_initial_from_session(*, session, user) -> dict[str, Any]:
         "end_date": _parse_date(stored.get("timeline_end")) or _parse_date(answers.get("deadline")),
         "data_sensitivity": sensitivity if sensitivity in DataSensitivity.values else "",
         "justification": summary["justification"] or result.get("justification") or "",
-        "trial": bool(gpu_hours) and gpu_hours <= trial_gpu_hours_limit(system),
+        "trial": bool(gpu_hours)
+        and facility_offers_trial(system)
+        and gpu_hours <= trial_gpu_hours_limit(system),
     }
     return initial
 
@@ -129,13 +142,45 @@ def requested_against_estimate(*, requested: int | None, result: dict[str, Any])
     }
 
 
+def other_facility(result: dict[str, Any], facility: str | None) -> dict[str, Any] | None:
+    """When the request asks for another system than the one estimated: both, side by side.
+
+    The estimate's own best option on the requested system (it ranked every system) gives the
+    figures there, or says it had none; staff see both before deciding.
+    """
+    recommendation = result.get("recommendation") or {}
+    estimated = recommendation.get("system")
+    if not facility or not estimated or facility == estimated:
+        return None
+    there = [
+        o
+        for o in result.get("options") or []
+        if o.get("system") == facility and o.get("fits") and o.get("requested_gpu_hours")
+    ]
+    best = min(
+        there, key=lambda o: (o.get("rank") or 10**6, o["requested_gpu_hours"]), default=None
+    )
+    return {
+        "estimated": estimated,
+        "estimated_accelerator": recommendation.get("accelerator") or "",
+        "estimated_hours": requested_gpu_hours_from_result(result),
+        "requested": facility,
+        "option": best,
+        "option_hours": math.ceil(best["requested_gpu_hours"]) if best else None,
+    }
+
+
 def estimate_view(
-    snapshot: dict[str, Any], *, requested_gpu_hours: int | None = None
+    snapshot: dict[str, Any],
+    *,
+    requested_gpu_hours: int | None = None,
+    facility: str | None = None,
 ) -> dict[str, Any]:
     """The frozen estimate, shaped for a template: headline numbers, assumptions, memory."""
     result = snapshot.get("result") or {}
     recommendation = result.get("recommendation") or {}
     return {
+        "other_facility": other_facility(result, facility),
         "requested_against_estimate": requested_against_estimate(
             requested=requested_gpu_hours,
             result={**result, "_project_plan": snapshot.get("project_plan")},

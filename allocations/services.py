@@ -298,6 +298,32 @@ def _queue_fields_from_result(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _queue_fields_follow_facility(allocation_request: AllocationRequest) -> None:
+    """The accelerator and GPU count are the estimate's for its system only.
+
+    A request moved to another facility no longer claims the estimated system's GPU (a CSV row
+    "facility=stanage, accelerator=max1550-128" was the old behaviour): it takes the estimate's
+    best fitting option on the new facility, or none; the page says the estimate was made for
+    another system (selectors.other_facility).
+    """
+    result = (allocation_request.estimate_snapshot or {}).get("result") or {}
+    recommendation = result.get("recommendation") or {}
+    if not allocation_request.facility or allocation_request.facility == recommendation.get(
+        "system"
+    ):
+        allocation_request.accelerator = recommendation.get("accelerator") or ""
+        allocation_request.num_gpus = recommendation.get("num_gpus")
+        return
+    there = [
+        o
+        for o in result.get("options") or []
+        if o.get("system") == allocation_request.facility and o.get("fits")
+    ]
+    best = min(there, key=lambda o: (o.get("rank") or 10**6, o.get("num_gpus") or 0), default=None)
+    allocation_request.accelerator = (best or {}).get("accelerator") or ""
+    allocation_request.num_gpus = (best or {}).get("num_gpus")
+
+
 def requested_gpu_hours_from_result(result: dict[str, Any]) -> int | None:
     recommendation = result.get("recommendation") or {}
     hours = recommendation.get("requested_gpu_hours")
@@ -328,6 +354,7 @@ def allocation_request_create_from_session(
         **{k: v for k, v in checked.values.items() if k in EDITABLE_FIELDS},
     )
     _link_system(allocation_request, checked)
+    _queue_fields_follow_facility(allocation_request)
     _full_clean(allocation_request)
     events = [
         AllocationEvent(
@@ -405,6 +432,7 @@ def allocation_request_update(
     else:
         checked = allocation_request_validate(values=_values(locked), for_submission=submit)
     _link_system(locked, checked)
+    _queue_fields_follow_facility(locked)
     _full_clean(locked)
     if submit:
         transition = _submit_transition(locked)
@@ -488,6 +516,38 @@ def _transition_apply(
     return event
 
 
+@transaction.atomic
+def allocation_request_record_rerun(
+    *, allocation_request: AllocationRequest, actor, changes: dict[str, Any], new_result: dict
+) -> AllocationEvent:
+    """A staff re-run of the estimate goes into the request's history (the status stays).
+
+    The note (staff only) says what was changed and what the re-run gave, so a later reviewer
+    sees why the hours were questioned; the frozen estimate itself is never altered.
+    """
+    locked = AllocationRequest.objects.select_for_update().get(pk=allocation_request.pk)
+    old = ((locked.estimate_snapshot or {}).get("result") or {}).get("recommendation") or {}
+    new = (new_result or {}).get("recommendation") or {}
+    changed = ", ".join(f"{key} = {value}" for key, value in sorted(changes.items())) or "none"
+
+    def hours(rec: dict) -> str:
+        value = rec.get("requested_gpu_hours")
+        return "no estimate" if value is None else f"{math.ceil(value):,} GPU hours"
+
+    note = (
+        f"Estimate re-run with {changed}: {hours(old)} before, {hours(new)} now"
+        + (f" on {new['system']}" if new.get("system") else "")
+        + "."
+    )
+    return AllocationEvent.objects.create(
+        allocation_request=locked,
+        actor=actor,
+        from_status=locked.status,
+        to_status=locked.status,
+        note=note,
+    )
+
+
 def _transition_set(
     allocation_request: AllocationRequest,
     *,
@@ -501,6 +561,9 @@ def _transition_set(
     now = timezone.now()
     if transition.target in (Status.SUBMITTED, Status.RESUBMITTED):
         allocation_request.submitted_at = now
+        # Waiting for a decision again: the earlier "changes requested" stays in the history
+        # with its own time, and "Decided at" no longer shows it as if it were the decision.
+        allocation_request.decided_at = None
     if transition.target == Status.APPROVED:
         granted_gpu_hours = _granted_hours(allocation_request, granted_gpu_hours)
         allocation_request.granted_gpu_hours = granted_gpu_hours

@@ -22,6 +22,7 @@ from allocations.selectors import (
     allocation_request_initial_from_session,
     allocation_request_list_for_researcher,
     estimate_view,
+    trial_reason,
     trial_suggested,
 )
 from allocations.services import (
@@ -84,6 +85,8 @@ def _form_context(form, *, result: dict, allocation_request=None, session=None) 
         "session": session,
         "trial_limit": trial_gpu_hours_limit(facility),
         "trial_suggested": trial_suggested(gpu_hours=hours, facility=facility, result=result),
+        "trial_reason": trial_reason(gpu_hours=hours, facility=facility, result=result),
+        "requested_hours": hours,
         "estimate": estimate_view({"result": result}) if result else None,
     }
 
@@ -157,6 +160,7 @@ def _detail_context(allocation_request, *, upload_form=None) -> dict:
         "estimate": estimate_view(
             allocation_request.estimate_snapshot,
             requested_gpu_hours=allocation_request.gpu_hours,
+            facility=allocation_request.facility,
         ),
         "measurements": measurement_views(allocation_request=allocation_request),
         "usage": usage_for_request(allocation_request=allocation_request),

@@ -1,4 +1,6 @@
+from django.conf import settings
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from config.views import favicon, healthz
@@ -8,6 +10,17 @@ urlpatterns = [
     # Browsers ask for /favicon.ico on pages without a <link rel="icon"> (the admin's).
     path("favicon.ico", favicon, name="favicon"),
     path("admin/", admin.site.urls),
+    # The login page says how accounts are obtained: single sign-on, or ask staff.
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(
+            extra_context={
+                "sso": settings.AUTH_REMOTE_USER,
+                "staff_contact": (settings.STAFF_NOTIFICATION_EMAILS or [""])[0],
+            }
+        ),
+        name="login",
+    ),
     path("accounts/", include("django.contrib.auth.urls")),
     path("catalog/", include("catalog.urls")),
     path("", include("allocations.urls")),

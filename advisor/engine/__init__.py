@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from advisor.engine import constants as c
-from advisor.engine import ranking
+from advisor.engine import ranking, words
 from advisor.engine.compute import training_flops_per_token
 from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import framework_for
@@ -51,10 +51,6 @@ __all__ = [
     "parse_request",
     "resolve_model",
 ]
-
-
-def _h(hours: float) -> str:
-    return f"{hours:,.1f}" if hours < 10 else f"{hours:,.0f}"
 
 
 def estimate(request: EstimateRequest, catalog: CatalogSpec) -> EstimateResult:
@@ -214,8 +210,12 @@ def _recommendation_reasons(best, candidates, wl: Workload, framework, why: str)
     free = 1 - opt.memory_per_gpu_bytes / opt.capacity_bytes
     reasons = [
         f"Fits: {opt.memory_per_gpu_bytes / 1e9:.1f} GB per GPU of the {acc.memory_gb:g} GB "
-        f"on a {acc.display_name} ({free:.0%} headroom) with {opt.num_gpus} GPU(s), "
-        f"{opt.strategy.replace('_', ' ')}."
+        f"on {words.with_article(acc.display_name)} ({free:.0%} headroom), "
+        + (
+            "on a single GPU."
+            if opt.strategy == "single" and opt.num_gpus == 1
+            else f"{words.plural(opt.num_gpus, 'GPU')} {words.strategy_words(opt.strategy)}."
+        )
     ]
     if framework.preallocates and not wl.training:
         reserved = opt.capacity_bytes * framework.preallocates
@@ -227,9 +227,9 @@ def _recommendation_reasons(best, candidates, wl: Workload, framework, why: str)
         )
     if opt.requested_gpu_hours is not None:
         reasons.append(
-            f"{_h(opt.gpu_hours)} GPU hours of compute + {_h(opt.contingency_gpu_hours)} "
-            f"contingency = {_h(opt.requested_gpu_hours)} GPU hours, about "
-            f"{_h(opt.wall_hours)} h of wall time."
+            f"{words.hours(opt.gpu_hours)} of compute + {words.hours(opt.contingency_gpu_hours)} "
+            f"of contingency = {words.hours(opt.requested_gpu_hours)}, about "
+            f"{words.hours(opt.wall_hours, 'hours')} of wall time."
         )
     if best.system.typical_queue_wait_hours is not None:
         reasons.append(f"Typical queue wait about {best.system.typical_queue_wait_hours:g} h.")

@@ -3,12 +3,18 @@ and compute calculation, and why this system."""
 
 from __future__ import annotations
 
-import math
-
 from advisor.engine.memory import Workload
 from advisor.engine.models import AcceleratorSpec, EstimateRequest, Option, SystemSpec
 from advisor.engine.recipe import LEVEL_WORDS, OPTIMIZER_WORDS
 from advisor.engine.shape import ModelShape
+from advisor.engine.words import (
+    hours,
+    parameters,
+    plural,
+    strategy_words,
+    whole_hours,
+    with_article,
+)
 
 TASK_WORDS = {
     "inference": "inference",
@@ -17,15 +23,6 @@ TASK_WORDS = {
     "lora": "LoRA fine-tuning",
     "qlora": "QLoRA fine-tuning (4-bit NF4 base model)",
 }
-
-
-def _h(hours: float) -> str:
-    return f"{hours:,.1f}" if hours < 10 else f"{hours:,.0f}"
-
-
-def _h_requested(hours: float) -> str:
-    # A request asks for whole GPU hours, rounded up: the paragraph states that same number.
-    return f"{math.ceil(hours):,}" if hours >= 10 else _h(hours)
 
 
 def _params(n: int) -> str:
@@ -53,7 +50,7 @@ def draft(
     if wl.adapters:
         method += f" with rank {wl.lora_rank} adapters"
     parts = [
-        f"We will run {method} of {model_name} ({_params(shape.params_total)} parameters"
+        f"We will run {method} of {model_name} ({parameters(shape.params_total)}"
         + (
             f", {_params(shape.params_active)} active per token"
             if shape.params_active != shape.params_total
@@ -61,17 +58,17 @@ def draft(
         )
         + f") in {wl.precision}, with "
         + (
-            f"a global batch of {request.batch_size} sequences"
+            f"a global batch of {plural(request.batch_size, 'sequence')}"
             if wl.training
-            else f"batches of {request.batch_size} requests"
+            else f"batches of {plural(request.batch_size, 'request')}"
         )
-        + f" of {wl.seq_len:,} tokens"
-        + (f" generating {wl.new_tokens:,} tokens each" if wl.task == "inference" else "")
+        + f" of {plural(wl.seq_len, 'token')}"
+        + (f" generating {plural(wl.new_tokens, 'token')} each" if wl.task == "inference" else "")
         + "."
     ]
     if request.tokens is not None:
-        epochs = f" for {request.epochs:g} epoch(s)" if wl.training else ""
-        parts.append(f"The data set is {request.tokens:,} tokens{epochs}.")
+        epochs = f" for {plural(request.epochs, 'epoch')}" if wl.training else ""
+        parts.append(f"The data set is {plural(request.tokens, 'token')}{epochs}.")
     if option is None or system is None or accelerator is None:
         parts.append(
             "No system in the catalog meets the constraints with this model and setup; "
@@ -94,25 +91,29 @@ def draft(
         listed = ", ".join(f"{name} {_gb(value)}" for name, value in pieces if value)
         parts.append(
             f"Memory per GPU comes to {_gb(mem.total_bytes)} ({listed}) against the "
-            f"{accelerator.memory_gb:g} GB of a {accelerator.display_name}, using "
-            f"{option.num_gpus} GPU(s) with {option.strategy.replace('_', ' ')}."
+            f"{accelerator.memory_gb:g} GB of {with_article(accelerator.display_name)}, using "
+            + (
+                "a single GPU."
+                if option.strategy == "single" and option.num_gpus == 1
+                else f"{plural(option.num_gpus, 'GPU')} {strategy_words(option.strategy)}."
+            )
         )
     recipe = option.recipe
     if recipe is not None and wl.training:
         optimizer = OPTIMIZER_WORDS.get(recipe.optimizer or "", recipe.optimizer)
         parts.append(
             f"Each GPU processes micro-batches of {recipe.micro_batch} with "
-            f"{recipe.grad_accumulation} gradient accumulation step(s), "
+            f"{plural(recipe.grad_accumulation, 'gradient accumulation step')}, "
             f"{LEVEL_WORDS[recipe.checkpointing]} and {optimizer}."
         )
     if option.gpu_hours is not None and flops_per_token is not None:
         parts.append(
             f"Compute is about {flops_per_token:.3g} FLOPs per token at "
             f"{(option.utilisation or 0):.0%} of the {option.compute_dtype} dense peak, "
-            f"{_h(option.gpu_hours)} GPU hours, plus {_h(option.contingency_gpu_hours)} GPU "
-            f"hours contingency for debugging, evaluation and restarts: "
-            f"{_h_requested(option.requested_gpu_hours)} GPU hours in total, about "
-            f"{_h(option.wall_hours)} hours of wall time."
+            f"{hours(option.gpu_hours)}, plus {hours(option.contingency_gpu_hours)} of "
+            f"contingency for debugging, evaluation and restarts: "
+            f"{whole_hours(option.requested_gpu_hours)} in total, about "
+            f"{hours(option.wall_hours, 'hours')} of wall time."
         )
     why = f"{system.display_name} fits this work"
     if system.notebooks and request.constraints.needs_notebooks:

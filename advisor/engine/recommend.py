@@ -39,6 +39,7 @@ from advisor.engine.models import (
 from advisor.engine.recipe import Choice, RecipeSearch
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import Utilisation, generation, job_distances, training_utilisation
+from advisor.engine.words import STRATEGY_NAMES, plural, strategy_words
 
 TRAINING_STRATEGIES = ("single", "ddp", "zero2", "zero3", "zero3_offload")
 SENSITIVITY_ORDER = ("public", "internal", "confidential", "restricted")
@@ -468,7 +469,8 @@ def evaluate(
                     allowed = (counts[-1],)
                     hard = True
                     reasons.append(
-                        f"{strategy} needs more than the {counts[-1]} GPU(s) allowed here."
+                        f"{STRATEGY_NAMES.get(strategy, strategy)} needs more than the "
+                        f"{plural(counts[-1], 'GPU')} allowed here."
                     )
                 size_key = (strategy, allowed, search_capacity)
                 found = sized.get(size_key)
@@ -509,7 +511,8 @@ def evaluate(
                 headroom = need <= headroom_limit
                 if not fits:
                     reasons.append(
-                        f"needs {gb(need)} per GPU even on {n} GPU(s) with {strategy}"
+                        f"needs {gb(need)} per GPU even on {plural(n, 'GPU')} "
+                        f"{strategy_words(strategy)}"
                         + (
                             f", micro-batch {choice.micro} and {choice.level} checkpointing"
                             if training
@@ -524,7 +527,7 @@ def evaluate(
                     )
                 elif n_fit is not None and n_head is not None and n_head > n_fit:
                     reasons.append(
-                        f"{n_fit} GPU(s) would be within {margin_pct} of capacity; "
+                        f"{plural(n_fit, 'GPU')} would be within {margin_pct} of capacity; "
                         f"{n_head} recommended for headroom."
                     )
                 if (

@@ -258,13 +258,12 @@ def test_flow_without_javascript(browser, live_server, default_catalog, screensh
     answer(page, "model", "", htmx=False)
     answer(page, "model_params", "seven", htmx=False)
     assert current_step(page) == "model_params"
-    # Sizes may also be typed as 8B or 125M (issue 15): the message says so after the example.
-    assert (
-        page.locator("#id_answer_error").inner_text().startswith("Enter a number, for example 8.")
+    assert page.locator("#id_answer_error").inner_text() == (
+        "Enter a number, for example 8. Sizes may also be typed as 8B, 125M or 1.3e9."
     )
     page.screenshot(path=screenshots / "6-no-js-validation.png", full_page=True)
-    # LORA_MISTRAL_7B has no size question (the bundled config gives it): precision follows.
-    walk(page, [("model_params", "7")] + LORA_MISTRAL_7B[2:], htmx=False)
+    after_size = [a for a in LORA_MISTRAL_7B if a[0] not in ("work_kind", "model", "model_params")]
+    walk(page, [("model_params", "7"), *after_size], htmx=False)
     assert page.locator("#result-heading").inner_text() == (
         "Request time on an HPC system with A100, H100 or newer GPUs"
     )
@@ -307,7 +306,7 @@ def test_closing_the_page_midway_and_resuming(browser, live_server, default_cata
     context = browser.new_context()
     page = context.new_page()
     begin(page, live_server.url)
-    walk_part = BERT_INFERENCE[:6]  # up to the library question, so seq_len is next
+    walk_part = BERT_INFERENCE[:6]  # up to batch_size, past recipes' framework question
     for step, value in walk_part:
         answer(page, step, value)
     resume = page.locator(".resume-link a").get_attribute("href")

@@ -1,0 +1,82 @@
+"""Numbers and names as a person reads them: "1 GPU", "2 GPUs", "an Intel", "1.3 billion
+parameters", "less than 0.1 GPU hours", "tensor parallelism" (never "tensor_parallel")."""
+
+from __future__ import annotations
+
+import math
+
+STRATEGY_WORDS = {
+    "single": "on a single GPU",
+    "ddp": "with data parallelism (DDP)",
+    "fsdp": "with fully sharded data parallelism (FSDP)",
+    "zero1": "with ZeRO stage 1",
+    "zero2": "with ZeRO stage 2",
+    "zero3": "with ZeRO stage 3",
+    "zero3_offload": "with ZeRO stage 3 and CPU offload",
+    "tensor_parallel": "with tensor parallelism",
+}
+STRATEGY_NAMES = {
+    "single": "one GPU",
+    "ddp": "data parallel (DDP)",
+    "fsdp": "fully sharded (FSDP)",
+    "zero1": "ZeRO stage 1",
+    "zero2": "ZeRO stage 2",
+    "zero3": "ZeRO stage 3",
+    "zero3_offload": "ZeRO stage 3 with CPU offload",
+    "tensor_parallel": "tensor parallel",
+}
+# Acronyms read letter by letter that start with a vowel sound: "an NVIDIA", "an HPC", "an MI210".
+_VOWEL_SOUND_LETTERS = set("AEFHILMNORSX")
+
+
+def plural(count: float, word: str, words: str | None = None) -> str:
+    """ "1 GPU", "2 GPUs", "1.5 epochs", "1,024 sequences"."""
+    number = f"{count:,}" if isinstance(count, int) else f"{count:,.6g}"
+    return f"{number} {word if count == 1 else (words or word + 's')}"
+
+
+def article(name: str) -> str:
+    """ "a" or "an" before a name: "an Intel", "an NVIDIA", "an A100", "a Graphcore"."""
+    first = name.split()[0] if name.split() else name
+    if not first:
+        return "a"
+    if first.isupper() or first[0].isdigit() or (len(first) > 1 and first[1].isdigit()):
+        return "an" if first[0].upper() in _VOWEL_SOUND_LETTERS or first[0] == "8" else "a"
+    return "an" if first[0].lower() in "aeiou" else "a"
+
+
+def with_article(name: str) -> str:
+    return f"{article(name)} {name}"
+
+
+def hours(value: float | None, unit: str = "GPU hours") -> str:
+    """Never "0.0": small figures say "less than 0.1"; one hour is singular."""
+    if value is None:
+        return f"unknown {unit}"
+    if value == 0:
+        return f"0 {unit}"
+    if value < 0.1:
+        return f"less than 0.1 {unit}"
+    text = f"{value:,.1f}" if value < 10 else f"{value:,.0f}"
+    if text in ("1.0", "1"):
+        return f"1 {unit.replace('hours', 'hour')}"
+    return f"{text} {unit}"
+
+
+def whole_hours(value: float, unit: str = "GPU hours") -> str:
+    """A request asks for whole hours, rounded up, at least one."""
+    count = max(1, math.ceil(value))
+    return f"{count:,} {unit.replace('hours', 'hour') if count == 1 else unit}"
+
+
+def parameters(count: int) -> str:
+    """ "7 billion parameters", "1.3 billion parameters", "110 million parameters"."""
+    if count >= 1e9:
+        return f"{count / 1e9:,.3g} billion parameters"
+    if count >= 1e6:
+        return f"{count / 1e6:,.3g} million parameters"
+    return plural(int(count), "parameter")
+
+
+def strategy_words(strategy: str) -> str:
+    return STRATEGY_WORDS.get(strategy, strategy.replace("_", " "))
