@@ -39,7 +39,8 @@ def test_engine_catalog_has_dense_peaks(default_catalog):
 def test_engine_catalog_leaves_out_retired_systems_and_vm_sizes(default_catalog):
     catalog = engine_catalog()
     names = {s.name for s in catalog.systems}
-    assert names == {"baskerville", "stanage", "cosma8", "dawn", "azure"}
+    # The Turing's Trusted Research Environment is a system of its own kind (secure data route).
+    assert names == {"baskerville", "stanage", "cosma8", "dawn", "azure", "turing-tre"}
     azure = next(s for s in catalog.systems if s.name == "azure")
     assert "Standard_NC6s_v3" not in {nt.name for nt in azure.node_types}
     # The V100 16GB was used only by the retired NCv3 sizes, so the engine does not see it.
@@ -91,7 +92,7 @@ def test_engine_catalog_follows_the_active_profile(db):
     typed = {p.name: p.gpu_request for p in hec.partitions}
     assert typed["gpu-long-h200"] == "--gres=gpu:nvidia_h200_nvl:{n}"
     call_command("load_catalog", "uva", stdout=None)
-    [uva] = engine_catalog().systems
+    uva = next(s for s in engine_catalog().systems if s.name == "uva-hpc")  # beside Rio
     pod = next(p for p in uva.partitions if p.name == "gpu-basepod")
     assert (pod.gpu_request, pod.constraint) == ("--gres=gpu:a100:{n}", "-C gpupod")
     assert {s.name for s in engine_catalog(profile="lancaster").systems} == {"hex", "hec", "bede"}
