@@ -16,7 +16,7 @@ from advisor.engine import constants as c
 MIB = 2**20
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Framework:
     key: str
     name: str
@@ -25,20 +25,20 @@ class Framework:
     checkpointing: dict[str, str]
     # Bytes per (token x vocabulary entry) the loss keeps in 16-bit training; None: the
     # Transformers default (16-bit logits, fp32 upcast, fp32 log-softmax).
-    logits_bytes: float | None
+    logits_bytes: float | None = None
     # True: weights, gradients and optimizer states all 16-bit (no fp32 master copy).
-    pure_bf16: bool
+    pure_bf16: bool = False
     # True: each parameter is updated as soon as its gradient exists, so gradients never
     # coexist for the whole model (needs gradient accumulation 1).
-    optimizer_in_backward: bool
+    optimizer_in_backward: bool = False
     # True: checkpointed layer inputs go to CPU memory, only the layers in flight stay on GPU.
-    offloads_checkpoints: bool
+    offloads_checkpoints: bool = False
     # Activation recomputation granularities the library offers.
     checkpoint_levels: tuple[str, ...]
     # Fraction of the GPU an inference server reserves up front (what nvidia-smi shows).
-    preallocates: float | None
+    preallocates: float | None = None
     # Extra bytes per GPU the library holds beyond the CUDA context (server workspaces).
-    overhead_bytes: float
+    overhead_bytes: float = 0
     launcher: str  # how the sbatch script starts it
     source: str
     # Whether a 4-bit base keeps the LM head 4-bit too: False for transformers' bitsandbytes
@@ -61,13 +61,7 @@ TRAINING_FRAMEWORKS = {
         # prepares a 4-/8-bit base model; plain LoRA and full fine-tuning leave
         # TrainingArguments.gradient_checkpointing at its default False.
         checkpointing={"qlora": "full"},
-        logits_bytes=None,
-        pure_bf16=False,
-        optimizer_in_backward=False,
-        offloads_checkpoints=False,
         checkpoint_levels=("none", "full"),
-        preallocates=None,
-        overhead_bytes=0,
         launcher="accelerate",
         source="transformers TrainingArguments (gradient_checkpointing=False, bf16 AMP with "
         "fp32 master weights); peft/utils/other.py prepare_model_for_kbit_training "
@@ -88,11 +82,7 @@ TRAINING_FRAMEWORKS = {
         # each chunk is upcast to fp32 and reduced on its own: 2 + (4 + 4) / 8 bytes.
         logits_bytes=2 + 8 / 8,
         pure_bf16=True,
-        optimizer_in_backward=False,
-        offloads_checkpoints=False,
         checkpoint_levels=("none", "full"),
-        preallocates=None,
-        overhead_bytes=0,
         launcher="tune",
         source="pytorch/torchtune recipes/configs/llama3_1/8B_qlora_single_device.yaml and "
         "8B_full_single_device.yaml: dtype bf16 (no fp32 master weights), "
@@ -108,12 +98,8 @@ TRAINING_FRAMEWORKS = {
         # Its fused cross-entropy kernel keeps the 16-bit logits and one fp32 log-sum-exp
         # per row instead of fp32 copies of the whole logit tensor.
         logits_bytes=2,
-        pure_bf16=False,
-        optimizer_in_backward=False,
         offloads_checkpoints=True,
         checkpoint_levels=("none", "full"),
-        preallocates=None,
-        overhead_bytes=0,
         launcher="python",
         source="unslothai/unsloth README: FastLanguageModel.get_peft_model("
         "use_gradient_checkpointing='unsloth') offloads checkpointed activations to system "
@@ -126,13 +112,7 @@ TRAINING_FRAMEWORKS = {
         name="Axolotl",
         kind="training",
         checkpointing={"qlora": "full", "lora": "full", "full_finetune": "full"},
-        logits_bytes=None,
-        pure_bf16=False,
-        optimizer_in_backward=False,
-        offloads_checkpoints=False,
         checkpoint_levels=("none", "full"),
-        preallocates=None,
-        overhead_bytes=0,
         launcher="accelerate",
         source="axolotl-ai-cloud/axolotl examples (llama-3/qlora.yml, lora.yml, fft): "
         "gradient_checkpointing: true; trains through the Transformers Trainer",
@@ -143,13 +123,7 @@ TRAINING_FRAMEWORKS = {
         name="PyTorch Lightning / Fabric",
         kind="training",
         checkpointing={},
-        logits_bytes=None,
-        pure_bf16=False,
-        optimizer_in_backward=False,
-        offloads_checkpoints=False,
         checkpoint_levels=("none", "full"),
-        preallocates=None,
-        overhead_bytes=0,
         launcher="srun",
         source="Lightning Trainer(precision='bf16-mixed') is PyTorch AMP; activation "
         "checkpointing only where the model's code asks for it",
@@ -160,13 +134,7 @@ TRAINING_FRAMEWORKS = {
         name="DeepSpeed",
         kind="training",
         checkpointing={},
-        logits_bytes=None,
-        pure_bf16=False,
-        optimizer_in_backward=False,
-        offloads_checkpoints=False,
         checkpoint_levels=("none", "full"),
-        preallocates=None,
-        overhead_bytes=0,
         launcher="deepspeed",
         source="DeepSpeed config docs: bf16/fp16 modes keep fp32 master weights in the "
         "optimizer (ZeRO paper accounting); activation_checkpointing is off unless configured",
@@ -179,12 +147,7 @@ TRAINING_FRAMEWORKS = {
         # Megatron's vocab-parallel cross-entropy works on the 16-bit logits in place and
         # keeps one fp32 copy for the softmax.
         logits_bytes=2 + 4,
-        pure_bf16=False,
-        optimizer_in_backward=False,
-        offloads_checkpoints=False,
         checkpoint_levels=("none", "selective", "full"),
-        preallocates=None,
-        overhead_bytes=0,
         launcher="torchrun",
         source="Megatron-LM arguments (--recompute-granularity selective|full; Korthikanti "
         "et al. 2022, arXiv:2205.05198 section 4 for selective recomputation); "
@@ -198,13 +161,8 @@ INFERENCE_FRAMEWORKS = {
         name="Hugging Face Transformers generate()",
         kind="inference",
         checkpointing={},
-        logits_bytes=None,
         pure_bf16=True,
-        optimizer_in_backward=False,
-        offloads_checkpoints=False,
         checkpoint_levels=("none",),
-        preallocates=None,
-        overhead_bytes=0,
         launcher="python",
         source="transformers generate(): a contiguous KV cache grown per token (DynamicCache)",
         quantises_head=False,
@@ -214,13 +172,8 @@ INFERENCE_FRAMEWORKS = {
         name="LitGPT generate",
         kind="inference",
         checkpointing={},
-        logits_bytes=None,
         pure_bf16=True,
-        optimizer_in_backward=False,
-        offloads_checkpoints=False,
         checkpoint_levels=("none",),
-        preallocates=None,
-        overhead_bytes=0,
         launcher="python",
         source="Lightning-AI/litgpt generate/base.py with --quantize bnb.nf4: Lightning's "
         "BitsandbytesPrecision quantises every nn.Linear, the LM head included",
@@ -231,15 +184,11 @@ INFERENCE_FRAMEWORKS = {
         name="vLLM",
         kind="inference",
         checkpointing={},
-        logits_bytes=None,
         pure_bf16=True,
-        optimizer_in_backward=False,
-        offloads_checkpoints=False,
         checkpoint_levels=("none",),
         # EngineArgs.gpu_memory_utilization defaults to 0.9: vLLM reserves that share of the
         # GPU at start-up and fills what the model leaves with paged KV-cache blocks.
         preallocates=0.9,
-        overhead_bytes=0,
         launcher="vllm",
         source="vLLM engine arguments (docs.vllm.ai, --gpu-memory-utilization, default 0.9); "
         "PagedAttention (Kwon et al. 2023, arXiv:2309.06180): KV cache in 16-token blocks, "
@@ -250,15 +199,11 @@ INFERENCE_FRAMEWORKS = {
         name="Text Generation Inference",
         kind="inference",
         checkpointing={},
-        logits_bytes=None,
         pure_bf16=True,
-        optimizer_in_backward=False,
-        offloads_checkpoints=False,
         checkpoint_levels=("none",),
         # --cuda-memory-fraction defaults to 1.0; the launcher warms up and then keeps the
         # KV-cache blocks that fit (paged attention), so nvidia-smi shows nearly the whole GPU.
         preallocates=1.0,
-        overhead_bytes=0,
         launcher="tgi",
         source="huggingface/text-generation-inference launcher arguments (--cuda-memory-"
         "fraction 1.0, --max-batch-total-tokens inferred from free memory after warm-up)",
