@@ -179,7 +179,10 @@ def assert_plain_words(text: str) -> None:
     ]
     assert keys, "the catalog should have keys to look for"
     for key in keys:
-        assert not re.search(rf"(?<![\w/.-]){re.escape(key)}(?![\w/.-])", text), key
+        found = re.search(rf"(?<![\w/.-]){re.escape(key)}(?![\w/.-])", text)
+        assert found is None, (
+            f"a catalog key: ...{text[max(0, found.start() - 80) : found.end() + 60]}"
+        )
 
 
 def assert_fits_the_screen(researcher: Researcher) -> None:
