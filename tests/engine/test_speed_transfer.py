@@ -44,7 +44,15 @@ def option_on_128_a100s(checkpointing: bool):
         num_gpus=128,
     )
     result = estimate(request, catalog_with_one_benchmark())
-    options = [o for o in result.options if o.accelerator == "a100-40-sxm4" and o.gpu_hours]
+    # The benchmark's own layout: FSDP FULL_SHARD (ZeRO-3), on the GPUs, 128 of them.
+    options = [
+        o
+        for o in result.options
+        if o.accelerator == "a100-40-sxm4"
+        and o.num_gpus == 128
+        and o.strategy in ("fsdp", "zero3")
+        and o.gpu_hours
+    ]
     assert options
     return options[0]
 
