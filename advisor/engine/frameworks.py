@@ -100,16 +100,17 @@ TRAINING_FRAMEWORKS = {
         name="Unsloth",
         kind="training",
         checkpointing={"qlora": "full", "lora": "full", "full_finetune": "full"},
-        # Its fused cross-entropy kernel keeps the 16-bit logits and one fp32 log-sum-exp
-        # per row instead of fp32 copies of the whole logit tensor.
-        logits_bytes=2,
+        # Since December 2024 Unsloth computes the loss with Apple's Cut Cross-Entropy: the
+        # logits are formed block by block in on-chip memory and never stored whole, so no
+        # tensor of tokens x vocabulary exists (Wijmans et al. 2024, arXiv:2411.09009).
+        logits_bytes=0.0,
         offloads_checkpoints=True,
         checkpoint_levels=("none", "full"),
         launcher="python",
         source="unslothai/unsloth README: FastLanguageModel.get_peft_model("
         "use_gradient_checkpointing='unsloth') offloads checkpointed activations to system "
-        "RAM; fast_cross_entropy_loss (unsloth/kernels/cross_entropy_loss.py) computes the "
-        "loss without an fp32 copy of the logits",
+        "RAM; unsloth.ai/blog/llama3-3: the loss uses Apple's Cut Cross-Entropy (Wijmans et al. "
+        "2024, arXiv:2411.09009), which never materialises the logits",
         quantises_head=False,
     ),
     "axolotl": Framework(
