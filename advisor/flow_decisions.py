@@ -13,6 +13,7 @@ from typing import Any
 from advisor.chart_walk import AnswerError, Decision, answer_fields
 from advisor.engine import estimate
 from advisor.engine.models import CatalogSpec, EstimateResult, Option
+from advisor.engine.words import plural
 from advisor.engine_catalog import engine_catalog
 from advisor.flow_requests import estimate_request_for
 from advisor.flowchart import Flowchart, Node
@@ -141,8 +142,8 @@ def check_v100_sufficient(*, node, fields, catalog, cache) -> Decision:
         best = _fewest_gpus(fitting)
         return Decision(
             "yes",
-            f"It needs {gb_text(best.memory_per_gpu_bytes)} per GPU on {best.num_gpus} V100 "
-            f"GPU(s) ({best.strategy}), within a V100's 32 GB.",
+            f"It needs {gb_text(best.memory_per_gpu_bytes)} per GPU on "
+            f"{plural(best.num_gpus, 'V100 GPU')} ({best.strategy}), within a V100's 32 GB.",
         )
     need = _one_gpu_need(result)
     if not candidates and need <= V100_MEMORY_BYTES:
@@ -169,7 +170,8 @@ def check_fits_gpu_memory(*, node, fields, catalog, cache) -> Decision:
         best = _fewest_gpus(fitting)
         return Decision(
             "yes",
-            f"It needs {gb_text(best.memory_per_gpu_bytes)} per GPU on {best.num_gpus} GPU(s), "
+            f"It needs {gb_text(best.memory_per_gpu_bytes)} per GPU on "
+            f"{plural(best.num_gpus, 'GPU')}, "
             f"within {limit_gb:g} GB.",
         )
     need = _one_gpu_need(result)

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from advisor.engine.models import CatalogSpec, EstimateResult
 from advisor.engine.slurm import cpu_sbatch_script
+from advisor.engine.words import plural
 from advisor.flow_decisions import gb_text
 from advisor.flow_requests import sized_on_secure_hardware
 from advisor.project_plan import plan_text
@@ -133,7 +134,8 @@ def secure_route_for(
         gpu = accelerators.get(rec.accelerator)
         gpu_name = gpu.display_name if gpu else rec.accelerator
         hardware.append(
-            f"Memory: about {gb_text(rec.memory_per_gpu_bytes)} per GPU on {rec.num_gpus} GPU(s)"
+            f"Memory: about {gb_text(rec.memory_per_gpu_bytes)} per GPU on "
+            f"{plural(rec.num_gpus, 'GPU')}"
             + (
                 f", so a GPU with at least {gpu.memory_gb:g} GB such as the {gpu_name}"
                 if gpu
@@ -144,7 +146,7 @@ def secure_route_for(
         if rec.gpu_hours is not None:
             hardware.append(
                 f"One run: about {rec.gpu_hours:,.3g} GPU hours of compute on {gpu_name} "
-                f"({rec.wall_hours or 0:,.3g} hours of wall time on {rec.num_gpus} GPU(s))."
+                f"({rec.wall_hours or 0:,.3g} hours of wall time on {plural(rec.num_gpus, 'GPU')})."
             )
         if plan:
             hardware.append(

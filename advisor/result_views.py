@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from advisor import flow_services
+from advisor.engine.memory import PHASES
 from advisor.engine.models import EstimateResult, Option
 from advisor.engine.ranking import alternatives as alternatives_of
 from advisor.flow_requests import outcome_systems
@@ -225,6 +226,7 @@ def _estimate_context(
             if getattr(result.memory, key)
         ],
         "memory_total": _gb(result.memory.total_bytes),
+        "memory_phase": PHASES.get(result.memory.peak_phase, ""),
         "rec_memory": _gb(rec.memory_per_gpu_bytes) if rec else "",
         "justification": session_justification(
             state=state, result=result, plan=advisor_session.project_plan
