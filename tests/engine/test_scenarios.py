@@ -108,7 +108,8 @@ def test_the_result_names_the_phase_that_sets_the_peak(api):
     if rec["recipe"]["grad_accumulation"] > 1:
         assert rec["memory"]["gradients"] > 0
     peak = [a for a in result["assumptions"] if a["name"] == "Peak of a step"]
-    assert peak and "end of the forward pass" in peak[0]["value"]
+    assert peak
+    assert "end of the forward pass" in peak[0]["value"]
 
 
 def test_qlora_8b_needs_one_gpu_wherever_it_runs(api):
