@@ -27,16 +27,11 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from advisor.hub import InvalidRepoIdError, validate_repo_id
 from advisor.quantities import QuantityError, in_units, parse_quantity
 
 CHARTS_DIR = Path(__file__).resolve().parent / "flowcharts"
 STEP_ID = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
-# Hub repo ids: optional "owner/" then a name; letters, digits, "-", "_", "." (no "--" or "..",
-# no leading/trailing "-" or "."), 96 characters at most (huggingface_hub's validate_repo_id).
-HF_REPO_ID = re.compile(
-    r"^(?:[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/)?"
-    r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$"
-)
 TEXT_MAX_LENGTH = 2000
 
 QuestionType = Literal["single", "multiple", "number", "text", "model_id", "date"]
@@ -601,12 +596,11 @@ def clean_answer(node: Node, raw: Any, answers: Mapping[str, Any] | None = None)
     if node.type == "number":
         return _clean_number(node, text)
     if node.type == "model_id":
-        if len(text) > 96 or not HF_REPO_ID.match(text) or "--" in text or ".." in text:
-            raise AnswerError(
-                "That is not a Hugging Face model id. Use the form owner/name, for example "
-                "google-bert/bert-base-uncased."
-            )
-        return text
+        # The one repo-id check (huggingface_hub's rules), with its reason in words.
+        try:
+            return validate_repo_id(text)
+        except InvalidRepoIdError as exc:
+            raise AnswerError(f"That is not a Hugging Face model id. {exc.message}") from exc
     if node.type == "date":
         try:
             return dt.date.fromisoformat(text).isoformat()
