@@ -44,6 +44,7 @@ from advisor.flowchart import (
 )
 from advisor.models import ActiveFlowchart, AdvisorSession
 from advisor.selectors import hf_model_lookup_metadata, local_model_config
+from catalog.templatetags.catalog_format import gigabytes
 
 logger = logging.getLogger(__name__)
 
@@ -758,7 +759,7 @@ def _estimate_for_check(answers, catalog, cache) -> EstimateResult | str:
 
 
 def _gb(n_bytes: float) -> str:
-    return f"{n_bytes / 1e9:,.1f} GB"
+    return gigabytes(n_bytes)
 
 
 def check_v100_sufficient(*, node, fields, catalog, cache) -> Decision:

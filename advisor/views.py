@@ -32,6 +32,7 @@ from advisor.flowchart import (
 from advisor.forms import StepForm
 from advisor.memory_svg import COMPONENTS, MemoryBar, memory_chart_svg
 from advisor.models import AdvisorSession
+from catalog.templatetags.catalog_format import gigabytes
 from config.ratelimits import rate_limit
 
 SESSION_KEY = "advisor_session_id"
@@ -436,7 +437,7 @@ def _alternatives(result: EstimateResult, sort: str) -> list[Option]:
 
 
 def _gb(n_bytes: float) -> str:
-    return f"{n_bytes / 1e9:,.2f} GB"
+    return gigabytes(n_bytes, places=2)
 
 
 def _memory_range(result) -> str:
