@@ -360,7 +360,7 @@ def evaluate(
         node: NodeTypeSpec,
         acc: AcceleratorSpec,
         peak: float,
-        util: float,
+        util: Utilisation,
         k: int,
         strategy: str,
         choice: Choice,
@@ -368,14 +368,13 @@ def evaluate(
         eff = scaling_efficiency(node, k, strategy)
         if training:
             # The recipe's recomputation and micro-batch size set the FLOPs and utilisation.
-            return training_gpu_hours(
-                shape, wl, tokens, peak, util * choice.efficiency, eff, choice.flops_per_token
-            )
+            value = util.for_recipe(choice.level) * choice.efficiency
+            return training_gpu_hours(shape, wl, tokens, peak, value, eff, choice.flops_per_token)
         key = (acc.name, k, eff)
         found = hours_memo.get(key)
         if found is None:
             found = hours_memo[key] = inference_gpu_hours(
-                shape, wl, acc, tokens, peak, util, k, eff
+                shape, wl, acc, tokens, peak, util.value, k, eff
             )
         return found
 
@@ -502,7 +501,7 @@ def evaluate(
                 if assumes is not None:
                     reasons.append(assumes)
                 if timed:
-                    gpu_hours = hours(node, acc, peak, util.value, n, strategy, choice)
+                    gpu_hours = hours(node, acc, peak, util, n, strategy, choice)
                     if gpu_hours / n > target and (n_fit is not None):
                         # Widen to more GPUs (memory per GPU only falls) until the run fits
                         # the target.
@@ -511,12 +510,12 @@ def evaluate(
                         for k in allowed:
                             if k > n:
                                 n = k
-                                gpu_hours = hours(node, acc, peak, util.value, k, strategy, first)
+                                gpu_hours = hours(node, acc, peak, util, k, strategy, first)
                                 if gpu_hours / k <= target:
                                     break
                         choice = search_for(extra).at(strategy, n, search_capacity, search_headroom)
                         if choice is not first:
-                            gpu_hours = hours(node, acc, peak, util.value, n, strategy, choice)
+                            gpu_hours = hours(node, acc, peak, util, n, strategy, choice)
                         reasons.append(
                             f"uses {n} GPUs to bring the wall time to about "
                             f"{gpu_hours / n:,.0f} h (target {target:g} h)."
