@@ -13,6 +13,7 @@ COPY pyproject.toml README.md ./
 COPY config ./config
 COPY advisor ./advisor
 COPY catalog ./catalog
+COPY catalog_schema ./catalog_schema
 COPY allocations ./allocations
 RUN pip install .
 

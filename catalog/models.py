@@ -23,6 +23,15 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
+import catalog_schema
+
+
+def text_choices(name: str, labels: dict[str, str]) -> type[models.TextChoices]:
+    """Django choices for one of catalog_schema's enumerations: values and labels are defined
+    there, once; members are the values upper-cased (`SystemStatus.RETIRED == "retired"`)."""
+    members = [(value.upper(), (value, label)) for value, label in labels.items()]
+    return models.TextChoices(name, members, module=__name__)
+
 
 def _holds_nul(value) -> bool:
     if isinstance(value, str):
@@ -101,7 +110,7 @@ class CatalogQuerySet(models.QuerySet):
 CatalogManager = models.Manager.from_queryset(CatalogQuerySet)
 
 
-TIE_BREAKERS = ("deadline", "cost", "gpu_class", "queue", "gpus")
+TIE_BREAKERS = catalog_schema.DEFAULT_TIE_BREAKERS
 
 
 def validate_tie_breakers(value) -> None:
@@ -211,29 +220,10 @@ class Accelerator(models.Model):
         return self.display_name
 
 
-class SystemKind(models.TextChoices):
-    HPC_BATCH = "hpc_batch", "HPC batch"
-    INTERACTIVE = "interactive", "Interactive cluster"
-    CLOUD = "cloud", "Cloud"
-    # A Trusted Research Environment or secure enclave: its own access route for sensitive data.
-    SECURE = "secure", "Secure environment (TRE)"
-
-
-class SystemStatus(models.TextChoices):
-    ACTIVE = "active", "Active"
-    LIMITED = "limited", "Limited"
-    RETIRED = "retired", "Retired"
-
-
-class DataSensitivity(models.TextChoices):
-    """Our four levels, shared by the catalog (what a system allows) and allocation requests
-    (what the data is); the engine's DataSensitivity has the same values. The Turing form shows
-    only "Public non-sensitive"."""
-
-    PUBLIC = "public", "Public non-sensitive"
-    INTERNAL = "internal", "Internal"
-    CONFIDENTIAL = "confidential", "Confidential"
-    RESTRICTED = "restricted", "Restricted"
+SystemKind = text_choices("SystemKind", catalog_schema.SYSTEM_KIND_LABELS)
+SystemStatus = text_choices("SystemStatus", catalog_schema.SYSTEM_STATUS_LABELS)
+# Shared by the catalog (what a system allows) and allocation requests (what the data is).
+DataSensitivity = text_choices("DataSensitivity", catalog_schema.DATA_SENSITIVITY_LABELS)
 
 
 def validate_sensitivity_levels(value) -> None:
@@ -335,19 +325,12 @@ class System(models.Model):
         return self.status == SystemStatus.RETIRED
 
 
-class IntraNodeInterconnect(models.TextChoices):
-    NVLINK = "nvlink", "NVLink"
-    XELINK = "xelink", "Xe Link"
-    INFINITY_FABRIC = "infinity_fabric", "Infinity Fabric"
-    PCIE = "pcie", "PCIe"
-    NONE = "none", "None (one GPU)"
-
-
-class InterNodeInterconnect(models.TextChoices):
-    INFINIBAND = "infiniband", "InfiniBand"
-    OMNIPATH = "omnipath", "Omni-Path"
-    ETHERNET = "ethernet", "Ethernet"
-    NONE = "none", "None"
+IntraNodeInterconnect = text_choices(
+    "IntraNodeInterconnect", catalog_schema.INTRA_NODE_INTERCONNECT_LABELS
+)
+InterNodeInterconnect = text_choices(
+    "InterNodeInterconnect", catalog_schema.INTER_NODE_INTERCONNECT_LABELS
+)
 
 
 class NodeType(models.Model):
@@ -472,25 +455,9 @@ class ToolingSupport(models.Model):
         return f"{self.system.name} / {self.tool.name}: {word}"
 
 
-class BenchmarkTask(models.TextChoices):
-    INFERENCE = "inference", "Inference"
-    FULL_FINETUNE = "full_finetune", "Full fine-tuning"
-    LORA = "lora", "LoRA"
-    QLORA = "qlora", "QLoRA"
-    PRETRAIN = "pretrain", "Pre-training"
-
-
-class BenchmarkPrecision(models.TextChoices):
-    FP32 = "fp32", "FP32"
-    FP16 = "fp16", "FP16"
-    BF16 = "bf16", "BF16"
-    INT8 = "int8", "INT8"
-    INT4 = "int4", "INT4"
-
-
-class BenchmarkOutcome(models.TextChoices):
-    COMPLETED = "completed", "Completed"
-    OUT_OF_MEMORY = "out_of_memory", "Out of memory"
+BenchmarkTask = text_choices("BenchmarkTask", catalog_schema.TASK_LABELS)
+BenchmarkPrecision = text_choices("BenchmarkPrecision", catalog_schema.PRECISION_LABELS)
+BenchmarkOutcome = text_choices("BenchmarkOutcome", catalog_schema.BENCHMARK_OUTCOME_LABELS)
 
 
 class BenchmarkSourceKind(models.TextChoices):

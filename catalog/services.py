@@ -238,7 +238,14 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool, reset: bool) -> Load
     for i, sys_in in enumerate(doc.systems):
         where = f"systems[{i}] ({sys_in.name})"
         values = sys_in.model_dump(
-            exclude={"name", "node_types", "partitions", "tooling", "tooling_source"}
+            exclude={
+                "name",
+                "node_types",
+                "partitions",
+                "tooling",
+                "tooling_source",
+                "tooling_sources",
+            }
         )
         system = up.save(System, {"name": sys_in.name}, {"profile": profile, **values}, where=where)
         systems[sys_in.name] = system

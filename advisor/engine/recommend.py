@@ -203,6 +203,7 @@ class Evaluation:
             optimizer=request.optimizer,
             flash_attention=wl.flash_attention,
             training=training,
+            framework=request.framework,
         )
         self.tokens = None
         if request.tokens is not None:
