@@ -26,6 +26,7 @@ from advisor.engine.models import (
     EstimateRequest,
     EstimateResult,
 )
+from advisor.engine.words import plural
 from advisor.engine_catalog import engine_catalog
 from advisor.flowchart import (
     AnswerError,
@@ -783,8 +784,8 @@ def check_v100_sufficient(*, node, fields, catalog, cache) -> Decision:
         best = min(fitting, key=lambda o: (o.num_gpus, o.memory_per_gpu_bytes))
         return Decision(
             "yes",
-            f"It needs {_gb(best.memory_per_gpu_bytes)} per GPU on {best.num_gpus} V100 "
-            f"GPU(s) ({best.strategy}), within a V100's 32 GB.",
+            f"It needs {_gb(best.memory_per_gpu_bytes)} per GPU on "
+            f"{plural(best.num_gpus, 'V100 GPU')} ({best.strategy}), within a V100's 32 GB.",
         )
     single = [o.memory_per_gpu_bytes for o in result.options if o.num_gpus == 1]
     need = min(single) if single else result.memory.total_bytes
@@ -812,7 +813,7 @@ def check_fits_gpu_memory(*, node, fields, catalog, cache) -> Decision:
         best = min(fitting, key=lambda o: (o.num_gpus, o.memory_per_gpu_bytes))
         return Decision(
             "yes",
-            f"It needs {_gb(best.memory_per_gpu_bytes)} per GPU on {best.num_gpus} GPU(s), "
+            f"It needs {_gb(best.memory_per_gpu_bytes)} per GPU on {plural(best.num_gpus, 'GPU')}, "
             f"within {limit_gb:g} GB.",
         )
     single = [o.memory_per_gpu_bytes for o in result.options if o.num_gpus == 1]
@@ -917,7 +918,8 @@ def secure_route_for(
         gpu = accelerators.get(rec.accelerator)
         gpu_name = gpu.display_name if gpu else rec.accelerator
         hardware.append(
-            f"Memory: about {_gb(rec.memory_per_gpu_bytes)} per GPU on {rec.num_gpus} GPU(s)"
+            f"Memory: about {_gb(rec.memory_per_gpu_bytes)} per GPU on "
+            f"{plural(rec.num_gpus, 'GPU')}"
             + (
                 f", so a GPU with at least {gpu.memory_gb:g} GB such as the {gpu_name}"
                 if gpu
@@ -928,7 +930,7 @@ def secure_route_for(
         if rec.gpu_hours is not None:
             hardware.append(
                 f"One run: about {rec.gpu_hours:,.3g} GPU hours of compute on {gpu_name} "
-                f"({rec.wall_hours or 0:,.3g} hours of wall time on {rec.num_gpus} GPU(s))."
+                f"({rec.wall_hours or 0:,.3g} hours of wall time on {plural(rec.num_gpus, 'GPU')})."
             )
         if plan:
             hardware.append(

@@ -18,6 +18,7 @@ from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from advisor import flow_services
 from advisor.embedding import allowed_origins
+from advisor.engine.memory import PHASES
 from advisor.engine.models import EstimateResult, Option
 from advisor.engine.ranking import alternatives as alternatives_of
 from advisor.flowchart import (
@@ -558,6 +559,7 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
                     if getattr(result.memory, key)
                 ],
                 "memory_total": _gb(result.memory.total_bytes),
+                "memory_phase": PHASES.get(result.memory.peak_phase, ""),
                 "rec_memory": _gb(result.recommendation.memory_per_gpu_bytes)
                 if result.recommendation
                 else "",

@@ -159,6 +159,9 @@ class MemoryBreakdown(_Frozen):
     cuda_context: int = 0
     allocator_reserve: int = 0
     total_bytes: int = 0
+    # The moment of the step that sets the peak (memory.PHASES): "forward", "optimizer" or
+    # "inference"; the components are the tensors alive at that moment.
+    peak_phase: str = ""
 
 
 class Charge(_Frozen):

@@ -12,7 +12,7 @@ words.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import NamedTuple
 
@@ -226,17 +226,36 @@ class Evaluation:
         # GPU, so their options search the same recipes against a capacity that much smaller.
         context = cuda_context_bytes(framework, False)
         self.legacy_extra = cuda_context_bytes(framework, True) - context
-        self.search = RecipeSearch(shape, wl, request, framework, MemoryModel(shape, wl, context))
+        self.context, self.framework = context, framework
+        search = RecipeSearch(shape, wl, request, framework, MemoryModel(shape, wl, context))
+        # Those stacks are PyTorch 1.x, whose zero_grad() zeroed gradients in place instead of
+        # freeing them: gradients coexist with activations (memory.py), a second search for
+        # training on pre-Ampere GPUs only. Extra context -> its search.
+        self.searches: dict[float, RecipeSearch] = {0.0: search}
         # (strategy, GPU count, recipe, extra context) -> (breakdown, recipe, its reasons).
         # Recipes are shared objects within an estimate, so their identity names them.
         self.breakdowns: dict[tuple, tuple] = {}
-        # (strategy, allowed counts, capacity) -> RecipeSearch.plan's answer
+        # (strategy, allowed counts, capacity, extra context) -> RecipeSearch.plan's answer
         self.sized: dict[tuple, tuple] = {}
         self.per_accelerator: dict[str, tuple] = {}
         self.hours_memo: dict[tuple[str, int, float], float] = {}
         self.layouts: dict[tuple, tuple] = {}
 
     # --- shared per accelerator, per layout, per recipe ---
+
+    def search_for(self, extra: float) -> RecipeSearch:
+        """The recipe search for a stack with `extra` CUDA context (0: the request's own)."""
+        found = self.searches.get(extra)
+        if found is None:
+            wl = self.wl
+            if not self.training or wl.keeps_gradients:
+                found = self.searches[0.0]
+            else:
+                old = replace(wl, keeps_gradients=True)
+                model = MemoryModel(self.shape, old, self.context)
+                found = RecipeSearch(self.shape, old, self.request, self.framework, model)
+            self.searches[extra] = found
+        return found
 
     def on_accelerator(self, acc: AcceleratorSpec) -> tuple:
         """What every node type with `acc` shares: (compute dtype, why it has none, capacity,
@@ -318,7 +337,7 @@ class Evaluation:
         found = self.breakdowns.get(key)
         if found is not None:
             return found
-        search = self.search
+        search = self.search_for(extra)
         parts = search.parts(strategy, n, choice)
         if extra:
             parts["cuda_context"] += int(extra)
@@ -508,9 +527,9 @@ class Evaluation:
         the fewest GPUs that fit with headroom and their
         cheapest recipe, widened to more GPUs when the run would take longer than the target.
         Adds the reasons for the count and the memory."""
-        search = self.search
+        search = self.search_for(f.extra)
         capacity, headroom_limit = f.capacity - f.extra, f.headroom_limit - f.extra
-        size_key = (strategy, allowed, capacity)
+        size_key = (strategy, allowed, capacity, f.extra)
         found = self.sized.get(size_key)
         if found is None:
             found = self.sized[size_key] = search.plan(strategy, allowed, capacity, headroom_limit)

@@ -8,6 +8,7 @@ from advisor.engine import constants as c
 from advisor.engine.frameworks import FRAMEWORKS, Framework
 from advisor.engine.models import NodeTypeSpec, Option, PartitionSpec, Recipe, SystemSpec
 from advisor.engine.software import PLATFORM_CHANGES
+from advisor.engine.words import plural
 
 # Hugging Face TrainingArguments.optim names for the engine's optimizers.
 HF_OPTIM = {
@@ -144,8 +145,9 @@ def _recipe_lines(recipe: Recipe | None, framework: Framework, task: str) -> lis
         return [f"# Library assumed: {framework.name}."]
     return [
         f"# Library assumed: {framework.name}.",
-        f"# Recipe: micro-batch {recipe.micro_batch} per GPU x {recipe.grad_accumulation} "
-        f"accumulation step(s) = global batch {recipe.global_batch}; "
+        f"# Recipe: micro-batch {recipe.micro_batch} per GPU x "
+        f"{plural(recipe.grad_accumulation, 'accumulation step')} = global batch "
+        f"{recipe.global_batch}; "
         f"activation checkpointing {recipe.checkpointing}; optimizer {recipe.optimizer}.",
     ]
 
