@@ -359,7 +359,7 @@ class Evaluation:
                 self.wl,
                 self.tokens,
                 f.peak,
-                f.util.value * choice.efficiency,
+                f.util.for_recipe(choice.level) * choice.efficiency,
                 eff,
                 choice.flops_per_token,
             )
