@@ -15,6 +15,7 @@ COPY advisor ./advisor
 COPY catalog ./catalog
 COPY catalog_schema ./catalog_schema
 COPY allocations ./allocations
+COPY web ./web
 RUN pip install .
 
 COPY . .

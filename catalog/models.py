@@ -26,6 +26,14 @@ from django.db.models import Q
 import catalog_schema
 
 
+def _empty_or(field: str, *, name: str, **bound: float) -> models.CheckConstraint:
+    """A figure the catalog may leave empty but never set out of range: `gt=0` or `gte=0`."""
+    ((lookup, value),) = bound.items()
+    return models.CheckConstraint(
+        condition=Q(**{f"{field}__isnull": True}) | Q(**{f"{field}__{lookup}": value}), name=name
+    )
+
+
 def text_choices(name: str, labels: dict[str, str]) -> type[models.TextChoices]:
     """Django choices for one of catalog_schema's enumerations: values and labels are defined
     there, once; members are the values upper-cased (`SystemStatus.RETIRED == "retired"`)."""
@@ -202,18 +210,9 @@ class Accelerator(models.Model):
             models.CheckConstraint(
                 condition=Q(memory_bandwidth_gb_s__gt=0), name="catalog_acc_bandwidth_gt_0"
             ),
-            models.CheckConstraint(
-                condition=Q(bf16_tflops__isnull=True) | Q(bf16_tflops__gt=0),
-                name="catalog_acc_bf16_gt_0",
-            ),
-            models.CheckConstraint(
-                condition=Q(fp16_tflops__isnull=True) | Q(fp16_tflops__gt=0),
-                name="catalog_acc_fp16_gt_0",
-            ),
-            models.CheckConstraint(
-                condition=Q(fp32_tflops__isnull=True) | Q(fp32_tflops__gt=0),
-                name="catalog_acc_fp32_gt_0",
-            ),
+            _empty_or("bf16_tflops", gt=0, name="catalog_acc_bf16_gt_0"),
+            _empty_or("fp16_tflops", gt=0, name="catalog_acc_fp16_gt_0"),
+            _empty_or("fp32_tflops", gt=0, name="catalog_acc_fp32_gt_0"),
         ]
 
     def __str__(self) -> str:
@@ -292,18 +291,9 @@ class System(models.Model):
     class Meta:
         ordering = ["display_name"]
         constraints = [
-            models.CheckConstraint(
-                condition=Q(trial_gpu_hours__isnull=True) | Q(trial_gpu_hours__gte=0),
-                name="catalog_system_trial_gte_0",
-            ),
-            models.CheckConstraint(
-                condition=Q(minimum_gpu_hours__isnull=True) | Q(minimum_gpu_hours__gte=0),
-                name="catalog_system_minimum_gte_0",
-            ),
-            models.CheckConstraint(
-                condition=Q(price_per_gpu_hour__isnull=True) | Q(price_per_gpu_hour__gte=0),
-                name="catalog_system_price_gte_0",
-            ),
+            _empty_or("trial_gpu_hours", gte=0, name="catalog_system_trial_gte_0"),
+            _empty_or("minimum_gpu_hours", gte=0, name="catalog_system_minimum_gte_0"),
+            _empty_or("price_per_gpu_hour", gte=0, name="catalog_system_price_gte_0"),
             models.CheckConstraint(
                 condition=Q(typical_queue_wait_hours__isnull=True)
                 | Q(typical_queue_wait_hours__gte=0),
@@ -371,14 +361,8 @@ class NodeType(models.Model):
                 condition=Q(gpus_per_node__gte=0), name="catalog_nodetype_gpus_gte_0"
             ),
             models.CheckConstraint(condition=Q(count__gte=0), name="catalog_nodetype_count_gte_0"),
-            models.CheckConstraint(
-                condition=Q(ram_gb__isnull=True) | Q(ram_gb__gt=0),
-                name="catalog_nodetype_ram_gt_0",
-            ),
-            models.CheckConstraint(
-                condition=Q(price_per_gpu_hour__isnull=True) | Q(price_per_gpu_hour__gte=0),
-                name="catalog_nodetype_price_gte_0",
-            ),
+            _empty_or("ram_gb", gt=0, name="catalog_nodetype_ram_gt_0"),
+            _empty_or("price_per_gpu_hour", gte=0, name="catalog_nodetype_price_gte_0"),
         ]
 
     def __str__(self) -> str:
@@ -411,10 +395,7 @@ class Partition(models.Model):
         ordering = ["system", "name"]
         constraints = [
             models.UniqueConstraint(fields=["system", "name"], name="catalog_partition_unique"),
-            models.CheckConstraint(
-                condition=Q(max_wall_hours__isnull=True) | Q(max_wall_hours__gt=0),
-                name="catalog_partition_wall_gt_0",
-            ),
+            _empty_or("max_wall_hours", gt=0, name="catalog_partition_wall_gt_0"),
         ]
 
     def __str__(self) -> str:
@@ -522,10 +503,7 @@ class Benchmark(models.Model):
         ordering = ["accelerator", "model", "name"]
         constraints = [
             models.CheckConstraint(condition=Q(num_gpus__gte=1), name="catalog_bench_gpus_gte_1"),
-            models.CheckConstraint(
-                condition=Q(tokens_per_second__isnull=True) | Q(tokens_per_second__gt=0),
-                name="catalog_bench_tps_gt_0",
-            ),
+            _empty_or("tokens_per_second", gt=0, name="catalog_bench_tps_gt_0"),
             models.CheckConstraint(
                 condition=Q(mfu__isnull=True) | (Q(mfu__gt=0) & Q(mfu__lte=1)),
                 name="catalog_bench_mfu_range",

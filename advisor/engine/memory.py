@@ -111,6 +111,8 @@ class Workload:
     # PyTorch >= 2.0 stacks (zero_grad(set_to_none=True) frees them), True for PyTorch 1.x
     # (zero_grad zeroed in place) and for stacks with a persistent gradient buffer.
     keeps_gradients: bool = False
+    # The library that generates (frameworks.py key): its decoding speed (speed.decode_speed).
+    decode_framework: str = "transformers"
 
     @property
     def training(self) -> bool:
@@ -324,11 +326,15 @@ def training_activations(
     (`module.bfloat16()`, fp32 master weights live in the optimizer) and FSDP computes with
     `MixedPrecision.param_dtype`, so under those (`sixteen_bit_params`) the stream, and the
     layer inputs checkpointing keeps, are 16-bit. Norm inputs stay fp32 under autocast either
-    way: layer_norm autocasts to fp32 and saves that copy.
+    way: layer_norm autocasts to fp32 and saves that copy. Adapters train on a base stored in
+    16 bits, so their stream is 16-bit too.
     """
     layers = shape.total_layers
     per_layer = training_activations_per_layer(shape, wl, tp=tp)
-    fp32_stream = wl.autocast and not sixteen_bit_params
+    # LoRA and QLoRA load the frozen base in 16-bit (or 4-bit with a 16-bit compute dtype):
+    # the embedding output and every residual add are 16-bit even under autocast, only the
+    # norms upcast inside the layer (counted per layer).
+    fp32_stream = wl.autocast and not sixteen_bit_params and not wl.adapters
     residual_bytes = 4 if fp32_stream else wl.act_bytes
     sbh = wl.seq_len * wl.batch_size * shape.hidden_size * residual_bytes
     embeddings_and_final_norm = 2 * sbh

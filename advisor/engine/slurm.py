@@ -46,6 +46,30 @@ def slurm_time(hours: float | None, partition: PartitionSpec | None) -> tuple[st
     return f"{minutes // 1440}-{minutes % 1440 // 60:02d}:{minutes % 60:02d}:00", note
 
 
+def cpu_sbatch_script(
+    *,
+    job_name: str = "cpu-processing",
+    cpus: int = 8,
+    mem_gb: int = 32,
+    time: str = "12:00:00",
+    command: str = "python process.py",
+) -> str:
+    """A starter script for CPU-only work (scraping, data processing): one node, no --gres."""
+    return "\n".join(
+        [
+            "#!/bin/bash",
+            f"#SBATCH --job-name={job_name}",
+            "#SBATCH --nodes=1",
+            "#SBATCH --ntasks=1",
+            f"#SBATCH --cpus-per-task={cpus}      # no --gres: this job needs no GPU",
+            f"#SBATCH --mem={mem_gb}G",
+            f"#SBATCH --time={time}",
+            "",
+            command,
+        ]
+    )
+
+
 def sbatch_script(
     *,
     option: Option,
