@@ -112,7 +112,7 @@ def _estimate_for_check(answers, catalog, cache) -> EstimateResult | str:
 # held beside the catalog object they were made from: engine_catalog returns one object per
 # catalog version, so a catalog change misses and estimates again.
 _CHECK_ESTIMATES: OrderedDict[str, tuple[CatalogSpec, EstimateResult | str]] = OrderedDict()
-_CHECK_ESTIMATES_KEPT = 256
+_CHECK_ESTIMATES_KEPT = 32  # a full estimate is a few hundred kB of objects: keep few
 _check_estimates_lock = threading.Lock()
 
 
