@@ -17,10 +17,11 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.template.defaultfilters import linebreaksbr
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.timesince import timesince
 
 from allocations.estimates import EstimateUnavailable, estimate_comparison, estimate_rerun
@@ -58,6 +59,7 @@ EXPORT_FIELDS = (
     "project_title",
     "project_code",
     "research_area",
+    "research_purpose",
     "caller_name",
     "caller_branch",
     "researcher",
@@ -76,6 +78,7 @@ EXPORT_FIELDS = (
     "start_date",
     "end_date",
     "data_sensitivity",
+    "facility_fields",
     "justification",
     "engine_version",
     "submitted_at",
@@ -128,9 +131,17 @@ def export_row(allocation_request: AllocationRequest) -> dict[str, Any]:
             row[field] = allocation_request.researcher.email
         elif field == "id":
             row[field] = str(allocation_request.pk)
+        elif field == "facility_fields":
+            # The secure environment's own questions and answers (issue 15).
+            row[field] = list(allocation_request.facility_fields or [])
         else:
             row[field] = getattr(allocation_request, field)
     return row
+
+
+def facility_fields_text(answers: list[dict[str, str]]) -> str:
+    """A secure environment's answers in one cell: "label: value; label: value"."""
+    return "; ".join(f"{item['label']}: {item['value']}" for item in answers)
 
 
 def _decision_log(allocation_request: AllocationRequest, label: str) -> str:
@@ -211,7 +222,16 @@ class AllocationRequestAdmin(admin.ModelAdmin):
         ("Caller", {"fields": ("researcher", "caller_name", "caller_branch")}),
         (
             "Project",
-            {"fields": ("project_title", "project_code", "research_area", "pi_name", "pi_email")},
+            {
+                "fields": (
+                    "project_title",
+                    "project_code",
+                    "research_area",
+                    "research_purpose",
+                    "pi_name",
+                    "pi_email",
+                )
+            },
         ),
         (
             "Service",
@@ -228,7 +248,10 @@ class AllocationRequestAdmin(admin.ModelAdmin):
                 )
             },
         ),
-        ("Information", {"fields": ("data_sensitivity", "justification")}),
+        (
+            "Information",
+            {"fields": ("data_sensitivity", "secure_environment_details", "justification_read")},
+        ),
     )
 
     # --- The queue -----------------------------------------------------------------------
@@ -250,6 +273,19 @@ class AllocationRequestAdmin(admin.ModelAdmin):
         return timesince(obj.submitted_at, timezone.now(), depth=1)
 
     # --- The request page ----------------------------------------------------------------
+
+    @admin.display(description="Secure environment details")
+    def secure_environment_details(self, obj: AllocationRequest) -> str:
+        answers = obj.facility_fields or []
+        if not answers:
+            return "—"
+        return format_html_join(
+            "\n", "<p><strong>{}</strong>: {}</p>", ((a["label"], a["value"]) for a in answers)
+        )
+
+    @admin.display(description="Justification (the research purpose first)")
+    def justification_read(self, obj: AllocationRequest) -> str:
+        return linebreaksbr(obj.justification_for_review, autoescape=True)
 
     def get_readonly_fields(self, request, obj=None):
         # Staff decide through the buttons (services); the researcher's words stay theirs.
@@ -401,6 +437,7 @@ class AllocationRequestAdmin(admin.ModelAdmin):
         writer.writerow(EXPORT_FIELDS)
         for obj in queryset.select_related("researcher").order_by("submitted_at", "created_at"):
             row = export_row(obj)
+            row["facility_fields"] = facility_fields_text(row["facility_fields"])
             writer.writerow([csv_safe(row[field]) for field in EXPORT_FIELDS])
         return response
 

@@ -26,6 +26,15 @@ _SERVICE_BY_KIND = {
 
 
 @dataclass(frozen=True)
+class RequestField:
+    """A question a system asks beyond the institute's form (a TRE's security tier)."""
+
+    label: str
+    help: str = ""
+    choices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Facility:
     name: str
     display_name: str
@@ -36,6 +45,7 @@ class Facility:
     closed_to_new_users_on: date | None = None
     access_ends_on: date | None = None
     pk: int | None = None
+    request_fields: tuple[RequestField, ...] = ()
 
 
 def _facility(system: System) -> Facility:
@@ -51,6 +61,15 @@ def _facility(system: System) -> Facility:
         closed_to_new_users_on=system.closed_to_new_users_on,
         access_ends_on=min(ends) if ends else None,
         pk=system.pk,
+        request_fields=tuple(
+            RequestField(
+                label=str(field.get("label", "")),
+                help=str(field.get("help", "")),
+                choices=tuple(str(c) for c in field.get("choices") or ()),
+            )
+            for field in system.request_fields or ()
+            if isinstance(field, dict) and field.get("label")
+        ),
     )
 
 
@@ -64,6 +83,11 @@ def facility_list() -> list[Facility]:
 def facility_get(name: str) -> Facility | None:
     system = System.objects.filter(name=name).first() if name else None
     return _facility(system) if system else None
+
+
+def facilities_asking_more() -> list[Facility]:
+    """The active profile's open systems with their own request fields (secure environments)."""
+    return [f for f in facility_list() if f.request_fields and f.status != SystemStatus.RETIRED]
 
 
 def facility_choices(*, extra: list[str] | None = None) -> list[tuple[str, str]]:

@@ -22,6 +22,7 @@ from allocations.models import (
     CLOSED_STATUSES,
     EDITABLE_STATUSES,
     PENDING_STATUSES,
+    RESEARCH_PURPOSE_MAX_CHARS,
     AllocationEvent,
     AllocationKind,
     AllocationRequest,
@@ -39,6 +40,7 @@ EDITABLE_FIELDS = (
     "research_area",
     "pi_name",
     "pi_email",
+    "research_purpose",
     "service",
     "facility",
     "allocation_kind",
@@ -49,6 +51,7 @@ EDITABLE_FIELDS = (
     "data_sensitivity",
     "justification",
     "trial",
+    "facility_fields",
 )
 REQUIRED_FOR_SUBMISSION = (
     "project_title",
@@ -65,6 +68,8 @@ REQUIRED_FOR_SUBMISSION = (
 )
 # A full (non-trial) request explains itself in at least a sentence.
 JUSTIFICATION_MIN_CHARS = 40
+# One answer to a secure environment's own question (a reference, a tier, an agreement).
+FACILITY_FIELD_MAX_CHARS = 500
 
 
 class TransitionError(ValidationError):
@@ -231,6 +236,17 @@ def allocation_request_validate(*, values: dict[str, Any], for_submission: bool)
             f"{facility.display_name} is listed for {allowed} data only, not {sensitivity}.",
         )
 
+    purpose = values.get("research_purpose") or ""
+    if len(purpose) > RESEARCH_PURPOSE_MAX_CHARS:
+        add(
+            "research_purpose",
+            f"Say what the research is for in at most {RESEARCH_PURPOSE_MAX_CHARS:,} characters "
+            f"(it has {len(purpose):,}); the details belong in the justification.",
+        )
+    values = {**values, "facility_fields": _facility_fields_check(values, facility, add)}
+    if for_submission and facility:
+        _facility_fields_complete(values["facility_fields"], facility, add)
+
     justification = (values.get("justification") or "").strip()
     if values.get("trial"):
         trial_limit = trial_gpu_hours_limit(facility_name)
@@ -249,6 +265,58 @@ def allocation_request_validate(*, values: dict[str, Any], for_submission: bool)
     if errors:
         raise ValidationError(errors)
     return CheckedFields(values=dict(values), for_submission=for_submission, facility=facility)
+
+
+def _facility_fields_check(values: dict[str, Any], facility: Facility | None, add) -> list:
+    """The answers to the facility's own questions, tidied: [{"label", "value"}] in its order.
+
+    Answers to questions the facility does not ask, overlong ones and ones outside the
+    operator's choices are refused with the question named.
+    """
+    raw = values.get("facility_fields") or []
+    if not isinstance(raw, list) or not all(
+        isinstance(item, dict)
+        and isinstance(item.get("label"), str)
+        and isinstance(item.get("value", ""), str)
+        for item in raw
+    ):
+        add("facility_fields", "Give the secure environment's details as question and answer.")
+        return []
+    asked = {field.label: field for field in facility.request_fields} if facility else {}
+    given: dict[str, str] = {}
+    for item in raw:
+        label, value = item["label"], item.get("value", "").strip()
+        field = asked.get(label)
+        if field is None:
+            if value:
+                where = facility.display_name if facility else "The chosen facility"
+                add("facility_fields", f"{where} does not ask for “{label[:200]}”.")
+            continue
+        if len(value) > FACILITY_FIELD_MAX_CHARS:
+            add(
+                "facility_fields",
+                f"{label}: at most {FACILITY_FIELD_MAX_CHARS} characters (it has {len(value):,}).",
+            )
+        elif "\x00" in value:
+            add("facility_fields", f"{label}: remove the null character.")
+        elif value and field.choices and value not in field.choices:
+            add("facility_fields", f"{label}: choose one of {', '.join(field.choices)}.")
+        given[label] = value
+    return [
+        {"label": field.label, "value": given[field.label]}
+        for field in asked.values()
+        if given.get(field.label)
+    ]
+
+
+def _facility_fields_complete(answers: list, facility: Facility, add) -> None:
+    answered = {item["label"] for item in answers}
+    for field in facility.request_fields:
+        if field.label not in answered:
+            add(
+                "facility_fields",
+                f"{facility.display_name} also needs “{field.label}” before submitting.",
+            )
 
 
 def _checked(fields: dict[str, Any] | CheckedFields, *, for_submission: bool) -> CheckedFields:
