@@ -170,6 +170,34 @@ def other_facility(result: dict[str, Any], facility: str | None) -> dict[str, An
     }
 
 
+def earlier_estimates(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
+    """Estimates this request replaced when its facility changed, newest first."""
+    rows = []
+    for earlier in reversed(snapshot.get("history") or []):
+        result = earlier.get("result") or {}
+        recommendation = result.get("recommendation") or {}
+        plan = earlier.get("project_plan")
+        rows.append(
+            {
+                "system": earlier.get("system") or recommendation.get("system") or "",
+                "accelerator": recommendation.get("accelerator") or "",
+                "num_gpus": recommendation.get("num_gpus"),
+                "gpu_hours": plan["total_gpu_hours"]
+                if plan
+                else requested_gpu_hours_from_result(result),
+                "engine_version": earlier.get("engine_version") or "",
+                "replaced_at": _parse_datetime(earlier.get("replaced_at")),
+            }
+        )
+    return rows
+
+
+def _parse_datetime(raw: Any):
+    from django.utils.dateparse import parse_datetime
+
+    return parse_datetime(raw) if isinstance(raw, str) else None
+
+
 def estimate_view(
     snapshot: dict[str, Any],
     *,
@@ -180,6 +208,7 @@ def estimate_view(
     result = snapshot.get("result") or {}
     recommendation = result.get("recommendation") or {}
     return {
+        "earlier_estimates": earlier_estimates(snapshot),
         "other_facility": other_facility(result, facility),
         "requested_against_estimate": requested_against_estimate(
             requested=requested_gpu_hours,

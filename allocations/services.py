@@ -29,6 +29,7 @@ from allocations.models import (
     ServiceLimit,
     Status,
 )
+from allocations.reestimate import estimate_for_facility
 from catalog.models import System
 
 # Fields a researcher fills in (the institute's form). Everything else is set by services.
@@ -331,6 +332,11 @@ def _day(value: date) -> str:
     return f"{value.day} {value:%B %Y}"
 
 
+def _system_display(name: str) -> str:
+    system = System.objects.filter(name=name).only("display_name").first()
+    return system.display_name if system else name
+
+
 def _system_for(facility_name: str) -> System | None:
     return System.objects.filter(name=facility_name).first() if facility_name else None
 
@@ -422,6 +428,7 @@ def allocation_request_create_from_session(
         **{k: v for k, v in checked.values.items() if k in EDITABLE_FIELDS},
     )
     _link_system(allocation_request, checked)
+    reestimated = estimate_for_facility(allocation_request=allocation_request, actor=researcher)
     _queue_fields_follow_facility(allocation_request)
     _full_clean(allocation_request)
     events = [
@@ -432,6 +439,8 @@ def allocation_request_create_from_session(
             to_status=Status.DRAFT,
         )
     ]
+    if reestimated is not None:
+        events.append(reestimated)
     if submit:  # saved as submitted at once, with both events: the history shows the draft
         events.append(
             _transition_set(allocation_request, transition=TRANSITIONS["submit"], actor=researcher)
@@ -500,8 +509,11 @@ def allocation_request_update(
     else:
         checked = allocation_request_validate(values=_values(locked), for_submission=submit)
     _link_system(locked, checked)
+    reestimated = estimate_for_facility(allocation_request=locked, actor=researcher)
     _queue_fields_follow_facility(locked)
     _full_clean(locked)
+    if reestimated is not None:  # before a submission, so the history reads in order
+        reestimated.save()
     if submit:
         transition = _submit_transition(locked)
         _transition_check(locked, transition=transition, actor=researcher, message=message)
@@ -604,7 +616,7 @@ def allocation_request_record_rerun(
 
     note = (
         f"Estimate re-run with {changed}: {hours(old)} before, {hours(new)} now"
-        + (f" on {new['system']}" if new.get("system") else "")
+        + (f" on {_system_display(new['system'])}" if new.get("system") else "")
         + "."
     )
     return AllocationEvent.objects.create(
