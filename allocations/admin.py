@@ -49,6 +49,7 @@ from allocations.services import (
     allocation_request_reject,
     allocation_request_request_changes,
 )
+from catalog.models import System
 
 # Cells a spreadsheet would run as a formula (OWASP "CSV injection").
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
@@ -152,6 +153,26 @@ def _decision_log(allocation_request: AllocationRequest, label: str) -> str:
     return words + "."
 
 
+class FacilityFilter(admin.SimpleListFilter):
+    """Facilities by the names people use ("Dawn (Cambridge, ...)"), not catalog keys."""
+
+    title = "facility"
+    parameter_name = "facility"
+
+    def lookups(self, request, model_admin):
+        keys = (
+            AllocationRequest.objects.exclude(facility="")
+            .values_list("facility", flat=True)
+            .distinct()
+            .order_by("facility")
+        )
+        names = dict(System.objects.filter(name__in=keys).values_list("name", "display_name"))
+        return sorted(((key, names.get(key, key)) for key in keys), key=lambda kv: kv[1])
+
+    def queryset(self, request, queryset):
+        return queryset.filter(facility=self.value()) if self.value() else queryset
+
+
 class AllocationEventInline(admin.TabularInline):
     model = AllocationEvent
     extra = 0
@@ -189,7 +210,7 @@ class AllocationRequestAdmin(admin.ModelAdmin):
     )
     list_display_links = ("project_title",)
     list_select_related = ("researcher", "system")
-    list_filter = ("status", "facility", "service", "data_sensitivity", "trial")
+    list_filter = ("status", FacilityFilter, "service", "data_sensitivity", "trial")
     search_fields = (
         "project_title",
         "slurm_account",
