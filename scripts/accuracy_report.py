@@ -58,6 +58,9 @@ GPU_HOURS_MEDIAN_TARGET = 0.20
 # Targets on test points (issue 13, section 3).
 TEST_MEMORY_MEDIAN_TARGET = 0.05
 TEST_ADAPTER_BOUND = 0.25
+# Targets on GPU-hour test points (issue 14, section 1).
+TEST_GPU_HOURS_MEDIAN_TARGET = 0.12
+TEST_GPU_HOURS_WORST_TARGET = 0.35
 # The stated uncertainty must cover at least this share of each family's test points.
 UNCERTAINTY_COVERAGE = 0.80
 # Fewer test points than this in a family: the engine keeps its calibration margin.
@@ -604,6 +607,11 @@ def test_summary(outcomes: list[Outcome]) -> dict[str, Any]:
     ooms = [o for o in tests if o.point.kind == "oom"]
     fits_cases = [o for o in tests if o.point.kind == "fits"]
     engine = _method_stats(memory, lambda o: o.engine_bytes)
+    hours = [o for o in tests if o.point.kind == "gpu_hours"]
+    hours_stats = _method_stats(hours, lambda o: o.compared_gpu_hours)
+    hour_errors = [e for o in hours if (e := o.rel_error(o.compared_gpu_hours)) is not None]
+    worst_hours = max((abs(e) for e in hour_errors), default=None)
+    every_hour_point = hours_stats["estimated"] == hours_stats["points"]
     adapter_errors = [
         e
         for o in memory
@@ -625,6 +633,18 @@ def test_summary(outcomes: list[Outcome]) -> dict[str, Any]:
             None if worst_adapter is None else round(worst_adapter, 4),
             lambda v: v <= TEST_ADAPTER_BOUND,
             "<= 25 %",
+        ),
+        "gpu_hours_median_abs_error": _target(
+            hours_stats["median_abs_error"],
+            lambda v: v <= TEST_GPU_HOURS_MEDIAN_TARGET,
+            "<= 12 %",
+            complete=every_hour_point,
+        ),
+        "gpu_hours_worst_abs_error": _target(
+            None if worst_hours is None else round(worst_hours, 4),
+            lambda v: v <= TEST_GPU_HOURS_WORST_TARGET,
+            "<= 35 %",
+            complete=every_hour_point,
         ),
         "oom_cases_predicted_not_fitting": {
             "value": f"{caught}/{len(ooms)}",
@@ -653,6 +673,7 @@ def test_summary(outcomes: list[Outcome]) -> dict[str, Any]:
             "cases": len(fits_cases),
             "engine_predicted_fitting": sum(1 for o in fits_cases if o.fits is True),
         },
+        "gpu_hours": hours_stats,
         "uncertainty": uncertainty_by_family(memory),
         "targets": targets,
     }
@@ -708,6 +729,8 @@ def _test_section(test: dict[str, Any]) -> list[str]:
         "memory_median_abs_error": ("Memory: median absolute error", _abs_pct),
         "memory_no_under_estimate_beyond_10pct": ("Memory: worst under-estimate", _pct),
         "adapter_points_within_25pct": ("LoRA/QLoRA: worst absolute error", _abs_pct),
+        "gpu_hours_median_abs_error": ("GPU hours: median absolute error", _abs_pct),
+        "gpu_hours_worst_abs_error": ("GPU hours: worst absolute error", _abs_pct),
         "oom_cases_predicted_not_fitting": ("Measured out-of-memory predicted as not fitting", str),
     }
     for key, (label, fmt) in labels.items():
@@ -734,6 +757,14 @@ def _test_section(test: dict[str, Any]) -> list[str]:
                 _pct(st["worst_over_estimate"]),
             )
         )
+    gh = test["gpu_hours"]
+    lines += [
+        "",
+        f"GPU-hour test points ({gh['estimated']}/{gh['points']} estimated, each compared with "
+        "`gpu_hours`): worst under-estimate "
+        f"{_pct(gh['worst_under_estimate'])}, worst over-estimate "
+        f"{_pct(gh['worst_over_estimate'])}, mean signed error {_pct(gh['mean_error'])}.",
+    ]
     lines += [
         "",
         f"Out-of-memory test cases predicted as not fitting: engine "
@@ -814,8 +845,9 @@ METHOD_TEXT = """\
   shown for every point, and the summary above gives every other reading.
 - The engine runs with the catalog's shared benchmarks (`catalog/data/shared/benchmarks.json`),
   which include llm-foundry's throughput tables: the `foundry-*` points are therefore
-  reproduced from their own table (calibration, not evidence), and GPU-hour accuracy must be
-  judged on test points, of which this set has none yet.
+  reproduced from their own table (calibration, not evidence), and GPU-hour accuracy is
+  judged on the `test-gpuh-*` points: published pre-training totals (GPUs x days or GPU
+  hours) of runs whose stacks set no constant and gave no catalog benchmark.
 
 """
 

@@ -240,6 +240,7 @@ def evaluate(
         optimizer=request.optimizer,
         flash_attention=wl.flash_attention,
         training=training,
+        framework=request.framework,
     )
     tokens = None
     if request.tokens is not None:

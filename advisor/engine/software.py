@@ -2,7 +2,9 @@
 
 A job needs a few libraries beyond PyTorch: bitsandbytes' 4-bit kernels for QLoRA and int4,
 its LLM.int8() kernels for int8, its 8-bit optimizers for `adamw_8bit`, DeepSpeed for ZeRO,
-FSDP for fsdp. Whether a system has them comes from, in order:
+FSDP for fsdp, vLLM when the request names vLLM as its library, and Triton (what
+torch.compile's inductor backend generates, and what Unsloth's kernels are written in) when the
+request names Unsloth. Whether a system has them comes from, in order:
 
 1. the system's own cell in the catalog's tooling matrix (staff edit it in the admin, with a
    source and a date), then
@@ -42,6 +44,8 @@ WHY = {
     FLASH: "flash attention needs a fused attention kernel",
     DEEPSPEED: "ZeRO needs DeepSpeed",
     FSDP: "fsdp needs PyTorch FSDP",
+    VLLM: "serving with vLLM needs a vLLM build for the GPU",
+    COMPILE: "Unsloth's kernels and torch.compile need Triton for the GPU",
 }
 
 _BNB_CUDA = (
@@ -71,6 +75,19 @@ _FLASH_XPU = (
     "Intel Extension for PyTorch (intel.github.io/intel-extension-for-pytorch, as of 2.1, "
     "2023-12): fused scaled-dot-product attention for Intel Data Center GPU Max"
 )
+_VLLM_NOW = (
+    "vLLM docs, 'Installation: GPU' (docs.vllm.ai/en/latest, as of 2026-11): NVIDIA compute "
+    "capability 7.5 or higher (v0.14 still listed 7.0, so V100s need an older release); AMD "
+    "MI200s (gfx90a), MI300 and MI350 with ROCm 6.3+ (Docker recommended); Intel Data Center "
+    "GPU 'basic model inference and serving' from source or vLLM's XPU images"
+)
+_TRITON = (
+    "PyTorch 2.5 release notes and 'Getting Started on Intel GPU' (pytorch.org, 2024-10): "
+    "torch.compile's inductor backend generates Triton kernels on NVIDIA CUDA (compute "
+    "capability 7.0+), AMD ROCm and, since 2.5, Intel XPU; Unsloth's README (github.com/"
+    "unslothai/unsloth, as of 2025-06): 'all kernels written in OpenAI's Triton language', "
+    "NVIDIA first"
+)
 
 # (platform or generation key, tool) -> cell; a generation entry wins over its platform's.
 PLATFORM_MATRIX: dict[tuple[str, str], Cell] = {
@@ -90,6 +107,14 @@ PLATFORM_MATRIX: dict[tuple[str, str], Cell] = {
     ("cuda", FSDP): Cell(True, _FSDP),
     ("rocm", FSDP): Cell(True, _FSDP),
     ("xpu", FSDP): Cell(True, _FSDP),
+    ("cuda", VLLM): Cell(True, _VLLM_NOW),
+    ("nvidia-volta", VLLM): Cell(False, _VLLM_NOW),
+    ("rocm", VLLM): Cell(True, _VLLM_NOW),
+    ("amd-cdna1", VLLM): Cell(False, _VLLM_NOW),
+    ("xpu", VLLM): Cell(True, _VLLM_NOW),
+    ("cuda", COMPILE): Cell(True, _TRITON),
+    ("rocm", COMPILE): Cell(True, _TRITON),
+    ("xpu", COMPILE): Cell(True, _TRITON),
 }
 
 # What a researcher changes to run on each platform; reasons and the sbatch script say it.
@@ -114,8 +139,10 @@ def needs(
     optimizer: str,
     flash_attention: bool,
     training: bool,
+    framework: str | None = None,
 ) -> tuple[str, ...]:
-    """The tools a job needs whatever the strategy (strategies add DeepSpeed/FSDP)."""
+    """The tools a job needs whatever the strategy (strategies add DeepSpeed/FSDP); the
+    library the request names (`framework`) adds its own."""
     out = []
     if task == "qlora" or weight_format == "int4":
         out.append(BNB_4BIT)
@@ -123,6 +150,10 @@ def needs(
         out.append(BNB_8BIT)
     if flash_attention and training:
         out.append(FLASH)
+    if framework == "vllm" and not training:
+        out.append(VLLM)
+    if framework == "unsloth" and training:
+        out.append(COMPILE)
     return tuple(out)
 
 

@@ -36,13 +36,6 @@ def axe_core_path() -> str:
 
 
 @pytest.fixture
-def screenshots(artifacts_dir) -> Path:
-    folder = artifacts_dir / "browser"
-    folder.mkdir(exist_ok=True)
-    return folder
-
-
-@pytest.fixture
 def default_catalog(transactional_db):
     from django.core.management import call_command
 

@@ -1,6 +1,6 @@
 """Researchers walking the advisor in real headless Chromium, start to result.
 
-Screenshots of every result land in test-artifacts/browser/. axe-core runs on the pages each
+Screenshots of every result land in test-artifacts/screenshots/. axe-core runs on the pages each
 scenario visits and must find no serious or critical violation.
 """
 
@@ -12,6 +12,7 @@ import pytest
 
 from advisor.models import AdvisorSession
 from tests.support.dates import iso_days_from_today
+from tests.support.screenshots import save_screenshot
 
 pytestmark = [pytest.mark.browser]
 
@@ -157,9 +158,7 @@ def recommendation(page) -> str:
     return page.locator(".recommendation").inner_text()
 
 
-def test_bert_inference_on_a_small_gpu(
-    browser, live_server, default_catalog, screenshots, axe_core_path
-):
+def test_bert_inference_on_a_small_gpu(browser, live_server, default_catalog, axe_core_path):
     page = browser.new_page()
     begin(page, live_server.url)
     walk(page, BERT_INFERENCE)
@@ -170,12 +169,12 @@ def test_bert_inference_on_a_small_gpu(
     assert page.get_by_text("decided for you: It needs").count() == 1
     assert page.locator("svg.memory-chart").count() == 1
     assert_accessible(page, axe_core_path)
-    page.screenshot(path=screenshots / "1-bert-inference-result.png", full_page=True)
+    save_screenshot(page, "1-bert-inference-result")
     page.close()
 
 
 def test_lora_of_a_7b_model_with_hub_lookup(
-    browser, live_server, default_catalog, fake_hub, screenshots, axe_core_path
+    browser, live_server, default_catalog, fake_hub, axe_core_path
 ):
     page = browser.new_page()
     begin(page, live_server.url)
@@ -195,16 +194,15 @@ def test_lora_of_a_7b_model_with_hub_lookup(
     assert request["model_id"] == "mistralai/Mistral-7B-v0.1"
     assert request["hub"]["repo_id"] == "mistralai/Mistral-7B-v0.1"
     assert advisor_session.estimate_result["params_total"] == 7_241_732_096
-    page.screenshot(path=screenshots / "2-lora-7b-result.png", full_page=True)
     assert page.locator("#contingency").inner_text().startswith("+ ")
     assert page.locator("#slurm-script").inner_text().startswith("#!/bin/bash")
     assert_accessible(page, axe_core_path)
-    page.screenshot(path=screenshots / "2-lora-7b-result.png", full_page=True)
+    save_screenshot(page, "2-lora-7b-result")
     page.close()
 
 
 def test_pretraining_a_1b_model_on_several_gpus(
-    browser, live_server, default_catalog, screenshots, axe_core_path
+    browser, live_server, default_catalog, axe_core_path
 ):
     page = browser.new_page()
     begin(page, live_server.url)
@@ -216,26 +214,22 @@ def test_pretraining_a_1b_model_on_several_gpus(
         rec["gpu_hours"] + rec["contingency_gpu_hours"], abs=0.05
     )
     assert_accessible(page, axe_core_path)
-    page.screenshot(path=screenshots / "3-pretrain-1b-result.png", full_page=True)
+    save_screenshot(page, "3-pretrain-1b-result")
     page.close()
 
 
-def test_public_web_service_that_needs_azure(
-    browser, live_server, default_catalog, screenshots, axe_core_path
-):
+def test_public_web_service_that_needs_azure(browser, live_server, default_catalog, axe_core_path):
     page = browser.new_page()
     begin(page, live_server.url, azure=None)
     walk(page, AZURE_WEB_SERVICE)
     assert page.locator("#result-heading").inner_text() == "Submit a brief Azure request"
     assert "Azure" in recommendation(page)
     assert_accessible(page, axe_core_path)
-    page.screenshot(path=screenshots / "4-azure-web-service-result.png", full_page=True)
+    save_screenshot(page, "4-azure-web-service-result")
     page.close()
 
 
-def test_web_scraping_gets_cpu_advice(
-    browser, live_server, default_catalog, screenshots, axe_core_path
-):
+def test_web_scraping_gets_cpu_advice(browser, live_server, default_catalog, axe_core_path):
     page = browser.new_page()
     begin(page, live_server.url)
     walk(page, WEB_SCRAPING, axe=axe_core_path)
@@ -244,11 +238,11 @@ def test_web_scraping_gets_cpu_advice(
     )
     assert page.locator("#gpu-hours").count() == 0
     assert_accessible(page, axe_core_path)
-    page.screenshot(path=screenshots / "5-web-scraping-result.png", full_page=True)
+    save_screenshot(page, "5-web-scraping-result")
     page.close()
 
 
-def test_flow_without_javascript(browser, live_server, default_catalog, screenshots):
+def test_flow_without_javascript(browser, live_server, default_catalog):
     context = browser.new_context(java_script_enabled=False)
     page = context.new_page()
     begin(page, live_server.url, azure=None)
@@ -261,18 +255,18 @@ def test_flow_without_javascript(browser, live_server, default_catalog, screensh
     assert page.locator("#id_answer_error").inner_text() == (
         "Enter a number, for example 8. Sizes may also be typed as 8B, 125M or 1.3e9."
     )
-    page.screenshot(path=screenshots / "6-no-js-validation.png", full_page=True)
+    save_screenshot(page, "6-no-js-validation")
     after_size = [a for a in LORA_MISTRAL_7B if a[0] not in ("work_kind", "model", "model_params")]
     walk(page, [("model_params", "7"), *after_size], htmx=False)
     assert page.locator("#result-heading").inner_text() == (
         "Request time on an HPC system with A100, H100 or newer GPUs"
     )
-    page.screenshot(path=screenshots / "6-no-js-result.png", full_page=True)
+    save_screenshot(page, "6-no-js-result")
     context.close()
 
 
 def test_htmx_validation_back_forward_and_change_an_earlier_answer(
-    browser, live_server, default_catalog, screenshots, axe_core_path
+    browser, live_server, default_catalog, axe_core_path
 ):
     page = browser.new_page()
     begin(page, live_server.url)
@@ -327,21 +321,19 @@ def test_closing_the_page_midway_and_resuming(browser, live_server, default_cata
     other.close()
 
 
-def test_start_and_chart_pages_are_accessible(
-    browser, live_server, default_catalog, screenshots, axe_core_path
-):
+def test_start_and_chart_pages_are_accessible(browser, live_server, default_catalog, axe_core_path):
     page = browser.new_page()
     page.goto(live_server.url + "/")
     assert_accessible(page, axe_core_path)
     page.goto(live_server.url + "/chart/")
     page.wait_for_selector("#flowchart-mermaid svg")
     assert_accessible(page, axe_core_path)
-    page.screenshot(path=screenshots / "chart.png", full_page=True)
+    save_screenshot(page, "chart")
     page.close()
 
 
 def test_embed_inside_an_allowed_intranet_frame(
-    browser, live_server, default_catalog, intranet, settings, screenshots
+    browser, live_server, default_catalog, intranet, settings
 ):
     allowed, denied = intranet
     settings.EMBED_ALLOWED_ORIGINS = [allowed.origin]
@@ -366,12 +358,12 @@ def test_embed_inside_an_allowed_intranet_frame(
         "parseInt(document.querySelector('iframe.allocation-triage-frame').style.height)"
     )
     assert height > 300
-    page.screenshot(path=screenshots / "7-embed-allowed.png", full_page=True)
+    save_screenshot(page, "7-embed-allowed")
     page.close()
 
 
 def test_embed_refused_inside_a_disallowed_frame(
-    browser, live_server, default_catalog, intranet, settings, screenshots
+    browser, live_server, default_catalog, intranet, settings
 ):
     allowed, denied = intranet
     settings.EMBED_ALLOWED_ORIGINS = [allowed.origin]
@@ -384,5 +376,5 @@ def test_embed_refused_inside_a_disallowed_frame(
     assert (
         page.evaluate("document.querySelector('iframe.allocation-triage-frame').style.height") == ""
     )
-    page.screenshot(path=screenshots / "8-embed-denied.png", full_page=True)
+    save_screenshot(page, "8-embed-denied")
     page.close()

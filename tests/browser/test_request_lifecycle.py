@@ -3,7 +3,7 @@
 A researcher walks the advisor to a result, turns it into an allocation request through the
 sign-in page, submits; staff ask for changes in the admin; the researcher resubmits; staff
 approve with fewer hours. E-mails go through the real Celery worker into files. axe-core checks
-the researcher's request pages; screenshots land in test-artifacts/browser/.
+the researcher's request pages; screenshots land in test-artifacts/screenshots/.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from allocations.services import requested_gpu_hours_from_result
 from catalog.models import Accelerator, System
 from tests.browser.test_flow_browser import answer, assert_accessible, begin
 from tests.support.dates import iso_days_from_today
+from tests.support.screenshots import save_screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
@@ -122,7 +123,7 @@ def _parts(message) -> tuple[str, str]:
 
 
 def test_a_request_from_advice_to_approval(
-    browser, live_server, default_catalog, celery_worker, screenshots, axe_core_path, settings
+    browser, live_server, default_catalog, celery_worker, axe_core_path, settings
 ):
     settings.STAFF_NOTIFICATION_EMAILS = []  # no fixed list: every active staff user hears
     email_dir = Path(os.environ["EMAIL_FILE_PATH"])
@@ -169,7 +170,7 @@ def test_a_request_from_advice_to_approval(
         .last.inner_text()
         .startswith("Total")
     )
-    page.screenshot(path=screenshots / "lifecycle-1-result.png", full_page=True)
+    save_screenshot(page, "lifecycle-1-result")
 
     # (2) Create the request: sign in first, then land on the pre-filled form.
     page.get_by_role("link", name="Create allocation request").click()
@@ -210,7 +211,7 @@ def test_a_request_from_advice_to_approval(
     # The frozen estimate sits beside the form.
     assert page.locator(".estimate .memory-picture").count() == 1
     assert_accessible(page, axe_core_path)
-    page.screenshot(path=screenshots / "lifecycle-2-prefilled-form.png", full_page=True)
+    save_screenshot(page, "lifecycle-2-prefilled-form")
 
     # Submitting before completing the form says what is missing, next to each field.
     page.get_by_role("button", name="Submit", exact=True).click()
@@ -230,7 +231,7 @@ def test_a_request_from_advice_to_approval(
     assert AllocationRequest.objects.count() == 0
     assert page.locator("#id_gpu_hours").input_value() == str(expected_hours)  # kept
     assert_accessible(page, axe_core_path)
-    page.screenshot(path=screenshots / "lifecycle-2b-form-errors.png", full_page=True)
+    save_screenshot(page, "lifecycle-2b-form-errors")
 
     page.locator("#id_project_title").fill(TITLE)
     page.locator("#id_project_code").fill("R-2026-042")
@@ -252,7 +253,7 @@ def test_a_request_from_advice_to_approval(
     page.wait_for_selector("#request-status:text('Submitted')")
     assert page.locator("h1").inner_text() == TITLE
     assert_accessible(page, axe_core_path)
-    page.screenshot(path=screenshots / "lifecycle-3-submitted.png", full_page=True)
+    save_screenshot(page, "lifecycle-3-submitted")
 
     # (3) My requests: submitted, and the title as text, not markup.
     page.get_by_role("link", name="My requests").first.click()
@@ -264,7 +265,7 @@ def test_a_request_from_advice_to_approval(
     assert row.locator("td").nth(3).inner_text() == "Submitted"
     assert "&lt;script&gt;" in page.content()
     assert_accessible(page, axe_core_path)
-    page.screenshot(path=screenshots / "lifecycle-4-my-requests.png", full_page=True)
+    save_screenshot(page, "lifecycle-4-my-requests")
 
     # (4) Staff: the admin queue, filtered by status; the request with its frozen estimate.
     staff = browser.new_context(viewport={"width": 1400, "height": 900})
@@ -298,7 +299,7 @@ def test_a_request_from_advice_to_approval(
     assert inputs["Model"] == "7,000,000,000 parameters (as typed)"
     assert inputs["Work"] == "LoRA fine-tuning"
     assert (inputs["Tokens per epoch"], inputs["Epochs"]) == ("4,000,000,000", "3")
-    admin.screenshot(path=screenshots / "lifecycle-5-admin-review.png", full_page=True)
+    save_screenshot(admin, "lifecycle-5-admin-review")
     _decide(admin, "Request changes", message=CHANGES_MESSAGE, note=INTERNAL_NOTE)
 
     # (5) The researcher reads the message in the timeline, edits and resubmits.
@@ -331,7 +332,7 @@ def test_a_request_from_advice_to_approval(
     assert f"{granted} GPU hours granted" in page.locator("main").inner_text()
     assert page.locator(".timeline blockquote").last.inner_text() == APPROVE_MESSAGE
     assert_accessible(page, axe_core_path)
-    page.screenshot(path=screenshots / "lifecycle-6-approved.png", full_page=True)
+    save_screenshot(page, "lifecycle-6-approved")
     assert dialogs == []  # no script from a title or message ever ran
 
     allocation_request.refresh_from_db()

@@ -2,7 +2,7 @@
 the tab title follows the question, /chart/ reads without JavaScript, tables fit a 390 px phone,
 and every page has an icon.
 
-Screenshots land in test-artifacts/browser/ (names start with "16-").
+Screenshots land in test-artifacts/screenshots/ (names start with "16-").
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from tests.browser.test_flow_browser import (
     begin,
     walk,
 )
+from tests.support.screenshots import save_screenshot
 
 pytestmark = [pytest.mark.browser]
 
@@ -49,7 +50,7 @@ def in_parent_viewport(page, frame, selector: str) -> bool:
 
 @pytest.mark.parametrize("viewport", [None, PHONE], ids=["desktop", "phone"])
 def test_embed_frame_grows_shrinks_and_shows_the_current_question(
-    browser, live_server, default_catalog, intranet, settings, screenshots, viewport
+    browser, live_server, default_catalog, intranet, settings, viewport
 ):
     allowed, _ = intranet
     settings.EMBED_ALLOWED_ORIGINS = [allowed.origin]
@@ -68,7 +69,7 @@ def test_embed_frame_grows_shrinks_and_shows_the_current_question(
     # The frame is as tall as the result: nothing inside it scrolls.
     inner = frame.locator("body").evaluate("b => b.getBoundingClientRect().height")
     assert abs(long_result - inner) <= 2
-    page.screenshot(path=screenshots / f"16-embed-result-{suffix}.png", full_page=True)
+    save_screenshot(page, f"16-embed-result-{suffix}")
 
     # "Change" an early answer from the end of the long result: the frame shrinks to the
     # question and the host page scrolls it into view.
@@ -86,7 +87,7 @@ def test_embed_frame_grows_shrinks_and_shows_the_current_question(
         }}"""
     )
     assert in_parent_viewport(page, frame, "#step-heading")
-    page.screenshot(path=screenshots / f"16-embed-change-{suffix}.png")
+    save_screenshot(page, f"16-embed-change-{suffix}", full_page=False)
 
     # Answer in place (htmx): the next question is in view too.
     frame_answer(page, frame, "work_kind", "cpu")
@@ -94,12 +95,12 @@ def test_embed_frame_grows_shrinks_and_shows_the_current_question(
     page.wait_for_timeout(300)
     assert in_parent_viewport(page, frame, "#step-heading")
 
-    page.screenshot(path=screenshots / f"16-embed-next-question-{suffix}.png")
+    save_screenshot(page, f"16-embed-next-question-{suffix}", full_page=False)
     context.close()
 
 
 def test_embed_start_again_after_a_result_shrinks_the_frame(
-    browser, live_server, default_catalog, intranet, settings, screenshots
+    browser, live_server, default_catalog, intranet, settings
 ):
     allowed, _ = intranet
     settings.EMBED_ALLOWED_ORIGINS = [allowed.origin]
@@ -121,7 +122,7 @@ def test_embed_start_again_after_a_result_shrinks_the_frame(
     page_height = page.evaluate("document.documentElement.scrollHeight")
     assert page_height < frame_height(page) + 400
     assert in_parent_viewport(page, frame, "main")
-    page.screenshot(path=screenshots / "16-embed-start-again.png", full_page=True)
+    save_screenshot(page, "16-embed-start-again")
     page.close()
 
 
@@ -145,7 +146,7 @@ def test_tab_title_follows_the_question_after_htmx_swaps(browser, live_server, d
 
 @pytest.mark.parametrize("javascript", [True, False], ids=["js", "no-js"])
 def test_chart_page_reads_as_steps_in_order(
-    browser, live_server, default_catalog, screenshots, axe_core_path, javascript
+    browser, live_server, default_catalog, axe_core_path, javascript
 ):
     context = browser.new_context(java_script_enabled=javascript)
     page = context.new_page()
@@ -164,13 +165,11 @@ def test_chart_page_reads_as_steps_in_order(
         page.wait_for_selector("#flowchart-mermaid svg")
         assert_accessible(page, axe_core_path)
     name = "js" if javascript else "no-js"
-    page.screenshot(path=screenshots / f"16-chart-{name}.png", full_page=True)
+    save_screenshot(page, f"16-chart-{name}")
     context.close()
 
 
-def test_result_tables_fit_a_phone(
-    browser, live_server, default_catalog, screenshots, axe_core_path
-):
+def test_result_tables_fit_a_phone(browser, live_server, default_catalog, axe_core_path):
     context = browser.new_context(viewport=PHONE)
     page = context.new_page()
     begin(page, live_server.url)
@@ -196,7 +195,7 @@ def test_result_tables_fit_a_phone(
     )
     assert clipped == []
     assert_accessible(page, axe_core_path)
-    page.screenshot(path=screenshots / "16-result-phone.png", full_page=True)
+    save_screenshot(page, "16-result-phone")
     context.close()
 
 

@@ -3,7 +3,7 @@
 Each ends on a result page with a recommendation or route and a request a reviewer could
 accept: the project's GPU hours line by line, and a justification that lists them. Named
 models are sized from the configurations the service keeps (advisor/model_configs/); a typed
-size is read as researchers write it ("1.3B"). Screenshots: test-artifacts/browser/path-*.png.
+size is read as researchers write it ("1.3B"). Screenshots: test-artifacts/screenshots/path-*.png.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 
 from advisor.models import AdvisorSession
 from tests.browser.test_flow_browser import answer, assert_accessible, begin, current_step, walk
+from tests.support.screenshots import save_screenshot
 
 pytestmark = [pytest.mark.browser]
 
@@ -123,7 +124,7 @@ def hub_away(settings):
 
 @pytest.mark.parametrize("name", list(WALKS))
 def test_each_researcher_reaches_a_request_a_reviewer_could_accept(
-    name, browser, live_server, default_catalog, hub_away, screenshots, axe_core_path
+    name, browser, live_server, default_catalog, hub_away, axe_core_path
 ):
     page = browser.new_page()
     begin(page, live_server.url, azure=None)  # the walks answer "Do you need Azure?" themselves
@@ -152,7 +153,7 @@ def test_each_researcher_reaches_a_request_a_reviewer_could_accept(
         assert "We will host a web service" in justification
         assert advisor_session.estimate_result["recommendation"]["system"] == "azure"
         assert_accessible(page, axe_core_path)
-        page.screenshot(path=screenshots / f"path-{name}.png", full_page=True)
+        save_screenshot(page, f"path-{name}")
         page.close()
         return
     plan = advisor_session.project_plan
@@ -177,5 +178,5 @@ def test_each_researcher_reaches_a_request_a_reviewer_could_accept(
     if name == "pretrain-typed-1.3b":
         assert advisor_session.estimate_request["params"] == 1_300_000_000
     assert_accessible(page, axe_core_path)
-    page.screenshot(path=screenshots / f"path-{name}.png", full_page=True)
+    save_screenshot(page, f"path-{name}")
     page.close()

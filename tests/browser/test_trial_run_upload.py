@@ -1,6 +1,6 @@
 """Issue 12 in real Chromium: a researcher downloads the helper, uploads a trial-run file through
 the plain form (no JavaScript needed) and reads measured against estimated; the page passes
-axe-core. Screenshots land in test-artifacts/browser/ (names start with "12-")."""
+axe-core. Screenshots land in test-artifacts/screenshots/ (names start with "12-")."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from allocations.models import Status, TrialMeasurement
 from tests.allocations.factories import make_request, make_user
 from tests.allocations.test_trial_runs import gpu_run
 from tests.browser.test_flow_browser import assert_accessible
+from tests.support.screenshots import save_screenshot
 
 pytestmark = [pytest.mark.browser]
 
@@ -20,7 +21,7 @@ PASSWORD = "pw-for-tests-only"  # tests.allocations.factories.make_user
 
 @pytest.mark.parametrize("javascript", [True, False], ids=["js", "no-js"])
 def test_researcher_uploads_a_trial_run(
-    browser, live_server, transactional_db, screenshots, axe_core_path, tmp_path, javascript
+    browser, live_server, transactional_db, axe_core_path, tmp_path, javascript
 ):
     researcher = make_user(username=f"ada-{'js' if javascript else 'nojs'}")
     allocation_request = make_request(researcher=researcher, status=Status.SUBMITTED)
@@ -72,5 +73,5 @@ def test_researcher_uploads_a_trial_run(
     if javascript:  # axe-core runs as a script
         assert_accessible(page, axe_core_path)
     name = "js" if javascript else "no-js"
-    page.screenshot(path=screenshots / f"12-trial-run-{name}.png", full_page=True)
+    save_screenshot(page, f"12-trial-run-{name}")
     context.close()

@@ -1,0 +1,80 @@
+"""Issue 14, section 2: the library a request names must run on the system's GPUs. vLLM needs
+NVIDIA compute capability 7.5+ (current releases), MI200/MI300 on ROCm or an Intel Data Center
+GPU; the options say why one is ruled out, with the source and its date."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+from advisor.engine import estimate
+from advisor.engine.models import EstimateRequest
+from bench.engine_rankings import catalog_from_file
+
+CONFIGS = Path(__file__).resolve().parent / "configs"
+LLAMA_2_7B = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
+
+
+@cache
+def default_catalog():
+    return catalog_from_file()
+
+
+@cache
+def catalog_with_v100s():
+    """The default catalog plus a site whose nodes are V100s (the default catalog's own V100
+    system, JADE 2, is retired)."""
+    catalog = default_catalog()
+    site = next(s for s in catalog.systems if s.name == "baskerville")
+    node = site.node_types[0].model_copy(update={"accelerator": "v100-32-sxm2"})
+    v100_site = site.model_copy(
+        update={
+            "name": "v100-site",
+            "node_types": [node],
+            "partitions": [
+                p.model_copy(update={"node_types": [node.name]}) for p in site.partitions[:1]
+            ],
+        }
+    )
+    return catalog.model_copy(update={"systems": [*catalog.systems, v100_site]})
+
+
+def serve(accelerator: str, framework: str):
+    request = EstimateRequest(
+        config=LLAMA_2_7B,
+        task="inference",
+        precision="bf16" if accelerator != "v100-32-sxm2" else "fp16",
+        tokens=10**7,
+        framework=framework,
+        accelerator=accelerator,
+    )
+    return estimate(request, catalog_with_v100s())
+
+
+def test_vllm_is_not_placed_on_v100s_and_says_why_with_its_source():
+    result = serve("v100-32-sxm2", "vllm")
+    options = [o for o in result.options if o.accelerator == "v100-32-sxm2"]
+    assert options
+    assert not any(o.supported for o in options)
+    reason = next(r for r in options[0].software_reasons if "vLLM" in r)
+    assert reason.startswith("serving with vLLM needs a vLLM build for the GPU; not supported on")
+    assert "compute capability 7.5 or higher" in reason
+    assert "as of 2026-11" in reason
+
+
+def test_the_same_v100_serves_with_transformers_generate():
+    result = serve("v100-32-sxm2", "transformers")
+    options = [o for o in result.options if o.accelerator == "v100-32-sxm2"]
+    assert options
+    assert not any("vLLM" in r for o in options for r in o.software_reasons)
+
+
+def test_vllm_runs_on_mi210_but_not_on_mi100():
+    mi210 = [o for o in serve("mi210-64", "vllm").options if o.accelerator == "mi210-64"]
+    mi100 = [o for o in serve("mi100-32", "vllm").options if o.accelerator == "mi100-32"]
+    assert mi210
+    assert mi100
+    assert not any("vLLM" in r for o in mi210 for r in o.software_reasons)
+    assert all(any("vLLM" in r for r in o.software_reasons) for o in mi100)
+    assert not any(o.supported for o in mi100)
