@@ -121,7 +121,25 @@ def allocation_request_initial_from_session(*, session, user) -> dict[str, Any]:
         and facility_offers_trial(system)
         and gpu_hours <= trial_gpu_hours_limit(system),
     }
+    initial["research_purpose"] = research_purpose_known(
+        user=user, project_title=initial["project_title"]
+    )
     return initial
+
+
+def research_purpose_known(*, user, project_title: str) -> str:
+    """What the researcher last said the project is for, so it is asked once per project."""
+    if not project_title:
+        return ""
+    latest = (
+        AllocationRequest.objects.for_researcher(user)
+        .filter(project_title=project_title)
+        .exclude(research_purpose="")
+        .order_by("-updated_at")
+        .values_list("research_purpose", flat=True)
+        .first()
+    )
+    return latest or ""
 
 
 def requested_against_estimate(*, requested: int | None, result: dict[str, Any]) -> dict | None:

@@ -195,3 +195,21 @@ def test_an_overlong_purpose_is_refused_with_its_length():
         "Say what the research is for in at most 1,000 characters (it has 1,001); the details "
         "belong in the justification."
     ]
+
+
+def test_a_new_request_for_the_same_project_is_prefilled_with_its_purpose(
+    researcher_client, researcher
+):
+    from tests.allocations.factories import make_session
+
+    make_request(
+        researcher=researcher,
+        status=Status.WITHDRAWN,
+        research_purpose="Find early signs of sepsis in ward notes.",
+    )
+    session = make_session(user=researcher)
+    response = researcher_client.get(reverse("allocations:request-create", args=[session.pk]))
+    assert response.context["form"].initial["research_purpose"] == (
+        "Find early signs of sepsis in ward notes."
+    )
+    assertContains(response, '<label for="id_research_purpose">What is the research for?</label>')
