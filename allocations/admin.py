@@ -15,6 +15,7 @@ from typing import Any
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
+from django.db.models import OuterRef, Subquery
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.defaultfilters import linebreaksbr
@@ -160,14 +161,17 @@ class FacilityFilter(admin.SimpleListFilter):
     parameter_name = "facility"
 
     def lookups(self, request, model_admin):
-        keys = (
+        # One query, as the plain field filter costs: each facility with its catalog name.
+        name = System.objects.filter(name=OuterRef("facility")).values("display_name")[:1]
+        rows = (
             AllocationRequest.objects.exclude(facility="")
-            .values_list("facility", flat=True)
+            .values("facility")
+            .annotate(name=Subquery(name))
+            .values_list("facility", "name")
             .distinct()
             .order_by("facility")
         )
-        names = dict(System.objects.filter(name__in=keys).values_list("name", "display_name"))
-        return sorted(((key, names.get(key, key)) for key in keys), key=lambda kv: kv[1])
+        return sorted(((key, label or key) for key, label in rows), key=lambda kv: kv[1])
 
     def queryset(self, request, queryset):
         return queryset.filter(facility=self.value()) if self.value() else queryset
