@@ -14,6 +14,16 @@ from allocations.services import (
     allocation_request_validate,
 )
 
+
+def form_add_errors(form: forms.Form, exc: ValidationError) -> None:
+    """A service's refusal on the form: beside each field it names, else at the top."""
+    if hasattr(exc, "error_dict"):
+        for field, errors in exc.message_dict.items():
+            form.add_error(field if field in form.fields else None, errors)
+    else:
+        form.add_error(None, exc.messages)
+
+
 # The secure environments' own questions are form fields of their own, not a JSON box.
 MODEL_FORM_FIELDS = tuple(f for f in EDITABLE_FIELDS if f != "facility_fields")
 
@@ -225,6 +235,25 @@ class TrialRunUploadForm(forms.Form):
         max_length=200,
         widget=forms.ClearableFileInput(attrs={"accept": ".json,application/json"}),
     )
+
+    def upload(self, *, allocation_request, uploaded_by) -> bool:
+        """Store the valid form's file through the service (researcher page and admin alike);
+        False, with every problem on the form, when the service refuses it."""
+        from allocations.measurement_services import trial_measurement_upload
+        from allocations.trial_runs import MAX_FILE_BYTES
+
+        upload = self.cleaned_data["file"]
+        try:
+            trial_measurement_upload(
+                allocation_request=allocation_request,
+                uploaded_by=uploaded_by,
+                raw=upload.read(MAX_FILE_BYTES + 1),
+                file_name=upload.name,
+            )
+        except ValidationError as exc:
+            form_add_errors(self, exc)
+            return False
+        return True
 
     def clean_file(self):
         from allocations.trial_runs import MAX_FILE_BYTES
