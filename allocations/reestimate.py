@@ -39,16 +39,16 @@ def _plan_for(allocation_request: AllocationRequest, result: dict[str, Any]) -> 
 
     try:
         state = advisor_session_state(advisor_session=session)
-    except FlowchartError:
+        if state.outcome is None:
+            return None
+        plan = plan_for(
+            fields=state.fields,
+            result=EstimateResult.model_validate(result),
+            outcome=state.outcome,
+            catalog=state.catalog,
+        )
+    except (FlowchartError, ValueError):  # a retired chart, answers the plan cannot use
         return None
-    if state.outcome is None:
-        return None
-    plan = plan_for(
-        fields=state.fields,
-        result=EstimateResult.model_validate(result),
-        outcome=state.outcome,
-        catalog=state.catalog,
-    )
     return plan.as_dict() if plan is not None else None
 
 
