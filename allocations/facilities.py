@@ -85,19 +85,26 @@ def facility_get(name: str) -> Facility | None:
     return _facility(system) if system else None
 
 
-def facilities_asking_more() -> list[Facility]:
-    """The active profile's open systems with their own request fields (secure environments)."""
-    return [f for f in facility_list() if f.request_fields and f.status != SystemStatus.RETIRED]
+def facilities_asking_more(facilities: list[Facility] | None = None) -> list[Facility]:
+    """The open systems with their own request fields (secure environments), from
+    `facilities` when the caller already read the active profile's list."""
+    return [
+        f
+        for f in (facility_list() if facilities is None else facilities)
+        if f.request_fields and f.status != SystemStatus.RETIRED
+    ]
 
 
-def facility_choices(*, extra: list[str] | None = None) -> list[tuple[str, str]]:
+def facility_choices(
+    *, extra: list[str] | None = None, facilities: list[Facility] | None = None
+) -> list[tuple[str, str]]:
     """Systems researchers may ask for, plus any names the estimate itself mentions."""
     choices = [
         (
             f.name,
             f.display_name if f.status == SystemStatus.ACTIVE else f"{f.display_name} ({f.status})",
         )
-        for f in facility_list()
+        for f in (facility_list() if facilities is None else facilities)
         if f.status != SystemStatus.RETIRED
     ]
     known = {name for name, _label in choices}

@@ -5,7 +5,12 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import ValidationError
 
-from allocations.facilities import Facility, facilities_asking_more, facility_choices
+from allocations.facilities import (
+    Facility,
+    facilities_asking_more,
+    facility_choices,
+    facility_list,
+)
 from allocations.models import AllocationRequest
 from allocations.services import (
     EDITABLE_FIELDS,
@@ -81,16 +86,17 @@ class AllocationRequestForm(forms.ModelForm):
         self.for_submission = for_submission
         self.checked: CheckedFields | None = None
         current = [self.initial.get("facility") or getattr(self.instance, "facility", "")]
+        facilities = facility_list()  # read once: the choices and the secure systems' fields
         self.fields["facility"].choices = [("", "---------")] + facility_choices(
-            extra=[*current, *extra_facilities]
+            extra=[*current, *extra_facilities], facilities=facilities
         )
         self.fields["pi_email"].widget.input_type = "email"
         self.fields[
             "gpu_hours"
         ].help_text = "Whole GPU hours, including the estimate's contingency."
-        self._add_facility_fields()
+        self._add_facility_fields(facilities)
 
-    def _add_facility_fields(self) -> None:
+    def _add_facility_fields(self, facilities: list[Facility]) -> None:
         """Each secure environment's own questions, shown for it alone; without JavaScript
         every one is on the page, under its system's name, and only the chosen one counts."""
         self.facility_groups: list[tuple[Facility, list[str]]] = []
@@ -99,7 +105,7 @@ class AllocationRequestForm(forms.ModelForm):
             for item in (getattr(self.instance, "facility_fields", None) or [])
             if isinstance(item, dict)
         }
-        for facility in facilities_asking_more():
+        for facility in facilities_asking_more(facilities):
             names = []
             for position, asked in enumerate(facility.request_fields):
                 name = f"{facility.name}__{position}"
