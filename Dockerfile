@@ -13,7 +13,9 @@ COPY pyproject.toml README.md ./
 COPY config ./config
 COPY advisor ./advisor
 COPY catalog ./catalog
+COPY catalog_schema ./catalog_schema
 COPY allocations ./allocations
+COPY web ./web
 RUN pip install .
 
 COPY . .

@@ -7,7 +7,8 @@ from typing import Any
 
 from django import forms
 
-from advisor.flowchart import AnswerError, Node, clean_answer, is_required
+from advisor.chart_walk import AnswerError, clean_answer, is_required
+from advisor.flowchart import Node
 
 
 class StepForm(forms.Form):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django import forms
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
@@ -19,6 +19,7 @@ from advisor.models import HfModelLookup
 from advisor.selectors import SUGGESTION_MIN_LENGTH, hf_model_suggestion_list
 from advisor.services import hf_model_lookup_request
 from config.ratelimits import rate_limited
+from web.partials import render_page
 
 
 class ModelLookupForm(forms.Form):
@@ -61,19 +62,19 @@ def lookup_start(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         lookup = hf_model_lookup_request(repo_id=form.cleaned_data["repo_id"])
         if request.htmx:
-            response = render(request, "advisor/lookup.html#hf-lookup", {"lookup": lookup})
+            context = {"lookup": lookup}
+            response = render_page(request, "advisor/lookup.html", context, partial="hf-lookup")
             return push_url(response, lookup_url(lookup))
         return redirect(lookup.get_absolute_url())
-    template = "advisor/lookup_start.html" + ("#lookup-form" if request.htmx else "")
-    return render(request, template, {"form": form, "min_length": SUGGESTION_MIN_LENGTH})
+    context = {"form": form, "min_length": SUGGESTION_MIN_LENGTH}
+    return render_page(request, "advisor/lookup_start.html", context, partial="lookup-form")
 
 
 @require_GET
 @vary_on_headers("HX-Request")
 def lookup_detail(request: HttpRequest, token) -> HttpResponse:
     lookup = get_object_or_404(HfModelLookup, token=token)
-    template = "advisor/lookup.html" + ("#hf-lookup" if request.htmx else "")
-    return render(request, template, {"lookup": lookup})
+    return render_page(request, "advisor/lookup.html", {"lookup": lookup}, partial="hf-lookup")
 
 
 @require_GET
@@ -82,16 +83,16 @@ def lookup_detail(request: HttpRequest, token) -> HttpResponse:
 def model_suggest(request: HttpRequest) -> HttpResponse:
     query = (request.GET.get("q") or request.GET.get("repo_id") or "")[:200]
     suggestions, note = hf_model_suggestion_list(query=query)
-    template = "advisor/model_suggestions.html" + ("#model-suggestions" if request.htmx else "")
-    return render(
+    return render_page(
         request,
-        template,
+        "advisor/model_suggestions.html",
         {
             "query": query,
             "suggestions": suggestions,
             "note": note,
             "min_length": SUGGESTION_MIN_LENGTH,
         },
+        partial="model-suggestions",
     )
 
 

@@ -9,7 +9,9 @@ assumption, so the researcher, the justification and the reviewer read the same 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 TRAINING_TASKS = {"full_finetune", "lora", "qlora", "pretrain"}
 
@@ -122,16 +124,24 @@ class ProjectPlan:
 
     def text(self) -> str:
         """The plan as plain lines, for the justification and the request form."""
-        rows = [
-            f"One run: {_h(self.per_run_compute)} GPU hours of compute + "
-            f"{_h(self.per_run_contingency)} contingency = {_h(self.per_run_requested)}."
-        ]
-        rows += [
-            f"{line.label}: {line.arithmetic} = {_h(line.gpu_hours)} GPU hours ({line.why})."
-            for line in self.lines
-        ]
-        rows.append(f"Total requested: {self.total_gpu_hours:,} GPU hours.")
-        return "\n".join(rows)
+        return plan_text(self.as_dict())
+
+
+def plan_text(plan: Mapping[str, Any]) -> str:
+    """A plan (ProjectPlan.as_dict, as stored on the session) as the lines a justification
+    lists."""
+    rows = [
+        f"One run: {_h(plan['per_run_compute'])} GPU hours of compute + "
+        f"{_h(plan['per_run_contingency'])} contingency = "
+        f"{_h(plan['per_run_requested'])} GPU hours."
+    ]
+    rows += [
+        f"{line['label']}: {line['arithmetic']} = {_h(line['gpu_hours'])} GPU hours "
+        f"({line['why']})."
+        for line in plan["lines"]
+    ]
+    rows.append(f"Total requested: {plan['total_gpu_hours']:,} GPU hours.")
+    return "\n".join(rows)
 
 
 def _h(hours: float) -> str:

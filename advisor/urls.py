@@ -1,6 +1,6 @@
 from django.urls import path
 
-from advisor import api, lookup_views, views
+from advisor import api, chart_views, lookup_views, result_views, views
 from advisor.embedding import embeddable
 
 app_name = "advisor"
@@ -11,7 +11,7 @@ _flow = [
     ("", views.flow_start, "start"),
     ("a/<uuid:session_id>/", views.flow_resume, "resume"),
     ("a/<uuid:session_id>/step/<str:step>/", views.flow_step, "step"),
-    ("a/<uuid:session_id>/result/", views.flow_result, "result"),
+    ("a/<uuid:session_id>/result/", result_views.flow_result, "result"),
 ]
 
 urlpatterns = [
@@ -20,9 +20,9 @@ urlpatterns = [
         path(f"embed/{route}", embeddable(view), {"embed": True}, name=f"embed-{name}")
         for route, view, name in _flow
     ),
-    path("chart/", views.chart_view, name="chart"),
+    path("chart/", chart_views.chart_view, name="chart"),
     path("api/estimate", api.estimate_api, name="api-estimate"),
-    path("a/<uuid:session_id>/chart/", views.session_chart_view, name="session-chart"),
+    path("a/<uuid:session_id>/chart/", chart_views.session_chart_view, name="session-chart"),
     path("lookups/", lookup_views.lookup_start, name="lookup-start"),
     path("lookups/<uuid:token>/", lookup_views.lookup_detail, name="lookup-detail"),
     path("models/suggest", lookup_views.model_suggest, name="model-suggest"),

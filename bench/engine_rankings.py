@@ -37,13 +37,8 @@ if "--engine-root" in sys.argv:
 
 from advisor.engine import estimate  # noqa: E402
 from advisor.engine.models import (  # noqa: E402
-    AcceleratorSpec,
-    BenchmarkSpec,
     CatalogSpec,
     EstimateRequest,
-    NodeTypeSpec,
-    PartitionSpec,
-    SystemSpec,
 )
 from catalog.benchmark_file import benchmark_file_read  # noqa: E402
 from catalog.data_schema import validate_catalog_file  # noqa: E402
@@ -80,95 +75,8 @@ def requests() -> dict[str, EstimateRequest]:
 def catalog_from_file(path: Path = DEFAULT_CATALOG) -> CatalogSpec:
     """The engine's catalog from a data file, as engine_catalog() builds it from the database
     after `manage.py load_catalog`: active and limited systems, non-retired node types."""
-    doc = validate_catalog_file(path)
-    systems = []
-    for sys_in in doc.systems:
-        if sys_in.status == "retired":
-            continue
-        nodes = [nt for nt in sys_in.node_types if nt.status != "retired"]
-        kept = {nt.name for nt in nodes}
-        partitions = []
-        for part in sys_in.partitions:
-            names = [n for n in part.node_types if n in kept]
-            if names:
-                partitions.append(
-                    PartitionSpec(
-                        name=part.name,
-                        slurm_partition=part.slurm_partition or None,
-                        node_types=names,
-                        max_wall_hours=part.max_wall_hours,
-                        max_gpus_per_job=part.max_gpus_per_job,
-                        max_nodes_per_job=part.max_nodes_per_job,
-                        gpu_request=part.gpu_request,
-                        constraint=part.constraint or None,
-                        qos=part.qos or None,
-                        notes=part.notes,
-                    )
-                )
-        systems.append(
-            SystemSpec(
-                **sys_in.model_dump(
-                    include={
-                        "name",
-                        "display_name",
-                        "operator",
-                        "kind",
-                        "scheduler",
-                        "status",
-                        "status_note",
-                        "notebooks",
-                        "data_sensitivity",
-                        "trial_gpu_hours",
-                        "price_per_gpu_hour",
-                        "currency",
-                        "typical_queue_wait_hours",
-                        "access_route",
-                        "queue_guidance",
-                        "modules",
-                        "tooling",
-                    }
-                ),
-                container=sys_in.container or None,
-                node_types=[
-                    NodeTypeSpec(
-                        **nt.model_dump(
-                            include={
-                                "name",
-                                "count",
-                                "gpus_per_node",
-                                "accelerator",
-                                "cpu_cores",
-                                "ram_gb",
-                                "intra_node_interconnect",
-                                "inter_node_interconnect",
-                                "inter_node_gbit_s",
-                                "price_per_gpu_hour",
-                                "status",
-                            }
-                        )
-                    )
-                    for nt in nodes
-                ],
-                partitions=partitions,
-            )
-        )
-    names = {s.name for s in systems}
-    shared = [b for _, b in benchmark_file_read(SHARED_BENCHMARKS)]
-    benchmarks = [
-        BenchmarkSpec(**b.model_dump(exclude={"strategy"}), strategy=b.strategy or None)
-        for b in [*doc.benchmarks, *shared]
-        if b.system is None or b.system in names
-    ]
-    used = {nt.accelerator for s in systems for nt in s.node_types}
-    used |= {b.accelerator for b in benchmarks}
-    known = {a.name for a in doc.accelerators}
-    benchmarks = [b for b in benchmarks if b.accelerator in known]
-    accelerators = [
-        AcceleratorSpec(**a.model_dump(include=set(AcceleratorSpec.model_fields)))
-        for a in sorted(doc.accelerators, key=lambda a: a.name)
-        if a.name in used
-    ]
-    return CatalogSpec(accelerators=accelerators, systems=systems, benchmarks=benchmarks)
+    shared = [bench for _, bench in benchmark_file_read(SHARED_BENCHMARKS)]
+    return validate_catalog_file(path).to_spec(shared_benchmarks=shared)
 
 
 GOAL = 1_000  # full rankings per CPU second, every request (issue 3, section 9)

@@ -46,6 +46,7 @@ LORA = [
     ("dataset_tokens", "20"),
     ("epochs", "3"),
     ("num_gpus", ""),
+    ("project_plan", "suggested"),
     ("data_sensitivity", "public"),
     ("timeline", ""),
     ("hpc_experience", "some"),

@@ -10,7 +10,7 @@ from django.db import transaction
 from catalog.benchmark_file import benchmark_file_read, fail
 from catalog.data_schema import BenchmarkIn
 from catalog.models import Accelerator, Benchmark, System
-from catalog.services import LoadSummary, _Upserter
+from catalog.services import LoadSummary, _Upserter, benchmark_row_values
 
 
 def benchmarks_validate(path: Path) -> list[BenchmarkIn]:
@@ -58,12 +58,9 @@ def benchmarks_load(*, path: Path, reset: bool = False) -> LoadSummary:
     up = _Upserter(summary)
     with transaction.atomic():
         for index, bench in enumerate(parsed):
-            values = bench.model_dump(exclude={"name", "accelerator", "system"})
-            for text_field in ("task", "precision"):
-                values[text_field] = values[text_field] or ""
-            values["accelerator"] = accelerators[bench.accelerator]
-            values["system"] = systems[bench.system] if bench.system else None
-            values["profile"] = None
+            values = benchmark_row_values(
+                bench, accelerators=accelerators, systems=systems, profile=None
+            )
             up.save(
                 Benchmark, {"name": bench.name}, values, where=f"row {index + 1} ({bench.name})"
             )

@@ -7,38 +7,71 @@ raises CatalogFileError whose message names the file, the entry and the field:
 
     catalog/data/default.json: systems[3] (jade2).node_types[0].gpus_per_node: Input should be
     greater than 0
+
+Each record extends the engine's spec of the same entry (catalog_schema: AcceleratorSpec,
+SystemSpec, ...), so a field the engine needs is declared once and a data file can give it.
+A record adds what only a file and the catalog keep (source, notes, dates, the seed's
+figures) and redeclares a field only to check input harder than the engine must (key
+patterns, positive figures, a required flag). Text the catalog stores as "" stays "" here;
+`CatalogFile.to_spec()` maps it to the engine's None, as advisor.engine_catalog does for rows.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     StringConstraints,
     ValidationError,
     model_validator,
 )
 
+from catalog_schema import (
+    AcceleratorSpec,
+    BenchmarkSpec,
+    CatalogSpec,
+    DataSensitivity,
+    Frozen,
+    InterNodeInterconnect,
+    IntraNodeInterconnect,
+    NodeTypeSpec,
+    PartitionSpec,
+    SystemKind,
+    SystemSpec,
+    SystemStatus,
+)
+
 Key = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=64)]
 BenchmarkKey = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=100)]
 Source = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)]
 Tflops = Annotated[float, Field(gt=0)]
-Sensitivity = Literal["public", "internal", "confidential", "restricted"]
-Status = Literal["active", "limited", "retired"]
+
+
+SpecT = TypeVar("SpecT", bound=Frozen)
 
 
 class CatalogFileError(Exception):
     """A data file that cannot be loaded; the message names file, entry and field."""
 
 
-class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _In(Frozen):
+    """Frozen, unknown keys refused; `not_in_file` names spec fields a file must not give."""
+
+    not_in_file: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_spec_only_fields(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name in cls.not_in_file:
+                if name in data:
+                    raise ValueError(f"{name}: not a data-file field")
+        return data
 
 
 class SeedValuesIn(_In):
@@ -56,7 +89,8 @@ class SeedValuesIn(_In):
     disagreement: str = ""  # where the seed and vendor data differ, and why
 
 
-class AcceleratorIn(_In):
+class AcceleratorIn(_In, AcceleratorSpec):
+    # Checked harder than the engine's spec.
     name: Key
     display_name: str = Field(min_length=1, max_length=200)
     vendor: str = Field(min_length=1, max_length=100)
@@ -69,9 +103,10 @@ class AcceleratorIn(_In):
     bf16_tflops: Tflops | None = None
     int8_tops: Tflops | None = None
     fp16_nontensor_tflops: Tflops | None = None
-    bf16_supported: bool
+    bf16_supported: bool  # a file states both flags
     tensor_cores: bool
     tdp_w: float | None = Field(default=None, gt=0)
+    # What the catalog keeps beside the spec.
     interconnect: str = Field(default="", max_length=300)
     launch: str = Field(default="", pattern=r"^(\d{4}-\d{2})?$")
     seed_values: list[SeedValuesIn] = Field(default_factory=list)
@@ -79,25 +114,27 @@ class AcceleratorIn(_In):
     source: Source
 
 
-class NodeTypeIn(_In):
+class NodeTypeIn(_In, NodeTypeSpec):
+    # Checked harder than the engine's spec.
     name: str = Field(min_length=1, max_length=100)
     count: int = Field(ge=0)
     gpus_per_node: int = Field(gt=0)
     accelerator: Key
     cpu_cores: int | None = Field(default=None, gt=0)
     ram_gb: float | None = Field(default=None, gt=0)
-    intra_node_interconnect: Literal["nvlink", "xelink", "infinity_fabric", "pcie", "none"]
-    inter_node_interconnect: Literal["infiniband", "omnipath", "ethernet", "none"]
+    intra_node_interconnect: IntraNodeInterconnect  # a file states both
+    inter_node_interconnect: InterNodeInterconnect
     inter_node_gbit_s: float | None = Field(default=None, gt=0)
-    interconnect_note: str = Field(default="", max_length=300)
     price_per_gpu_hour: float | None = Field(default=None, ge=0)
-    status: Status = "active"
+    # What the catalog keeps beside the spec.
+    interconnect_note: str = Field(default="", max_length=300)
     retired_on: dt.date | None = None
     notes: str = ""
     source: Source
 
 
-class PartitionIn(_In):
+class PartitionIn(_In, PartitionSpec):
+    # Checked harder than the engine's spec; "" (not None) for no value, as the catalog stores it.
     name: str = Field(min_length=1, max_length=100)
     slurm_partition: str = Field(default="", max_length=100)
     node_types: list[str] = Field(min_length=1)
@@ -107,7 +144,7 @@ class PartitionIn(_In):
     gpu_request: str = Field(pattern=r"\{n\}", max_length=200)
     constraint: str = Field(default="", max_length=200)
     qos: str = Field(default="", max_length=100)
-    notes: str = ""
+    # What the catalog keeps beside the spec.
     source: Source
 
 
@@ -120,44 +157,46 @@ class RequestFieldIn(_In):
     choices: list[str] = Field(default_factory=list)
 
 
-class SystemIn(_In):
+class SystemIn(_In, SystemSpec):
+    # The spec's per-tool sources come from the file's one `tooling_source`.
+    not_in_file: ClassVar[frozenset[str]] = frozenset({"tooling_sources"})
+
+    # Checked harder than the engine's spec (and stated, not defaulted).
     name: Key
     display_name: str = Field(min_length=1, max_length=200)
     operator: str = Field(default="", max_length=300)
-    kind: Literal["hpc_batch", "interactive", "cloud", "secure"]
+    kind: SystemKind
     scheduler: str = Field(min_length=1, max_length=100)
-    status: Status
+    status: SystemStatus
+    notebooks: bool
+    data_sensitivity: list[DataSensitivity] = Field(min_length=1)
+    trial_gpu_hours: float | None = Field(default=None, ge=0)
+    minimum_gpu_hours: float | None = Field(default=None, ge=0)
+    price_per_gpu_hour: float | None = Field(default=None, ge=0)
+    currency: str = Field(default="", max_length=10)
+    typical_queue_wait_hours: float | None = Field(default=None, ge=0)
+    container: str = Field(default="", max_length=300)  # "" (not None), as the catalog stores it
+    # Tool name -> True (supported), False (not supported), None (unknown: an empty cell).
+    tooling: dict[Annotated[str, StringConstraints(min_length=1, max_length=100)], bool | None] = (
+        Field(default_factory=dict)
+    )
+    # A secure environment may list no hardware (it is provisioned per project).
+    node_types: list[NodeTypeIn] = Field(default_factory=list)
+    partitions: list[PartitionIn] = Field(default_factory=list)
+    # What the catalog keeps beside the spec.
     status_since: dt.date | None = None
     status_note: str = ""
     closed_to_new_users_on: dt.date | None = None
     compute_ends_on: dt.date | None = None
     access_ends_on: dt.date | None = None
-    notebooks: bool
     notebook_note: str = ""
-    data_sensitivity: list[Sensitivity] = Field(min_length=1)
     # What the operator documents about the data it may hold, citing it; where nothing
     # establishes more than public data, the note says so.
     data_sensitivity_note: str = ""
-    trial_gpu_hours: float | None = Field(default=None, ge=0)
-    minimum_gpu_hours: float | None = Field(default=None, ge=0)
     request_fields: list[RequestFieldIn] = Field(default_factory=list)
     trial_note: str = ""
-    price_per_gpu_hour: float | None = Field(default=None, ge=0)
-    currency: str = Field(default="", max_length=10)
     price_note: str = ""
-    typical_queue_wait_hours: float | None = Field(default=None, ge=0)
-    access_route: str = ""
-    queue_guidance: str = ""
-    modules: list[str] = Field(default_factory=list)
-    container: str = Field(default="", max_length=300)
-    # Tool name -> True (supported), False (not supported), None (unknown: an empty cell).
-    tooling: dict[Annotated[str, StringConstraints(min_length=1, max_length=100)], bool | None] = (
-        Field(default_factory=dict)
-    )
     tooling_source: str = Field(default="", max_length=300)
-    # A secure environment may list no hardware (it is provisioned per project).
-    node_types: list[NodeTypeIn] = Field(default_factory=list)
-    partitions: list[PartitionIn] = Field(default_factory=list)
     notes: str = ""
     source: Source
 
@@ -171,15 +210,14 @@ class SystemIn(_In):
         return self
 
 
-class BenchmarkIn(_In):
+class BenchmarkIn(_In, BenchmarkSpec):
+    # Checked harder than the engine's spec; strategy "" (not None), as the catalog stores it.
     name: BenchmarkKey
     accelerator: Key
     system: Key | None = None
     model: str = Field(min_length=1, max_length=200)
     params: int | None = Field(default=None, gt=0)
-    task: Literal["inference", "full_finetune", "lora", "qlora", "pretrain"] | None = None
     strategy: str = Field(default="", max_length=30)
-    precision: Literal["fp32", "fp16", "bf16", "int8", "int4"] | None = None
     num_gpus: int = Field(default=1, ge=1)
     batch_size: int | None = Field(default=None, ge=1)
     seq_len: int | None = Field(default=None, ge=1)
@@ -188,9 +226,6 @@ class BenchmarkIn(_In):
     mfu: float | None = Field(default=None, gt=0, le=1)
     hidden_size: int | None = Field(default=None, ge=1)
     num_layers: int | None = Field(default=None, ge=1)
-    gradient_checkpointing: bool | None = None
-    outcome: Literal["completed", "out_of_memory"] = "completed"
-    notes: str = ""
     source: Source
 
 
@@ -211,6 +246,79 @@ class CatalogFile(_In):
     accelerators: list[AcceleratorIn] = Field(min_length=1)
     systems: list[SystemIn] = Field(min_length=1)
     benchmarks: list[BenchmarkIn] = Field(default_factory=list)
+
+    def to_spec(
+        self, *, shared_benchmarks: Sequence[BenchmarkIn] = (), include_retired: bool = False
+    ) -> CatalogSpec:
+        """The engine's catalog from this file without a database: what
+        advisor.engine_catalog.engine_catalog() builds from the rows after `manage.py
+        load_catalog` (and `load_benchmarks` for `shared_benchmarks`), in the same order.
+        Retired systems and node types are left out unless `include_retired`."""
+        position = {name: i for i, name in enumerate(self.tools)}
+        systems = [
+            _system_spec(system, include_retired=include_retired, tool_position=position)
+            for system in sorted(self.systems, key=lambda s: s.display_name)
+            if include_retired or system.status != "retired"
+        ]
+        names = {system.name for system in systems}
+        by_name = {acc.name: acc for acc in self.accelerators}
+        benchmarks = [
+            bench
+            for bench in [*self.benchmarks, *shared_benchmarks]
+            if bench.accelerator in by_name and (bench.system is None or bench.system in names)
+        ]
+        benchmarks.sort(
+            key=lambda b: (by_name[b.accelerator].vendor, b.accelerator, b.model, b.name)
+        )
+        used = {nt.accelerator for system in systems for nt in system.node_types}
+        used |= {bench.accelerator for bench in benchmarks}
+        return CatalogSpec(
+            accelerators=[_spec(by_name[name], AcceleratorSpec) for name in sorted(used)],
+            systems=systems,
+            benchmarks=[
+                _spec(bench, BenchmarkSpec, strategy=bench.strategy or None) for bench in benchmarks
+            ],
+        )
+
+
+def _spec(record: _In, spec: type[SpecT], **given: Any) -> SpecT:
+    """The spec `record` extends, with its own fields and `given` ones replacing some."""
+    values = {name: getattr(record, name) for name in spec.model_fields if name not in given}
+    return spec.model_validate({**values, **given})
+
+
+def _system_spec(
+    system: SystemIn, *, include_retired: bool, tool_position: dict[str, int]
+) -> SystemSpec:
+    node_types = sorted(
+        (nt for nt in system.node_types if include_retired or nt.status != "retired"),
+        key=lambda nt: nt.name,
+    )
+    kept = {nt.name for nt in node_types}
+    partitions = []
+    for partition in sorted(system.partitions, key=lambda p: p.name):
+        names = sorted(name for name in partition.node_types if name in kept)
+        if names:
+            partitions.append(
+                _spec(
+                    partition,
+                    PartitionSpec,
+                    node_types=names,
+                    slurm_partition=partition.slurm_partition or None,
+                    constraint=partition.constraint or None,
+                    qos=partition.qos or None,
+                )
+            )
+    tools = sorted(system.tooling, key=lambda t: (tool_position.get(t, len(tool_position)), t))
+    return _spec(
+        system,
+        SystemSpec,
+        container=system.container or None,
+        tooling={tool: system.tooling[tool] for tool in tools},
+        tooling_sources=dict.fromkeys(tools, system.tooling_source),
+        node_types=[_spec(nt, NodeTypeSpec) for nt in node_types],
+        partitions=partitions,
+    )
 
 
 # --- Reading and checking ---------------------------------------------------------------------

@@ -23,6 +23,23 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
+import catalog_schema
+
+
+def _empty_or(field: str, *, name: str, **bound: float) -> models.CheckConstraint:
+    """A figure the catalog may leave empty but never set out of range: `gt=0` or `gte=0`."""
+    ((lookup, value),) = bound.items()
+    return models.CheckConstraint(
+        condition=Q(**{f"{field}__isnull": True}) | Q(**{f"{field}__{lookup}": value}), name=name
+    )
+
+
+def text_choices(name: str, labels: dict[str, str]) -> type[models.TextChoices]:
+    """Django choices for one of catalog_schema's enumerations: values and labels are defined
+    there, once; members are the values upper-cased (`SystemStatus.RETIRED == "retired"`)."""
+    members = [(value.upper(), (value, label)) for value, label in labels.items()]
+    return models.TextChoices(name, members, module=__name__)
+
 
 def _holds_nul(value) -> bool:
     if isinstance(value, str):
@@ -101,7 +118,7 @@ class CatalogQuerySet(models.QuerySet):
 CatalogManager = models.Manager.from_queryset(CatalogQuerySet)
 
 
-TIE_BREAKERS = ("deadline", "cost", "gpu_class", "queue", "gpus")
+TIE_BREAKERS = catalog_schema.DEFAULT_TIE_BREAKERS
 
 
 def validate_tie_breakers(value) -> None:
@@ -193,47 +210,19 @@ class Accelerator(models.Model):
             models.CheckConstraint(
                 condition=Q(memory_bandwidth_gb_s__gt=0), name="catalog_acc_bandwidth_gt_0"
             ),
-            models.CheckConstraint(
-                condition=Q(bf16_tflops__isnull=True) | Q(bf16_tflops__gt=0),
-                name="catalog_acc_bf16_gt_0",
-            ),
-            models.CheckConstraint(
-                condition=Q(fp16_tflops__isnull=True) | Q(fp16_tflops__gt=0),
-                name="catalog_acc_fp16_gt_0",
-            ),
-            models.CheckConstraint(
-                condition=Q(fp32_tflops__isnull=True) | Q(fp32_tflops__gt=0),
-                name="catalog_acc_fp32_gt_0",
-            ),
+            _empty_or("bf16_tflops", gt=0, name="catalog_acc_bf16_gt_0"),
+            _empty_or("fp16_tflops", gt=0, name="catalog_acc_fp16_gt_0"),
+            _empty_or("fp32_tflops", gt=0, name="catalog_acc_fp32_gt_0"),
         ]
 
     def __str__(self) -> str:
         return self.display_name
 
 
-class SystemKind(models.TextChoices):
-    HPC_BATCH = "hpc_batch", "HPC batch"
-    INTERACTIVE = "interactive", "Interactive cluster"
-    CLOUD = "cloud", "Cloud"
-    # A Trusted Research Environment or secure enclave: its own access route for sensitive data.
-    SECURE = "secure", "Secure environment (TRE)"
-
-
-class SystemStatus(models.TextChoices):
-    ACTIVE = "active", "Active"
-    LIMITED = "limited", "Limited"
-    RETIRED = "retired", "Retired"
-
-
-class DataSensitivity(models.TextChoices):
-    """Our four levels, shared by the catalog (what a system allows) and allocation requests
-    (what the data is); the engine's DataSensitivity has the same values. The Turing form shows
-    only "Public non-sensitive"."""
-
-    PUBLIC = "public", "Public non-sensitive"
-    INTERNAL = "internal", "Internal"
-    CONFIDENTIAL = "confidential", "Confidential"
-    RESTRICTED = "restricted", "Restricted"
+SystemKind = text_choices("SystemKind", catalog_schema.SYSTEM_KIND_LABELS)
+SystemStatus = text_choices("SystemStatus", catalog_schema.SYSTEM_STATUS_LABELS)
+# Shared by the catalog (what a system allows) and allocation requests (what the data is).
+DataSensitivity = text_choices("DataSensitivity", catalog_schema.DATA_SENSITIVITY_LABELS)
 
 
 def validate_sensitivity_levels(value) -> None:
@@ -302,18 +291,9 @@ class System(models.Model):
     class Meta:
         ordering = ["display_name"]
         constraints = [
-            models.CheckConstraint(
-                condition=Q(trial_gpu_hours__isnull=True) | Q(trial_gpu_hours__gte=0),
-                name="catalog_system_trial_gte_0",
-            ),
-            models.CheckConstraint(
-                condition=Q(minimum_gpu_hours__isnull=True) | Q(minimum_gpu_hours__gte=0),
-                name="catalog_system_minimum_gte_0",
-            ),
-            models.CheckConstraint(
-                condition=Q(price_per_gpu_hour__isnull=True) | Q(price_per_gpu_hour__gte=0),
-                name="catalog_system_price_gte_0",
-            ),
+            _empty_or("trial_gpu_hours", gte=0, name="catalog_system_trial_gte_0"),
+            _empty_or("minimum_gpu_hours", gte=0, name="catalog_system_minimum_gte_0"),
+            _empty_or("price_per_gpu_hour", gte=0, name="catalog_system_price_gte_0"),
             models.CheckConstraint(
                 condition=Q(typical_queue_wait_hours__isnull=True)
                 | Q(typical_queue_wait_hours__gte=0),
@@ -335,19 +315,12 @@ class System(models.Model):
         return self.status == SystemStatus.RETIRED
 
 
-class IntraNodeInterconnect(models.TextChoices):
-    NVLINK = "nvlink", "NVLink"
-    XELINK = "xelink", "Xe Link"
-    INFINITY_FABRIC = "infinity_fabric", "Infinity Fabric"
-    PCIE = "pcie", "PCIe"
-    NONE = "none", "None (one GPU)"
-
-
-class InterNodeInterconnect(models.TextChoices):
-    INFINIBAND = "infiniband", "InfiniBand"
-    OMNIPATH = "omnipath", "Omni-Path"
-    ETHERNET = "ethernet", "Ethernet"
-    NONE = "none", "None"
+IntraNodeInterconnect = text_choices(
+    "IntraNodeInterconnect", catalog_schema.INTRA_NODE_INTERCONNECT_LABELS
+)
+InterNodeInterconnect = text_choices(
+    "InterNodeInterconnect", catalog_schema.INTER_NODE_INTERCONNECT_LABELS
+)
 
 
 class NodeType(models.Model):
@@ -388,14 +361,8 @@ class NodeType(models.Model):
                 condition=Q(gpus_per_node__gte=0), name="catalog_nodetype_gpus_gte_0"
             ),
             models.CheckConstraint(condition=Q(count__gte=0), name="catalog_nodetype_count_gte_0"),
-            models.CheckConstraint(
-                condition=Q(ram_gb__isnull=True) | Q(ram_gb__gt=0),
-                name="catalog_nodetype_ram_gt_0",
-            ),
-            models.CheckConstraint(
-                condition=Q(price_per_gpu_hour__isnull=True) | Q(price_per_gpu_hour__gte=0),
-                name="catalog_nodetype_price_gte_0",
-            ),
+            _empty_or("ram_gb", gt=0, name="catalog_nodetype_ram_gt_0"),
+            _empty_or("price_per_gpu_hour", gte=0, name="catalog_nodetype_price_gte_0"),
         ]
 
     def __str__(self) -> str:
@@ -428,10 +395,7 @@ class Partition(models.Model):
         ordering = ["system", "name"]
         constraints = [
             models.UniqueConstraint(fields=["system", "name"], name="catalog_partition_unique"),
-            models.CheckConstraint(
-                condition=Q(max_wall_hours__isnull=True) | Q(max_wall_hours__gt=0),
-                name="catalog_partition_wall_gt_0",
-            ),
+            _empty_or("max_wall_hours", gt=0, name="catalog_partition_wall_gt_0"),
         ]
 
     def __str__(self) -> str:
@@ -472,25 +436,9 @@ class ToolingSupport(models.Model):
         return f"{self.system.name} / {self.tool.name}: {word}"
 
 
-class BenchmarkTask(models.TextChoices):
-    INFERENCE = "inference", "Inference"
-    FULL_FINETUNE = "full_finetune", "Full fine-tuning"
-    LORA = "lora", "LoRA"
-    QLORA = "qlora", "QLoRA"
-    PRETRAIN = "pretrain", "Pre-training"
-
-
-class BenchmarkPrecision(models.TextChoices):
-    FP32 = "fp32", "FP32"
-    FP16 = "fp16", "FP16"
-    BF16 = "bf16", "BF16"
-    INT8 = "int8", "INT8"
-    INT4 = "int4", "INT4"
-
-
-class BenchmarkOutcome(models.TextChoices):
-    COMPLETED = "completed", "Completed"
-    OUT_OF_MEMORY = "out_of_memory", "Out of memory"
+BenchmarkTask = text_choices("BenchmarkTask", catalog_schema.TASK_LABELS)
+BenchmarkPrecision = text_choices("BenchmarkPrecision", catalog_schema.PRECISION_LABELS)
+BenchmarkOutcome = text_choices("BenchmarkOutcome", catalog_schema.BENCHMARK_OUTCOME_LABELS)
 
 
 class BenchmarkSourceKind(models.TextChoices):
@@ -555,10 +503,7 @@ class Benchmark(models.Model):
         ordering = ["accelerator", "model", "name"]
         constraints = [
             models.CheckConstraint(condition=Q(num_gpus__gte=1), name="catalog_bench_gpus_gte_1"),
-            models.CheckConstraint(
-                condition=Q(tokens_per_second__isnull=True) | Q(tokens_per_second__gt=0),
-                name="catalog_bench_tps_gt_0",
-            ),
+            _empty_or("tokens_per_second", gt=0, name="catalog_bench_tps_gt_0"),
             models.CheckConstraint(
                 condition=Q(mfu__isnull=True) | (Q(mfu__gt=0) & Q(mfu__lte=1)),
                 name="catalog_bench_mfu_range",

@@ -11,6 +11,7 @@ from django.db.models import Model
 from django.utils import timezone
 
 from catalog.data_schema import (
+    BenchmarkIn,
     CatalogFile,
     CatalogFileError,
     display_path,
@@ -177,33 +178,54 @@ def catalog_is_empty() -> bool:
     return not Profile.objects.exists()
 
 
+def _refuse_other_profiles_rows(
+    model: type[System | Benchmark],
+    entries: list,
+    key: str,
+    *,
+    doc: CatalogFile,
+    path: Path,
+    why: str = "",
+) -> None:
+    """Raise CatalogFileError if an entry's name is another profile's row (names are unique
+    across profiles), naming the first such entry."""
+    owners = dict(
+        model.objects.filter(name__in=[entry.name for entry in entries])
+        .exclude(profile__name=doc.profile.name)
+        .values_list("name", "profile__name")
+    )
+    for index, entry in enumerate(entries):
+        if entry.name in owners:
+            raise CatalogFileError(
+                f"{display_path(path)}: {key}[{index}] ({entry.name}).name: already belongs "
+                f"to profile {owners[entry.name]!r}" + (f"; {why}" if why else "")
+            )
+
+
+def benchmark_row_values(
+    bench: BenchmarkIn,
+    *,
+    accelerators: dict[str, Accelerator],
+    systems: dict[str, System],
+    profile: Profile | None,
+) -> dict:
+    """A Benchmark row's values from a file's record (a profile's, or None: shared)."""
+    values = bench.model_dump(exclude={"name", "accelerator", "system"})
+    for text_field in ("task", "precision"):
+        values[text_field] = values[text_field] or ""  # the catalog stores "no value" as ""
+    values["accelerator"] = accelerators[bench.accelerator]
+    values["system"] = systems[bench.system] if bench.system else None
+    values["profile"] = profile
+    return values
+
+
 def _write(doc: CatalogFile, path: Path, *, activate: bool, reset: bool) -> LoadSummary:
     summary = LoadSummary(profile=doc.profile.name, path=path, reset=reset)
     up = _Upserter(summary)
 
-    owners = dict(
-        System.objects.filter(name__in=[s.name for s in doc.systems])
-        .exclude(profile__name=doc.profile.name)
-        .values_list("name", "profile__name")
-    )
-    for index, sys_in in enumerate(doc.systems):
-        if sys_in.name in owners:
-            raise CatalogFileError(
-                f"{display_path(path)}: systems[{index}] ({sys_in.name}).name: already belongs "
-                f"to profile {owners[sys_in.name]!r}; a system can be in one profile only"
-            )
-
-    owners = dict(
-        Benchmark.objects.filter(name__in=[b.name for b in doc.benchmarks])
-        .exclude(profile__name=doc.profile.name)
-        .values_list("name", "profile__name")
-    )
-    for index, bench in enumerate(doc.benchmarks):
-        if bench.name in owners:
-            raise CatalogFileError(
-                f"{display_path(path)}: benchmarks[{index}] ({bench.name}).name: already belongs "
-                f"to profile {owners[bench.name]!r}"
-            )
+    one_profile = "a system can be in one profile only"
+    _refuse_other_profiles_rows(System, doc.systems, "systems", doc=doc, path=path, why=one_profile)
+    _refuse_other_profiles_rows(Benchmark, doc.benchmarks, "benchmarks", doc=doc, path=path)
 
     if activate:
         Profile.objects.exclude(name=doc.profile.name).filter(is_active=True).update(
@@ -238,7 +260,14 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool, reset: bool) -> Load
     for i, sys_in in enumerate(doc.systems):
         where = f"systems[{i}] ({sys_in.name})"
         values = sys_in.model_dump(
-            exclude={"name", "node_types", "partitions", "tooling", "tooling_source"}
+            exclude={
+                "name",
+                "node_types",
+                "partitions",
+                "tooling",
+                "tooling_source",
+                "tooling_sources",
+            }
         )
         system = up.save(System, {"name": sys_in.name}, {"profile": profile, **values}, where=where)
         systems[sys_in.name] = system
@@ -286,12 +315,9 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool, reset: bool) -> Load
     up.delete(profile.systems.exclude(name__in=list(systems)), where="systems")
 
     for i, bench in enumerate(doc.benchmarks):
-        values = bench.model_dump(exclude={"name", "accelerator", "system"})
-        for text_field in ("task", "precision"):
-            values[text_field] = values[text_field] or ""
-        values["accelerator"] = accelerators[bench.accelerator]
-        values["system"] = systems[bench.system] if bench.system else None
-        values["profile"] = profile
+        values = benchmark_row_values(
+            bench, accelerators=accelerators, systems=systems, profile=profile
+        )
         up.save(Benchmark, {"name": bench.name}, values, where=f"benchmarks[{i}] ({bench.name})")
     # The institute's own runs are not in the data file: a reload keeps them, even with reset.
     up.delete(

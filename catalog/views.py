@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
@@ -13,6 +12,7 @@ from catalog.selectors import (
     profiles_loaded,
     secure_systems,
 )
+from web.partials import render_page
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -77,5 +77,4 @@ def systems(request: HtmxHttpRequest) -> HttpResponse:
         "sort": sort,
         "secure_systems": secure_systems(profile=profile),
     }
-    template = "catalog/systems.html" + ("#catalog-table" if request.htmx else "")
-    return render(request, template, context)
+    return render_page(request, "catalog/systems.html", context, partial="catalog-table")

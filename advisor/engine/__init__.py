@@ -17,7 +17,7 @@ from advisor.engine.compute import training_flops_per_token
 from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import framework_for
 from advisor.engine.justification import draft
-from advisor.engine.memory import Workload, memory_per_gpu
+from advisor.engine.memory import PHASES, Workload, memory_per_gpu
 from advisor.engine.models import (
     Assumption,
     CatalogSpec,
@@ -331,6 +331,22 @@ def _assumptions(
         ),
         _memory_uncertainty_assumption(wl.task),
     ]
+    if wl.training:
+        phase = best.option.memory.peak_phase if best is not None else ""
+        out.append(
+            Assumption.model_construct(
+                name="Peak of a step",
+                value=(f"at the {PHASES[phase]}; " if phase in PHASES else "")
+                + "the larger of the end of the forward pass and the optimizer step, not the "
+                "sum of every component: PyTorch 2 stacks free gradients between steps "
+                "(zero_grad(set_to_none=True)); gradient accumulation, PyTorch 1.x stacks "
+                "(assumed on pre-Ampere NVIDIA GPUs) and persistent gradient buffers "
+                "(DeepSpeed, Megatron) keep them beside the activations",
+                source="torch.optim.Optimizer.zero_grad docs (set_to_none default True since "
+                "PyTorch 2.0); PyTorch blog 'Understanding GPU Memory 1' (memory snapshot of a "
+                "training step: activations peak after forward, gradients after backward)",
+            )
+        )
     if wl.weight_format == "int4":
         nf4 = c.NF4_DOUBLE_QUANT if wl.double_quant else c.NF4_CONSTANTS
         default = " (default)" if request.double_quant is None else ""

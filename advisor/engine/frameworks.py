@@ -37,8 +37,13 @@ class Framework:
     checkpoint_levels: tuple[str, ...]
     # Fraction of the GPU an inference server reserves up front (what nvidia-smi shows).
     preallocates: float | None = None
-    # Extra bytes per GPU the library holds beyond the CUDA context (server workspaces).
+    # Extra bytes per GPU the library holds beyond the CUDA context (server workspaces,
+    # communication buckets allocated once).
     overhead_bytes: float = 0
+    # True: gradients live in a buffer allocated once and kept between steps, so they exist
+    # during the forward pass too; False: zero_grad(set_to_none=True) (PyTorch >= 2.0)
+    # frees them after each optimizer step (memory.py, the phases of a step).
+    keeps_gradients: bool = False
     launcher: str  # how the sbatch script starts it
     source: str
     # Whether a 4-bit base keeps the LM head 4-bit too: False for transformers' bitsandbytes
@@ -95,16 +100,17 @@ TRAINING_FRAMEWORKS = {
         name="Unsloth",
         kind="training",
         checkpointing={"qlora": "full", "lora": "full", "full_finetune": "full"},
-        # Its fused cross-entropy kernel keeps the 16-bit logits and one fp32 log-sum-exp
-        # per row instead of fp32 copies of the whole logit tensor.
-        logits_bytes=2,
+        # Since December 2024 Unsloth computes the loss with Apple's Cut Cross-Entropy: the
+        # logits are formed block by block in on-chip memory and never stored whole, so no
+        # tensor of tokens x vocabulary exists (Wijmans et al. 2024, arXiv:2411.09009).
+        logits_bytes=0.0,
         offloads_checkpoints=True,
         checkpoint_levels=("none", "full"),
         launcher="python",
         source="unslothai/unsloth README: FastLanguageModel.get_peft_model("
         "use_gradient_checkpointing='unsloth') offloads checkpointed activations to system "
-        "RAM; fast_cross_entropy_loss (unsloth/kernels/cross_entropy_loss.py) computes the "
-        "loss without an fp32 copy of the logits",
+        "RAM; unsloth.ai/blog/llama3-3: the loss uses Apple's Cut Cross-Entropy (Wijmans et al. "
+        "2024, arXiv:2411.09009), which never materialises the logits",
         quantises_head=False,
     ),
     "axolotl": Framework(
@@ -135,9 +141,17 @@ TRAINING_FRAMEWORKS = {
         kind="training",
         checkpointing={},
         checkpoint_levels=("none", "full"),
+        # ZeRO's default reduce bucket: reduce_bucket_size 5e8 elements of 16-bit gradients,
+        # a buffer allocated once per GPU.
+        overhead_bytes=5e8 * 2,
+        # ZeRO stage 1/2 copy gradients into a partition buffer kept across steps
+        # (contiguous_gradients).
+        keeps_gradients=True,
         launcher="deepspeed",
         source="DeepSpeed config docs: bf16/fp16 modes keep fp32 master weights in the "
-        "optimizer (ZeRO paper accounting); activation_checkpointing is off unless configured",
+        "optimizer (ZeRO paper accounting); activation_checkpointing is off unless "
+        "configured; zero_optimization defaults reduce_bucket_size and allgather_bucket_size "
+        "5e8 elements, contiguous_gradients (gradients copied into one buffer as produced)",
     ),
     "megatron": Framework(
         key="megatron",
@@ -148,10 +162,14 @@ TRAINING_FRAMEWORKS = {
         # keeps one fp32 copy for the softmax.
         logits_bytes=2 + 4,
         checkpoint_levels=("none", "selective", "full"),
+        # Megatron's DistributedDataParallel accumulates into a contiguous main_grad buffer
+        # allocated at start-up and zeroed, not freed, between steps.
+        keeps_gradients=True,
         launcher="torchrun",
         source="Megatron-LM arguments (--recompute-granularity selective|full; Korthikanti "
         "et al. 2022, arXiv:2205.05198 section 4 for selective recomputation); "
-        "megatron/core/tensor_parallel/cross_entropy.py (vocab-parallel cross-entropy)",
+        "megatron/core/tensor_parallel/cross_entropy.py (vocab-parallel cross-entropy); "
+        "megatron/core/distributed/distributed_data_parallel.py (contiguous grad buffer)",
     ),
 }
 

@@ -3,6 +3,17 @@
 The numbers are bytes. Each component is computed from the tensors that are alive at the peak
 (see constants.py for the sources); `total_bytes` adds the CUDA context and the caching
 allocator's reserve so that it matches what nvidia-smi shows.
+
+A training step does not hold every tensor at once. The peak is the larger of two moments
+(`PHASES`): the end of the forward pass, where every saved activation and the logits are alive,
+and the end of the backward pass / the optimizer step, where every gradient is alive and the
+activations are gone (backward frees each layer's saved tensors as it writes that layer's
+gradients). Between the two, what backward has freed and what it has allocated trade places
+layer by layer, so neither moment is exceeded. Whether gradients also exist during the forward
+pass depends on the stack: `zero_grad(set_to_none=True)`, the default since PyTorch 2.0
+(torch.optim.Optimizer.zero_grad docs; transformers' Trainer and torchtune call it), frees
+them after each step; PyTorch 1.x zeroed them in place, and Megatron and DeepSpeed keep them in
+contiguous buffers allocated once (`Workload.keeps_gradients`).
 """
 
 from __future__ import annotations
@@ -57,6 +68,13 @@ COMPONENT_LABELS = {
 }
 COMPONENTS = tuple(COMPONENT_LABELS)
 
+# The moment of a step that sets the peak, with its words for people.
+PHASES = {
+    "forward": "end of the forward pass (activations and logits alive)",
+    "optimizer": "end of backward / optimizer step (all gradients alive, activations freed)",
+    "inference": "prefill and generation",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Workload:
@@ -89,6 +107,10 @@ class Workload:
     selective_recompute: bool = False
     # Whether a 4-bit base quantises the LM head (frameworks.Framework.quantises_head).
     quantises_head: bool | None = None
+    # Whether the gradients of the last step still exist during the forward pass: False for
+    # PyTorch >= 2.0 stacks (zero_grad(set_to_none=True) frees them), True for PyTorch 1.x
+    # (zero_grad zeroed in place) and for stacks with a persistent gradient buffer.
+    keeps_gradients: bool = False
 
     @property
     def training(self) -> bool:
@@ -302,11 +324,15 @@ def training_activations(
     (`module.bfloat16()`, fp32 master weights live in the optimizer) and FSDP computes with
     `MixedPrecision.param_dtype`, so under those (`sixteen_bit_params`) the stream, and the
     layer inputs checkpointing keeps, are 16-bit. Norm inputs stay fp32 under autocast either
-    way: layer_norm autocasts to fp32 and saves that copy.
+    way: layer_norm autocasts to fp32 and saves that copy. Adapters train on a base stored in
+    16 bits, so their stream is 16-bit too.
     """
     layers = shape.total_layers
     per_layer = training_activations_per_layer(shape, wl, tp=tp)
-    fp32_stream = wl.autocast and not sixteen_bit_params
+    # LoRA and QLoRA load the frozen base in 16-bit (or 4-bit with a 16-bit compute dtype):
+    # the embedding output and every residual add are 16-bit even under autocast, only the
+    # norms upcast inside the layer (counted per layer).
+    fp32_stream = wl.autocast and not sixteen_bit_params and not wl.adapters
     residual_bytes = 4 if fp32_stream else wl.act_bytes
     sbh = wl.seq_len * wl.batch_size * shape.hidden_size * residual_bytes
     embeddings_and_final_norm = 2 * sbh
@@ -512,8 +538,23 @@ class MemoryModel:
         context = self.context + (c.NCCL_BUFFERS.value if n > 1 else 0)
         return weights, grads, optim, constants, workspace, flow, context
 
+    def _first_gradient(self, grads: float) -> float:
+        """Gradient bytes that exist when backward starts with all activations still alive:
+        the LM head's weight gradient, the first one backward writes (its share of the
+        trainable parameters). Adapters leave the head frozen."""
+        shape, wl = self.shape, self.wl
+        if not wl.training or wl.keeps_gradients or wl.optimizer_in_backward:
+            return grads
+        if wl.adapters:
+            return 0.0
+        head = shape.vocab_size * shape.hidden_size
+        return grads * min(1.0, head / max(shape.params_total, 1))
+
     def linear(self, strategy: str, n: int, level: str, optimizer: str) -> tuple[float, float]:
-        """(fixed bytes, bytes per sample of micro-batch): total = fixed + micro x per-sample."""
+        """(fixed bytes, bytes per sample of micro-batch): total = fixed + micro x per-sample
+        for a step with gradient accumulation, where the gradients of the earlier micro-steps
+        are alive during every forward pass. A step without accumulation may need less
+        (`step_total`); this form never under-states it."""
         key = (strategy, n, level, optimizer)
         found = self._linear.get(key)
         if found is not None:
@@ -527,6 +568,20 @@ class MemoryModel:
         found = self._linear[key] = (fixed, (flow[0] + flow[1] + flow[2]) * frag)
         return found
 
+    def step_total(
+        self, strategy: str, n: int, level: str, optimizer: str, micro: int, accumulation: int
+    ) -> float:
+        """Peak bytes per GPU of a step: the larger of its phases (module docstring)."""
+        fixed, per_sample = self.linear(strategy, n, level, optimizer)
+        if accumulation > 1 or not self.wl.training or self.wl.keeps_gradients:
+            return fixed + micro * per_sample
+        _, grads, _, _, workspace, _, _ = self._layout(strategy, n, level, optimizer)
+        frag = 1 + c.ALLOCATOR_FRAGMENTATION.value
+        without_grads = fixed - grads * frag
+        forward = without_grads + self._first_gradient(grads) * frag + micro * per_sample
+        optimizer_step = without_grads - workspace * frag + grads * frag
+        return max(forward, optimizer_step)
+
     def per_gpu(
         self,
         strategy: str,
@@ -534,15 +589,29 @@ class MemoryModel:
         micro: int | None = None,
         level: str | None = None,
         optimizer: str | None = None,
-    ) -> dict[str, int]:
+        accumulation: int | None = None,
+    ) -> dict:
+        """Bytes per GPU by component at the step's peak, with `peak_phase` naming the
+        moment (PHASES). Without `accumulation`, a micro-batch smaller than the batch means
+        the batch is accumulated."""
         wl = self.wl
         micro = wl.batch_size if micro is None else micro
         level = self.default_level if level is None else level
         optimizer = wl.optimizer if optimizer is None else optimizer
+        if accumulation is None:
+            accumulation = max(1, math.ceil(wl.batch_size / max(micro, 1)))
         weights, grads, optim, constants, workspace, flow, context = self._layout(
             strategy, n, level, optimizer
         )
         activations, logits, kv = (x * micro for x in flow)
+        phase = "inference" if not wl.training else "forward"
+        if wl.training and accumulation == 1 and not wl.keeps_gradients:
+            first = self._first_gradient(grads)
+            forward = first + activations + logits + kv + workspace
+            if grads > forward:  # the optimizer step holds more than the forward pass
+                phase, activations, logits, kv, workspace = "optimizer", 0.0, 0.0, 0.0, 0.0
+            else:
+                grads = first
         # Fragmentation hits what is allocated and freed every step; tensors allocated once
         # keep only the allocator's rounding (up to 2 MiB per block).
         dynamic = grads + activations + logits + kv + workspace
@@ -562,4 +631,5 @@ class MemoryModel:
             "allocator_reserve": int(reserve),
         }
         parts["total_bytes"] = sum(parts.values())
+        parts["peak_phase"] = phase
         return parts

@@ -1,18 +1,38 @@
 """The engine's inputs and outputs: frozen pydantic models, no Django.
 
 Field names of EstimateRequest and EstimateResult are a contract (../shared/design.md, v1):
-fields may be added, never renamed. The catalog reaches the engine as the *Spec models below,
-mapped from the catalog's rows by `advisor.engine_catalog.engine_catalog()`.
+fields may be added, never renamed. The catalog reaches the engine as the *Spec models of
+catalog_schema (re-exported here), mapped from the catalog's rows by
+`advisor.engine_catalog.engine_catalog()`.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-Task = Literal["inference", "full_finetune", "lora", "qlora", "pretrain"]
-Precision = Literal["fp32", "fp16", "bf16", "int8", "int4"]
+# The catalog's enumerations and specs are defined once, in catalog_schema (pure pydantic,
+# shared with the catalog app and its data files); the names stay importable from here.
+from catalog_schema import (
+    DEFAULT_TIE_BREAKERS,  # noqa: F401 (re-exported)
+    AcceleratorSpec,  # noqa: F401 (re-exported)
+    BenchmarkSpec,  # noqa: F401 (re-exported)
+    CatalogSpec,  # noqa: F401 (re-exported)
+    ChargeRateSpec,  # noqa: F401 (re-exported)
+    DataSensitivity,
+    NodeTypeSpec,  # noqa: F401 (re-exported)
+    PartitionSpec,  # noqa: F401 (re-exported)
+    Precision,
+    RankingPolicySpec,  # noqa: F401 (re-exported)
+    SystemKind,  # noqa: F401 (re-exported)
+    SystemSpec,  # noqa: F401 (re-exported)
+    SystemStatus,  # noqa: F401 (re-exported)
+    Task,
+    TieBreaker,  # noqa: F401 (re-exported)
+)
+from catalog_schema import Frozen as _Frozen
+
 # paged_*: bitsandbytes' paged optimizers (QLoRA paper section 3): the same state bytes in CUDA
 # unified memory, evicted to CPU RAM under memory pressure instead of failing.
 Optimizer = Literal["adamw", "adamw_8bit", "paged_adamw", "paged_adamw_8bit", "sgd"]
@@ -39,153 +59,6 @@ RequestStrategy = Literal["ddp", "fsdp", "zero1", "zero2", "zero3", "zero3_offlo
 Strategy = Literal[
     "single", "ddp", "fsdp", "zero1", "zero2", "zero3", "zero3_offload", "tensor_parallel"
 ]
-# secure: a Trusted Research Environment; the flow routes sensitive data there.
-SystemKind = Literal["hpc_batch", "interactive", "cloud", "secure"]
-SystemStatus = Literal["active", "limited", "retired"]
-DataSensitivity = Literal["public", "internal", "confidential", "restricted"]
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-# --- The catalog, as the engine sees it -------------------------------------------------------
-
-
-class AcceleratorSpec(_Frozen):
-    name: str  # catalog key, e.g. "a100-80-sxm4"
-    display_name: str
-    vendor: str
-    memory_gb: float  # decimal GB as vendors state it (80 GB = 80e9 bytes)
-    memory_bandwidth_gb_s: float
-    # Dense peaks (never with sparsity) in TFLOP/s; None where the hardware lacks the precision.
-    fp64_tflops: float | None = None
-    fp32_tflops: float | None = None  # non-tensor
-    tf32_tflops: float | None = None
-    fp16_tflops: float | None = None  # tensor, fp32 accumulate
-    bf16_tflops: float | None = None
-    int8_tops: float | None = None
-    fp16_nontensor_tflops: float | None = None
-    bf16_supported: bool = False
-    tensor_cores: bool = False
-    tdp_w: float | None = None
-
-
-class NodeTypeSpec(_Frozen):
-    name: str
-    count: int
-    gpus_per_node: int
-    accelerator: str  # AcceleratorSpec.name
-    cpu_cores: int | None = None
-    ram_gb: float | None = None
-    # "nvlink" | "xelink" | "infinity_fabric" | "pcie" | "none"
-    intra_node_interconnect: str = "pcie"
-    # "infiniband" | "omnipath" | "ethernet" | "none"
-    inter_node_interconnect: str = "none"
-    inter_node_gbit_s: float | None = None
-    # Cloud VM sizes carry their own price (in the system's currency), overriding
-    # SystemSpec.price_per_gpu_hour; count 0 on a cloud system means "on demand" rather than
-    # "none".
-    price_per_gpu_hour: float | None = None
-    status: SystemStatus = "active"  # a retired VM size / node type is never recommended
-
-
-class PartitionSpec(_Frozen):
-    name: str  # catalog key, unique within the system
-    # The value for `#SBATCH --partition`; None: the system's default, leave the option out.
-    slurm_partition: str | None = None
-    node_types: list[str]  # NodeTypeSpec.name
-    max_wall_hours: float | None = None
-    max_gpus_per_job: int | None = None
-    max_nodes_per_job: int | None = None
-    # How to ask for GPUs, with {n} for the count: "--gres=gpu:{n}", "--gpus={n}".
-    gpu_request: str = "--gres=gpu:{n}"
-    constraint: str | None = None  # "-C a100_80" / "--constraint=a100_80"
-    qos: str | None = None
-    notes: str = ""
-
-
-class SystemSpec(_Frozen):
-    name: str  # catalog key, e.g. "baskerville"
-    display_name: str
-    operator: str = ""
-    kind: SystemKind = "hpc_batch"
-    scheduler: str = "slurm"
-    status: SystemStatus = "active"
-    status_note: str = ""
-    notebooks: bool = False
-    data_sensitivity: list[DataSensitivity] = Field(default_factory=lambda: ["public"])
-    trial_gpu_hours: float | None = None
-    minimum_gpu_hours: float | None = None  # the smallest allocation the site grants
-    price_per_gpu_hour: float | None = None
-    currency: str = ""
-    typical_queue_wait_hours: float | None = None
-    access_route: str = ""
-    queue_guidance: str = ""
-    modules: list[str] = Field(default_factory=list)  # e.g. ["module load PyTorch/2.1"]
-    container: str | None = None
-    tooling: dict[str, bool | None] = Field(default_factory=dict)
-    # Tool -> where the cell comes from and as of when ("SEED-TURING, 2024-05").
-    tooling_sources: dict[str, str] = Field(default_factory=dict)
-    node_types: list[NodeTypeSpec] = Field(default_factory=list)
-    partitions: list[PartitionSpec] = Field(default_factory=list)
-
-
-class BenchmarkSpec(_Frozen):
-    """A measured run, used to calibrate utilisation (achieved / dense peak)."""
-
-    name: str | None = None  # the catalog's id for it; options name it as their source
-    accelerator: str
-    system: str | None = None
-    model: str
-    params: int | None = None
-    task: Task | None = None
-    strategy: str | None = None
-    precision: Precision | None = None
-    num_gpus: int = 1
-    batch_size: int | None = None
-    seq_len: int | None = None
-    tokens_per_second: float | None = None  # whole job
-    peak_memory_gb: float | None = None
-    mfu: float | None = None  # model FLOPs utilisation, when the source states it
-    # The model's shape, when the source gives it (else inferred from params).
-    hidden_size: int | None = None
-    num_layers: int | None = None
-    gradient_checkpointing: bool | None = None
-    # "out_of_memory": the source reports the configuration did not fit (a lower bound on memory).
-    outcome: Literal["completed", "out_of_memory"] = "completed"
-    notes: str = ""
-    source: str
-
-
-TieBreaker = Literal["deadline", "cost", "gpu_class", "queue", "gpus"]
-DEFAULT_TIE_BREAKERS: tuple[str, ...] = ("deadline", "cost", "gpu_class", "queue", "gpus")
-
-
-class ChargeRateSpec(_Frozen):
-    """What the institute charges (or counts) per GPU hour on an accelerator, for HPC systems
-    that have no price of their own."""
-
-    accelerator: str
-    rate_per_gpu_hour: float = Field(ge=0)
-    currency: str = ""
-    source: str = ""
-
-
-class RankingPolicySpec(_Frozen):
-    """A profile's ranking: the order of the tie-breakers after "feasible and supported", and
-    the notional charge rates for HPC GPU hours."""
-
-    tie_breakers: list[TieBreaker] = Field(default_factory=lambda: list(DEFAULT_TIE_BREAKERS))
-    charge_rates: list[ChargeRateSpec] = Field(default_factory=list)
-    currency: str = "USD"  # of the engine's cloud-equivalent defaults and the staff rates
-
-
-class CatalogSpec(_Frozen):
-    accelerators: list[AcceleratorSpec]
-    systems: list[SystemSpec]
-    benchmarks: list[BenchmarkSpec] = Field(default_factory=list)
-    ranking: RankingPolicySpec = Field(default_factory=RankingPolicySpec)
 
 
 # --- Hugging Face metadata, as the lookup stores it ------------------------------------------
@@ -286,6 +159,9 @@ class MemoryBreakdown(_Frozen):
     cuda_context: int = 0
     allocator_reserve: int = 0
     total_bytes: int = 0
+    # The moment of the step that sets the peak (memory.PHASES): "forward", "optimizer" or
+    # "inference"; the components are the tensors alive at that moment.
+    peak_phase: str = ""
 
 
 class Charge(_Frozen):

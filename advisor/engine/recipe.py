@@ -22,6 +22,7 @@ from advisor.engine.frameworks import Framework
 from advisor.engine.memory import MemoryModel, Workload
 from advisor.engine.models import EstimateRequest
 from advisor.engine.shape import ModelShape
+from advisor.engine.words import plural
 
 LEVEL_WORDS = {
     "none": "no activation checkpointing",
@@ -139,11 +140,11 @@ class RecipeSearch:
         return found
 
     def _choice(self, strategy: str, n: int, micro: int, level: str, optimizer: str) -> Choice:
-        fixed, per_sample = self.model.linear(strategy, n, level, optimizer)
         per_rank, dp = self.per_rank(strategy, n)
         accumulation = max(1, math.ceil(per_rank / micro))
+        total = self.model.step_total(strategy, n, level, optimizer, micro, accumulation)
         if not self.training:
-            return Choice(micro, 1, micro * dp, level, optimizer, fixed + micro * per_sample,
+            return Choice(micro, 1, micro * dp, level, optimizer, total,
                           1.0, 0.0, 1.0)  # fmt: skip
         eff = micro_batch_efficiency(micro * self.wl.seq_len)
         flops = self.flops[level]
@@ -153,7 +154,7 @@ class RecipeSearch:
             micro * accumulation * dp,
             level,
             optimizer,
-            fixed + micro * per_sample,
+            total,
             flops / self.flops["none"] / eff,
             flops,
             eff,
@@ -184,6 +185,7 @@ class RecipeSearch:
         top = pinned or per_rank
         top_eff = 1.0 if top * seq >= saturation else (top * seq / saturation) ** 0.25
         linear = self.model.linear
+        step_total = self.model.step_total
         best_key = picked = None
         for ratio, opt_rank, lvl_rank, optimizer, level in self._order:
             if best_key is not None and (ratio / top_eff, opt_rank, lvl_rank) >= best_key:
@@ -191,8 +193,10 @@ class RecipeSearch:
             fixed, per_sample = linear(strategy, n, level, optimizer)
             if pinned is not None:
                 micro = pinned
-                if fixed + micro * per_sample > limit:
+                if step_total(strategy, n, level, optimizer, micro, -(-per_rank // micro)) > limit:
                     continue
+            elif step_total(strategy, n, level, optimizer, per_rank, 1) <= limit:
+                micro = per_rank  # the whole batch at once: no accumulated gradients
             else:
                 room = limit - fixed
                 if room < per_sample:
@@ -250,8 +254,16 @@ class RecipeSearch:
         key = (strategy, n)
         found = self._least_cache.get(key)
         if found is None:
-            fixed, per_sample = self.model.linear(strategy, n, self._lean_level, self._lean_opt)
-            found = self._least_cache[key] = fixed + (self.pinned_micro or 1) * per_sample
+            # Accumulating micro-batches keep the gradients alive during every forward pass;
+            # the whole batch at once may need less when the gradients outweigh activations.
+            per_rank, _ = self.per_rank(strategy, n)
+            micro = self.pinned_micro or 1
+            args = (strategy, n, self._lean_level, self._lean_opt)
+            step_total = self.model.step_total
+            found = step_total(*args, micro, -(-per_rank // micro))
+            if self.pinned_micro is None and per_rank > 1:
+                found = min(found, step_total(*args, per_rank, 1))
+            self._least_cache[key] = found
         return found
 
     def plan(
@@ -272,7 +284,9 @@ class RecipeSearch:
         )
 
     def parts(self, strategy: str, n: int, choice: Choice) -> dict[str, int]:
-        return self.model.per_gpu(strategy, n, choice.micro, choice.level, choice.optimizer)
+        return self.model.per_gpu(
+            strategy, n, choice.micro, choice.level, choice.optimizer, choice.accumulation
+        )
 
     def recipe_fields(self, choice: Choice, strategy: str, n: int, reasons: list[str]) -> dict:
         return {
@@ -326,7 +340,7 @@ class RecipeSearch:
             ranks = choice.global_batch // max(choice.micro * choice.accumulation, 1)
             out.append(
                 f"global batch {choice.global_batch} = micro-batch {choice.micro} x "
-                f"{choice.accumulation} accumulation step(s) x {ranks} GPU(s)"
+                f"{plural(choice.accumulation, 'accumulation step')} x {plural(ranks, 'GPU')}"
                 + (
                     f" (you asked for {self.global_batch}: every GPU needs at least one sample)."
                     if choice.global_batch > self.global_batch

@@ -8,7 +8,7 @@ counts is enough. Rejections keep their numbers and say why in plain words.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import attrgetter
 
 from pydantic import BaseModel
@@ -263,6 +263,23 @@ def evaluate(
     context = cuda_context_bytes(framework, False)
     legacy_extra = cuda_context_bytes(framework, True) - context
     search = RecipeSearch(shape, wl, request, framework, MemoryModel(shape, wl, context))
+    # Those stacks are PyTorch 1.x, whose zero_grad() zeroed gradients in place instead of
+    # freeing them: gradients coexist with activations (memory.py), a second search for
+    # training on pre-Ampere GPUs only.
+    searches = {0.0: search}
+
+    def search_for(extra: float) -> RecipeSearch:
+        found = searches.get(extra)
+        if found is None:
+            if not training or wl.keeps_gradients:
+                found = search
+            else:
+                old = replace(wl, keeps_gradients=True)
+                model = MemoryModel(shape, old, context)
+                found = RecipeSearch(shape, old, request, framework, model)
+            searches[extra] = found
+        return found
+
     # (strategy, GPU count, recipe) -> (breakdown, recipe, its reasons). Recipes are cached
     # objects within an estimate, so their identity names them.
     breakdowns: dict[tuple, tuple] = {}
@@ -281,6 +298,7 @@ def evaluate(
         """(memory breakdown, recipe, the recipe's reasons) for one layout on one stack;
         the options with that layout share them."""
         strategy, n, _, extra = key
+        search = search_for(extra)
         parts = search.parts(strategy, n, choice)
         if extra:
             parts["cuda_context"] += int(extra)
@@ -342,7 +360,7 @@ def evaluate(
         node: NodeTypeSpec,
         acc: AcceleratorSpec,
         peak: float,
-        util: float,
+        util: Utilisation,
         k: int,
         strategy: str,
         choice: Choice,
@@ -350,14 +368,13 @@ def evaluate(
         eff = scaling_efficiency(node, k, strategy)
         if training:
             # The recipe's recomputation and micro-batch size set the FLOPs and utilisation.
-            return training_gpu_hours(
-                shape, wl, tokens, peak, util * choice.efficiency, eff, choice.flops_per_token
-            )
+            value = util.for_recipe(choice.level) * choice.efficiency
+            return training_gpu_hours(shape, wl, tokens, peak, value, eff, choice.flops_per_token)
         key = (acc.name, k, eff)
         found = hours_memo.get(key)
         if found is None:
             found = hours_memo[key] = inference_gpu_hours(
-                shape, wl, acc, tokens, peak, util, k, eff
+                shape, wl, acc, tokens, peak, util.value, k, eff
             )
         return found
 
@@ -473,10 +490,10 @@ def evaluate(
                         f"{STRATEGY_NAMES.get(strategy, strategy)} needs more than the "
                         f"{plural(counts[-1], 'GPU')} allowed here."
                     )
-                size_key = (strategy, allowed, search_capacity)
+                size_key = (strategy, allowed, search_capacity, extra)
                 found = sized.get(size_key)
                 if found is None:
-                    found = sized[size_key] = search.plan(
+                    found = sized[size_key] = search_for(extra).plan(
                         strategy, allowed, search_capacity, search_headroom
                     )
                 n_fit, n_head, n, choice = found
@@ -484,7 +501,7 @@ def evaluate(
                 if assumes is not None:
                     reasons.append(assumes)
                 if timed:
-                    gpu_hours = hours(node, acc, peak, util.value, n, strategy, choice)
+                    gpu_hours = hours(node, acc, peak, util, n, strategy, choice)
                     if gpu_hours / n > target and (n_fit is not None):
                         # Widen to more GPUs (memory per GPU only falls) until the run fits
                         # the target.
@@ -493,12 +510,12 @@ def evaluate(
                         for k in allowed:
                             if k > n:
                                 n = k
-                                gpu_hours = hours(node, acc, peak, util.value, k, strategy, first)
+                                gpu_hours = hours(node, acc, peak, util, k, strategy, first)
                                 if gpu_hours / k <= target:
                                     break
-                        choice = search.at(strategy, n, search_capacity, search_headroom)
+                        choice = search_for(extra).at(strategy, n, search_capacity, search_headroom)
                         if choice is not first:
-                            gpu_hours = hours(node, acc, peak, util.value, n, strategy, choice)
+                            gpu_hours = hours(node, acc, peak, util, n, strategy, choice)
                         reasons.append(
                             f"uses {n} GPUs to bring the wall time to about "
                             f"{gpu_hours / n:,.0f} h (target {target:g} h)."

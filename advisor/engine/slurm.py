@@ -8,6 +8,7 @@ from advisor.engine import constants as c
 from advisor.engine.frameworks import FRAMEWORKS, Framework
 from advisor.engine.models import NodeTypeSpec, Option, PartitionSpec, Recipe, SystemSpec
 from advisor.engine.software import PLATFORM_CHANGES
+from advisor.engine.words import plural
 
 # Hugging Face TrainingArguments.optim names for the engine's optimizers.
 HF_OPTIM = {
@@ -43,6 +44,30 @@ def slurm_time(hours: float | None, partition: PartitionSpec | None) -> tuple[st
         minutes = int(partition.max_wall_hours * 60)
         note = "capped at the partition limit: save checkpoints and resubmit to resume"
     return f"{minutes // 1440}-{minutes % 1440 // 60:02d}:{minutes % 60:02d}:00", note
+
+
+def cpu_sbatch_script(
+    *,
+    job_name: str = "cpu-processing",
+    cpus: int = 8,
+    mem_gb: int = 32,
+    time: str = "12:00:00",
+    command: str = "python process.py",
+) -> str:
+    """A starter script for CPU-only work (scraping, data processing): one node, no --gres."""
+    return "\n".join(
+        [
+            "#!/bin/bash",
+            f"#SBATCH --job-name={job_name}",
+            "#SBATCH --nodes=1",
+            "#SBATCH --ntasks=1",
+            f"#SBATCH --cpus-per-task={cpus}      # no --gres: this job needs no GPU",
+            f"#SBATCH --mem={mem_gb}G",
+            f"#SBATCH --time={time}",
+            "",
+            command,
+        ]
+    )
 
 
 def sbatch_script(
@@ -144,8 +169,9 @@ def _recipe_lines(recipe: Recipe | None, framework: Framework, task: str) -> lis
         return [f"# Library assumed: {framework.name}."]
     return [
         f"# Library assumed: {framework.name}.",
-        f"# Recipe: micro-batch {recipe.micro_batch} per GPU x {recipe.grad_accumulation} "
-        f"accumulation step(s) = global batch {recipe.global_batch}; "
+        f"# Recipe: micro-batch {recipe.micro_batch} per GPU x "
+        f"{plural(recipe.grad_accumulation, 'accumulation step')} = global batch "
+        f"{recipe.global_batch}; "
         f"activation checkpointing {recipe.checkpointing}; optimizer {recipe.optimizer}.",
     ]
 

@@ -275,4 +275,5 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         checkpoint_offload=framework.offloads_checkpoints and training,
         optimizer_in_backward=framework.optimizer_in_backward and training,
         quantises_head=framework.quantises_head,
+        keeps_gradients=framework.keeps_gradients and training,
     )

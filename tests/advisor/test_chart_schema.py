@@ -16,15 +16,11 @@ import pytest
 import yaml
 from django.core.management import call_command
 
-from advisor import flow_services, flowchart
-from advisor.flowchart import (
-    FlowchartError,
-    answer_fields,
-    effective_answers,
-    load_chart,
-    parse_chart,
-    walk,
-)
+from advisor import flow_decisions, flow_requests, flow_services, flowchart
+from advisor.chart_walk import answer_fields, effective_answers, walk
+from advisor.engine import estimate
+from advisor.engine_catalog import engine_catalog
+from advisor.flowchart import FlowchartError, load_chart, parse_chart
 
 ADVISOR_ROOT = Path(flowchart.__file__).resolve().parent
 
@@ -197,7 +193,7 @@ WALKS = {
 @pytest.mark.parametrize("walk_name", sorted(WALKS))
 def test_a_chart_with_renamed_steps_gives_the_same_estimate(walk_name):
     call_command("load_catalog", "default", verbosity=0)
-    catalog = flow_services.engine_catalog()
+    catalog = engine_catalog()
     original = load_chart("default")
     text, names = renamed_copy("default")
     renamed = parse_chart(text, name="renamed.yaml")
@@ -209,15 +205,13 @@ def test_a_chart_with_renamed_steps_gives_the_same_estimate(walk_name):
         (original, answers),
         (renamed, {names[step]: value for step, value in answers.items()}),
     ):
-        path = walk(chart, keyed, flow_services._decider(chart, catalog, {}))
+        path = walk(chart, keyed, flow_decisions.decider(chart, catalog, {}))
         assert path.outcome is not None, path.current
         fields = answer_fields(chart, effective_answers(chart, keyed, path))
         outcome = chart.by_id[path.outcome]
-        request = flow_services.estimate_request_for(fields=fields, outcome=outcome)
-        result = flow_services.estimate(
-            flow_services._sizing_request(request, outcome, catalog), catalog
-        )
-        plan = flow_services.plan_for(
+        request = flow_requests.estimate_request_for(fields=fields, outcome=outcome)
+        result = estimate(flow_requests.sizing_request(request, outcome, catalog), catalog)
+        plan = flow_requests.plan_for(
             fields=fields, result=result, outcome=outcome, catalog=catalog
         )
         results.append(

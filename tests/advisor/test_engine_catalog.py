@@ -15,7 +15,10 @@ from django.db import transaction
 
 from advisor.engine.models import CatalogSpec
 from advisor.engine_catalog import engine_catalog, engine_catalog_forget
+from catalog.benchmark_file import benchmark_file_read
+from catalog.data_schema import validate_catalog_file
 from catalog.models import Accelerator, CatalogVersion, NodeType, Partition, System, Tool
+from tests.catalog.conftest import DATA
 
 pytestmark = pytest.mark.django_db
 
@@ -192,3 +195,20 @@ def test_every_catalog_model_changes_the_version_on_bulk_writes():
         if model is CatalogVersion:
             continue
         assert isinstance(model._default_manager.all(), CatalogQuerySet), model.__name__
+
+
+@pytest.mark.parametrize("include_retired", [False, True])
+def test_a_data_file_reaches_the_engine_as_its_loaded_rows_do(include_retired):
+    """The bench and the engine tests build the catalog from a file without a database
+    (CatalogFile.to_spec); after loading the same file, engine_catalog() builds the same one."""
+    call_command("load_catalog", "default", stdout=io.StringIO())
+    shared = [bench for _, bench in benchmark_file_read(DATA / "shared" / "benchmarks.json")]
+    call_command("load_benchmarks", str(DATA / "shared" / "benchmarks.json"), stdout=io.StringIO())
+    doc = validate_catalog_file(DATA / "default.json")
+
+    from_file = doc.to_spec(shared_benchmarks=shared, include_retired=include_retired)
+    from_rows = engine_catalog(include_retired=include_retired)
+
+    assert from_file.systems == from_rows.systems
+    assert from_file.accelerators == from_rows.accelerators
+    assert from_file.benchmarks == from_rows.benchmarks

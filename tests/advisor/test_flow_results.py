@@ -264,7 +264,7 @@ def test_a_deadline_within_a_week_becomes_the_wall_time_target():
 
     from django.utils import timezone
 
-    from advisor.flow_services import estimate_request_for
+    from advisor.flow_requests import estimate_request_for
 
     # Fields, not step ids: the chart's `estimate` mappings turn answers into these (issue 15).
     answers = {"task": "pretrain", "params": 1e9, "tokens": 2e10}

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.flowchart import (
-    AnswerError,
-    Decision,
-    FlowchartError,
-    available_charts,
-    clean_answer,
-    load_chart,
-    parse_chart,
-    walk,
-)
+from advisor.chart_diagram import chart_mermaid
+from advisor.chart_walk import AnswerError, Decision, clean_answer, walk
+from advisor.flowchart import FlowchartError, available_charts, load_chart, parse_chart
 from tests.support.dates import iso_days_from_today
 
 LORA_7B = {
@@ -166,7 +159,7 @@ def test_loader_names_the_node_and_field_at_fault():
 def test_mermaid_marks_the_path_in_words():
     chart = load_chart("default")
     path = walk(chart, LORA_7B, decide("no"))
-    text = chart.mermaid(highlight=path.steps)
+    text = chart_mermaid(chart, highlight=path.steps)
     assert text.startswith("graph TD")
     assert (
         'hpc_a100(["Your path: Request time on an HPC system with A100, H100 or newer GPUs"])'

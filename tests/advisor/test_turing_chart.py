@@ -8,7 +8,8 @@ from django.urls import reverse
 from django.utils.html import escape
 from pytest_django.asserts import assertContains, assertNotContains
 
-from advisor.flowchart import Decision, load_chart, walk
+from advisor.chart_walk import Decision, walk
+from advisor.flowchart import load_chart
 from advisor.models import AdvisorSession
 
 pytestmark = pytest.mark.django_db

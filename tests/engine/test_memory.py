@@ -8,6 +8,7 @@ import pytest
 
 from advisor.engine.architecture import architecture_from_config
 from advisor.engine.memory import (
+    MemoryModel,
     Workload,
     base_weight_bytes,
     kv_cache_bytes,
@@ -225,7 +226,8 @@ def test_deepspeed_mixed_precision_follows_the_zero_paper(optimizer, optim):
 
 def test_zero_stages_shard_what_the_paper_says():
     shape = llama2_7b()
-    wl = workload(task="full_finetune")
+    # A stack that keeps its gradients (DeepSpeed's buffers) shows every component at once.
+    wl = workload(task="full_finetune", keeps_gradients=True)
     p = shape.params_total
     single = memory_per_gpu(shape, wl, "single", 1)
     ddp = memory_per_gpu(shape, wl, "ddp", 8)
@@ -245,7 +247,7 @@ def test_zero_stages_shard_what_the_paper_says():
 
 def test_total_is_the_sum_of_the_components_and_includes_context_and_reserve():
     parts = memory_per_gpu(llama2_7b(), workload(), "single", 1)
-    components = {k: v for k, v in parts.items() if k != "total_bytes"}
+    components = {k: v for k, v in parts.items() if k not in ("total_bytes", "peak_phase")}
     assert parts["total_bytes"] == sum(components.values())
     assert parts["cuda_context"] == 600 * 2**20
     assert parts["allocator_reserve"] > 0
@@ -361,9 +363,62 @@ def test_sharded_mixed_precision_keeps_16_bit_layer_inputs_under_checkpointing()
     """Plain PyTorch AMP keeps fp32 parameters, so the residual stream (each checkpointed
     layer's input) is fp32; ZeRO and FSDP compute with 16-bit parameters, so it is 16-bit."""
     shape = llama2_7b()
-    wl = workload(task="pretrain", gradient_checkpointing=True, seq_len=2048)
+    wl = workload(task="pretrain", gradient_checkpointing=True, seq_len=2048, keeps_gradients=True)
     amp = memory_per_gpu(shape, wl, "single", 1)["activations"]
     for strategy in ("zero2", "fsdp"):
         sharded = memory_per_gpu(shape, wl, strategy, 8)["activations"]
         # 32 layer inputs plus the embedding output and final norm input, 2 bytes less each
         assert amp - sharded == (32 + 2) * 2048 * 4096 * 2
+
+
+# --- The phases of a training step ------------------------------------------------------------
+
+
+def test_a_pytorch2_step_peaks_at_the_larger_phase_not_the_sum():
+    """zero_grad(set_to_none=True) frees the gradients, so a step without accumulation never
+    holds all gradients and all activations at once: full fine-tuning of a 7B model with a
+    small batch peaks at the optimizer step, with no activations alive."""
+    shape = llama2_7b()
+    wl = workload(task="full_finetune", mixed_precision=False, seq_len=512)
+    freed = memory_per_gpu(shape, wl, "single", 1)
+    kept = memory_per_gpu(shape, replace(wl, keeps_gradients=True), "single", 1)
+    assert freed["peak_phase"] == "optimizer"
+    assert freed["activations"] == 0
+    assert freed["gradients"] == shape.params_total * 2
+    assert kept["peak_phase"] == "forward"
+    assert kept["activations"] > 0
+    assert kept["total_bytes"] - freed["total_bytes"] > 0.9 * kept["activations"]
+
+
+def test_a_large_batch_peaks_at_the_end_of_the_forward_pass_with_only_the_head_gradient():
+    shape = llama2_7b()
+    wl = workload(task="full_finetune", mixed_precision=False, batch_size=16, seq_len=4096)
+    parts = memory_per_gpu(shape, wl, "single", 1)
+    assert parts["peak_phase"] == "forward"
+    head = shape.vocab_size * shape.hidden_size
+    assert parts["gradients"] == pytest.approx(2 * head, rel=1e-6)
+
+
+def test_gradient_accumulation_keeps_the_gradients_alive_during_the_forward_pass():
+    shape = llama2_7b()
+    wl = workload(task="full_finetune", mixed_precision=False, batch_size=8, seq_len=512)
+    model = MemoryModel(shape, wl)
+    whole = model.per_gpu("single", 1, micro=8, accumulation=1)
+    accumulated = model.per_gpu("single", 1, micro=4, accumulation=2)
+    assert accumulated["peak_phase"] == "forward"
+    assert accumulated["gradients"] == shape.params_total * 2
+    # Half the activations, but every gradient beside them: accumulation is not free.
+    assert accumulated["total_bytes"] > whole["total_bytes"]
+    assert model.step_total("single", 1, "none", "adamw", 4, 2) == pytest.approx(
+        accumulated["total_bytes"], rel=1e-6
+    )
+    assert model.step_total("single", 1, "none", "adamw", 8, 1) == pytest.approx(
+        whole["total_bytes"], rel=1e-6
+    )
+
+
+def test_adapters_have_no_gradients_at_the_end_of_the_forward_pass():
+    wl = workload(task="qlora", weight_format="int4", gradient_checkpointing=True)
+    parts = memory_per_gpu(llama2_7b(), wl, "single", 1)
+    assert parts["peak_phase"] == "forward"
+    assert parts["gradients"] == 0

@@ -1,0 +1,159 @@
+"""The catalog as the engine sees it: frozen pydantic specs, no Django.
+
+These are the one definition of a catalog entry. The engine takes them (re-exported by
+advisor.engine.models); catalog.data_schema extends each with what a data file adds (sources,
+notes, dates) and the stricter checks input needs; advisor.engine_catalog builds them from the
+catalog's rows with `Spec.model_validate(row, from_attributes=True)`.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from catalog_schema.enums import (
+    DEFAULT_TIE_BREAKERS,
+    BenchmarkOutcome,
+    DataSensitivity,
+    InterNodeInterconnect,
+    IntraNodeInterconnect,
+    Precision,
+    SystemKind,
+    SystemStatus,
+    Task,
+    TieBreaker,
+)
+
+
+class Frozen(BaseModel):
+    """Immutable, and refusing unknown fields, so a typo never silently drops a value."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class AcceleratorSpec(Frozen):
+    name: str  # catalog key, e.g. "a100-80-sxm4"
+    display_name: str
+    vendor: str
+    memory_gb: float  # decimal GB as vendors state it (80 GB = 80e9 bytes)
+    memory_bandwidth_gb_s: float
+    # Dense peaks (never with sparsity) in TFLOP/s; None where the hardware lacks the precision.
+    fp64_tflops: float | None = None
+    fp32_tflops: float | None = None  # non-tensor
+    tf32_tflops: float | None = None
+    fp16_tflops: float | None = None  # tensor, fp32 accumulate
+    bf16_tflops: float | None = None
+    int8_tops: float | None = None
+    fp16_nontensor_tflops: float | None = None
+    bf16_supported: bool = False
+    tensor_cores: bool = False
+    tdp_w: float | None = None
+
+
+class NodeTypeSpec(Frozen):
+    name: str
+    count: int
+    gpus_per_node: int
+    accelerator: str  # AcceleratorSpec.name
+    cpu_cores: int | None = None
+    ram_gb: float | None = None
+    intra_node_interconnect: IntraNodeInterconnect = "pcie"
+    inter_node_interconnect: InterNodeInterconnect = "none"
+    inter_node_gbit_s: float | None = None
+    # Cloud VM sizes carry their own price (in the system's currency), overriding
+    # SystemSpec.price_per_gpu_hour; count 0 on a cloud system means "on demand" rather than
+    # "none".
+    price_per_gpu_hour: float | None = None
+    status: SystemStatus = "active"  # a retired VM size / node type is never recommended
+
+
+class PartitionSpec(Frozen):
+    name: str  # catalog key, unique within the system
+    # The value for `#SBATCH --partition`; None: the system's default, leave the option out.
+    slurm_partition: str | None = None
+    node_types: list[str]  # NodeTypeSpec.name
+    max_wall_hours: float | None = None
+    max_gpus_per_job: int | None = None
+    max_nodes_per_job: int | None = None
+    # How to ask for GPUs, with {n} for the count: "--gres=gpu:{n}", "--gpus={n}".
+    gpu_request: str = "--gres=gpu:{n}"
+    constraint: str | None = None  # "-C a100_80" / "--constraint=a100_80"
+    qos: str | None = None
+    notes: str = ""
+
+
+class SystemSpec(Frozen):
+    name: str  # catalog key, e.g. "baskerville"
+    display_name: str
+    operator: str = ""
+    kind: SystemKind = "hpc_batch"
+    scheduler: str = "slurm"
+    status: SystemStatus = "active"
+    status_note: str = ""
+    notebooks: bool = False
+    data_sensitivity: list[DataSensitivity] = Field(default_factory=lambda: ["public"])
+    trial_gpu_hours: float | None = None
+    minimum_gpu_hours: float | None = None  # the smallest allocation the site grants
+    price_per_gpu_hour: float | None = None
+    currency: str = ""
+    typical_queue_wait_hours: float | None = None
+    access_route: str = ""
+    queue_guidance: str = ""
+    modules: list[str] = Field(default_factory=list)  # e.g. ["module load PyTorch/2.1"]
+    container: str | None = None
+    tooling: dict[str, bool | None] = Field(default_factory=dict)
+    # Tool -> where the cell comes from and as of when ("SEED-TURING, 2024-05").
+    tooling_sources: dict[str, str] = Field(default_factory=dict)
+    node_types: list[NodeTypeSpec] = Field(default_factory=list)
+    partitions: list[PartitionSpec] = Field(default_factory=list)
+
+
+class BenchmarkSpec(Frozen):
+    """A measured run, used to calibrate utilisation (achieved / dense peak)."""
+
+    name: str | None = None  # the catalog's id for it; options name it as their source
+    accelerator: str
+    system: str | None = None
+    model: str
+    params: int | None = None
+    task: Task | None = None
+    strategy: str | None = None
+    precision: Precision | None = None
+    num_gpus: int = 1
+    batch_size: int | None = None
+    seq_len: int | None = None
+    tokens_per_second: float | None = None  # whole job
+    peak_memory_gb: float | None = None
+    mfu: float | None = None  # model FLOPs utilisation, when the source states it
+    # The model's shape, when the source gives it (else inferred from params).
+    hidden_size: int | None = None
+    num_layers: int | None = None
+    gradient_checkpointing: bool | None = None
+    outcome: BenchmarkOutcome = "completed"
+    notes: str = ""
+    source: str
+
+
+class ChargeRateSpec(Frozen):
+    """What the institute charges (or counts) per GPU hour on an accelerator, for HPC systems
+    that have no price of their own."""
+
+    accelerator: str
+    rate_per_gpu_hour: float = Field(ge=0)
+    currency: str = ""
+    source: str = ""
+
+
+class RankingPolicySpec(Frozen):
+    """A profile's ranking: the order of the tie-breakers after "feasible and supported", and
+    the notional charge rates for HPC GPU hours."""
+
+    tie_breakers: list[TieBreaker] = Field(default_factory=lambda: list(DEFAULT_TIE_BREAKERS))
+    charge_rates: list[ChargeRateSpec] = Field(default_factory=list)
+    currency: str = "USD"  # of the engine's cloud-equivalent defaults and the staff rates
+
+
+class CatalogSpec(Frozen):
+    accelerators: list[AcceleratorSpec]
+    systems: list[SystemSpec]
+    benchmarks: list[BenchmarkSpec] = Field(default_factory=list)
+    ranking: RankingPolicySpec = Field(default_factory=RankingPolicySpec)
