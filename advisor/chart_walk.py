@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from advisor.flowchart import HF_REPO_ID, TEXT_MAX_LENGTH, Flowchart, FlowchartError, Node
+from advisor.flowchart import TEXT_MAX_LENGTH, Flowchart, FlowchartError, Node
+from advisor.hub import InvalidRepoIdError, validate_repo_id
 from advisor.quantities import QuantityError, in_units, parse_quantity
 
 
@@ -57,12 +58,11 @@ def clean_answer(node: Node, raw: Any, answers: Mapping[str, Any] | None = None)
     if node.type == "number":
         return _clean_number(node, text)
     if node.type == "model_id":
-        if len(text) > 96 or not HF_REPO_ID.match(text) or "--" in text or ".." in text:
-            raise AnswerError(
-                "That is not a Hugging Face model id. Use the form owner/name, for example "
-                "google-bert/bert-base-uncased."
-            )
-        return text
+        # The one repo-id check (huggingface_hub's rules), with its reason in words.
+        try:
+            return validate_repo_id(text)
+        except InvalidRepoIdError as exc:
+            raise AnswerError(f"That is not a Hugging Face model id. {exc.message}") from exc
     if node.type == "date":
         try:
             return dt.date.fromisoformat(text).isoformat()

@@ -18,6 +18,7 @@ from advisor.engine_catalog import engine_catalog
 from advisor.flow_requests import estimate_request_for
 from advisor.flowchart import Flowchart, Node
 from advisor.selectors import hf_model_lookup_metadata, local_model_config
+from catalog.templatetags.catalog_format import gigabytes
 
 V100_MEMORY_BYTES = 32 * 10**9  # V100 SXM2/PCIe 32 GB (catalog-facts.md)
 V100_MAX_GPUS_PER_NODE = 8  # DGX-1 class nodes; larger jobs span nodes
@@ -105,7 +106,7 @@ def _estimate_for_check(answers, catalog, cache) -> EstimateResult | str:
 
 
 def gb_text(n_bytes: float) -> str:
-    return f"{n_bytes / 1e9:,.1f} GB"
+    return gigabytes(n_bytes)
 
 
 def _fewest_gpus(options: list[Option]) -> Option:

@@ -27,12 +27,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 CHARTS_DIR = Path(__file__).resolve().parent / "flowcharts"
 STEP_ID = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
-# Hub repo ids: optional "owner/" then a name; letters, digits, "-", "_", "." (no "--" or "..",
-# no leading/trailing "-" or "."), 96 characters at most (huggingface_hub's validate_repo_id).
-HF_REPO_ID = re.compile(
-    r"^(?:[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/)?"
-    r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$"
-)
 TEXT_MAX_LENGTH = 2000
 
 QuestionType = Literal["single", "multiple", "number", "text", "model_id", "date"]

@@ -27,6 +27,7 @@ from advisor.flow_services import FlowState
 from advisor.memory_svg import COMPONENTS, MemoryBar, memory_chart_svg
 from advisor.models import AdvisorSession
 from advisor.view_helpers import chart_gone, flow_url, journey, load_session, page
+from catalog.templatetags.catalog_format import gigabytes
 
 # --- The result -------------------------------------------------------------------------------
 
@@ -87,7 +88,7 @@ def _alternatives(result: EstimateResult, sort: str) -> list[Option]:
 
 
 def _gb(n_bytes: float) -> str:
-    return f"{n_bytes / 1e9:,.2f} GB"
+    return gigabytes(n_bytes, places=2)
 
 
 def _memory_range(result) -> str:

@@ -307,3 +307,12 @@ def test_result_says_the_objective_why_the_top_option_won_and_sorts_alternatives
     assert all(c[:1].isdigit() for c in cells[: len(known)])
     # An unknown sort falls back to the ranking order.
     assertContains(client.get(url, {"sort": "<script>"}), 'aria-current="true">ranking<')
+
+
+def test_result_says_which_moment_of_the_step_sets_the_peak(client, default_catalog):
+    """Issue 13: peak memory is the larger phase of a step, and the page says which one."""
+    advisor_session, page = walk_to_result(client, LORA_7B)
+    phase = advisor_session.estimate_result["memory"]["peak_phase"]
+    assert phase in ("forward", "optimizer")
+    assertContains(page, 'id="memory-peak-phase"')
+    assertContains(page, "The peak is at the end of")

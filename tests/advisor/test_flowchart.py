@@ -115,6 +115,28 @@ def test_bad_answers_get_a_message_for_the_field(step, raw, message):
         clean_answer(node, raw, {})
 
 
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ("org/model.git", "A model id does not end with '.git'."),
+        ("datasets/squad", "That is a dataset or Space, not a model."),
+        ("https://huggingface.co/org/name", "not a web address"),
+    ],
+)
+def test_the_model_question_refuses_what_the_hub_refuses_and_says_why(raw, reason):
+    """The flowchart and the Hub lookup share one repo-id check (huggingface_hub's rules)."""
+    node = load_chart("default").node("model")
+    with pytest.raises(AnswerError, match="That is not a Hugging Face model id") as refused:
+        clean_answer(node, raw, {})
+    assert reason in str(refused.value)
+
+
+def test_the_model_question_takes_every_id_the_hub_takes():
+    # 60 + 1 + 60 characters: each part within the Hub's 96, the whole beyond it.
+    long_id = "o" * 60 + "/" + "m" * 60
+    assert clean_answer(load_chart("default").node("model"), long_id, {}) == long_id
+
+
 def test_good_answers_are_cleaned():
     chart = load_chart("default")
     assert clean_answer(chart.node("model_params"), "1,000") == 1000

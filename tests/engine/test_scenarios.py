@@ -90,6 +90,28 @@ def test_qlora_8b_fits_one_16gb_t4_with_the_peft_recipe(api):
     assert any("checkpointing makes it fit" in r for r in rec["reasons"])
 
 
+def test_the_result_names_the_phase_that_sets_the_peak(api):
+    """A training estimate says which moment of the step sets its peak (issue 13): for QLoRA
+    the end of the forward pass, where activations and logits are alive; accumulated
+    micro-batches keep the adapters' gradients beside them."""
+    result = api(
+        LLAMA3_8B,
+        task="qlora",
+        precision="int4",
+        batch_size=4,
+        seq_len=2048,
+        tokens=50_000_000,
+        accelerator="t4-16",
+    )
+    rec = result["recommendation"]
+    assert rec["memory"]["peak_phase"] == "forward"
+    if rec["recipe"]["grad_accumulation"] > 1:
+        assert rec["memory"]["gradients"] > 0
+    peak = [a for a in result["assumptions"] if a["name"] == "Peak of a step"]
+    assert peak
+    assert "end of the forward pass" in peak[0]["value"]
+
+
 def test_qlora_8b_needs_one_gpu_wherever_it_runs(api):
     """Every eligible GPU in the catalog with 24 GB or more runs 8B QLoRA at batch 4 x 2048 on
     one GPU (engine 1.1 asked for 98-100 GiB and a 128 GB Max 1550)."""
