@@ -275,7 +275,7 @@ def evaluate(
                 found = search
             else:
                 old = replace(wl, keeps_gradients=True)
-                model = MemoryModel(shape, old, context)
+                model = MemoryModel(shape, old, context, like=search.model)
                 found = RecipeSearch(shape, old, request, framework, model)
             searches[extra] = found
         return found
