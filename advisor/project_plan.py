@@ -191,60 +191,29 @@ def project_plan(
 
     contingency = per_run_compute * contingency_rate
     per_run = per_run_compute + contingency
-    lines: list[PlanLine] = []
     given = {
         "full_runs": full_runs is not None,
         "sweep": sweep_trials is not None or sweep_fraction is not None,
         "eval": eval_passes is not None,
         "dev": dev_gpu_hours is not None,
     }
-
-    def why(key: str) -> str:
-        return "your figure" if given[key] else "suggested: " + defaults.why[key]
-
-    lines.append(
-        PlanLine(
-            "runs",
-            "Full runs (seeds, ablations, the final run)",
-            runs * per_run,
-            f"{runs} x {_h(per_run)} GPU hours",
-            why("full_runs"),
-        )
+    # One evaluation pass: forward only over the held-out tenth of one epoch's tokens; for
+    # inference an evaluation pass re-runs the inputs.
+    per_pass = (
+        per_run_compute / epochs * EVAL_SET_FRACTION * FORWARD_SHARE
+        if training
+        else per_run_compute
     )
-    if trials:
-        lines.append(
-            PlanLine(
-                "sweep",
-                "Hyper-parameter sweep",
-                trials * fraction * per_run,
-                f"{trials} trials x {fraction:.0%} of a run x {_h(per_run)} GPU hours",
-                why("sweep"),
-            )
-        )
-    if passes:
-        # One pass: forward only over the held-out tenth of one epoch's tokens.
-        per_pass = per_run_compute / epochs * EVAL_SET_FRACTION * FORWARD_SHARE
-        if not training:
-            per_pass = per_run_compute  # inference: an evaluation pass re-runs the inputs
-        lines.append(
-            PlanLine(
-                "eval",
-                "Evaluation passes",
-                passes * per_pass,
-                f"{passes:g} passes x {_h(per_pass)} GPU hours",
-                why("eval"),
-            )
-        )
-    if dev:
-        lines.append(
-            PlanLine(
-                "dev",
-                "Development and debugging",
-                dev,
-                f"{dev:g} GPU hours",
-                why("dev"),
-            )
-        )
+    lines = _plan_lines(
+        why={k: "your figure" if given[k] else "suggested: " + defaults.why[k] for k in given},
+        runs=runs,
+        trials=trials,
+        fraction=fraction,
+        passes=passes,
+        dev=dev,
+        per_run=per_run,
+        per_pass=per_pass,
+    )
     raw_total = sum(line.gpu_hours for line in lines)
     total = max(1, math.ceil(raw_total - 1e-9))
     if minimum_gpu_hours and total < minimum_gpu_hours:
@@ -258,15 +227,6 @@ def project_plan(
             )
         )
         total = math.ceil(minimum_gpu_hours)
-    assumptions = [
-        f"Each full run and sweep trial includes the run's {contingency_rate:.0%} contingency "
-        "for restarts and failed jobs.",
-    ]
-    if training and passes:
-        assumptions.append(
-            "An evaluation pass is a forward pass (a third of a training step's FLOPs per "
-            "token, Kaplan et al. 2020) over a held-out tenth of one epoch's tokens."
-        )
     return ProjectPlan(
         per_run_compute=per_run_compute,
         per_run_contingency=contingency,
@@ -276,5 +236,66 @@ def project_plan(
         trial_gpu_hours=trial_gpu_hours,
         suggest_trial=trial_gpu_hours is not None and total <= trial_gpu_hours,
         minimum_gpu_hours=minimum_gpu_hours,
-        assumptions=assumptions,
+        assumptions=_assumptions(contingency_rate, evaluates_training=bool(training and passes)),
     )
+
+
+def _plan_lines(
+    *,
+    why: dict[str, str],
+    runs: int,
+    trials: int,
+    fraction: float,
+    passes: float,
+    dev: float,
+    per_run: float,
+    per_pass: float,
+) -> list[PlanLine]:
+    """The plan's lines before any raise to the site's minimum: runs, sweep, evaluation, dev."""
+    lines = [
+        PlanLine(
+            "runs",
+            "Full runs (seeds, ablations, the final run)",
+            runs * per_run,
+            f"{runs} x {_h(per_run)} GPU hours",
+            why["full_runs"],
+        )
+    ]
+    if trials:
+        lines.append(
+            PlanLine(
+                "sweep",
+                "Hyper-parameter sweep",
+                trials * fraction * per_run,
+                f"{trials} trials x {fraction:.0%} of a run x {_h(per_run)} GPU hours",
+                why["sweep"],
+            )
+        )
+    if passes:
+        lines.append(
+            PlanLine(
+                "eval",
+                "Evaluation passes",
+                passes * per_pass,
+                f"{passes:g} passes x {_h(per_pass)} GPU hours",
+                why["eval"],
+            )
+        )
+    if dev:
+        lines.append(
+            PlanLine("dev", "Development and debugging", dev, f"{dev:g} GPU hours", why["dev"])
+        )
+    return lines
+
+
+def _assumptions(contingency_rate: float, *, evaluates_training: bool) -> list[str]:
+    assumptions = [
+        f"Each full run and sweep trial includes the run's {contingency_rate:.0%} contingency "
+        "for restarts and failed jobs.",
+    ]
+    if evaluates_training:
+        assumptions.append(
+            "An evaluation pass is a forward pass (a third of a training step's FLOPs per "
+            "token, Kaplan et al. 2020) over a held-out tenth of one epoch's tokens."
+        )
+    return assumptions

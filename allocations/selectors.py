@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 
-from advisor.engine.memory import COMPONENT_LABELS
+from advisor.memory_svg import COMPONENTS, MemoryBar, memory_chart
 from allocations.facilities import facility_get, facility_offers_trial, trial_gpu_hours_limit
 from allocations.models import AllocationEvent, AllocationRequest, Service
 from allocations.services import requested_gpu_hours_from_result
@@ -264,50 +264,27 @@ def estimate_inputs(request: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-# Components of MemoryBreakdown, in the order a bar shows them.
-MEMORY_COMPONENTS = tuple(COMPONENT_LABELS.items())
-MEMORY_COLOURS = (
-    "#0b5cad",
-    "#1a7f37",
-    "#9a6700",
-    "#8250df",
-    "#bf3989",
-    "#0a7ea4",
-    "#57606a",
-    "#6e7781",
-    "#afb8c1",
-)
-GB = 1e9
-
-
 def memory_picture(result: dict[str, Any]) -> dict[str, Any] | None:
-    """Per-GPU memory by component against the GPU's capacity, as bar segments (0-100 %)."""
+    """The frozen estimate's per-GPU memory against the GPU's capacity: the advisor's memory
+    chart (one template draws both pages' bars) and the figures its caption states."""
     recommendation = result.get("recommendation") or {}
     memory = recommendation.get("memory") or result.get("memory") or {}
-    total = memory.get("total_bytes") or sum(
-        memory.get(key, 0) or 0 for key, _ in MEMORY_COMPONENTS
-    )
+    components = {key: memory.get(key) or 0 for key, _ in COMPONENTS}
+    total = memory.get("total_bytes") or sum(components.values())
     if not total:
         return None
     capacity = recommendation.get("capacity_bytes") or 0
-    scale = max(total, capacity)
-    segments = []
-    offset = 0.0
-    for (key, label), colour in zip(MEMORY_COMPONENTS, MEMORY_COLOURS, strict=True):
-        value = memory.get(key) or 0
-        if value <= 0:
-            continue
-        width = 100.0 * value / scale
-        segments.append(
-            {"label": label, "gb": value / GB, "x": offset, "width": width, "colour": colour}
-        )
-        offset += width
+    accelerator = recommendation.get("accelerator", "")
+    bar = MemoryBar(label=accelerator or "Per GPU", capacity_bytes=capacity, components=components)
     return {
-        "segments": segments,
-        "total_gb": total / GB,
-        "capacity_gb": capacity / GB if capacity else None,
-        "capacity_x": 100.0 * capacity / scale if capacity else None,
+        "chart": memory_chart(bars=[bar]),
+        "total_gb": total / 1e9,
+        "capacity_gb": capacity / 1e9 if capacity else None,
         "fits": recommendation.get("fits"),
-        "accelerator": recommendation.get("accelerator", ""),
-        "legend_height": 26 + 18 * math.ceil(len(segments) / 3),
+        "accelerator": accelerator,
+        "components": [
+            {"label": label, "gb": components[key] / 1e9}
+            for key, label in COMPONENTS
+            if components[key] > 0
+        ],
     }

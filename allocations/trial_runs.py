@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from catalog_schema import Precision, Task
+
 HELPER_PATH = Path(__file__).resolve().parent / "helper" / "trial_run.py"
 HELPER_FILENAME = "trial_run.py"
 SCHEMA = "allocation-triage/trial-run"
@@ -50,8 +52,8 @@ class Software(_Strict):
 
 
 class Workload(_Strict):
-    task: Literal["inference", "full_finetune", "lora", "qlora", "pretrain"]
-    precision: Literal["fp32", "fp16", "bf16", "int8", "int4"]
+    task: Task
+    precision: Precision
     micro_batch_size: int = Field(ge=1, le=1_000_000)
     seq_len: int = Field(ge=1, le=100_000_000)
     gradient_accumulation_steps: int = Field(default=1, ge=1, le=1_000_000)

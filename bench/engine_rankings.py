@@ -2,12 +2,13 @@
 
 Each ranking is one `advisor.engine.estimate()` call: every system / accelerator / strategy
 sized, ranked, with the justification and the Slurm script. Two catalogs: the test fixture
-(tests/engine/catalog_fixture.py) and the real default catalog (catalog/data/default.json,
-validated by catalog.data_schema and turned into a CatalogSpec the way
-advisor.engine_catalog.engine_catalog does, without a database: retired systems and node types left
-out). `--catalog fixture|default|both` (default both). Pinned to one CPU where the OS allows
-it; reports rankings per CPU second (process time, so other load on a shared machine does not
-count) and per wall second. Goal: >= 1,000 per second for every request.
+(tests/engine/data/engine_catalog.json) and the real default catalog (catalog/data/default.json,
+both read by the real path: catalog.data_schema checks the file and CatalogFile.to_spec() builds
+the CatalogSpec engine_catalog() would build after loading it, without a database; retired
+systems and node types are left out of the default catalog). `--catalog fixture|default|both`
+(default both). Pinned to one CPU where the OS allows it; reports rankings per CPU second
+(process time, so other load on a shared machine does not count) and per wall second.
+Goal: >= 1,000 per second for every request.
 
 `--rounds N` times each request N times and reports the median (steadier on a busy machine).
 `--against REV` also times the engine (`advisor/`) of git revision REV, e.g. `main`, with the

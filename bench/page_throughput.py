@@ -66,6 +66,12 @@ class Page:
 
 
 @dataclass(frozen=True)
+class CpuFigures:
+    ms_per_request: float
+    queries_per_request: float
+
+
+@dataclass(frozen=True)
 class Figures:
     requests_per_second: float
     p99_ms: float
@@ -144,6 +150,41 @@ def _prepare(env: dict[str, str]) -> list[Page]:
     ]
 
 
+def _cpu_per_request(pages: list[Page], *, requests: int) -> dict[str, CpuFigures]:
+    """Each page's CPU time per request in this process (Django's test client, no HTTP server,
+    the database's own work not counted) and its queries: figures a loaded machine disturbs
+    far less than requests/s, since CPU time counts only this process's work."""
+    from django.conf import settings
+    from django.db import connection
+    from django.test import Client
+
+    sys.path.insert(0, str(BENCH))
+    settings.ROOT_URLCONF = "page_urls"
+    queries = [0]
+
+    def count(execute, sql, params, many, context):
+        queries[0] += 1
+        return execute(sql, params, many, context)
+
+    figures = {}
+    for page in pages:
+        client = Client()
+        if page.cookie:
+            name, value = page.cookie.split("=", 1)
+            client.cookies[name] = value
+        first = client.get(page.path)  # warm: templates compiled, catalog built
+        if first.status_code != 200:
+            raise SystemExit(f"{page.path} answered {first.status_code} in process")
+        queries[0] = 0
+        with connection.execute_wrapper(count):
+            started = time.process_time()
+            for _ in range(requests):
+                client.get(page.path)
+            spent = time.process_time() - started
+        figures[page.name] = CpuFigures(spent / requests * 1000, queries[0] / requests)
+    return figures
+
+
 def _free_port() -> int:
     import socket
 
@@ -203,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2, help="wrk threads")
+    parser.add_argument(
+        "--cpu-requests", type=int, default=100, help="in-process requests per page for CPU time"
+    )
     args = parser.parse_args(argv)
     for tool in ("wrk",):
         if shutil.which(tool) is None:
@@ -212,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     _ensure_database(database_url)
     env = _environment(database_url)
     pages = _prepare(env)
+    cpu = _cpu_per_request(pages, requests=args.cpu_requests)
 
     port = _free_port()
     server = subprocess.Popen(
@@ -241,7 +286,24 @@ def main(argv: list[str] | None = None) -> int:
             server.wait(timeout=15)
         except subprocess.TimeoutExpired:
             server.kill()
+    _report_cpu(cpu, args)
     return _report(figures, args)
+
+
+def _report_cpu(cpu: dict[str, CpuFigures], args) -> None:
+    bare = cpu["bare view"]
+    load = ", ".join(f"{n:.1f}" for n in os.getloadavg())
+    print(
+        f"in process ({args.cpu_requests} requests per page, Django's test client, "
+        f"machine load {load}):"
+    )
+    print(f"{'page':<16} {'CPU ms':>9} {'x bare':>8} {'queries':>8}")
+    for name, fig in cpu.items():
+        print(
+            f"{name:<16} {fig.ms_per_request:>9.2f} "
+            f"{fig.ms_per_request / bare.ms_per_request:>7.1f}x {fig.queries_per_request:>8.1f}"
+        )
+    print()
 
 
 def _report(figures: dict[str, Figures], args) -> int:
@@ -250,7 +312,8 @@ def _report(figures: dict[str, Figures], args) -> int:
         raise SystemExit(f"the bare view failed under load: {bare}")
     print(
         f"gunicorn {args.workers} sync workers, wrk {args.connections} connections, "
-        f"{args.seconds} s per page after {args.warmup} s warm-up, PostgreSQL, DEBUG off"
+        f"{args.seconds} s per page after {args.warmup} s warm-up, PostgreSQL, DEBUG off, "
+        f"machine load {', '.join(f'{n:.1f}' for n in os.getloadavg())}"
     )
     print(f"{'page':<16} {'req/s':>9} {'p99 ms':>9} {'of bare':>8} {'p99 x':>7} {'errors':>7}")
     failed = False

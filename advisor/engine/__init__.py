@@ -30,7 +30,7 @@ from advisor.engine.models import (
 from advisor.engine.recommend import evaluate, rank, trusted
 from advisor.engine.shape import ModelShape
 from advisor.engine.slurm import sbatch_script
-from advisor.engine.speed import generation, measured
+from advisor.engine.speed import decode_speed, generation, measured
 from advisor.engine.workload import (
     RequestError,
     build_workload,
@@ -435,7 +435,20 @@ def _assumptions(
             )
         )
         out.append(c.MFU_PREFILL.assumption(f"{c.MFU_PREFILL.value:.0%}"))
-        out.append(c.BANDWIDTH_UTILISATION.assumption(f"{c.BANDWIDTH_UTILISATION.value:.0%}"))
+        library = decode_speed(wl.decode_framework)
+        out.append(
+            Assumption.model_construct(
+                name="Decoding speed",
+                value=f"{library.bandwidth_fraction:.0%} of the memory bandwidth per step"
+                + (
+                    f", plus {library.per_layer_overhead_s * 1e3:.2f} ms of host time per "
+                    "layer and step (no CUDA graphs)"
+                    if library.per_layer_overhead_s
+                    else ""
+                ),
+                source=library.source,
+            )
+        )
     out.append(
         Assumption.model_construct(
             name="Scaling efficiency",

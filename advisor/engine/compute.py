@@ -13,6 +13,7 @@ from advisor.engine import constants as c
 from advisor.engine.memory import Workload, base_weight_bytes, kv_cache_bytes
 from advisor.engine.models import AcceleratorSpec, NodeTypeSpec
 from advisor.engine.shape import ModelShape
+from advisor.engine.speed import decode_speed
 
 
 def peak_tflops(acc: AcceleratorSpec, dtype: str) -> float | None:
@@ -108,10 +109,14 @@ def inference_gpu_hours(
         weights, _ = base_weight_bytes(shape, wl.weight_format)
         mid = Workload(**{**_fields(wl), "seq_len": wl.seq_len, "new_tokens": wl.new_tokens // 2})
         kv = kv_cache_bytes(shape, mid)
-        bandwidth = acc.memory_bandwidth_gb_s * 1e9 * c.BANDWIDTH_UTILISATION.value * n * eff
+        # Per library (speed.DECODE_SPEED): the share of the bandwidth bound its kernels reach
+        # and the host time per layer and step that no CUDA graph hides.
+        library = decode_speed(wl.decode_framework)
+        bandwidth = acc.memory_bandwidth_gb_s * 1e9 * library.bandwidth_fraction * n * eff
         step_memory = (weights + kv) / bandwidth
         step_compute = 2 * n_flop * wl.batch_size / rate
-        decode = wl.new_tokens * max(step_memory, step_compute)
+        host = library.per_layer_overhead_s * shape.num_layers
+        decode = wl.new_tokens * (max(step_memory, step_compute) + host)
     return batches * (prefill + decode) * n / 3600
 
 

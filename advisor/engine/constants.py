@@ -374,15 +374,6 @@ MFU_PREFILL = Constant(
     "benchmarks reach 40-60% of dense peak",
     "prefill is compute-bound",
 )
-BANDWIDTH_UTILISATION = Constant(
-    "Memory-bandwidth utilisation, decoding",
-    0.70,
-    "of the peak memory bandwidth",
-    "decoding reads every weight and the KV cache once per token; measured kernels reach "
-    "60-80% of HBM peak (Pope et al. 2022, Efficiently Scaling Transformer Inference, "
-    "arXiv:2211.05102)",
-    "token-by-token generation is memory-bound",
-)
 SCALING_EFFICIENCY = {
     # Fraction of linear speed-up kept when data-parallel traffic crosses the link, relative to
     # NVLink within a node and InfiniBand between nodes: the default utilisations above were

@@ -111,6 +111,7 @@ class RecipeSearch:
                 + attention / 3,
             }
         self._divisors: dict[int, list[int]] = {}
+        self._choices: dict[tuple[str, int, int, str, str], Choice] = {}
         self._cache: dict[tuple[str, int, float], Choice | None] = {}
         self._floor: dict[tuple[str, int], Choice] = {}
         none_flops = self.flops.get("none") or 1.0
@@ -140,6 +141,15 @@ class RecipeSearch:
         return found
 
     def _choice(self, strategy: str, n: int, micro: int, level: str, optimizer: str) -> Choice:
+        """The recipe's record, built once per estimate: options that choose the same recipe
+        share one object (and with it their memory breakdown; see recommend)."""
+        key = (strategy, n, micro, level, optimizer)
+        found = self._choices.get(key)
+        if found is None:
+            found = self._choices[key] = self._new_choice(strategy, n, micro, level, optimizer)
+        return found
+
+    def _new_choice(self, strategy: str, n: int, micro: int, level: str, optimizer: str) -> Choice:
         per_rank, dp = self.per_rank(strategy, n)
         accumulation = max(1, math.ceil(per_rank / micro))
         total = self.model.step_total(strategy, n, level, optimizer, micro, accumulation)
@@ -221,13 +231,19 @@ class RecipeSearch:
         key = (strategy, n)
         found = self._floor.get(key)
         if found is None:
+            # Compared from the memory model, and only the leanest (the first of equals,
+            # optimizer before level) becomes a Choice.
             micro = self.pinned_micro or 1
-            options = [
-                self._choice(strategy, n, micro, level, optimizer)
-                for optimizer in self.optimizers
-                for level in self.levels
-            ]
-            found = self._floor[key] = min(options, key=lambda ch: ch.total)
+            per_rank, _ = self.per_rank(strategy, n)
+            accumulation = max(1, math.ceil(per_rank / micro))
+            step_total = self.model.step_total
+            least = picked = None
+            for optimizer in self.optimizers:
+                for level in self.levels:
+                    total = step_total(strategy, n, level, optimizer, micro, accumulation)
+                    if least is None or total < least:
+                        least, picked = total, (level, optimizer)
+            found = self._floor[key] = self._choice(strategy, n, micro, *picked)
         return found
 
     def size(

@@ -1,8 +1,12 @@
 """Try every active system / accelerator / strategy in the catalog and rank what fits.
 
-For each node type the search finds the smallest GPU count that fits with headroom under each
-strategy; memory per GPU never grows with more GPUs, so a binary search over the allowed
-counts is enough. Rejections keep their numbers and say why in plain words.
+For each node type and strategy (candidate generation: `Evaluation.candidates`, with the GPU
+counts and strategies from layouts.py) the recipe search finds the fewest GPUs that fit with
+headroom and the cheapest recipe there (`Evaluation.plan`, recipe.py); memory per GPU never
+grows with more GPUs, so a scan that stops at the first count that fits is enough. Then the
+option's costs (`costs`), the reasons a researcher reads, and its ranking key (`candidate`,
+ranking.RankKey flattened); `rank` sorts. Rejections keep their numbers and say why in plain
+words.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from operator import attrgetter
+from typing import NamedTuple
 
 from pydantic import BaseModel
 
@@ -23,6 +28,13 @@ from advisor.engine.compute import (
     training_gpu_hours,
 )
 from advisor.engine.frameworks import cuda_context_bytes, framework_for
+from advisor.engine.layouts import (
+    STRATEGY_COMPLEXITY,
+    counts_for,
+    partitions_by_node,
+    strategies_for,
+    system_rejections,
+)
 from advisor.engine.memory import MemoryModel, Workload
 from advisor.engine.models import (
     AcceleratorSpec,
@@ -41,8 +53,18 @@ from advisor.engine.shape import ModelShape
 from advisor.engine.speed import Utilisation, generation, job_distances, training_utilisation
 from advisor.engine.words import STRATEGY_NAMES, plural, strategy_words
 
-TRAINING_STRATEGIES = ("single", "ddp", "zero2", "zero3", "zero3_offload")
-SENSITIVITY_ORDER = ("public", "internal", "confidential", "restricted")
+
+class Costs(NamedTuple):
+    """What an option costs: GPU hours and what follows from them (None where the hours
+    cannot be estimated)."""
+
+    nodes: int
+    gpu_hours: float | None
+    contingency: float | None
+    requested: float | None  # GPU hours + contingency
+    wall: float | None  # hours
+    cost: float | None  # the price, where the system has one
+    charged: float | None  # at the charge rate the ranking uses
 
 
 def trusted(cls, values: dict):
@@ -90,109 +112,648 @@ class Candidate:
 
 _sort_key = attrgetter("sort_key")
 
-# How much a researcher must set up and debug for each strategy; breaks ties in the ranking.
-STRATEGY_COMPLEXITY = {
-    "single": 0,
-    "ddp": 1,
-    "zero1": 2,
-    "zero2": 3,
-    "fsdp": 4,
-    "zero3": 4,
-    "tensor_parallel": 5,
-    "zero3_offload": 6,
-}
+
+@dataclass(slots=True)
+class NodeFacts:
+    """What every option on one node type of one system shares, worked out once per node."""
+
+    system: SystemSpec
+    node: NodeTypeSpec
+    acc: AcceleratorSpec
+    reasons: list[str]  # rule the node out whatever the strategy (system, software, dtype)
+    supported: bool
+    software_reasons: list[str]
+    changes: str | None  # what a non-NVIDIA platform asks the researcher to change
+    rate: ranking.Rate
+    dtype: str | None
+    capacity: int
+    headroom_limit: float
+    capacity_gb: str
+    util: Utilisation
+    peak: float
+    timed: bool  # GPU hours can be estimated
+    assumes: str | None
+    extra: float  # bytes of CUDA context beyond the current stack's
+    partition: PartitionSpec | None
+    counts: list[int]
+    one: tuple[int, ...]  # counts a single-GPU job may use
+    within_node: tuple[int, ...]  # tensor parallelism
+    several: tuple[int, ...]  # multi-GPU data parallelism
+    price: float | None
+    cloud: bool
+    queue: float
+    limited: str | None  # the limited-availability reason
+    trial: float | None
+
+    def allowed(self, strategy: str) -> tuple[int, ...]:
+        if strategy == "single":
+            return self.one
+        if strategy == "tensor_parallel":
+            return self.within_node
+        return self.several
 
 
-def counts_for(node: NodeTypeSpec, partition: PartitionSpec | None, limit: int | None) -> list[int]:
-    """GPU counts a job may ask for: powers of two within a node, then whole nodes."""
-    gpn = max(node.gpus_per_node, 1)
-    # A cloud VM size with count 0 is on demand: as many nodes as the job limits allow.
-    max_nodes = node.count if node.count > 0 else c.MAX_GPUS_SEARCHED
-    max_gpus = c.MAX_GPUS_SEARCHED
-    if partition is not None:
-        if partition.max_nodes_per_job:
-            max_nodes = min(max_nodes, partition.max_nodes_per_job)
-        if partition.max_gpus_per_job:
-            max_gpus = min(max_gpus, partition.max_gpus_per_job)
-    if limit is not None:
-        max_gpus = min(max_gpus, limit)
-    counts = []
-    n = 1
-    while n < gpn:
-        counts.append(n)
-        n *= 2
-    counts.append(gpn)
-    nodes = 2
-    while nodes <= max_nodes and nodes * gpn <= max_gpus:
-        counts.append(nodes * gpn)
-        nodes = nodes * 2 if nodes >= 4 else nodes + 1
-    return [k for k in counts if k <= max_gpus] or [1]
+class Evaluation:
+    """One estimate's pass over the catalog: what the request fixes, worked out once, and the
+    caches that live for this estimate only (so nothing carries over to the next one;
+    tests/engine/test_ranking_caches.py). The options are generated per system, node type and
+    strategy (`candidates`); each gets its recipe and GPU count (`plan`), its costs (`costs`),
+    the reasons a researcher reads, and its place in the ranking (`candidate`).
 
+    Work is shared wherever the inputs are the same: per accelerator (`on_accelerator`), per
+    node layout (`layout`), the sizing scan per (strategy, allowed counts, capacity), memory per
+    (strategy, GPU count, recipe), inference GPU hours per (accelerator, GPU count, scaling
+    efficiency). The goal is a thousand estimates a second (bench/engine_rankings.py).
+    """
 
-def strategies_for(
-    request: EstimateRequest, wl: Workload, system: SystemSpec
-) -> list[tuple[str, str | None]]:
-    """(strategy, why it is unavailable or None)."""
-    if wl.task == "inference":
-        return [("single", None), ("tensor_parallel", None)]
-    tooling = system.tooling
-    deepspeed = tooling.get("deepspeed", tooling.get("DeepSpeed"))
-    fsdp = tooling.get("fsdp", tooling.get("FSDP"))
-    if request.strategy is not None:
-        wanted = [request.strategy]
-        if request.num_gpus in (None, 1):
-            wanted = ["single", *wanted]
-    else:
-        wanted = list(TRAINING_STRATEGIES)
-        if deepspeed is False and fsdp is not False:
-            wanted = [("fsdp" if s == "zero3" else s) for s in wanted if s != "zero3_offload"]
-    out = []
-    for strategy in wanted:
-        why = None
-        if strategy.startswith("zero") and deepspeed is False:
-            why = f"DeepSpeed is not supported on {system.display_name}"
-        if strategy == "fsdp" and fsdp is False:
-            why = f"FSDP is not supported on {system.display_name}"
-        out.append((strategy, why))
-    return out
-
-
-def partitions_by_node(system: SystemSpec) -> dict[str, PartitionSpec]:
-    """Node type name -> the partition with the longest wall time (then the most GPUs per job)
-    that has it; on a tie the first listed. One pass over the partitions."""
-    best: dict[str, PartitionSpec] = {}
-    keys: dict[str, tuple[float, int]] = {}
-    for part in system.partitions:
-        key = (part.max_wall_hours or 0, part.max_gpus_per_job or 0)
-        for name in part.node_types:
-            if name not in keys or key > keys[name]:
-                best[name], keys[name] = part, key
-    return best
-
-
-def system_rejections(request: EstimateRequest, system: SystemSpec) -> list[str]:
-    cons = request.constraints
-    reasons = []
-    if system.status == "retired":
-        first = system.status_note.split(". ")[0].rstrip(".")
-        note = f" ({first})" if first else ""
-        reasons.append(f"{system.display_name} is retired{note}.")
-    if cons.data_sensitivity not in system.data_sensitivity:
-        reasons.append(
-            f"{system.display_name} is not approved for {cons.data_sensitivity} data "
-            f"(allowed: {', '.join(system.data_sensitivity)})."
+    def __init__(
+        self,
+        request: EstimateRequest,
+        shape: ModelShape,
+        wl: Workload,
+        accelerators: dict[str, AcceleratorSpec],
+        measured: tuple,
+        policy: RankingPolicySpec | None = None,
+    ) -> None:
+        self.request, self.shape, self.wl = request, shape, wl
+        self.training = training = wl.training
+        policy = policy or RankingPolicySpec()
+        self.currency = policy.currency
+        self.pick_ties = ranking.tie_picker(ranking.order(policy))
+        self.staff_rates = {
+            r.accelerator: (r.rate_per_gpu_hour, r.currency, r.source) for r in policy.charge_rates
+        }
+        self.accelerators = accelerators
+        self.generations = {name: generation(acc) for name, acc in accelerators.items()}
+        self.distances = (
+            job_distances(
+                measured,
+                task=wl.task,
+                precision=request.precision,
+                params=shape.params_total,
+                seq_len=wl.seq_len,
+                batch=wl.batch_size,
+            )
+            if training
+            else []
         )
-    if cons.needs_notebooks and not system.notebooks:
-        reasons.append(f"{system.display_name} has no notebooks (batch only).")
-    if cons.needs_cloud is True and system.kind != "cloud":
-        reasons.append(f"{system.display_name} is not a cloud service.")
-    if cons.needs_cloud is False and system.kind == "cloud":
-        reasons.append(f"{system.display_name} is cloud, and cloud was ruled out.")
-    if cons.systems is not None and system.name not in cons.systems:
-        reasons.append(f"{system.display_name} is not among the systems you can use.")
-    if request.system is not None and system.name != request.system:
-        reasons.append(f"You asked for {request.system}.")
-    return reasons
+        self.tools_needed = software.needs(
+            task=wl.task,
+            weight_format=wl.weight_format,
+            optimizer=request.optimizer,
+            flash_attention=wl.flash_attention,
+            training=training,
+            framework=request.framework,
+        )
+        self.tokens = None
+        if request.tokens is not None:
+            self.tokens = request.tokens * (request.epochs if training else 1)
+        limit = request.constraints.max_gpus
+        if request.num_gpus is not None:
+            limit = request.num_gpus if limit is None else min(limit, request.num_gpus)
+        self.limit = limit
+        self.margin = c.MEMORY_MARGIN.value
+        self.margin_pct = f"{self.margin:.0%}"
+        self.contingency_rate = c.CONTINGENCY.value
+        self.with_contingency = 1 + self.contingency_rate
+        self.max_wall = max_wall = request.constraints.max_wall_hours
+        self.target = max_wall / self.with_contingency if max_wall else c.TARGET_WALL_HOURS.value
+        self.splits_heads = wl.task == "inference"  # tensor parallelism splits the heads evenly
+        self.free_choice = request.strategy is None
+        framework, _ = framework_for(request.framework, training)
+        # One recipe search for the estimate. Pre-Ampere NVIDIA GPUs carry the larger CUDA
+        # context of their era's stack (frameworks.cuda_context_bytes): a constant more per
+        # GPU, so their options search the same recipes against a capacity that much smaller.
+        context = cuda_context_bytes(framework, False)
+        self.legacy_extra = cuda_context_bytes(framework, True) - context
+        self.context, self.framework = context, framework
+        search = RecipeSearch(shape, wl, request, framework, MemoryModel(shape, wl, context))
+        # Those stacks are PyTorch 1.x, whose zero_grad() zeroed gradients in place instead of
+        # freeing them: gradients coexist with activations (memory.py), a second search for
+        # training on pre-Ampere GPUs only. Extra context -> its search.
+        self.searches: dict[float, RecipeSearch] = {0.0: search}
+        # (strategy, GPU count, recipe, extra context) -> (breakdown, recipe, its reasons).
+        # Recipes are shared objects within an estimate, so their identity names them.
+        self.breakdowns: dict[tuple, tuple] = {}
+        # (strategy, allowed counts, capacity, extra context) -> RecipeSearch.plan's answer
+        self.sized: dict[tuple, tuple] = {}
+        self.per_accelerator: dict[str, tuple] = {}
+        self.hours_memo: dict[tuple[str, int, float], float] = {}
+        self.layouts: dict[tuple, tuple] = {}
+
+    # --- shared per accelerator, per layout, per recipe ---
+
+    def search_for(self, extra: float) -> RecipeSearch:
+        """The recipe search for a stack with `extra` CUDA context (0: the request's own)."""
+        found = self.searches.get(extra)
+        if found is None:
+            wl = self.wl
+            if not self.training or wl.keeps_gradients:
+                found = self.searches[0.0]
+            else:
+                old = replace(wl, keeps_gradients=True)
+                model = MemoryModel(self.shape, old, self.context, like=self.searches[0.0].model)
+                found = RecipeSearch(self.shape, old, self.request, self.framework, model)
+            self.searches[extra] = found
+        return found
+
+    def on_accelerator(self, acc: AcceleratorSpec) -> tuple:
+        """What every node type with `acc` shares: (compute dtype, why it has none, capacity,
+        the limit for headroom, capacity in words, utilisation, peak, whether GPU hours can
+        be estimated, the calibrated-utilisation reason, extra CUDA context)."""
+        found = self.per_accelerator.get(acc.name)
+        if found is not None:
+            return found
+        wl = self.wl
+        dtype = compute_dtype_for(acc, wl)
+        no_dtype = None
+        if dtype is None:
+            no_dtype = f"no {wl.compute_dtype} on {acc.display_name}" + (
+                " (use fp16)." if wl.compute_dtype == "bf16" else "."
+            )
+        capacity = int(acc.memory_gb * 1e9)
+        legacy = acc.vendor.lower() == "nvidia" and not acc.bf16_supported
+        if self.training:
+            util = training_utilisation(
+                acc,
+                self.shape,
+                flash_attention=wl.flash_attention,
+                adapters=wl.adapters,
+                distances=self.distances,
+            )
+        else:
+            util = Utilisation(
+                c.MFU_PREFILL.value, label="default for prefill", fixed_source=c.MFU_PREFILL.source
+            )
+        peak = peak_tflops(acc, dtype) if dtype else 0.0
+        timed = bool(self.tokens is not None and peak)
+        assumes = None
+        if timed and util.calibrated:
+            # The full citation is in the result's assumptions; the option names its source.
+            assumes = f"assumes {util.value:.0%} of the {dtype} dense peak ({util.label})."
+        found = self.per_accelerator[acc.name] = (
+            dtype,
+            no_dtype,
+            capacity,
+            capacity / (1 + self.margin),
+            gb(capacity),
+            util,
+            peak,
+            timed,
+            assumes,
+            self.legacy_extra if legacy else 0.0,
+        )
+        return found
+
+    def layout(self, node: NodeTypeSpec, partition: PartitionSpec | None) -> tuple:
+        """(GPU counts, those a single-GPU job may use, tensor parallelism within the node,
+        multi-GPU data parallelism) for the node type in its partition; node types of the
+        same shape share them."""
+        key = (
+            node.gpus_per_node,
+            node.count,
+            partition.max_nodes_per_job if partition is not None else None,
+            partition.max_gpus_per_job if partition is not None else None,
+        )
+        found = self.layouts.get(key)
+        if found is None:
+            counts = counts_for(node, partition, self.limit)
+            num_gpus = self.request.num_gpus
+            if num_gpus is not None:
+                counts = [k for k in counts if k == num_gpus] or [num_gpus]
+            gpn = node.gpus_per_node
+            found = self.layouts[key] = (
+                counts,
+                (1,) if 1 in counts else (),
+                tuple(k for k in counts if 1 < k <= gpn),
+                tuple(k for k in counts if k > 1),
+            )
+        return found
+
+    def breakdown(self, strategy: str, n: int, choice: Choice, extra: float) -> tuple:
+        """(memory breakdown, recipe, the recipe's reasons) for one layout on one stack; the
+        options with that layout share them."""
+        key = (strategy, n, id(choice), extra)
+        found = self.breakdowns.get(key)
+        if found is not None:
+            return found
+        search = self.search_for(extra)
+        parts = search.parts(strategy, n, choice)
+        if extra:
+            parts["cuda_context"] += int(extra)
+            parts["total_bytes"] += int(extra)
+        why = search.reasons(choice, strategy, n, extra)
+        found = self.breakdowns[key] = (
+            trusted(MemoryBreakdown, parts),
+            trusted(Recipe, search.recipe_fields(choice, strategy, n, why)),
+            why,
+        )
+        return found
+
+    def hours(self, f: NodeFacts, k: int, strategy: str, choice: Choice) -> float:
+        eff = scaling_efficiency(f.node, k, strategy)
+        if self.training:
+            # The recipe's recomputation and micro-batch size set the FLOPs and utilisation.
+            return training_gpu_hours(
+                self.shape,
+                self.wl,
+                self.tokens,
+                f.peak,
+                f.util.for_recipe(choice.level) * choice.efficiency,
+                eff,
+                choice.flops_per_token,
+            )
+        key = (f.acc.name, k, eff)
+        found = self.hours_memo.get(key)
+        if found is None:
+            found = self.hours_memo[key] = inference_gpu_hours(
+                self.shape, self.wl, f.acc, self.tokens, f.peak, f.util.value, k, eff
+            )
+        return found
+
+    # --- candidate generation ---
+
+    def candidates(self, systems: list[SystemSpec]) -> list[Candidate]:
+        """Every system / node type / strategy sized for the request, unranked."""
+        out: list[Candidate] = []
+        for system in systems:
+            sys_reasons = system_rejections(self.request, system)
+            strategies = strategies_for(self.request, self.wl, system)
+            partitions = partitions_by_node(system) if system.partitions else {}
+            for node in system.node_types:
+                acc = self.accelerators.get(node.accelerator)
+                if acc is not None:
+                    facts = self.node_facts(system, node, acc, sys_reasons, partitions)
+                    out.extend(self.node_options(facts, strategies))
+        return out
+
+    def node_facts(
+        self,
+        system: SystemSpec,
+        node: NodeTypeSpec,
+        acc: AcceleratorSpec,
+        sys_reasons: list[str],
+        partitions: dict[str, PartitionSpec],
+    ) -> NodeFacts:
+        reasons = list(sys_reasons)
+        if node.status == "retired":
+            reasons.append(f"{node.name} on {system.display_name} is retired.")
+        if self.request.accelerator is not None and acc.name != self.request.accelerator:
+            reasons.append(f"You asked for {self.request.accelerator}.")
+        gen = self.generations[acc.name]
+        supported, software_reasons = software.check(
+            system, acc, gen, self.tools_needed, weight_format=self.wl.weight_format
+        )
+        reasons.extend(software_reasons)
+        (
+            dtype,
+            no_dtype,
+            capacity,
+            headroom_limit,
+            capacity_gb,
+            util,
+            peak,
+            timed,
+            assumes,
+            extra,
+        ) = self.on_accelerator(acc)
+        if no_dtype is not None:
+            reasons.append(no_dtype)
+        partition = partitions.get(node.name)
+        counts, one, within_node, several = self.layout(node, partition)
+        limited = None
+        if system.status == "limited":
+            note = system.status_note.split(". ")[0].rstrip(".")
+            limited = f"{system.display_name} has limited availability" + (
+                f" ({note})." if note else "."
+            )
+        queue = system.typical_queue_wait_hours
+        return NodeFacts(
+            system,
+            node,
+            acc,
+            reasons,
+            supported,
+            software_reasons,
+            software.PLATFORM_CHANGES.get(gen.platform),
+            ranking.charge_rate(system, node, acc, self.staff_rates, self.currency),
+            dtype,
+            capacity,
+            headroom_limit,
+            capacity_gb,
+            util,
+            peak,
+            timed,
+            assumes,
+            extra,
+            partition,
+            counts,
+            one,
+            within_node,
+            several,
+            node.price_per_gpu_hour or system.price_per_gpu_hour,
+            system.kind == "cloud",
+            24 if queue is None else queue,
+            limited,
+            system.trial_gpu_hours,
+        )
+
+    def node_options(
+        self, f: NodeFacts, strategies: list[tuple[str, str | None]]
+    ) -> list[Candidate]:
+        """The options on one node type, one per strategy worth trying."""
+        out = []
+        single_fits = fits_elsewhere = False
+        for strategy, unavailable in strategies:
+            allowed = f.allowed(strategy)
+            if not allowed and strategy != "single":
+                continue  # e.g. multi-GPU strategies where a job gets one GPU: not tried
+            # Tensor parallelism when one GPU is enough, and CPU offload when an on-GPU
+            # strategy fits, would never rank first: not tried unless asked for.
+            if self.free_choice and (
+                (strategy == "tensor_parallel" and single_fits)
+                or (strategy == "zero3_offload" and fits_elsewhere)
+            ):
+                continue
+            cand = self.option(f, strategy, unavailable, allowed)
+            out.append(cand)
+            fits = cand.fields["fits"]
+            fits_elsewhere = fits_elsewhere or fits
+            single_fits = single_fits or (strategy == "single" and cand.headroom)
+            if f.reasons and cand.headroom:
+                # Ruled out whatever the strategy (retired, a constraint, no bf16): one
+                # option with its numbers says why; the other strategies add nothing.
+                break
+        return out
+
+    # --- one option ---
+
+    def option(
+        self, f: NodeFacts, strategy: str, unavailable: str | None, allowed: tuple[int, ...]
+    ) -> Candidate:
+        reasons = list(f.reasons)
+        if unavailable:
+            reasons.append(unavailable + ".")
+        hard = bool(reasons)  # system/accelerator-level rejections
+        if f.changes is not None and not hard:
+            reasons.append(f.changes + ".")
+        if not allowed:
+            allowed = (f.counts[-1],)
+            hard = True
+            reasons.append(
+                f"{STRATEGY_NAMES.get(strategy, strategy)} needs more than the "
+                f"{plural(f.counts[-1], 'GPU')} allowed here."
+            )
+        n, choice, gpu_hours, n_fit, n_head = self.plan(f, strategy, allowed, reasons)
+        breakdown, recipe, recipe_reasons = self.breakdown(strategy, n, choice, f.extra)
+        need = breakdown.total_bytes
+        reasons.extend(recipe_reasons)
+        fits, headroom = self.memory_reasons(f, strategy, n, choice, need, n_fit, n_head, reasons)
+        if self.splits_heads and strategy == "tensor_parallel":
+            heads, kv_heads = self.shape.num_attention_heads, self.shape.num_kv_heads
+            if heads % n or kv_heads % n and kv_heads > n:
+                hard = True
+                reasons.append(f"{heads} attention heads do not split over {n} GPUs.")
+        costs = self.costs(f, n, gpu_hours, reasons)
+        eligible = self.schedule_reasons(f, costs, reasons) and not hard and fits
+        return self.candidate(
+            f, strategy, n, breakdown, recipe, costs, fits, headroom, eligible, reasons
+        )
+
+    def plan(
+        self, f: NodeFacts, strategy: str, allowed: tuple[int, ...], reasons: list[str]
+    ) -> tuple[int, Choice, float | None, int | None, int | None]:
+        """(GPU count, recipe, GPU hours, the fewest GPUs that fit, the fewest with headroom):
+        the fewest GPUs that fit with headroom and their
+        cheapest recipe, widened to more GPUs when the run would take longer than the target.
+        Adds the reasons for the count and the memory."""
+        search = self.search_for(f.extra)
+        capacity, headroom_limit = f.capacity - f.extra, f.headroom_limit - f.extra
+        size_key = (strategy, allowed, capacity, f.extra)
+        found = self.sized.get(size_key)
+        if found is None:
+            found = self.sized[size_key] = search.plan(strategy, allowed, capacity, headroom_limit)
+        n_fit, n_head, n, choice = found
+        gpu_hours = None
+        if f.assumes is not None:
+            reasons.append(f.assumes)
+        if f.timed:
+            gpu_hours = self.hours(f, n, strategy, choice)
+            target = self.target
+            if gpu_hours / n > target and n_fit is not None:
+                # Widen to more GPUs (memory per GPU only falls) until the run fits the
+                # target. The recipe at n fits on more GPUs too; the final count gets its own.
+                first = choice
+                for k in allowed:
+                    if k > n:
+                        n = k
+                        gpu_hours = self.hours(f, k, strategy, first)
+                        if gpu_hours / k <= target:
+                            break
+                choice = search.at(strategy, n, capacity, headroom_limit)
+                if choice is not first:
+                    gpu_hours = self.hours(f, n, strategy, choice)
+                reasons.append(
+                    f"uses {n} GPUs to bring the wall time to about "
+                    f"{gpu_hours / n:,.0f} h (target {target:g} h)."
+                )
+        return n, choice, gpu_hours, n_fit, n_head
+
+    def memory_reasons(
+        self,
+        f: NodeFacts,
+        strategy: str,
+        n: int,
+        choice: Choice,
+        need: int,
+        n_fit: int | None,
+        n_head: int | None,
+        reasons: list[str],
+    ) -> tuple[bool, bool]:
+        """(fits, fits with headroom), saying why not in `reasons`."""
+        fits = need <= f.capacity
+        headroom = need <= f.headroom_limit
+        if not fits:
+            reasons.append(
+                f"needs {gb(need)} per GPU even on {plural(n, 'GPU')} "
+                f"{strategy_words(strategy)}"
+                + (
+                    f", micro-batch {choice.micro} and {choice.level} checkpointing"
+                    if self.training
+                    else ""
+                )
+                + f"; {f.acc.display_name} has {f.capacity_gb}."
+            )
+        elif not headroom:
+            reasons.append(
+                f"{gb(need)} per GPU is within {self.margin_pct} of the "
+                f"{f.capacity_gb} of {f.acc.display_name}: it may run out of memory."
+            )
+        elif n_fit is not None and n_head is not None and n_head > n_fit:
+            reasons.append(
+                f"{plural(n_fit, 'GPU')} would be within {self.margin_pct} of capacity; "
+                f"{n_head} recommended for headroom."
+            )
+        return fits, headroom
+
+    def costs(self, f: NodeFacts, n: int, gpu_hours: float | None, reasons: list[str]) -> Costs:
+        """GPU hours, contingency, wall time, price and charge of `n` GPUs on the node."""
+        nodes = -(-n // max(f.node.gpus_per_node, 1))
+        if gpu_hours is None:
+            return Costs(nodes, None, None, None, None, None, None)
+        contingency = gpu_hours * self.contingency_rate
+        requested = gpu_hours + contingency
+        billed = n
+        if f.cloud:
+            # A cloud VM is rented whole: a 2-GPU job on an 8-GPU size pays for 8.
+            billed = nodes * f.node.gpus_per_node
+            if billed > n and f.price is not None:
+                reasons.append(
+                    f"billed for the whole {f.node.name} ({billed} GPUs) while using {n}."
+                )
+        cost = charged = None
+        if f.price is not None:
+            cost = round(requested / n * billed * f.price, 2)
+        if f.rate.value is not None:
+            charged = round(requested / n * billed * f.rate.value, 2)
+        return Costs(nodes, gpu_hours, contingency, requested, gpu_hours / n, cost, charged)
+
+    def schedule_reasons(self, f: NodeFacts, costs: Costs, reasons: list[str]) -> bool:
+        """The wall-time limits, availability and trial access; False when the researcher's
+        own wall-time limit rules the option out."""
+        wall, requested = costs.wall, costs.requested
+        within = True
+        max_wall = self.max_wall
+        if wall is not None and max_wall is not None and wall * self.with_contingency > max_wall:
+            reasons.append(f"needs about {wall:.1f} h of wall time; your limit is {max_wall:g} h.")
+            within = False
+        part_wall = f.partition.max_wall_hours if f.partition is not None else None
+        if wall is not None and part_wall and wall > part_wall:
+            reasons.append(
+                f"about {wall:.0f} h of wall time exceeds the {f.partition.name} limit of "
+                f"{part_wall:g} h: run {math.ceil(wall / part_wall)} chained jobs that "
+                "resume from checkpoints."
+            )
+        if f.limited is not None:
+            reasons.append(f.limited)
+        if requested is not None and f.trial and requested <= f.trial:
+            reasons.append(
+                f"{requested:.0f} GPU hours fit within {f.system.display_name}'s trial "
+                f"access ({f.trial:g} GPU hours)."
+            )
+        return within
+
+    def candidate(
+        self,
+        f: NodeFacts,
+        strategy: str,
+        n: int,
+        breakdown: MemoryBreakdown,
+        recipe: Recipe,
+        costs: Costs,
+        fits: bool,
+        headroom: bool,
+        eligible: bool,
+        reasons: list[str],
+    ) -> Candidate:
+        """The option's fields and its ranking key (ranking.RankKey, flattened)."""
+        need = breakdown.total_bytes
+        gpu_hours, contingency, requested, wall = (
+            costs.gpu_hours,
+            costs.contingency,
+            costs.requested,
+            costs.wall,
+        )
+        rate, charged = f.rate, costs.charged
+        acc, system = f.acc, f.system
+        fields = {
+            "system": system.name,
+            "accelerator": acc.name,
+            "num_gpus": n,
+            "nodes": costs.nodes,
+            "strategy": strategy,
+            "memory_per_gpu_bytes": need,
+            "memory": breakdown,
+            "capacity_bytes": f.capacity,
+            "fits": fits,
+            "gpu_hours": None if gpu_hours is None else round(gpu_hours, 2),
+            "contingency_gpu_hours": None if contingency is None else round(contingency, 2),
+            "requested_gpu_hours": None if requested is None else round(requested, 2),
+            "wall_hours": None if wall is None else round(wall, 2),
+            "cost": costs.cost,
+            "currency": system.currency if costs.cost is not None else "",
+            "reasons": reasons,
+            "rank": None,
+            "eligible": eligible,
+            "headroom": headroom,
+            "partition": f.partition.name if f.partition is not None else None,
+            "compute_dtype": f.dtype,
+            "utilisation": f.util.value,
+            "utilisation_source": f.util.label,
+            "charge": trusted(
+                Charge,
+                {
+                    "rate_per_gpu_hour": rate.value,
+                    "currency": rate.currency if rate.value is not None else "",
+                    "total": charged,
+                    "source": rate.source,
+                },
+            ),
+            "supported": f.supported,
+            "software_reasons": f.software_reasons,
+            "recipe": recipe,
+        }
+        sort_key = self.rank_key(f, strategy, n, need, costs, headroom, eligible)
+        return Candidate(
+            fields,
+            eligible,
+            headroom,
+            f.partition,
+            system,
+            f.node,
+            acc,
+            f.dtype,
+            sort_key,
+            None,
+            f.util,
+        )
+
+    def rank_key(
+        self,
+        f: NodeFacts,
+        strategy: str,
+        n: int,
+        need: int,
+        costs: Costs,
+        headroom: bool,
+        eligible: bool,
+    ) -> tuple:
+        """ranking.RankKey, flattened (sorting nested tuples costs several times more): the
+        profile's tie-breakers come in its order through `pick_ties`."""
+        wall, charged, acc = costs.wall, costs.charged, f.acc
+        return (
+            not eligible,
+            f.limited is not None,
+            not headroom,
+            # CPU offload trades much speed for memory: only when nothing else fits.
+            strategy == "zero3_offload",
+            *self.pick_ties(
+                (
+                    wall is not None and wall > self.target,  # misses the deadline
+                    charged is None,
+                    charged or 0.0,
+                    acc.memory_gb,
+                    acc.bf16_tflops or acc.fp16_tflops or 0.0,
+                    f.queue,
+                    n,
+                    costs.nodes,
+                )
+            ),
+            STRATEGY_COMPLEXITY[strategy],
+            need,
+            f.system.name,
+            acc.name,
+        )
 
 
 def evaluate(
@@ -204,485 +765,8 @@ def evaluate(
     measured: tuple,
     policy: RankingPolicySpec | None = None,
 ) -> list[Candidate]:
-    """Every system / node type / strategy sized for `request`, unranked.
-
-    The loop body runs for every option of every estimate (about 70 over the default catalog;
-    the goal is a thousand estimates a second), so it is one flat loop with the per-option
-    work kept to lookups, arithmetic and the reasons it has to write. What depends only on the
-    request, the system, the accelerator or the node type's shape is worked out once for each;
-    memory per GPU once per (strategy, GPU count); the sizing scan once per (strategy, allowed
-    counts, capacity); inference GPU hours once per (accelerator, GPU count, scaling
-    efficiency). The caches live for this call only, so nothing carries over to the next
-    estimate (tests/engine/test_ranking_caches.py).
-    """
-    training = wl.training
-    policy = policy or RankingPolicySpec()
-    pick_ties = ranking.tie_picker(ranking.order(policy))
-    staff_rates = {
-        r.accelerator: (r.rate_per_gpu_hour, r.currency, r.source) for r in policy.charge_rates
-    }
-    generations = {name: generation(acc) for name, acc in accelerators.items()}
-    distances = (
-        job_distances(
-            measured,
-            task=wl.task,
-            precision=request.precision,
-            params=shape.params_total,
-            seq_len=wl.seq_len,
-            batch=wl.batch_size,
-        )
-        if training
-        else []
-    )
-    tools_needed = software.needs(
-        task=wl.task,
-        weight_format=wl.weight_format,
-        optimizer=request.optimizer,
-        flash_attention=wl.flash_attention,
-        training=training,
-        framework=request.framework,
-    )
-    tokens = None
-    if request.tokens is not None:
-        tokens = request.tokens * (request.epochs if training else 1)
-    limit = request.constraints.max_gpus
-    if request.num_gpus is not None:
-        limit = request.num_gpus if limit is None else min(limit, request.num_gpus)
-    margin = c.MEMORY_MARGIN.value
-    margin_pct = f"{margin:.0%}"
-    contingency_rate = c.CONTINGENCY.value
-    with_contingency = 1 + contingency_rate
-    max_wall = request.constraints.max_wall_hours
-    target = max_wall / with_contingency if max_wall else c.TARGET_WALL_HOURS.value
-    splits_heads = wl.task == "inference"  # tensor parallelism must split the heads evenly
-    free_choice = request.strategy is None
-    framework, _ = framework_for(request.framework, training)
-    # One recipe search for the estimate. Pre-Ampere NVIDIA GPUs carry the larger CUDA context
-    # of their era's stack (frameworks.cuda_context_bytes): a constant more per GPU, so their
-    # options search the same recipes against a capacity that much smaller.
-    context = cuda_context_bytes(framework, False)
-    legacy_extra = cuda_context_bytes(framework, True) - context
-    search = RecipeSearch(shape, wl, request, framework, MemoryModel(shape, wl, context))
-    # Those stacks are PyTorch 1.x, whose zero_grad() zeroed gradients in place instead of
-    # freeing them: gradients coexist with activations (memory.py), a second search for
-    # training on pre-Ampere GPUs only.
-    searches = {0.0: search}
-
-    def search_for(extra: float) -> RecipeSearch:
-        found = searches.get(extra)
-        if found is None:
-            if not training or wl.keeps_gradients:
-                found = search
-            else:
-                old = replace(wl, keeps_gradients=True)
-                model = MemoryModel(shape, old, context, like=search.model)
-                found = RecipeSearch(shape, old, request, framework, model)
-            searches[extra] = found
-        return found
-
-    # (strategy, GPU count, recipe) -> (breakdown, recipe, its reasons). Recipes are cached
-    # objects within an estimate, so their identity names them.
-    breakdowns: dict[tuple, tuple] = {}
-    # (stack, strategy, allowed counts, capacity) -> (smallest count that fits, smallest with
-    # headroom, the count used, its recipe)
-    sized: dict[tuple, tuple[int | None, int | None]] = {}
-    # accelerator -> what the node types that have it share (see `on_accelerator`).
-    per_accelerator: dict[str, tuple] = {}
-    # Inference: (accelerator, GPU count, scaling efficiency) -> GPU hours; peak and
-    # utilisation follow from the accelerator, so node types that share one share their hours.
-    hours_memo: dict[tuple[str, int, float], float] = {}
-    # (GPUs per node, nodes, partition's job limits) -> what `layout` returns.
-    layouts: dict[tuple, tuple] = {}
-
-    def breakdown_for(key: tuple, choice: Choice) -> tuple:
-        """(memory breakdown, recipe, the recipe's reasons) for one layout on one stack;
-        the options with that layout share them."""
-        strategy, n, _, extra = key
-        search = search_for(extra)
-        parts = search.parts(strategy, n, choice)
-        if extra:
-            parts["cuda_context"] += int(extra)
-            parts["total_bytes"] += int(extra)
-        why = search.reasons(choice, strategy, n, extra)
-        found = breakdowns[key] = (
-            trusted(MemoryBreakdown, parts),
-            trusted(Recipe, search.recipe_fields(choice, strategy, n, why)),
-            why,
-        )
-        return found
-
-    def on_accelerator(acc: AcceleratorSpec) -> tuple:
-        """What every node type with `acc` shares: (compute dtype, why it has none, capacity,
-        the limit for headroom, capacity in words, utilisation, peak, whether GPU hours can
-        be estimated, the calibrated-utilisation reason)."""
-        dtype = compute_dtype_for(acc, wl)
-        no_dtype = None
-        if dtype is None:
-            no_dtype = f"no {wl.compute_dtype} on {acc.display_name}" + (
-                " (use fp16)." if wl.compute_dtype == "bf16" else "."
-            )
-        capacity = int(acc.memory_gb * 1e9)
-        legacy = acc.vendor.lower() == "nvidia" and not acc.bf16_supported
-        extra = legacy_extra if legacy else 0.0
-        if training:
-            util = training_utilisation(
-                acc,
-                shape,
-                flash_attention=wl.flash_attention,
-                adapters=wl.adapters,
-                distances=distances,
-            )
-        else:
-            util = Utilisation(
-                c.MFU_PREFILL.value, label="default for prefill", fixed_source=c.MFU_PREFILL.source
-            )
-        peak = peak_tflops(acc, dtype) if dtype else 0.0
-        timed = bool(tokens is not None and peak)
-        assumes = None
-        if timed and util.calibrated:
-            # The full citation is in the result's assumptions; the option names its source.
-            assumes = f"assumes {util.value:.0%} of the {dtype} dense peak ({util.label})."
-        found = per_accelerator[acc.name] = (
-            dtype,
-            no_dtype,
-            capacity,
-            capacity / (1 + margin),
-            gb(capacity),
-            util,
-            peak,
-            timed,
-            assumes,
-            extra,
-        )
-        return found
-
-    def hours(
-        node: NodeTypeSpec,
-        acc: AcceleratorSpec,
-        peak: float,
-        util: Utilisation,
-        k: int,
-        strategy: str,
-        choice: Choice,
-    ) -> float:
-        eff = scaling_efficiency(node, k, strategy)
-        if training:
-            # The recipe's recomputation and micro-batch size set the FLOPs and utilisation.
-            value = util.for_recipe(choice.level) * choice.efficiency
-            return training_gpu_hours(shape, wl, tokens, peak, value, eff, choice.flops_per_token)
-        key = (acc.name, k, eff)
-        found = hours_memo.get(key)
-        if found is None:
-            found = hours_memo[key] = inference_gpu_hours(
-                shape, wl, acc, tokens, peak, util.value, k, eff
-            )
-        return found
-
-    def layout(node: NodeTypeSpec, partition: PartitionSpec | None) -> tuple:
-        """(GPU counts, those a single-GPU job may use, tensor parallelism within the node,
-        multi-GPU data parallelism) for the node type in its partition; node types of the
-        same shape share them."""
-        key = (
-            node.gpus_per_node,
-            node.count,
-            partition.max_nodes_per_job if partition is not None else None,
-            partition.max_gpus_per_job if partition is not None else None,
-        )
-        found = layouts.get(key)
-        if found is None:
-            counts = counts_for(node, partition, limit)
-            if request.num_gpus is not None:
-                counts = [k for k in counts if k == request.num_gpus] or [request.num_gpus]
-            gpn = node.gpus_per_node
-            found = layouts[key] = (
-                counts,
-                (1,) if 1 in counts else (),
-                tuple(k for k in counts if 1 < k <= gpn),
-                tuple(k for k in counts if k > 1),
-            )
-        return found
-
-    candidates: list[Candidate] = []
-    append = candidates.append
-    for system in systems:
-        sys_reasons = system_rejections(request, system)
-        strategies = strategies_for(request, wl, system)
-        cloud = system.kind == "cloud"
-        queue = system.typical_queue_wait_hours
-        if queue is None:
-            queue = 24
-        limited = None
-        if system.status == "limited":
-            note = system.status_note.split(". ")[0].rstrip(".")
-            limited = f"{system.display_name} has limited availability" + (
-                f" ({note})." if note else "."
-            )
-        trial = system.trial_gpu_hours
-        partitions = partitions_by_node(system) if system.partitions else {}
-        for node in system.node_types:
-            acc = accelerators.get(node.accelerator)
-            if acc is None:
-                continue
-            node_reasons = list(sys_reasons)
-            if node.status == "retired":
-                node_reasons.append(f"{node.name} on {system.display_name} is retired.")
-            if request.accelerator is not None and acc.name != request.accelerator:
-                node_reasons.append(f"You asked for {request.accelerator}.")
-            gen = generations[acc.name]
-            supported, software_reasons = software.check(
-                system, acc, gen, tools_needed, weight_format=wl.weight_format
-            )
-            node_reasons.extend(software_reasons)
-            changes = software.PLATFORM_CHANGES.get(gen.platform)
-            rate = ranking.charge_rate(system, node, acc, staff_rates, policy.currency)
-            gpu_mem, gpu_peak = acc.memory_gb, acc.bf16_tflops or acc.fp16_tflops or 0.0
-            shared = per_accelerator.get(acc.name) or on_accelerator(acc)
-            (
-                dtype,
-                no_dtype,
-                capacity,
-                headroom_limit,
-                capacity_gb,
-                util,
-                peak,
-                timed,
-                assumes,
-                extra,
-            ) = shared
-            # The recipe search sees what is left after the stack's extra context.
-            search_capacity, search_headroom = capacity - extra, headroom_limit - extra
-            if no_dtype is not None:
-                node_reasons.append(no_dtype)
-            partition = partitions.get(node.name)
-            counts, one, within_node, several = layout(node, partition)
-            gpn = node.gpus_per_node
-            per_node = max(gpn, 1)
-            price = node.price_per_gpu_hour or system.price_per_gpu_hour
-            part_name = partition.name if partition is not None else None
-            part_wall = partition.max_wall_hours if partition is not None else None
-            single_fits = fits_elsewhere = False
-            for strategy, unavailable in strategies:
-                if strategy == "single":
-                    allowed = one
-                elif strategy == "tensor_parallel":
-                    allowed = within_node
-                else:
-                    allowed = several
-                if not allowed and strategy != "single":
-                    continue  # e.g. multi-GPU strategies where a job gets one GPU: not tried
-                # Tensor parallelism when one GPU is enough, and CPU offload when an on-GPU
-                # strategy fits, would never rank first: not tried unless asked for.
-                if free_choice and (
-                    (strategy == "tensor_parallel" and single_fits)
-                    or (strategy == "zero3_offload" and fits_elsewhere)
-                ):
-                    continue
-                reasons = list(node_reasons)
-                if unavailable:
-                    reasons.append(unavailable + ".")
-                hard = bool(reasons)  # system/accelerator-level rejections
-                if changes is not None and not hard:
-                    reasons.append(changes + ".")
-                if not allowed:
-                    allowed = (counts[-1],)
-                    hard = True
-                    reasons.append(
-                        f"{STRATEGY_NAMES.get(strategy, strategy)} needs more than the "
-                        f"{plural(counts[-1], 'GPU')} allowed here."
-                    )
-                size_key = (strategy, allowed, search_capacity, extra)
-                found = sized.get(size_key)
-                if found is None:
-                    found = sized[size_key] = search_for(extra).plan(
-                        strategy, allowed, search_capacity, search_headroom
-                    )
-                n_fit, n_head, n, choice = found
-                gpu_hours = None
-                if assumes is not None:
-                    reasons.append(assumes)
-                if timed:
-                    gpu_hours = hours(node, acc, peak, util, n, strategy, choice)
-                    if gpu_hours / n > target and (n_fit is not None):
-                        # Widen to more GPUs (memory per GPU only falls) until the run fits
-                        # the target.
-                        # The recipe at n fits on more GPUs too; the final count gets its own.
-                        first = choice
-                        for k in allowed:
-                            if k > n:
-                                n = k
-                                gpu_hours = hours(node, acc, peak, util, k, strategy, first)
-                                if gpu_hours / k <= target:
-                                    break
-                        choice = search_for(extra).at(strategy, n, search_capacity, search_headroom)
-                        if choice is not first:
-                            gpu_hours = hours(node, acc, peak, util, n, strategy, choice)
-                        reasons.append(
-                            f"uses {n} GPUs to bring the wall time to about "
-                            f"{gpu_hours / n:,.0f} h (target {target:g} h)."
-                        )
-                memory_key = (strategy, n, id(choice), extra)
-                found = breakdowns.get(memory_key) or breakdown_for(memory_key, choice)
-                breakdown, recipe, recipe_reasons = found
-                need = breakdown.total_bytes
-                reasons.extend(recipe_reasons)
-                fits = need <= capacity
-                headroom = need <= headroom_limit
-                if not fits:
-                    reasons.append(
-                        f"needs {gb(need)} per GPU even on {plural(n, 'GPU')} "
-                        f"{strategy_words(strategy)}"
-                        + (
-                            f", micro-batch {choice.micro} and {choice.level} checkpointing"
-                            if training
-                            else ""
-                        )
-                        + f"; {acc.display_name} has {capacity_gb}."
-                    )
-                elif not headroom:
-                    reasons.append(
-                        f"{gb(need)} per GPU is within {margin_pct} of the "
-                        f"{capacity_gb} of {acc.display_name}: it may run out of memory."
-                    )
-                elif n_fit is not None and n_head is not None and n_head > n_fit:
-                    reasons.append(
-                        f"{plural(n_fit, 'GPU')} would be within {margin_pct} of capacity; "
-                        f"{n_head} recommended for headroom."
-                    )
-                if (
-                    splits_heads
-                    and strategy == "tensor_parallel"
-                    and (
-                        shape.num_attention_heads % n
-                        or shape.num_kv_heads % n
-                        and shape.num_kv_heads > n
-                    )
-                ):
-                    hard = True
-                    reasons.append(
-                        f"{shape.num_attention_heads} attention heads do not split over {n} GPUs."
-                    )
-                nodes = -(-n // per_node)
-                wall = contingency = requested = cost = charged = None
-                if gpu_hours is not None:
-                    contingency = gpu_hours * contingency_rate
-                    requested = gpu_hours + contingency
-                    wall = gpu_hours / n
-                    billed = n
-                    if cloud:
-                        # A cloud VM is rented whole: a 2-GPU job on an 8-GPU size pays for 8.
-                        billed = nodes * gpn
-                        if billed > n and price is not None:
-                            reasons.append(
-                                f"billed for the whole {node.name} ({billed} GPUs) while using {n}."
-                            )
-                    if price is not None:
-                        cost = round(requested / n * billed * price, 2)
-                    if rate.value is not None:
-                        charged = round(requested / n * billed * rate.value, 2)
-                eligible = not hard
-                if wall is not None and max_wall is not None and wall * with_contingency > max_wall:
-                    reasons.append(
-                        f"needs about {wall:.1f} h of wall time; your limit is {max_wall:g} h."
-                    )
-                    eligible = False
-                if wall is not None and part_wall and wall > part_wall:
-                    reasons.append(
-                        f"about {wall:.0f} h of wall time exceeds the {part_name} limit of "
-                        f"{part_wall:g} h: run {math.ceil(wall / part_wall)} chained jobs that "
-                        "resume from checkpoints."
-                    )
-                if limited is not None:
-                    reasons.append(limited)
-                if requested is not None and trial and requested <= trial:
-                    reasons.append(
-                        f"{requested:.0f} GPU hours fit within {system.display_name}'s trial "
-                        f"access ({trial:g} GPU hours)."
-                    )
-                eligible = eligible and fits
-                slow = wall is not None and wall > target
-                wall_shown = None if wall is None else round(wall, 2)
-                cand = Candidate(
-                    {
-                        "system": system.name,
-                        "accelerator": acc.name,
-                        "num_gpus": n,
-                        "nodes": nodes,
-                        "strategy": strategy,
-                        "memory_per_gpu_bytes": need,
-                        "memory": breakdown,
-                        "capacity_bytes": capacity,
-                        "fits": fits,
-                        "gpu_hours": None if gpu_hours is None else round(gpu_hours, 2),
-                        "contingency_gpu_hours": (
-                            None if contingency is None else round(contingency, 2)
-                        ),
-                        "requested_gpu_hours": None if requested is None else round(requested, 2),
-                        "wall_hours": wall_shown,
-                        "cost": cost,
-                        "currency": system.currency if cost is not None else "",
-                        "reasons": reasons,
-                        "rank": None,
-                        "eligible": eligible,
-                        "headroom": headroom,
-                        "partition": part_name,
-                        "compute_dtype": dtype,
-                        "utilisation": util.value,
-                        "utilisation_source": util.label,
-                        "charge": trusted(
-                            Charge,
-                            {
-                                "rate_per_gpu_hour": rate.value,
-                                "currency": rate.currency if rate.value is not None else "",
-                                "total": charged,
-                                "source": rate.source,
-                            },
-                        ),
-                        "supported": supported,
-                        "software_reasons": software_reasons,
-                        "recipe": recipe,
-                    },
-                    eligible,
-                    headroom,
-                    partition,
-                    system,
-                    node,
-                    acc,
-                    dtype,
-                    # The ranking (ranking.RankKey, flattened): see rank().
-                    (
-                        not eligible,
-                        limited is not None,
-                        not headroom,
-                        # CPU offload trades much speed for memory: only when nothing else fits.
-                        strategy == "zero3_offload",
-                        *pick_ties(
-                            (
-                                slow,
-                                charged is None,
-                                charged or 0.0,
-                                gpu_mem,
-                                gpu_peak,
-                                queue,
-                                n,
-                                nodes,
-                            )
-                        ),
-                        STRATEGY_COMPLEXITY[strategy],
-                        need,
-                        system.name,
-                        acc.name,
-                    ),
-                    None,
-                    util,
-                )
-                append(cand)
-                fits_elsewhere = fits_elsewhere or fits
-                single_fits = single_fits or (strategy == "single" and headroom)
-                if node_reasons and headroom:
-                    # Ruled out whatever the strategy (retired, a constraint, no bf16): one
-                    # option with its numbers says why; the other strategies add nothing.
-                    break
-    return candidates
+    """Every system / node type / strategy sized for `request`, unranked (see Evaluation)."""
+    return Evaluation(request, shape, wl, accelerators, measured, policy).candidates(systems)
 
 
 def rank(candidates: list[Candidate]) -> list[Candidate]:

@@ -276,4 +276,5 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         optimizer_in_backward=framework.optimizer_in_backward and training,
         quantises_head=framework.quantises_head,
         keeps_gradients=framework.keeps_gradients and training,
+        decode_framework=framework.key,
     )

@@ -16,7 +16,7 @@ A100 = MemoryBar(
 def test_the_chart_says_in_words_whether_each_bar_fits():
     roomy = MemoryBar(label="H200 x 1", capacity_bytes=141_000_000_000, components=A100.components)
     svg = memory_chart_svg(bars=[A100, roomy])
-    assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg" class="memory-chart"')
+    assert svg.startswith('<svg role="img" xmlns="http://www.w3.org/2000/svg" class="memory-chart"')
     assert "needs 84.0 GB of 80.0 GB: does NOT fit (dashed line: capacity)" in svg
     assert "needs 84.0 GB of 141.0 GB: fits (dashed line: capacity)" in svg
     # Each component has its pattern once, whatever the number of bars.

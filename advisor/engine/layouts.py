@@ -1,0 +1,115 @@
+"""Where a job may run: the GPU counts, strategies and partitions tried for each node type, and
+the system-level reasons an option is ruled out. The ranking (recommend.py) generates its
+candidates from these."""
+
+from __future__ import annotations
+
+from advisor.engine import constants as c
+from advisor.engine.memory import Workload
+from advisor.engine.models import EstimateRequest, NodeTypeSpec, PartitionSpec, SystemSpec
+
+TRAINING_STRATEGIES = ("single", "ddp", "zero2", "zero3", "zero3_offload")
+
+# How much a researcher must set up and debug for each strategy; breaks ties in the ranking.
+STRATEGY_COMPLEXITY = {
+    "single": 0,
+    "ddp": 1,
+    "zero1": 2,
+    "zero2": 3,
+    "fsdp": 4,
+    "zero3": 4,
+    "tensor_parallel": 5,
+    "zero3_offload": 6,
+}
+
+
+def counts_for(node: NodeTypeSpec, partition: PartitionSpec | None, limit: int | None) -> list[int]:
+    """GPU counts a job may ask for: powers of two within a node, then whole nodes."""
+    gpn = max(node.gpus_per_node, 1)
+    # A cloud VM size with count 0 is on demand: as many nodes as the job limits allow.
+    max_nodes = node.count if node.count > 0 else c.MAX_GPUS_SEARCHED
+    max_gpus = c.MAX_GPUS_SEARCHED
+    if partition is not None:
+        if partition.max_nodes_per_job:
+            max_nodes = min(max_nodes, partition.max_nodes_per_job)
+        if partition.max_gpus_per_job:
+            max_gpus = min(max_gpus, partition.max_gpus_per_job)
+    if limit is not None:
+        max_gpus = min(max_gpus, limit)
+    counts = []
+    n = 1
+    while n < gpn:
+        counts.append(n)
+        n *= 2
+    counts.append(gpn)
+    nodes = 2
+    while nodes <= max_nodes and nodes * gpn <= max_gpus:
+        counts.append(nodes * gpn)
+        nodes = nodes * 2 if nodes >= 4 else nodes + 1
+    return [k for k in counts if k <= max_gpus] or [1]
+
+
+def strategies_for(
+    request: EstimateRequest, wl: Workload, system: SystemSpec
+) -> list[tuple[str, str | None]]:
+    """(strategy, why it is unavailable or None)."""
+    if wl.task == "inference":
+        return [("single", None), ("tensor_parallel", None)]
+    tooling = system.tooling
+    deepspeed = tooling.get("deepspeed", tooling.get("DeepSpeed"))
+    fsdp = tooling.get("fsdp", tooling.get("FSDP"))
+    if request.strategy is not None:
+        wanted = [request.strategy]
+        if request.num_gpus in (None, 1):
+            wanted = ["single", *wanted]
+    else:
+        wanted = list(TRAINING_STRATEGIES)
+        if deepspeed is False and fsdp is not False:
+            wanted = [("fsdp" if s == "zero3" else s) for s in wanted if s != "zero3_offload"]
+    out = []
+    for strategy in wanted:
+        why = None
+        if strategy.startswith("zero") and deepspeed is False:
+            why = f"DeepSpeed is not supported on {system.display_name}"
+        if strategy == "fsdp" and fsdp is False:
+            why = f"FSDP is not supported on {system.display_name}"
+        out.append((strategy, why))
+    return out
+
+
+def partitions_by_node(system: SystemSpec) -> dict[str, PartitionSpec]:
+    """Node type name -> the partition with the longest wall time (then the most GPUs per job)
+    that has it; on a tie the first listed. One pass over the partitions."""
+    best: dict[str, PartitionSpec] = {}
+    keys: dict[str, tuple[float, int]] = {}
+    for part in system.partitions:
+        key = (part.max_wall_hours or 0, part.max_gpus_per_job or 0)
+        for name in part.node_types:
+            if name not in keys or key > keys[name]:
+                best[name], keys[name] = part, key
+    return best
+
+
+def system_rejections(request: EstimateRequest, system: SystemSpec) -> list[str]:
+    cons = request.constraints
+    reasons = []
+    if system.status == "retired":
+        first = system.status_note.split(". ")[0].rstrip(".")
+        note = f" ({first})" if first else ""
+        reasons.append(f"{system.display_name} is retired{note}.")
+    if cons.data_sensitivity not in system.data_sensitivity:
+        reasons.append(
+            f"{system.display_name} is not approved for {cons.data_sensitivity} data "
+            f"(allowed: {', '.join(system.data_sensitivity)})."
+        )
+    if cons.needs_notebooks and not system.notebooks:
+        reasons.append(f"{system.display_name} has no notebooks (batch only).")
+    if cons.needs_cloud is True and system.kind != "cloud":
+        reasons.append(f"{system.display_name} is not a cloud service.")
+    if cons.needs_cloud is False and system.kind == "cloud":
+        reasons.append(f"{system.display_name} is cloud, and cloud was ruled out.")
+    if cons.systems is not None and system.name not in cons.systems:
+        reasons.append(f"{system.display_name} is not among the systems you can use.")
+    if request.system is not None and system.name != request.system:
+        reasons.append(f"You asked for {request.system}.")
+    return reasons

@@ -1,0 +1,74 @@
+"""Issue 14: inference time per library. Decoding is bandwidth-bound; eager Transformers
+generate() pays host time per layer and step at small batches (far below the bound), vLLM's
+CUDA graphs and paged cache come close to it, and batching amortises the host time."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+from advisor.engine import estimate
+from advisor.engine.models import EstimateRequest
+from bench.engine_rankings import catalog_from_file
+
+CONFIGS = Path(__file__).resolve().parent / "configs"
+LLAMA_2_7B = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
+
+
+@cache
+def catalog():
+    return catalog_from_file()
+
+
+def one_a100(framework: str, batch: int):
+    request = EstimateRequest(
+        config=LLAMA_2_7B,
+        task="inference",
+        precision="bf16",
+        seq_len=16,
+        new_tokens=512,
+        batch_size=batch,
+        tokens=(16 + 512) * batch * 100,
+        framework=framework,
+        accelerator="a100-80-sxm4",
+        num_gpus=1,
+    )
+    result = estimate(request, catalog())
+    option = next(o for o in result.options if o.gpu_hours and o.num_gpus == 1)
+    return option, result
+
+
+def generated_per_second(option, batch: int) -> float:
+    return 512 * batch * 100 / (option.gpu_hours * 3600)
+
+
+def test_transformers_generate_at_batch_1_runs_far_below_the_bandwidth_bound_and_vllm_near_it():
+    hf, _ = one_a100("transformers", 1)
+    vllm, _ = one_a100("vllm", 1)
+    # Reading 13.5 GB of bf16 weights per token at an A100 80GB's 2,039 GB/s: about 151/s.
+    bound = 2039e9 / (6.74e9 * 2)
+    assert 0.75 * bound <= generated_per_second(vllm, 1) <= 0.85 * bound
+    assert generated_per_second(hf, 1) <= 0.6 * bound
+    assert generated_per_second(hf, 1) < generated_per_second(vllm, 1)
+
+
+def test_batching_amortises_the_host_time_of_eager_generation():
+    gap_at_1 = generated_per_second(one_a100("vllm", 1)[0], 1) / generated_per_second(
+        one_a100("transformers", 1)[0], 1
+    )
+    gap_at_32 = generated_per_second(one_a100("vllm", 32)[0], 32) / generated_per_second(
+        one_a100("transformers", 32)[0], 32
+    )
+    assert gap_at_32 < gap_at_1
+
+
+def test_the_result_states_the_librarys_decoding_speed_with_its_source():
+    _, result = one_a100("vllm", 1)
+    decoding = next(a for a in result.assumptions if a.name == "Decoding speed")
+    assert decoding.value.startswith("81% of the memory bandwidth per step")
+    assert "hamel.dev" in decoding.source
+    _, eager = one_a100("transformers", 1)
+    decoding = next(a for a in eager.assumptions if a.name == "Decoding speed")
+    assert "0.45 ms of host time per layer" in decoding.value
+    assert "fxmarty/accelerated-pytorch-transformers-generation" in decoding.source
