@@ -53,24 +53,13 @@ class _Row:
         return given[name] if name in given else getattr(self._instance, name)
 
 
-def _or_none(value: str) -> str | None:
-    """The catalog stores "no value" in text fields as "", the engine's specs as None."""
-    return value or None
-
-
 def node_type_spec(node_type: NodeType) -> NodeTypeSpec:
     row = _Row(node_type, accelerator=node_type.accelerator.name)
     return NodeTypeSpec.model_validate(row, from_attributes=True)
 
 
 def partition_spec(partition: Partition, *, node_type_names: list[str]) -> PartitionSpec:
-    row = _Row(
-        partition,
-        node_types=node_type_names,
-        slurm_partition=_or_none(partition.slurm_partition),
-        constraint=_or_none(partition.constraint),
-        qos=_or_none(partition.qos),
-    )
+    row = _Row(partition, node_types=node_type_names)
     return PartitionSpec.model_validate(row, from_attributes=True)
 
 
@@ -87,7 +76,6 @@ def system_spec(system: System, *, include_retired: bool = False) -> SystemSpec:
             partitions.append(partition_spec(partition, node_type_names=names))
     row = _Row(
         system,
-        container=_or_none(system.container),
         tooling={cell.tool.name: cell.supported for cell in system.tooling.all()},
         tooling_sources={cell.tool.name: cell.source for cell in system.tooling.all()},
         node_types=[node_type_spec(nt) for nt in node_types],
@@ -101,9 +89,6 @@ def benchmark_spec(benchmark: Benchmark) -> BenchmarkSpec:
         benchmark,
         accelerator=benchmark.accelerator.name,
         system=benchmark.system.name if benchmark.system_id else None,
-        task=_or_none(benchmark.task),
-        strategy=_or_none(benchmark.strategy),
-        precision=_or_none(benchmark.precision),
     )
     return BenchmarkSpec.model_validate(row, from_attributes=True)
 

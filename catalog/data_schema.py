@@ -13,7 +13,7 @@ SystemSpec, ...), so a field the engine needs is declared once and a data file c
 A record adds what only a file and the catalog keep (source, notes, dates, the seed's
 figures) and redeclares a field only to check input harder than the engine must (key
 patterns, positive figures, a required flag). Text the catalog stores as "" stays "" here;
-`CatalogFile.to_spec()` maps it to the engine's None, as advisor.engine_catalog does for rows.
+the specs read it as None (catalog_schema.specs.BlankIsNone), from a file as from a row.
 """
 
 from __future__ import annotations
@@ -273,9 +273,7 @@ class CatalogFile(_In):
         return CatalogSpec(
             accelerators=[_spec(by_name[name], AcceleratorSpec) for name in sorted(used)],
             systems=systems,
-            benchmarks=[
-                _spec(bench, BenchmarkSpec, strategy=bench.strategy or None) for bench in benchmarks
-            ],
+            benchmarks=[_spec(bench, BenchmarkSpec) for bench in benchmarks],
         )
 
 
@@ -297,21 +295,11 @@ def _system_spec(
     for partition in sorted(system.partitions, key=lambda p: p.name):
         names = sorted(name for name in partition.node_types if name in kept)
         if names:
-            partitions.append(
-                _spec(
-                    partition,
-                    PartitionSpec,
-                    node_types=names,
-                    slurm_partition=partition.slurm_partition or None,
-                    constraint=partition.constraint or None,
-                    qos=partition.qos or None,
-                )
-            )
+            partitions.append(_spec(partition, PartitionSpec, node_types=names))
     tools = sorted(system.tooling, key=lambda t: (tool_position.get(t, len(tool_position)), t))
     return _spec(
         system,
         SystemSpec,
-        container=system.container or None,
         tooling={tool: system.tooling[tool] for tool in tools},
         tooling_sources=dict.fromkeys(tools, system.tooling_source),
         node_types=[_spec(nt, NodeTypeSpec) for nt in node_types],

@@ -8,7 +8,9 @@ catalog's rows with `Spec.model_validate(row, from_attributes=True)`.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from catalog_schema.enums import (
     DEFAULT_TIE_BREAKERS,
@@ -22,6 +24,15 @@ from catalog_schema.enums import (
     Task,
     TieBreaker,
 )
+
+
+def _blank_is_none(value: Any) -> Any:
+    return None if value == "" else value
+
+
+# The catalog's rows store "no value" in text fields as "" (Django's convention), the specs as
+# None: a spec field marked BlankIsNone reads "" as None, whichever side it is built from.
+BlankIsNone = BeforeValidator(_blank_is_none)
 
 
 class Frozen(BaseModel):
@@ -69,15 +80,15 @@ class NodeTypeSpec(Frozen):
 class PartitionSpec(Frozen):
     name: str  # catalog key, unique within the system
     # The value for `#SBATCH --partition`; None: the system's default, leave the option out.
-    slurm_partition: str | None = None
+    slurm_partition: Annotated[str | None, BlankIsNone] = None
     node_types: list[str]  # NodeTypeSpec.name
     max_wall_hours: float | None = None
     max_gpus_per_job: int | None = None
     max_nodes_per_job: int | None = None
     # How to ask for GPUs, with {n} for the count: "--gres=gpu:{n}", "--gpus={n}".
     gpu_request: str = "--gres=gpu:{n}"
-    constraint: str | None = None  # "-C a100_80" / "--constraint=a100_80"
-    qos: str | None = None
+    constraint: Annotated[str | None, BlankIsNone] = None  # "-C a100_80" / "--constraint=..."
+    qos: Annotated[str | None, BlankIsNone] = None
     notes: str = ""
 
 
@@ -99,7 +110,7 @@ class SystemSpec(Frozen):
     access_route: str = ""
     queue_guidance: str = ""
     modules: list[str] = Field(default_factory=list)  # e.g. ["module load PyTorch/2.1"]
-    container: str | None = None
+    container: Annotated[str | None, BlankIsNone] = None
     tooling: dict[str, bool | None] = Field(default_factory=dict)
     # Tool -> where the cell comes from and as of when ("SEED-TURING, 2024-05").
     tooling_sources: dict[str, str] = Field(default_factory=dict)
@@ -115,9 +126,9 @@ class BenchmarkSpec(Frozen):
     system: str | None = None
     model: str
     params: int | None = None
-    task: Task | None = None
-    strategy: str | None = None
-    precision: Precision | None = None
+    task: Annotated[Task | None, BlankIsNone] = None
+    strategy: Annotated[str | None, BlankIsNone] = None
+    precision: Annotated[Precision | None, BlankIsNone] = None
     num_gpus: int = 1
     batch_size: int | None = None
     seq_len: int | None = None
