@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from allocations.facilities import facility_choices
 from allocations.models import AllocationRequest
 from allocations.services import EDITABLE_FIELDS, CheckedFields, allocation_request_validate
+from catalog_schema import PRECISION_LABELS
 
 
 class AllocationRequestForm(forms.ModelForm):
@@ -119,7 +120,7 @@ class RejectForm(DecisionForm):
     )
 
 
-PRECISIONS = [("", "unchanged"), *((p, p) for p in ("fp32", "fp16", "bf16", "int8", "int4"))]
+PRECISIONS = [("", "unchanged"), *((p, p) for p in PRECISION_LABELS)]
 
 
 class EstimateRerunForm(forms.Form):
