@@ -7,12 +7,14 @@ decisions on a path (the `cache`).
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
 from advisor.chart_walk import AnswerError, Decision, answer_fields
 from advisor.engine import estimate
-from advisor.engine.models import CatalogSpec, EstimateResult, Option
+from advisor.engine.models import CatalogSpec, EstimateRequest, EstimateResult, Option
 from advisor.engine.words import plural
 from advisor.engine_catalog import engine_catalog
 from advisor.flow_requests import estimate_request_for
@@ -91,17 +93,45 @@ def _estimate_for_check(answers, catalog, cache) -> EstimateResult | str:
     key = repr(sorted((k, str(v)) for k, v in answers.items()))
     if key in cache:
         return cache[key]
-    request = None
     try:
         sizing = {k: v for k, v in answers.items() if k != "constraints.data_sensitivity"}
         request = estimate_request_for(fields=sizing)
         if request is None:
             outcome: EstimateResult | str = "This is not GPU work."
         else:
-            outcome = estimate(request, catalog)
+            outcome = _estimate_once(request, catalog)
     except ValueError as exc:
         outcome = str(exc)
     cache[key] = outcome
+    return outcome
+
+
+# The checks' estimates, kept across requests in this process: every page after a sizing
+# check walks the path again, and would otherwise run the engine on each view. Keyed by the
+# engine's whole request (the Hub's metadata and a deadline's wall-time limit are in it) and
+# held beside the catalog object they were made from: engine_catalog returns one object per
+# catalog version, so a catalog change misses and estimates again.
+_CHECK_ESTIMATES: OrderedDict[str, tuple[CatalogSpec, EstimateResult | str]] = OrderedDict()
+_CHECK_ESTIMATES_KEPT = 32  # a full estimate is a few hundred kB of objects: keep few
+_check_estimates_lock = threading.Lock()
+
+
+def _estimate_once(request: EstimateRequest, catalog: CatalogSpec) -> EstimateResult | str:
+    key = request.model_dump_json()
+    with _check_estimates_lock:
+        kept = _CHECK_ESTIMATES.get(key)
+        if kept is not None and kept[0] is catalog:
+            _CHECK_ESTIMATES.move_to_end(key)
+            return kept[1]
+    try:
+        outcome: EstimateResult | str = estimate(request, catalog)
+    except ValueError as exc:
+        outcome = str(exc)
+    with _check_estimates_lock:
+        _CHECK_ESTIMATES[key] = (catalog, outcome)
+        _CHECK_ESTIMATES.move_to_end(key)
+        while len(_CHECK_ESTIMATES) > _CHECK_ESTIMATES_KEPT:
+            _CHECK_ESTIMATES.popitem(last=False)
     return outcome
 
 

@@ -398,3 +398,17 @@ def test_did_you_mean_suggestions_answer_the_model_question_in_the_flow(client, 
     assert response.status_code == 302
     advisor_session.refresh_from_db()
     assert advisor_session.answers["model"] == "acme/mistral-7b"
+
+
+def test_unattended_cpu_work_gets_a_batch_script_that_asks_for_no_gpu(client):
+    advisor_session = start(client)
+    batch = [(step, "no" if step == "cpu_interactive" else value) for step, value in SCRAPING]
+    answer_all(client, advisor_session, batch)
+    advisor_session.refresh_from_db()
+    response = client.get(reverse("advisor:result", kwargs={"session_id": advisor_session.id}))
+
+    assert response.status_code == 200, advisor_session.current_step
+    script = response.content.decode().split('id="slurm-script"', 1)[1].split("</pre>", 1)[0]
+    assert "#SBATCH --cpus-per-task=8" in script
+    assert "#SBATCH --ntasks=1" in script
+    assert "--gres" not in script.replace("no --gres", "")

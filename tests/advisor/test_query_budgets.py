@@ -81,3 +81,44 @@ def test_an_answer_saved_meanwhile_elsewhere_is_not_overwritten(client, halfway)
         flow_services.advisor_session_answer(advisor_session=stale, step=step, raw="99")
     halfway.refresh_from_db()
     assert halfway.answers[step] == 20
+
+
+def test_a_step_before_any_sizing_check_reads_no_catalog(
+    client, halfway, django_assert_max_num_queries
+):
+    # The browser's session and the advisor session: no sizing check on the path yet, so the
+    # catalog's stamp is not read either.
+    with django_assert_max_num_queries(2):
+        response = client.get(_step(halfway, LORA_7B[MEASURED][0]))
+    assert response.status_code == 200
+
+
+def test_a_sizing_check_runs_the_engine_once_until_the_catalog_changes(
+    client, halfway, monkeypatch
+):
+    from advisor import flow_decisions
+    from catalog.models import CatalogVersion
+
+    runs = []
+
+    def counted(request, catalog):
+        runs.append(request)
+        return real(request, catalog)
+
+    real = flow_decisions.estimate
+    monkeypatch.setattr(flow_decisions, "estimate", counted)
+    for step, value in LORA_7B[MEASURED:]:
+        client.post(_step(halfway, step), {"answer": value})
+    # fp16 work is weighed against V100s: the chart's sizing check runs the engine.
+    client.post(_step(halfway, "precision"), {"answer": "fp16"})
+    url = reverse("advisor:result", kwargs={"session_id": halfway.id})
+    first = client.get(url)
+    checked = len(runs)
+    second = client.get(url)
+
+    assert checked >= 1
+    assert first.status_code == second.status_code == 200
+    assert len(runs) == checked  # the second view reuses the check's estimate
+    CatalogVersion.objects.bump()  # what every catalog write does
+    assert client.get(url).status_code == 200
+    assert len(runs) == checked + 1

@@ -82,7 +82,7 @@ def test_mixture_of_experts_runs_below_dense():
         < per_accelerator(dense)["h100-80-sxm5"].utilisation
     )
     used = next(a for a in moe.assumptions if a.name == "Utilisation (recommended option)")
-    assert used.source.endswith("; x0.79 for mixture-of-experts")
+    assert used.source.endswith("; x0.74 for mixture-of-experts")
 
 
 def test_every_option_says_where_its_utilisation_comes_from():

@@ -1,0 +1,333 @@
+"""One option of the ranking: what it costs, the reasons a researcher reads, its fields and its
+ranking key. `OptionWriting` is the part of recommend.Evaluation that writes an option once its
+recipe and GPU count are chosen; Evaluation supplies the request's terms (training,
+margin_pct, contingency_rate, max_wall, with_contingency, target, pick_ties)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from pydantic import BaseModel
+
+from advisor.engine import ranking
+from advisor.engine.layouts import STRATEGY_COMPLEXITY
+from advisor.engine.models import (
+    AcceleratorSpec,
+    Charge,
+    MemoryBreakdown,
+    NodeTypeSpec,
+    Option,
+    PartitionSpec,
+    Recipe,
+    SystemSpec,
+)
+from advisor.engine.recipe import Choice
+from advisor.engine.speed import Utilisation
+from advisor.engine.words import plural, strategy_words
+
+
+class Costs(NamedTuple):
+    """What an option costs: GPU hours and what follows from them (None where the hours
+    cannot be estimated)."""
+
+    nodes: int
+    gpu_hours: float | None
+    contingency: float | None
+    requested: float | None  # GPU hours + contingency
+    wall: float | None  # hours
+    cost: float | None  # the price, where the system has one
+    charged: float | None  # at the charge rate the ranking uses
+
+
+def trusted(cls, values: dict):
+    """Build a pydantic model from values the engine computed itself, every field present.
+
+    Equivalent to `cls.model_construct(**values)` without its per-field default lookup: the
+    ranking builds a hundred of these per estimate, and validation would only re-check our own
+    arithmetic. Results still round-trip through `model_validate_json` (tested).
+    """
+    obj = _new(cls)  # BaseModel has no __new__ of its own
+    _set_dict(obj, "__dict__", values)
+    _set_fields_set(obj, set(values))
+    _set_extra(obj, None)
+    _set_private(obj, None)
+    return obj
+
+
+# Frozen models refuse their own __setattr__; BaseModel's slots are set through their
+# descriptors directly, which is about twice as fast as object.__setattr__ by name.
+_new = object.__new__
+_set_dict = object.__setattr__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
+def gb(value: float) -> str:
+    return f"{value / 1e9:.1f} GB"
+
+
+@dataclass(slots=True)
+class Candidate:
+    fields: dict  # Option's fields; the Option itself is built once ranked
+    eligible: bool
+    headroom: bool
+    partition: PartitionSpec | None
+    system: SystemSpec
+    node: NodeTypeSpec
+    accelerator: AcceleratorSpec
+    compute_dtype: str | None
+    sort_key: tuple  # ranking.RankKey flattened; rank() sorts by it
+    option: Option | None = None
+    utilisation: Utilisation | None = None  # with its full source, for the assumptions
+
+
+@dataclass(slots=True)
+class NodeFacts:
+    """What every option on one node type of one system shares, worked out once per node."""
+
+    system: SystemSpec
+    node: NodeTypeSpec
+    acc: AcceleratorSpec
+    reasons: list[str]  # rule the node out whatever the strategy (system, software, dtype)
+    supported: bool
+    software_reasons: list[str]
+    changes: str | None  # what a non-NVIDIA platform asks the researcher to change
+    rate: ranking.Rate
+    dtype: str | None
+    capacity: int
+    headroom_limit: float
+    capacity_gb: str
+    util: Utilisation
+    peak: float
+    timed: bool  # GPU hours can be estimated
+    assumes: str | None
+    extra: float  # bytes of CUDA context beyond the current stack's
+    partition: PartitionSpec | None
+    counts: list[int]
+    one: tuple[int, ...]  # counts a single-GPU job may use
+    within_node: tuple[int, ...]  # tensor parallelism
+    several: tuple[int, ...]  # multi-GPU data parallelism
+    price: float | None
+    cloud: bool
+    queue: float
+    limited: str | None  # the limited-availability reason
+    trial: float | None
+
+    def allowed(self, strategy: str) -> tuple[int, ...]:
+        if strategy == "single":
+            return self.one
+        if strategy == "tensor_parallel":
+            return self.within_node
+        return self.several
+
+
+class OptionWriting:
+    """Mixin for recommend.Evaluation: the option's memory reasons, costs, wall-time reasons,
+    fields and ranking key."""
+
+    training: bool
+    margin_pct: str
+    contingency_rate: float
+    max_wall: float | None
+    with_contingency: float
+    target: float
+    pick_ties: object
+
+    def memory_reasons(
+        self,
+        f: NodeFacts,
+        strategy: str,
+        n: int,
+        choice: Choice,
+        need: int,
+        n_fit: int | None,
+        n_head: int | None,
+        reasons: list[str],
+    ) -> tuple[bool, bool]:
+        """(fits, fits with headroom), saying why not in `reasons`."""
+        fits = need <= f.capacity
+        headroom = need <= f.headroom_limit
+        if not fits:
+            reasons.append(
+                f"needs {gb(need)} per GPU even on {plural(n, 'GPU')} "
+                f"{strategy_words(strategy)}"
+                + (
+                    f", micro-batch {choice.micro} and {choice.level} checkpointing"
+                    if self.training
+                    else ""
+                )
+                + f"; {f.acc.display_name} has {f.capacity_gb}."
+            )
+        elif not headroom:
+            reasons.append(
+                f"{gb(need)} per GPU is within {self.margin_pct} of the "
+                f"{f.capacity_gb} of {f.acc.display_name}: it may run out of memory."
+            )
+        elif n_fit is not None and n_head is not None and n_head > n_fit:
+            reasons.append(
+                f"{plural(n_fit, 'GPU')} would be within {self.margin_pct} of capacity; "
+                f"{n_head} recommended for headroom."
+            )
+        return fits, headroom
+
+    def costs(self, f: NodeFacts, n: int, gpu_hours: float | None, reasons: list[str]) -> Costs:
+        """GPU hours, contingency, wall time, price and charge of `n` GPUs on the node."""
+        nodes = -(-n // max(f.node.gpus_per_node, 1))
+        if gpu_hours is None:
+            return Costs(nodes, None, None, None, None, None, None)
+        contingency = gpu_hours * self.contingency_rate
+        requested = gpu_hours + contingency
+        billed = n
+        if f.cloud:
+            # A cloud VM is rented whole: a 2-GPU job on an 8-GPU size pays for 8.
+            billed = nodes * f.node.gpus_per_node
+            if billed > n and f.price is not None:
+                reasons.append(
+                    f"billed for the whole {f.node.name} ({billed} GPUs) while using {n}."
+                )
+        cost = charged = None
+        if f.price is not None:
+            cost = round(requested / n * billed * f.price, 2)
+        if f.rate.value is not None:
+            charged = round(requested / n * billed * f.rate.value, 2)
+        return Costs(nodes, gpu_hours, contingency, requested, gpu_hours / n, cost, charged)
+
+    def schedule_reasons(self, f: NodeFacts, costs: Costs, reasons: list[str]) -> bool:
+        """The wall-time limits, availability and trial access; False when the researcher's
+        own wall-time limit rules the option out."""
+        wall, requested = costs.wall, costs.requested
+        within = True
+        max_wall = self.max_wall
+        if wall is not None and max_wall is not None and wall * self.with_contingency > max_wall:
+            reasons.append(f"needs about {wall:.1f} h of wall time; your limit is {max_wall:g} h.")
+            within = False
+        part_wall = f.partition.max_wall_hours if f.partition is not None else None
+        if wall is not None and part_wall and wall > part_wall:
+            reasons.append(
+                f"about {wall:.0f} h of wall time exceeds the {f.partition.name} limit of "
+                f"{part_wall:g} h: run {math.ceil(wall / part_wall)} chained jobs that "
+                "resume from checkpoints."
+            )
+        if f.limited is not None:
+            reasons.append(f.limited)
+        if requested is not None and f.trial and requested <= f.trial:
+            reasons.append(
+                f"{requested:.0f} GPU hours fit within {f.system.display_name}'s trial "
+                f"access ({f.trial:g} GPU hours)."
+            )
+        return within
+
+    def candidate(
+        self,
+        f: NodeFacts,
+        strategy: str,
+        n: int,
+        breakdown: MemoryBreakdown,
+        recipe: Recipe,
+        costs: Costs,
+        fits: bool,
+        headroom: bool,
+        eligible: bool,
+        reasons: list[str],
+    ) -> Candidate:
+        """The option's fields and its ranking key (ranking.RankKey, flattened)."""
+        need = breakdown.total_bytes
+        gpu_hours, contingency, requested, wall = (
+            costs.gpu_hours,
+            costs.contingency,
+            costs.requested,
+            costs.wall,
+        )
+        rate, charged = f.rate, costs.charged
+        acc, system = f.acc, f.system
+        fields = {
+            "system": system.name,
+            "accelerator": acc.name,
+            "num_gpus": n,
+            "nodes": costs.nodes,
+            "strategy": strategy,
+            "memory_per_gpu_bytes": need,
+            "memory": breakdown,
+            "capacity_bytes": f.capacity,
+            "fits": fits,
+            "gpu_hours": None if gpu_hours is None else round(gpu_hours, 2),
+            "contingency_gpu_hours": None if contingency is None else round(contingency, 2),
+            "requested_gpu_hours": None if requested is None else round(requested, 2),
+            "wall_hours": None if wall is None else round(wall, 2),
+            "cost": costs.cost,
+            "currency": system.currency if costs.cost is not None else "",
+            "reasons": reasons,
+            "rank": None,
+            "eligible": eligible,
+            "headroom": headroom,
+            "partition": f.partition.name if f.partition is not None else None,
+            "compute_dtype": f.dtype,
+            "utilisation": f.util.value,
+            "utilisation_source": f.util.label,
+            "charge": trusted(
+                Charge,
+                {
+                    "rate_per_gpu_hour": rate.value,
+                    "currency": rate.currency if rate.value is not None else "",
+                    "total": charged,
+                    "source": rate.source,
+                },
+            ),
+            "supported": f.supported,
+            "software_reasons": f.software_reasons,
+            "recipe": recipe,
+        }
+        sort_key = self.rank_key(f, strategy, n, need, costs, headroom, eligible)
+        return Candidate(
+            fields,
+            eligible,
+            headroom,
+            f.partition,
+            system,
+            f.node,
+            acc,
+            f.dtype,
+            sort_key,
+            None,
+            f.util,
+        )
+
+    def rank_key(
+        self,
+        f: NodeFacts,
+        strategy: str,
+        n: int,
+        need: int,
+        costs: Costs,
+        headroom: bool,
+        eligible: bool,
+    ) -> tuple:
+        """ranking.RankKey, flattened (sorting nested tuples costs several times more): the
+        profile's tie-breakers come in its order through `pick_ties`."""
+        wall, charged, acc = costs.wall, costs.charged, f.acc
+        return (
+            not eligible,
+            f.limited is not None,
+            not headroom,
+            # CPU offload trades much speed for memory: only when nothing else fits.
+            strategy == "zero3_offload",
+            *self.pick_ties(
+                (
+                    wall is not None and wall > self.target,  # misses the deadline
+                    charged is None,
+                    charged or 0.0,
+                    acc.memory_gb,
+                    acc.bf16_tflops or acc.fp16_tflops or 0.0,
+                    f.queue,
+                    n,
+                    costs.nodes,
+                )
+            ),
+            STRATEGY_COMPLEXITY[strategy],
+            need,
+            f.system.name,
+            acc.name,
+        )
