@@ -18,6 +18,7 @@ from allocations.services import (
     CheckedFields,
     allocation_request_validate,
 )
+from catalog_schema import PRECISION_LABELS
 
 
 def form_add_errors(form: forms.Form, exc: ValidationError) -> None:
@@ -212,7 +213,7 @@ class RejectForm(DecisionForm):
     )
 
 
-PRECISIONS = [("", "unchanged"), *((p, p) for p in ("fp32", "fp16", "bf16", "int8", "int4"))]
+PRECISIONS = [("", "unchanged"), *((p, p) for p in PRECISION_LABELS)]
 
 
 class EstimateRerunForm(forms.Form):
