@@ -412,6 +412,7 @@ class MemoryModel:
     __slots__ = (
         "_flows",
         "_linear",
+        "_phases",
         "_states",
         "base",
         "context",
@@ -420,16 +421,30 @@ class MemoryModel:
         "wl",
     )
 
-    def __init__(self, shape: ModelShape, wl: Workload, context_bytes: float | None = None):
+    def __init__(
+        self,
+        shape: ModelShape,
+        wl: Workload,
+        context_bytes: float | None = None,
+        like: MemoryModel | None = None,
+    ):
+        """`like`: a model of the same request that differs only in whether gradients are
+        kept between steps; the per-optimizer states and per-sample tensors do not depend on
+        that, so they are shared instead of computed again."""
         self.shape, self.wl = shape, wl
         self.context = c.CUDA_CONTEXT.value if context_bytes is None else context_bytes
-        self.base = quantised_base_bytes(shape, wl)  # weights, constants, workspace
-        self.gathered = (
-            c.ZERO3_LIVE_LAYERS.value * shape.params_per_layer * c.BYTES[wl.compute_dtype]
-        )
-        self._states: dict[str, tuple] = {}
+        if like is not None:
+            self.base, self.gathered = like.base, like.gathered
+            self._states, self._flows = like._states, like._flows
+        else:
+            self.base = quantised_base_bytes(shape, wl)  # weights, constants, workspace
+            self.gathered = (
+                c.ZERO3_LIVE_LAYERS.value * shape.params_per_layer * c.BYTES[wl.compute_dtype]
+            )
+            self._states: dict[str, tuple] = {}
+            self._flows: dict[tuple[int, bool, str], tuple[float, float, float]] = {}
         self._linear: dict[tuple[str, int, str, str], tuple[float, float]] = {}
-        self._flows: dict[tuple[int, bool, str], tuple[float, float, float]] = {}
+        self._phases: dict[tuple[str, int, str, str], tuple[float, float, float, float]] = {}
 
     @property
     def default_level(self) -> str:
@@ -574,15 +589,22 @@ class MemoryModel:
         self, strategy: str, n: int, level: str, optimizer: str, micro: int, accumulation: int
     ) -> float:
         """Peak bytes per GPU of a step: the larger of its phases (module docstring)."""
-        fixed, per_sample = self.linear(strategy, n, level, optimizer)
-        if accumulation > 1 or not self.wl.training or self.wl.keeps_gradients:
+        key = (strategy, n, level, optimizer)
+        found = self._phases.get(key)
+        if found is None:
+            fixed, per_sample = self.linear(strategy, n, level, optimizer)
+            forward_fixed = optimizer_step = fixed
+            if self.wl.training and not self.wl.keeps_gradients:
+                _, grads, _, _, workspace, _, _ = self._layout(strategy, n, level, optimizer)
+                frag = 1 + c.ALLOCATOR_FRAGMENTATION.value
+                without_grads = fixed - grads * frag
+                forward_fixed = without_grads + self._first_gradient(grads) * frag
+                optimizer_step = without_grads - workspace * frag + grads * frag
+            found = self._phases[key] = (fixed, per_sample, forward_fixed, optimizer_step)
+        fixed, per_sample, forward_fixed, optimizer_step = found
+        if accumulation > 1:
             return fixed + micro * per_sample
-        _, grads, _, _, workspace, _, _ = self._layout(strategy, n, level, optimizer)
-        frag = 1 + c.ALLOCATOR_FRAGMENTATION.value
-        without_grads = fixed - grads * frag
-        forward = without_grads + self._first_gradient(grads) * frag + micro * per_sample
-        optimizer_step = without_grads - workspace * frag + grads * frag
-        return max(forward, optimizer_step)
+        return max(forward_fixed + micro * per_sample, optimizer_step)
 
     def per_gpu(
         self,

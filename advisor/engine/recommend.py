@@ -150,7 +150,7 @@ class Evaluation(OptionWriting):
                 found = self.searches[0.0]
             else:
                 old = replace(wl, keeps_gradients=True)
-                model = MemoryModel(self.shape, old, self.context)
+                model = MemoryModel(self.shape, old, self.context, like=self.searches[0.0].model)
                 found = RecipeSearch(self.shape, old, self.request, self.framework, model)
             self.searches[extra] = found
         return found
