@@ -15,7 +15,7 @@ from typing import Any
 from advisor.chart_walk import AnswerError, Decision, answer_fields
 from advisor.engine import estimate
 from advisor.engine.models import CatalogSpec, EstimateRequest, EstimateResult, Option
-from advisor.engine.words import plural
+from advisor.engine.words import STRATEGY_NAMES, plural
 from advisor.engine_catalog import engine_catalog
 from advisor.flow_requests import estimate_request_for
 from advisor.flowchart import Flowchart, Node
@@ -171,10 +171,11 @@ def check_v100_sufficient(*, node, fields, catalog, cache) -> Decision:
     fitting = [o for o in candidates if o.fits and o.nodes == 1]
     if fitting:
         best = _fewest_gpus(fitting)
+        strategy = STRATEGY_NAMES.get(best.strategy, best.strategy)  # "data parallel (DDP)"
         return Decision(
             "yes",
             f"It needs {gb_text(best.memory_per_gpu_bytes)} per GPU on "
-            f"{plural(best.num_gpus, 'V100 GPU')} ({best.strategy}), within a V100's 32 GB.",
+            f"{plural(best.num_gpus, 'V100 GPU')} ({strategy}), within a V100's 32 GB.",
         )
     need = _one_gpu_need(result)
     if not candidates and need <= V100_MEMORY_BYTES:
