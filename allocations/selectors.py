@@ -14,7 +14,7 @@ from advisor.memory_svg import COMPONENTS, MemoryBar, memory_chart
 from allocations.facilities import facility_get, facility_offers_trial, trial_gpu_hours_limit
 from allocations.models import AllocationEvent, AllocationRequest, Service
 from allocations.services import requested_gpu_hours_from_result
-from catalog.models import DataSensitivity
+from catalog.models import Accelerator, DataSensitivity
 
 # An estimate is "uncertain" when the engine's GPU-hours margin is at least this wide either way
 # (the engine states +-25% by default: advisor/engine/constants.py GPU_HOURS_MARGIN), or when
@@ -322,7 +322,15 @@ def memory_picture(result: dict[str, Any]) -> dict[str, Any] | None:
         return None
     capacity = recommendation.get("capacity_bytes") or 0
     accelerator = recommendation.get("accelerator", "")
-    bar = MemoryBar(label=accelerator or "Per GPU", capacity_bytes=capacity, components=components)
+    # People read the GPU's name ("NVIDIA A100 40GB"), never its catalog key ("a100-40-sxm4").
+    gpu_name = (
+        Accelerator.objects.filter(name=accelerator).values_list("display_name", flat=True).first()
+        if accelerator
+        else None
+    )
+    bar = MemoryBar(
+        label=gpu_name or accelerator or "Per GPU", capacity_bytes=capacity, components=components
+    )
     return {
         "chart": memory_chart(bars=[bar]),
         "total_gb": total / 1e9,
