@@ -17,11 +17,12 @@ from advisor.engine.constants import TARGET_WALL_HOURS
 from advisor.engine.models import CatalogSpec, Constraints, EstimateRequest, EstimateResult
 from advisor.flowchart import Node
 from advisor.selectors import hf_model_lookup_metadata, local_model_config
+from catalog_schema import TASK_LABELS
 
 if TYPE_CHECKING:
     from advisor.flow_services import FlowState
 
-GPU_TASKS = {"inference", "full_finetune", "lora", "qlora", "pretrain"}
+GPU_TASKS = set(TASK_LABELS)
 
 
 def sized_on_secure_hardware(outcome: Node, catalog: CatalogSpec) -> bool:

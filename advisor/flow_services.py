@@ -36,10 +36,11 @@ from advisor.flow_requests import estimate_request_for, plan_for, sizing_request
 from advisor.flow_results import session_justification
 from advisor.flowchart import Flowchart, FlowchartError, Node, available_charts, load_chart
 from advisor.models import ActiveFlowchart, AdvisorSession
+from catalog_schema import TASK_LABELS
 
 logger = logging.getLogger(__name__)
 
-GPU_TASKS = {"inference", "full_finetune", "lora", "qlora", "pretrain"}
+GPU_TASKS = set(TASK_LABELS)
 SENSITIVE = {"confidential", "restricted"}
 V100_MEMORY_BYTES = 32 * 10**9  # V100 SXM2/PCIe 32 GB (catalog-facts.md)
 V100_MAX_GPUS_PER_NODE = 8  # DGX-1 class nodes; larger jobs span nodes

@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-TRAINING_TASKS = {"full_finetune", "lora", "qlora", "pretrain"}
+from catalog_schema import TASK_LABELS
+
+TRAINING_TASKS = set(TASK_LABELS) - {"inference"}
 
 # An evaluation pass is a forward pass only: about 2N FLOPs per token against about 6N for a
 # training step (Kaplan et al. 2020, "Scaling Laws for Neural Language Models",

@@ -87,13 +87,26 @@ def flow_resume(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
 # --- One question per step --------------------------------------------------------------------
 
 
-def _progress(state: FlowState, stored: dict[str, Any] | None = None) -> dict:
-    """ "Question n of about N": N counts the questions on this researcher's likely path."""
-    done = len([s for s in state.path.questions if s != state.path.current])
+def _progress(
+    state: FlowState, stored: dict[str, Any] | None = None, step: str | None = None
+) -> dict:
+    """ "Question n of about N": N counts the questions on this researcher's likely path.
+
+    Changing an earlier answer (`step` before the current question, or any step once the
+    path is finished) counts from that question: the ones before it, then the path ahead of
+    it as the other answers settle it, not "Question 12 of about 12".
+    """
+    current = state.path.current
+    questions = list(state.path.questions)
+    if step and step != current and step in questions:
+        done = questions.index(step)
+        current = step
+    else:
+        done = len([s for s in questions if s != current])
     known = {**(stored or {}), **state.answers}
     known.update({s: d.value for s, d in state.path.decisions.items()})
-    known.pop(state.path.current or "", None)
-    remaining = state.chart.questions_ahead(state.path.current, known) if state.path.current else 0
+    known.pop(current or "", None)
+    remaining = state.chart.questions_ahead(current, known) if current else 0
     total = done + remaining
     return {"done": done, "total": total, "step_number": min(done + 1, total) if total else 0}
 
@@ -105,7 +118,7 @@ def _step_context(request, advisor_session, state, node, form, *, embed: bool) -
         "node": node,
         "form": form,
         "embed": embed,
-        "progress": _progress(state, advisor_session.answers),
+        "progress": _progress(state, advisor_session.answers, node.id),
         "journey": journey(state, advisor_session, embed=embed),
         "editing_earlier": node.id != state.path.current,
         "lookup": model_lookup_for(state.fields.get("model_id"))

@@ -10,20 +10,22 @@ import csv
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
+from django.db.models import OuterRef, Subquery
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.template.defaultfilters import linebreaksbr
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.timesince import timesince
 
 from allocations.estimates import EstimateUnavailable, estimate_comparison, estimate_rerun
+from allocations.export import EXPORT_FIELDS, csv_safe, export_row, facility_fields_text
 from allocations.forms import (
     ApproveForm,
     DecisionForm,
@@ -48,39 +50,7 @@ from allocations.services import (
     allocation_request_reject,
     allocation_request_request_changes,
 )
-
-# Cells a spreadsheet would run as a formula (OWASP "CSV injection").
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-
-EXPORT_FIELDS = (
-    "id",
-    "status",
-    "project_title",
-    "project_code",
-    "research_area",
-    "caller_name",
-    "caller_branch",
-    "researcher",
-    "researcher_email",
-    "pi_name",
-    "pi_email",
-    "service",
-    "facility",
-    "allocation_kind",
-    "accelerator",
-    "num_gpus",
-    "gpu_hours",
-    "granted_gpu_hours",
-    "cpu_hours",
-    "trial",
-    "start_date",
-    "end_date",
-    "data_sensitivity",
-    "justification",
-    "engine_version",
-    "submitted_at",
-    "decided_at",
-)
+from catalog.models import System
 
 
 @dataclass(frozen=True)
@@ -111,34 +81,35 @@ DECISIONS = {
 }
 
 
-def csv_safe(value: Any) -> str:
-    """The cell as text, with a leading quote where a spreadsheet would see a formula."""
-    text = "" if value is None else str(value)
-    if text.startswith(FORMULA_PREFIXES):
-        return "'" + text
-    return text
-
-
-def export_row(allocation_request: AllocationRequest) -> dict[str, Any]:
-    row = {}
-    for field in EXPORT_FIELDS:
-        if field == "researcher":
-            row[field] = allocation_request.researcher.get_username()
-        elif field == "researcher_email":
-            row[field] = allocation_request.researcher.email
-        elif field == "id":
-            row[field] = str(allocation_request.pk)
-        else:
-            row[field] = getattr(allocation_request, field)
-    return row
-
-
 def _decision_log(allocation_request: AllocationRequest, label: str) -> str:
     """The admin history's line for a decision (Django's LogEntry, beside our own events)."""
     words = f"{label}: now {allocation_request.get_status_display().lower()}"
     if allocation_request.granted_gpu_hours and allocation_request.status == "approved":
         words += f", {allocation_request.granted_gpu_hours:,} GPU hours granted"
     return words + "."
+
+
+class FacilityFilter(admin.SimpleListFilter):
+    """Facilities by the names people use ("Dawn (Cambridge, ...)"), not catalog keys."""
+
+    title = "facility"
+    parameter_name = "facility"
+
+    def lookups(self, request, model_admin):
+        # One query, as the plain field filter costs: each facility with its catalog name.
+        name = System.objects.filter(name=OuterRef("facility")).values("display_name")[:1]
+        rows = (
+            AllocationRequest.objects.exclude(facility="")
+            .values("facility")
+            .annotate(name=Subquery(name))
+            .values_list("facility", "name")
+            .distinct()
+            .order_by("facility")
+        )
+        return sorted(((key, label or key) for key, label in rows), key=lambda kv: kv[1])
+
+    def queryset(self, request, queryset):
+        return queryset.filter(facility=self.value()) if self.value() else queryset
 
 
 class AllocationEventInline(admin.TabularInline):
@@ -178,7 +149,7 @@ class AllocationRequestAdmin(admin.ModelAdmin):
     )
     list_display_links = ("project_title",)
     list_select_related = ("researcher", "system")
-    list_filter = ("status", "facility", "service", "data_sensitivity", "trial")
+    list_filter = ("status", FacilityFilter, "service", "data_sensitivity", "trial")
     search_fields = (
         "project_title",
         "slurm_account",
@@ -211,7 +182,16 @@ class AllocationRequestAdmin(admin.ModelAdmin):
         ("Caller", {"fields": ("researcher", "caller_name", "caller_branch")}),
         (
             "Project",
-            {"fields": ("project_title", "project_code", "research_area", "pi_name", "pi_email")},
+            {
+                "fields": (
+                    "project_title",
+                    "project_code",
+                    "research_area",
+                    "research_purpose",
+                    "pi_name",
+                    "pi_email",
+                )
+            },
         ),
         (
             "Service",
@@ -228,7 +208,10 @@ class AllocationRequestAdmin(admin.ModelAdmin):
                 )
             },
         ),
-        ("Information", {"fields": ("data_sensitivity", "justification")}),
+        (
+            "Information",
+            {"fields": ("data_sensitivity", "secure_environment_details", "justification_read")},
+        ),
     )
 
     # --- The queue -----------------------------------------------------------------------
@@ -250,6 +233,19 @@ class AllocationRequestAdmin(admin.ModelAdmin):
         return timesince(obj.submitted_at, timezone.now(), depth=1)
 
     # --- The request page ----------------------------------------------------------------
+
+    @admin.display(description="Secure environment details")
+    def secure_environment_details(self, obj: AllocationRequest) -> str:
+        answers = obj.facility_fields or []
+        if not answers:
+            return "—"
+        return format_html_join(
+            "\n", "<p><strong>{}</strong>: {}</p>", ((a["label"], a["value"]) for a in answers)
+        )
+
+    @admin.display(description="Justification (the research purpose first)")
+    def justification_read(self, obj: AllocationRequest) -> str:
+        return linebreaksbr(obj.justification_for_review, autoescape=True)
 
     def get_readonly_fields(self, request, obj=None):
         # Staff decide through the buttons (services); the researcher's words stay theirs.
@@ -401,6 +397,7 @@ class AllocationRequestAdmin(admin.ModelAdmin):
         writer.writerow(EXPORT_FIELDS)
         for obj in queryset.select_related("researcher").order_by("submitted_at", "created_at"):
             row = export_row(obj)
+            row["facility_fields"] = facility_fields_text(row["facility_fields"])
             writer.writerow([csv_safe(row[field]) for field in EXPORT_FIELDS])
         return response
 

@@ -68,6 +68,40 @@ def _round(value, scale: float = 1.0):
     return round(value / scale, 1)
 
 
+def _names(model, keys: set) -> dict[str, str]:
+    keys = {k for k in keys if k}
+    if not keys:
+        return {}
+    return dict(model.objects.filter(name__in=keys).values_list("name", "display_name"))
+
+
+def _in_words(rows: list[dict[str, Any]]) -> None:
+    """Catalog keys and raw counts as a reviewer reads them ("Dawn (Cambridge, ...)",
+    "1.3 billion parameters", "tensor parallel", "yes"); `changed` was decided on the values."""
+    from advisor.engine.words import STRATEGY_NAMES, parameters
+    from catalog.models import Accelerator, System
+
+    def keys(label: str) -> set:
+        return {row[side] for row in rows if row["label"] == label for side in ("old", "new")}
+
+    systems = _names(System, keys("System"))
+    accelerators = _names(Accelerator, keys("GPU"))
+    shown = {
+        "System": lambda v: systems.get(v, v),
+        "GPU": lambda v: accelerators.get(v, v),
+        "Parameters": lambda v: parameters(int(v)),
+        "Strategy": lambda v: STRATEGY_NAMES.get(str(v), str(v).replace("_", " ")),
+        "Fits in memory": lambda v: "yes" if v else "no",
+    }
+    for row in rows:
+        show = shown.get(row["label"])
+        if show is None:
+            continue
+        for side in ("old", "new"):
+            if row[side] is not None:
+                row[side] = show(row[side])
+
+
 def estimate_comparison(*, old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
     """Rows of (label, old, new, changed) for the two recommendations side by side."""
     old_rec = old.get("recommendation") or {}
@@ -83,4 +117,5 @@ def estimate_comparison(*, old: dict[str, Any], new: dict[str, Any]) -> list[dic
     rows += [{"label": label, "old": get(old_rec), "new": get(new_rec)} for label, get in _ROWS]
     for row in rows:
         row["changed"] = row["old"] != row["new"]
+    _in_words(rows)
     return rows

@@ -26,6 +26,15 @@ _SERVICE_BY_KIND = {
 
 
 @dataclass(frozen=True)
+class RequestField:
+    """A question a system asks beyond the institute's form (a TRE's security tier)."""
+
+    label: str
+    help: str = ""
+    choices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Facility:
     name: str
     display_name: str
@@ -36,6 +45,7 @@ class Facility:
     closed_to_new_users_on: date | None = None
     access_ends_on: date | None = None
     pk: int | None = None
+    request_fields: tuple[RequestField, ...] = ()
 
 
 def _facility(system: System) -> Facility:
@@ -51,6 +61,15 @@ def _facility(system: System) -> Facility:
         closed_to_new_users_on=system.closed_to_new_users_on,
         access_ends_on=min(ends) if ends else None,
         pk=system.pk,
+        request_fields=tuple(
+            RequestField(
+                label=str(field.get("label", "")),
+                help=str(field.get("help", "")),
+                choices=tuple(str(c) for c in field.get("choices") or ()),
+            )
+            for field in system.request_fields or ()
+            if isinstance(field, dict) and field.get("label")
+        ),
     )
 
 
@@ -66,14 +85,26 @@ def facility_get(name: str) -> Facility | None:
     return _facility(system) if system else None
 
 
-def facility_choices(*, extra: list[str] | None = None) -> list[tuple[str, str]]:
+def facilities_asking_more(facilities: list[Facility] | None = None) -> list[Facility]:
+    """The open systems with their own request fields (secure environments), from
+    `facilities` when the caller already read the active profile's list."""
+    return [
+        f
+        for f in (facility_list() if facilities is None else facilities)
+        if f.request_fields and f.status != SystemStatus.RETIRED
+    ]
+
+
+def facility_choices(
+    *, extra: list[str] | None = None, facilities: list[Facility] | None = None
+) -> list[tuple[str, str]]:
     """Systems researchers may ask for, plus any names the estimate itself mentions."""
     choices = [
         (
             f.name,
             f.display_name if f.status == SystemStatus.ACTIVE else f"{f.display_name} ({f.status})",
         )
-        for f in facility_list()
+        for f in (facility_list() if facilities is None else facilities)
         if f.status != SystemStatus.RETIRED
     ]
     known = {name for name, _label in choices}

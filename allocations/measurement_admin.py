@@ -14,7 +14,12 @@ from django.utils.html import format_html
 
 from advisor.engine_catalog import benchmark_spec
 from allocations.estimates import EstimateUnavailable, estimate_comparison, estimate_rerun
-from allocations.forms import MeasurementAcceptForm, MeasurementRejectForm, TrialRunUploadForm
+from allocations.forms import (
+    MeasurementAcceptForm,
+    MeasurementRejectForm,
+    TrialRunUploadForm,
+    form_add_errors,
+)
 from allocations.measurement_selectors import (
     accelerator_choices,
     measurement_accelerator_guess,
@@ -24,19 +29,9 @@ from allocations.measurement_services import (
     trial_measurement_accept,
     trial_measurement_benchmark_values,
     trial_measurement_reject,
-    trial_measurement_upload,
 )
 from allocations.models import AllocationRequest, MeasurementReview, TrialMeasurement
-from allocations.trial_runs import MAX_FILE_BYTES
 from catalog.models import Accelerator, Benchmark
-
-
-def _form_errors(form, exc: ValidationError) -> None:
-    if hasattr(exc, "error_dict"):
-        for field, errors in exc.message_dict.items():
-            form.add_error(field if field in form.fields else None, errors)
-    else:
-        form.add_error(None, exc.messages)
 
 
 @admin.register(TrialMeasurement)
@@ -146,20 +141,13 @@ class TrialMeasurementAdmin(admin.ModelAdmin):
             raise PermissionDenied
         change_url = reverse("admin:allocations_allocationrequest_change", args=[request_id])
         form = TrialRunUploadForm(request.POST or None, request.FILES or None)
-        if request.method == "POST" and form.is_valid():
-            upload = form.cleaned_data["file"]
-            try:
-                trial_measurement_upload(
-                    allocation_request=allocation_request,
-                    uploaded_by=request.user,
-                    raw=upload.read(MAX_FILE_BYTES + 1),
-                    file_name=upload.name,
-                )
-            except ValidationError as exc:
-                _form_errors(form, exc)
-            else:
-                self.message_user(request, "Measurement added.", messages.SUCCESS)
-                return redirect(f"{change_url}#measurements")
+        if (
+            request.method == "POST"
+            and form.is_valid()
+            and form.upload(allocation_request=allocation_request, uploaded_by=request.user)
+        ):
+            self.message_user(request, "Measurement added.", messages.SUCCESS)
+            return redirect(f"{change_url}#measurements")
         context = self._context(
             request,
             title=f"Upload a trial-run measurement: {allocation_request}",
@@ -193,7 +181,7 @@ class TrialMeasurementAdmin(admin.ModelAdmin):
                     note=form.cleaned_data["note"],
                 )
             except ValidationError as exc:
-                _form_errors(form, exc)
+                form_add_errors(form, exc)
             else:
                 self.message_user(
                     request,

@@ -33,6 +33,7 @@ PENDING_STATUSES = (Status.SUBMITTED, Status.RESUBMITTED)
 CLOSED_STATUSES = (Status.REJECTED, Status.WITHDRAWN)
 # The researcher may edit the fields only here.
 EDITABLE_STATUSES = (Status.DRAFT, Status.CHANGES_REQUESTED)
+RESEARCH_PURPOSE_MAX_CHARS = 1000
 
 
 class Service(models.TextChoices):
@@ -80,6 +81,17 @@ class AllocationRequest(models.Model):
     research_area = models.CharField(_("research area or programme"), max_length=200, blank=True)
     pi_name = models.CharField(_("PI/supervisor name"), max_length=200, blank=True)
     pi_email = models.EmailField(_("PI/supervisor email"), blank=True)
+    # The one place the research purpose is kept: the justification staff read opens with it
+    # (justification_for_review), and the researcher's next request is pre-filled from it.
+    research_purpose = models.TextField(
+        _("what is the research for?"),
+        max_length=RESEARCH_PURPOSE_MAX_CHARS,
+        blank=True,
+        help_text=_(
+            "One or two sentences a reviewer outside your field understands: the question the "
+            "work answers and what it is for."
+        ),
+    )
     # Service
     service = models.CharField(_("service"), max_length=20, choices=Service.choices, blank=True)
     facility = models.CharField(
@@ -110,6 +122,12 @@ class AllocationRequest(models.Model):
         _("data sensitivity"), max_length=20, choices=DataSensitivity.choices, blank=True
     )
     justification = models.TextField(_("platform justification"), blank=True)
+    # What a secure environment asks beyond the institute's form (System.request_fields, e.g.
+    # the Turing TRE's Data Protection Assessment reference and security tier), as it was
+    # asked: [{"label": ..., "value": ...}] in the system's order.
+    facility_fields = models.JSONField(
+        _("secure environment details"), default=list, blank=True, editable=False
+    )
     trial = models.BooleanField(
         _("trial access"), default=False, help_text=_("Light justification, capped hours.")
     )
@@ -174,6 +192,22 @@ class AllocationRequest(models.Model):
     def facility_label(self) -> str:
         """The facility as people name it ("Baskerville"), or its key once the catalog lost it."""
         return self.system.display_name if self.system_id else self.facility
+
+    @property
+    def purpose_text(self) -> str:
+        """The research purpose as asked, else what the project fields say about it."""
+        purpose = self.research_purpose.strip()
+        if purpose:
+            return purpose
+        if self.project_title and self.research_area:
+            return f"Project: {self.project_title} ({self.research_area})."
+        return f"Project: {self.project_title}." if self.project_title else ""
+
+    @property
+    def justification_for_review(self) -> str:
+        """The justification as staff read it: the research purpose first, then the sizing."""
+        parts = [p for p in (self.purpose_text, self.justification.strip()) if p]
+        return "\n\n".join(parts)
 
     @property
     def is_editable(self) -> bool:

@@ -14,7 +14,7 @@ from advisor.memory_svg import COMPONENTS, MemoryBar, memory_chart
 from allocations.facilities import facility_get, facility_offers_trial, trial_gpu_hours_limit
 from allocations.models import AllocationEvent, AllocationRequest, Service
 from allocations.services import requested_gpu_hours_from_result
-from catalog.models import DataSensitivity
+from catalog.models import Accelerator, DataSensitivity
 
 # An estimate is "uncertain" when the engine's GPU-hours margin is at least this wide either way
 # (the engine states +-25% by default: advisor/engine/constants.py GPU_HOURS_MARGIN), or when
@@ -121,7 +121,25 @@ def allocation_request_initial_from_session(*, session, user) -> dict[str, Any]:
         and facility_offers_trial(system)
         and gpu_hours <= trial_gpu_hours_limit(system),
     }
+    initial["research_purpose"] = research_purpose_known(
+        user=user, project_title=initial["project_title"]
+    )
     return initial
+
+
+def research_purpose_known(*, user, project_title: str) -> str:
+    """What the researcher last said the project is for, so it is asked once per project."""
+    if not project_title:
+        return ""
+    latest = (
+        AllocationRequest.objects.for_researcher(user)
+        .filter(project_title=project_title)
+        .exclude(research_purpose="")
+        .order_by("-updated_at")
+        .values_list("research_purpose", flat=True)
+        .first()
+    )
+    return latest or ""
 
 
 def requested_against_estimate(*, requested: int | None, result: dict[str, Any]) -> dict | None:
@@ -170,6 +188,34 @@ def other_facility(result: dict[str, Any], facility: str | None) -> dict[str, An
     }
 
 
+def earlier_estimates(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
+    """Estimates this request replaced when its facility changed, newest first."""
+    rows = []
+    for earlier in reversed(snapshot.get("history") or []):
+        result = earlier.get("result") or {}
+        recommendation = result.get("recommendation") or {}
+        plan = earlier.get("project_plan")
+        rows.append(
+            {
+                "system": earlier.get("system") or recommendation.get("system") or "",
+                "accelerator": recommendation.get("accelerator") or "",
+                "num_gpus": recommendation.get("num_gpus"),
+                "gpu_hours": plan["total_gpu_hours"]
+                if plan
+                else requested_gpu_hours_from_result(result),
+                "engine_version": earlier.get("engine_version") or "",
+                "replaced_at": _parse_datetime(earlier.get("replaced_at")),
+            }
+        )
+    return rows
+
+
+def _parse_datetime(raw: Any):
+    from django.utils.dateparse import parse_datetime
+
+    return parse_datetime(raw) if isinstance(raw, str) else None
+
+
 def estimate_view(
     snapshot: dict[str, Any],
     *,
@@ -180,6 +226,7 @@ def estimate_view(
     result = snapshot.get("result") or {}
     recommendation = result.get("recommendation") or {}
     return {
+        "earlier_estimates": earlier_estimates(snapshot),
         "other_facility": other_facility(result, facility),
         "requested_against_estimate": requested_against_estimate(
             requested=requested_gpu_hours,
@@ -275,7 +322,15 @@ def memory_picture(result: dict[str, Any]) -> dict[str, Any] | None:
         return None
     capacity = recommendation.get("capacity_bytes") or 0
     accelerator = recommendation.get("accelerator", "")
-    bar = MemoryBar(label=accelerator or "Per GPU", capacity_bytes=capacity, components=components)
+    # People read the GPU's name ("NVIDIA A100 40GB"), never its catalog key ("a100-40-sxm4").
+    gpu_name = (
+        Accelerator.objects.filter(name=accelerator).values_list("display_name", flat=True).first()
+        if accelerator
+        else None
+    )
+    bar = MemoryBar(
+        label=gpu_name or accelerator or "Per GPU", capacity_bytes=capacity, components=components
+    )
     return {
         "chart": memory_chart(bars=[bar]),
         "total_gb": total / 1e9,

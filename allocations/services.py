@@ -1,277 +1,81 @@
-"""Every write to an allocation request: creation from an advisor result, edits, transitions.
+"""Creating and editing allocation requests: from an advisor result, with the estimate frozen.
 
-All status changes go through `allocation_request_transition`, which locks the row, checks the
-transition table, records an AllocationEvent and enqueues its e-mails after commit. The named
-functions below (`allocation_request_approve`, ...) are what views, the admin and tests call.
+Checking fields lives in allocations.request_validation and the review workflow (every status
+change) in allocations.transitions; both are re-exported here, so callers import services only.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from datetime import date
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
-from allocations.facilities import Facility, facility_get, trial_gpu_hours_limit
 from allocations.models import (
-    CLOSED_STATUSES,
     EDITABLE_STATUSES,
-    PENDING_STATUSES,
     AllocationEvent,
-    AllocationKind,
     AllocationRequest,
-    ServiceLimit,
     Status,
+)
+from allocations.reestimate import estimate_for_facility
+from allocations.request_validation import (
+    EDITABLE_FIELDS,
+    FACILITY_FIELD_MAX_CHARS,
+    JUSTIFICATION_MIN_CHARS,
+    REQUIRED_FOR_SUBMISSION,
+    CheckedFields,
+    _checked,
+    _values,
+    allocation_request_validate,
+)
+from allocations.transitions import (
+    TRANSITIONS,
+    Said,
+    Transition,
+    TransitionError,
+    _submit_transition,
+    _transition_apply,
+    _transition_check,
+    _transition_set,
+    allocation_request_approve,
+    allocation_request_is_closed,
+    allocation_request_record_rerun,
+    allocation_request_reject,
+    allocation_request_request_changes,
+    allocation_request_submit,
+    allocation_request_transition,
+    allocation_request_withdraw,
 )
 from catalog.models import System
 
-# Fields a researcher fills in (the institute's form). Everything else is set by services.
-EDITABLE_FIELDS = (
-    "caller_name",
-    "caller_branch",
-    "project_title",
-    "project_code",
-    "research_area",
-    "pi_name",
-    "pi_email",
-    "service",
-    "facility",
-    "allocation_kind",
-    "cpu_hours",
-    "gpu_hours",
-    "start_date",
-    "end_date",
-    "data_sensitivity",
-    "justification",
-    "trial",
-)
-REQUIRED_FOR_SUBMISSION = (
-    "project_title",
-    "project_code",
-    "research_area",
-    "pi_name",
-    "pi_email",
-    "service",
-    "facility",
-    "allocation_kind",
-    "start_date",
-    "end_date",
-    "data_sensitivity",
-)
-# A full (non-trial) request explains itself in at least a sentence.
-JUSTIFICATION_MIN_CHARS = 40
-
-
-class TransitionError(ValidationError):
-    """A transition the workflow does not allow from the request's current status."""
-
-
-@dataclass(frozen=True)
-class Transition:
-    name: str
-    sources: tuple[str, ...]
-    target: str
-    by_staff: bool
-    message_required: str = ""  # the error shown when the message is missing
-
-
-TRANSITIONS = {
-    t.name: t
-    for t in (
-        Transition("submit", (Status.DRAFT,), Status.SUBMITTED, by_staff=False),
-        Transition("resubmit", (Status.CHANGES_REQUESTED,), Status.RESUBMITTED, by_staff=False),
-        Transition(
-            "withdraw",
-            (*EDITABLE_STATUSES, *PENDING_STATUSES),
-            Status.WITHDRAWN,
-            by_staff=False,
-        ),
-        Transition("approve", PENDING_STATUSES, Status.APPROVED, by_staff=True),
-        Transition(
-            "request_changes",
-            PENDING_STATUSES,
-            Status.CHANGES_REQUESTED,
-            by_staff=True,
-            message_required="Say what the researcher should change.",
-        ),
-        Transition(
-            "reject",
-            PENDING_STATUSES,
-            Status.REJECTED,
-            by_staff=True,
-            message_required="Give the researcher the reason for the rejection.",
-        ),
-    )
-}
-
-
-# --- Validation -----------------------------------------------------------------------------
-
-
-def _service_limit(service: str) -> ServiceLimit | None:
-    if not service:
-        return None
-    return ServiceLimit.objects.filter(service=service).first()
-
-
-@dataclass(frozen=True)
-class CheckedFields:
-    """A request's fields that passed `allocation_request_validate`, and for what.
-
-    The form checks the fields once and hands this on; services take it instead of checking
-    again, so one request is validated once however many services it passes through.
-    """
-
-    values: dict[str, Any]
-    for_submission: bool
-    facility: Facility | None = None
-
-    def covers(self, *, for_submission: bool) -> bool:
-        complete = all(name in self.values for name in EDITABLE_FIELDS)
-        return complete and (self.for_submission or not for_submission)
-
-
-def allocation_request_validate(*, values: dict[str, Any], for_submission: bool) -> CheckedFields:
-    """Raise ValidationError with one clear message per field; drafts skip completeness."""
-    errors: dict[str, list[str]] = {}
-
-    def add(field: str, message: str) -> None:
-        errors.setdefault(field, []).append(message)
-
-    if for_submission:
-        for field in REQUIRED_FOR_SUBMISSION:
-            if values.get(field) in (None, ""):
-                label = AllocationRequest._meta.get_field(field).verbose_name
-                add(field, f"Fill in the {label} before submitting.")
-
-    cpu_hours = values.get("cpu_hours") or 0
-    gpu_hours = values.get("gpu_hours") or 0
-    service = values.get("service") or ""
-    limit = _service_limit(service)
-    max_gpu = (
-        limit.max_gpu_hours
-        if limit and limit.max_gpu_hours is not None
-        else settings.ALLOCATION_MAX_GPU_HOURS
-    )
-    max_cpu = (
-        limit.max_cpu_hours
-        if limit and limit.max_cpu_hours is not None
-        else settings.ALLOCATION_MAX_CPU_HOURS
-    )
-    if cpu_hours < 0:
-        add("cpu_hours", "CPU hours cannot be negative.")
-    elif cpu_hours > max_cpu:
-        add("cpu_hours", f"At most {max_cpu:,} CPU hours can be requested at once.")
-    if gpu_hours < 0:
-        add("gpu_hours", "GPU hours cannot be negative.")
-    elif gpu_hours > max_gpu:
-        add("gpu_hours", f"At most {max_gpu:,} GPU hours can be requested at once.")
-    elif for_submission and gpu_hours == 0:
-        add("gpu_hours", "Request more than 0 GPU hours: every facility here is a GPU service.")
-
-    start: date | None = values.get("start_date")
-    end: date | None = values.get("end_date")
-    if start and end and end <= start:
-        add("end_date", "The end date must be after the start date.")
-    if for_submission and end and end < timezone.localdate():
-        add("end_date", "The end date is in the past.")
-    if (
-        for_submission
-        and start
-        and start < timezone.localdate()
-        and values.get("allocation_kind") == AllocationKind.NEW
-    ):
-        add("start_date", "A new allocation cannot start in the past: choose today or later.")
-    if end and limit and limit.latest_end_date and end > limit.latest_end_date:
-        add(
-            "end_date",
-            f"{limit.get_service_display()} requests can end no later than "
-            f"{_day(limit.latest_end_date)}.",
-        )
-
-    facility_name = values.get("facility") or ""
-    facility = facility_get(facility_name) if facility_name else None
-    if facility and service and facility.service != service:
-        add("facility", f"{facility.display_name} is not an {service.upper()} facility.")
-    if facility and facility.status == "retired":
-        add("facility", f"{facility.display_name} is retired: choose another facility.")
-    today = timezone.localdate()
-    if (
-        facility
-        and facility.closed_to_new_users_on
-        and facility.closed_to_new_users_on <= today
-        and values.get("allocation_kind") == "new"
-    ):
-        add(
-            "allocation_kind",
-            f"{facility.display_name} has taken no new allocations since "
-            f"{_day(facility.closed_to_new_users_on)}.",
-        )
-    if facility and facility.access_ends_on and end and end > facility.access_ends_on:
-        add(
-            "end_date",
-            f"Access to {facility.display_name} ends on {_day(facility.access_ends_on)}: "
-            "end the allocation by then.",
-        )
-    sensitivity = values.get("data_sensitivity") or ""
-    if (
-        facility
-        and sensitivity
-        and facility.data_sensitivity
-        and (sensitivity not in facility.data_sensitivity)
-    ):
-        allowed = ", ".join(facility.data_sensitivity)
-        add(
-            "data_sensitivity",
-            f"{facility.display_name} is listed for {allowed} data only, not {sensitivity}.",
-        )
-
-    justification = (values.get("justification") or "").strip()
-    if values.get("trial"):
-        trial_limit = trial_gpu_hours_limit(facility_name)
-        if gpu_hours > trial_limit:
-            add(
-                "trial",
-                f"Trial access is limited to {trial_limit:g} GPU hours; untick trial to request "
-                f"{gpu_hours:,} GPU hours as a full allocation.",
-            )
-    elif for_submission and len(justification) < JUSTIFICATION_MIN_CHARS:
-        add(
-            "justification",
-            f"Explain why this platform suits the work (at least {JUSTIFICATION_MIN_CHARS} "
-            "characters), or ask for trial access.",
-        )
-    if errors:
-        raise ValidationError(errors)
-    return CheckedFields(values=dict(values), for_submission=for_submission, facility=facility)
-
-
-def _checked(fields: dict[str, Any] | CheckedFields, *, for_submission: bool) -> CheckedFields:
-    """The fields as checked by the caller's form, or checked here when they were not."""
-    if isinstance(fields, CheckedFields) and fields.covers(for_submission=for_submission):
-        return fields
-    values = fields.values if isinstance(fields, CheckedFields) else fields
-    return allocation_request_validate(values=values, for_submission=for_submission)
-
-
-def _day(value: date) -> str:
-    return f"{value.day} {value:%B %Y}"
+__all__ = [
+    "EDITABLE_FIELDS",
+    "FACILITY_FIELD_MAX_CHARS",
+    "JUSTIFICATION_MIN_CHARS",
+    "REQUIRED_FOR_SUBMISSION",
+    "TRANSITIONS",
+    "CheckedFields",
+    "Transition",
+    "TransitionError",
+    "allocation_request_approve",
+    "allocation_request_create_from_session",
+    "allocation_request_is_closed",
+    "allocation_request_record_rerun",
+    "allocation_request_reject",
+    "allocation_request_request_changes",
+    "allocation_request_submit",
+    "allocation_request_transition",
+    "allocation_request_update",
+    "allocation_request_validate",
+    "allocation_request_withdraw",
+    "estimate_snapshot_from_session",
+    "requested_gpu_hours_from_result",
+]
 
 
 def _system_for(facility_name: str) -> System | None:
     return System.objects.filter(name=facility_name).first() if facility_name else None
-
-
-def _values(allocation_request: AllocationRequest) -> dict[str, Any]:
-    return {field: getattr(allocation_request, field) for field in EDITABLE_FIELDS}
-
-
-# --- Creation and edits -----------------------------------------------------------------------
 
 
 def estimate_snapshot_from_session(session) -> dict[str, Any]:
@@ -354,6 +158,7 @@ def allocation_request_create_from_session(
         **{k: v for k, v in checked.values.items() if k in EDITABLE_FIELDS},
     )
     _link_system(allocation_request, checked)
+    reestimated = estimate_for_facility(allocation_request=allocation_request, actor=researcher)
     _queue_fields_follow_facility(allocation_request)
     _full_clean(allocation_request)
     events = [
@@ -364,6 +169,8 @@ def allocation_request_create_from_session(
             to_status=Status.DRAFT,
         )
     ]
+    if reestimated is not None:
+        events.append(reestimated)
     if submit:  # saved as submitted at once, with both events: the history shows the draft
         events.append(
             _transition_set(allocation_request, transition=TRANSITIONS["submit"], actor=researcher)
@@ -432,246 +239,17 @@ def allocation_request_update(
     else:
         checked = allocation_request_validate(values=_values(locked), for_submission=submit)
     _link_system(locked, checked)
+    reestimated = estimate_for_facility(allocation_request=locked, actor=researcher)
     _queue_fields_follow_facility(locked)
     _full_clean(locked)
+    if reestimated is not None:  # before a submission, so the history reads in order
+        reestimated.save()
     if submit:
         transition = _submit_transition(locked)
         _transition_check(locked, transition=transition, actor=researcher, message=message)
-        _transition_apply(locked, transition=transition, actor=researcher, message=message)
+        _transition_apply(
+            locked, transition=transition, actor=researcher, said=Said(message=message)
+        )
     else:
         locked.save()
     return locked
-
-
-# --- Transitions ------------------------------------------------------------------------------
-
-
-@transaction.atomic
-def allocation_request_transition(
-    *,
-    allocation_request: AllocationRequest,
-    action: str,
-    actor,
-    message: str = "",
-    note: str = "",
-    granted_gpu_hours: int | None = None,
-) -> AllocationRequest:
-    """Move a request along the workflow, once, under a row lock; record and notify."""
-    transition = TRANSITIONS[action]
-    # Two staff pressing approve at once: the second waits here, then sees APPROVED and fails.
-    locked = AllocationRequest.objects.select_for_update().get(pk=allocation_request.pk)
-    _transition_check(locked, transition=transition, actor=actor, message=message)
-    if transition.target in (Status.SUBMITTED, Status.RESUBMITTED):
-        allocation_request_validate(values=_values(locked), for_submission=True)
-    _transition_apply(
-        locked,
-        transition=transition,
-        actor=actor,
-        message=message,
-        note=note,
-        granted_gpu_hours=granted_gpu_hours,
-    )
-    return locked
-
-
-def _transition_check(locked: AllocationRequest, *, transition: Transition, actor, message: str):
-    """Who may take the transition, from which status, and whether it needs a message."""
-    if transition.by_staff and not actor.is_staff:
-        raise TransitionError("Only research-computing staff can review requests.")
-    if not transition.by_staff and locked.researcher_id != actor.pk:
-        raise TransitionError("Only the researcher who made this request can do that.")
-    if locked.status not in transition.sources:
-        raise TransitionError(
-            f"Cannot {transition.name.replace('_', ' ')} a request that is "
-            f"{locked.get_status_display().lower()}."
-        )
-    if transition.message_required and not (message or "").strip():
-        raise ValidationError({"message": transition.message_required})
-
-
-def _transition_apply(
-    locked: AllocationRequest,
-    *,
-    transition: Transition,
-    actor,
-    message: str = "",
-    note: str = "",
-    granted_gpu_hours: int | None = None,
-) -> AllocationEvent:
-    """Take the transition, save, record the event and enqueue its e-mails. The caller holds
-    the row and has checked the transition."""
-    from allocations.notifications import notifications_enqueue_for_event
-
-    event = _transition_set(
-        locked,
-        transition=transition,
-        actor=actor,
-        message=message,
-        note=note,
-        granted_gpu_hours=granted_gpu_hours,
-    )
-    locked.save()
-    event.save()
-    notifications_enqueue_for_event(event=event)
-    return event
-
-
-@transaction.atomic
-def allocation_request_record_rerun(
-    *, allocation_request: AllocationRequest, actor, changes: dict[str, Any], new_result: dict
-) -> AllocationEvent:
-    """A staff re-run of the estimate goes into the request's history (the status stays).
-
-    The note (staff only) says what was changed and what the re-run gave, so a later reviewer
-    sees why the hours were questioned; the frozen estimate itself is never altered.
-    """
-    locked = AllocationRequest.objects.select_for_update().get(pk=allocation_request.pk)
-    old = ((locked.estimate_snapshot or {}).get("result") or {}).get("recommendation") or {}
-    new = (new_result or {}).get("recommendation") or {}
-    changed = ", ".join(f"{key} = {value}" for key, value in sorted(changes.items())) or "none"
-
-    def hours(rec: dict) -> str:
-        value = rec.get("requested_gpu_hours")
-        return "no estimate" if value is None else f"{math.ceil(value):,} GPU hours"
-
-    note = (
-        f"Estimate re-run with {changed}: {hours(old)} before, {hours(new)} now"
-        + (f" on {new['system']}" if new.get("system") else "")
-        + "."
-    )
-    return AllocationEvent.objects.create(
-        allocation_request=locked,
-        actor=actor,
-        from_status=locked.status,
-        to_status=locked.status,
-        note=note,
-    )
-
-
-def _transition_set(
-    allocation_request: AllocationRequest,
-    *,
-    transition: Transition,
-    actor,
-    message: str = "",
-    note: str = "",
-    granted_gpu_hours: int | None = None,
-) -> AllocationEvent:
-    """The new status and its dates on the request, and the unsaved event that records it."""
-    now = timezone.now()
-    if transition.target in (Status.SUBMITTED, Status.RESUBMITTED):
-        allocation_request.submitted_at = now
-        # Waiting for a decision again: the earlier "changes requested" stays in the history
-        # with its own time, and "Decided at" no longer shows it as if it were the decision.
-        allocation_request.decided_at = None
-    if transition.target == Status.APPROVED:
-        granted_gpu_hours = _granted_hours(allocation_request, granted_gpu_hours)
-        allocation_request.granted_gpu_hours = granted_gpu_hours
-    else:
-        granted_gpu_hours = None
-    if transition.by_staff:
-        allocation_request.decided_at = now
-    from_status = allocation_request.status
-    allocation_request.status = transition.target
-    return AllocationEvent(
-        allocation_request=allocation_request,
-        actor=actor,
-        from_status=from_status,
-        to_status=transition.target,
-        message=(message or "").strip(),
-        note=(note or "").strip(),
-        granted_gpu_hours=granted_gpu_hours,
-    )
-
-
-def _granted_hours(locked: AllocationRequest, granted_gpu_hours: int | None) -> int:
-    if granted_gpu_hours is None:
-        granted_gpu_hours = locked.gpu_hours
-    if granted_gpu_hours <= 0:
-        raise ValidationError({"granted_gpu_hours": "Grant more than 0 GPU hours."})
-    if granted_gpu_hours > settings.ALLOCATION_MAX_GPU_HOURS:
-        raise ValidationError(
-            {
-                "granted_gpu_hours": (
-                    f"At most {settings.ALLOCATION_MAX_GPU_HOURS:,} GPU hours can be granted."
-                )
-            }
-        )
-    return granted_gpu_hours
-
-
-def _submit_transition(allocation_request: AllocationRequest) -> Transition:
-    """A draft is submitted; a request sent back for changes is resubmitted."""
-    if allocation_request.status == Status.CHANGES_REQUESTED:
-        return TRANSITIONS["resubmit"]
-    return TRANSITIONS["submit"]
-
-
-@transaction.atomic
-def allocation_request_submit(
-    *, allocation_request, researcher, message: str = ""
-) -> AllocationRequest:
-    """Submit a draft, or resubmit a request staff sent back for changes (with a note): which
-    one is read from the row under its lock, so a stale copy in the caller's hands is fine."""
-    locked = AllocationRequest.objects.select_for_update().get(pk=allocation_request.pk)
-    return allocation_request_transition(
-        allocation_request=locked,
-        action=_submit_transition(locked).name,
-        actor=researcher,
-        message=message,
-    )
-
-
-def allocation_request_withdraw(*, allocation_request, researcher, message: str = ""):
-    return allocation_request_transition(
-        allocation_request=allocation_request,
-        action="withdraw",
-        actor=researcher,
-        message=message,
-    )
-
-
-def allocation_request_approve(
-    *,
-    allocation_request,
-    reviewer,
-    granted_gpu_hours: int | None = None,
-    message: str = "",
-    note: str = "",
-) -> AllocationRequest:
-    return allocation_request_transition(
-        allocation_request=allocation_request,
-        action="approve",
-        actor=reviewer,
-        granted_gpu_hours=granted_gpu_hours,
-        message=message,
-        note=note,
-    )
-
-
-def allocation_request_request_changes(
-    *, allocation_request, reviewer, message: str, note: str = ""
-) -> AllocationRequest:
-    return allocation_request_transition(
-        allocation_request=allocation_request,
-        action="request_changes",
-        actor=reviewer,
-        message=message,
-        note=note,
-    )
-
-
-def allocation_request_reject(
-    *, allocation_request, reviewer, message: str, note: str = ""
-) -> AllocationRequest:
-    return allocation_request_transition(
-        allocation_request=allocation_request,
-        action="reject",
-        actor=reviewer,
-        message=message,
-        note=note,
-    )
-
-
-def allocation_request_is_closed(allocation_request: AllocationRequest) -> bool:
-    return allocation_request.status in CLOSED_STATUSES

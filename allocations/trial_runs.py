@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from advisor.engine.words import plural
 from catalog_schema import Precision, Task
 
 HELPER_PATH = Path(__file__).resolve().parent / "helper" / "trial_run.py"
@@ -318,8 +319,8 @@ def measurement_compare(
             differences.append(f"{label} {measured} (the estimate assumed {wanted})")
     if est_gpus and report.device.count and est_gpus != report.device.count:
         differences.append(
-            f"{report.device.count} GPU(s) (the estimate assumed {est_gpus}); GPU hours are "
-            "scaled per GPU, so scaling losses are not included"
+            f"{plural(report.device.count, 'GPU')} (the estimate assumed {est_gpus}); "
+            "GPU hours are scaled per GPU, so scaling losses are not included"
         )
     sentence = _sentence(
         report=report,
@@ -379,8 +380,8 @@ def _sentence(*, report, measured_compute, measured_requested, change, requested
         )
     if measured_compute is None:
         return (
-            f"Measured {rate:,.0f} tokens/s on {report.device.count} GPU(s); the estimate has no "
-            "token count, so GPU hours cannot be worked out from it."
+            f"Measured {rate:,.0f} tokens/s on {plural(report.device.count, 'GPU')}; the estimate "
+            "has no token count, so GPU hours cannot be worked out from it."
         )
     words = (
         f"At the measured {rate:,.0f} tokens/s the full run takes {measured_compute:,.0f} GPU hours"

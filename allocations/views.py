@@ -12,9 +12,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from advisor.models import AdvisorSession
 from allocations.facilities import trial_gpu_hours_limit
-from allocations.forms import AllocationRequestForm, TrialRunUploadForm
+from allocations.forms import AllocationRequestForm, TrialRunUploadForm, form_add_errors
 from allocations.measurement_selectors import measurement_views
-from allocations.measurement_services import trial_measurement_upload
 from allocations.models import AllocationRequest
 from allocations.notifications import notifications_waiting_for_broker
 from allocations.selectors import (
@@ -57,14 +56,6 @@ def _fields(form: AllocationRequestForm) -> CheckedFields:
     """The form's fields as its clean() checked them, so the services do not check again."""
     assert form.checked is not None  # a valid form has checked its fields
     return form.checked
-
-
-def _apply_errors(form: AllocationRequestForm, exc: ValidationError) -> None:
-    if hasattr(exc, "error_dict"):
-        for field, errors in exc.message_dict.items():
-            form.add_error(field if field in form.fields else None, errors)
-    else:
-        form.add_error(None, exc.messages)
 
 
 def _form_context(form, *, result: dict, allocation_request=None, session=None) -> dict:
@@ -122,7 +113,7 @@ def request_create(request: HttpRequest, session_id) -> HttpResponse:
                     submit=_wants_submit(request),
                 )
             except ValidationError as exc:
-                _apply_errors(form, exc)
+                form_add_errors(form, exc)
             else:
                 messages.success(
                     request,
@@ -181,21 +172,12 @@ def measurement_upload(request: HttpRequest, pk) -> HttpResponse:
     """The researcher attaches a trial-run file; a bad file changes nothing and says why."""
     allocation_request = allocation_request_get_for_researcher(user=request.user, pk=pk)
     form = TrialRunUploadForm(request.POST, request.FILES)
-    if form.is_valid():
-        upload = form.cleaned_data["file"]
-        try:
-            trial_measurement_upload(
-                allocation_request=allocation_request,
-                uploaded_by=request.user,
-                raw=upload.read(MAX_FILE_BYTES + 1),
-                file_name=upload.name,
-            )
-        except ValidationError as exc:
-            _apply_errors(form, exc)
-        else:
-            messages.success(request, "Measurement added: see it beside the estimate below.")
-            detail = reverse("allocations:request-detail", args=[allocation_request.pk])
-            return redirect(f"{detail}#measurements")
+    if form.is_valid() and form.upload(
+        allocation_request=allocation_request, uploaded_by=request.user
+    ):
+        messages.success(request, "Measurement added: see it beside the estimate below.")
+        detail = reverse("allocations:request-detail", args=[allocation_request.pk])
+        return redirect(f"{detail}#measurements")
     response = render(
         request,
         "allocations/request_detail.html",
@@ -247,7 +229,7 @@ def request_edit(request: HttpRequest, pk) -> HttpResponse:
                     message=form.cleaned_data["resubmit_message"],
                 )
             except ValidationError as exc:
-                _apply_errors(form, exc)
+                form_add_errors(form, exc)
             else:
                 messages.success(
                     request,

@@ -153,6 +153,8 @@ class RequestFieldIn(_In):
 
     label: str = Field(min_length=1, max_length=200)
     help: str = ""
+    # The only answers the operator accepts (the Turing TRE's security tiers 1 to 3).
+    choices: list[str] = Field(default_factory=list)
 
 
 class SystemIn(_In, SystemSpec):

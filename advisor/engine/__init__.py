@@ -107,7 +107,7 @@ def estimate_shape(
     model_name = (
         request.model_id
         or (request.hub.repo_id if request.hub else None)
-        or (shape.architecture or f"a {shape.params_total / 1e9:.1f}B-parameter model")
+        or (shape.architecture or "a model of the size given")
     )
     framework, assumed = framework_for(request.framework, wl.training)
     if best is not None:

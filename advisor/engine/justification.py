@@ -32,7 +32,20 @@ def _params(n: int) -> str:
 
 
 def _gb(value: int) -> str:
+    """Never "0.0 GB": a part too small to show at this precision says so."""
+    if 0 < value < 0.05e9:
+        return "under 0.1 GB"
     return f"{value / 1e9:.1f} GB"
+
+
+def _about(value: float | None, unit: str) -> str:
+    text = _hours(value, unit)
+    return text if text.startswith(("less than", "unknown")) else f"about {text}"
+
+
+def _hours(value: float | None, unit: str = "GPU hours") -> str:
+    """Never "0 GPU hours": results are rounded, so a zero is a figure too small to show."""
+    return f"less than 0.1 {unit}" if value is not None and value <= 0 else hours(value, unit)
 
 
 def draft(
@@ -110,10 +123,10 @@ def draft(
         parts.append(
             f"Compute is about {flops_per_token:.3g} FLOPs per token at "
             f"{(option.utilisation or 0):.0%} of the {option.compute_dtype} dense peak, "
-            f"{hours(option.gpu_hours)}, plus {hours(option.contingency_gpu_hours)} of "
+            f"{_hours(option.gpu_hours)}, plus {_hours(option.contingency_gpu_hours)} of "
             f"contingency for debugging, evaluation and restarts: "
-            f"{whole_hours(option.requested_gpu_hours)} in total, about "
-            f"{hours(option.wall_hours, 'hours')} of wall time."
+            f"{whole_hours(option.requested_gpu_hours)} in total, "
+            f"{_about(option.wall_hours, 'hours')} of wall time."
         )
     why = f"{system.display_name} fits this work"
     if system.notebooks and request.constraints.needs_notebooks:

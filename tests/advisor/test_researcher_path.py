@@ -249,6 +249,10 @@ def test_the_progress_line_counts_the_questions_this_researcher_is_asked(client,
     # Until the kind of work is known the usual (training) path is counted: two more questions.
     assert seen[:2] == ["1 of about 16", "2 of about 16"]
     assert seen[2:] == [f"{n} of about 14" for n in range(3, 15)]
+    # Changing an earlier answer counts from that question, not from the end of the path.
+    url = reverse("advisor:step", kwargs={"session_id": advisor_session.id, "step": "precision"})
+    page = client.get(url).content.decode()
+    assert page.split("Question ", 1)[1].split("</label>", 1)[0] == "5 of about 14"
 
 
 @pytest.mark.parametrize(

@@ -43,7 +43,7 @@ def test_create_and_submit_takes_at_most_fifteen_queries(
 
 def test_the_request_is_checked_once_per_submission(researcher_client, monkeypatch):
     """The form checks the fields; the services take its result instead of checking again."""
-    from allocations import forms, services
+    from allocations import forms, request_validation, services, transitions
 
     calls = []
     real = services.allocation_request_validate
@@ -53,7 +53,8 @@ def test_the_request_is_checked_once_per_submission(researcher_client, monkeypat
         return real(**kwargs)
 
     monkeypatch.setattr(forms, "allocation_request_validate", counting)
-    monkeypatch.setattr(services, "allocation_request_validate", counting)
+    for module in (services, request_validation, transitions):
+        monkeypatch.setattr(module, "allocation_request_validate", counting)
     session = make_session(user=researcher_client.researcher)
     url = reverse("allocations:request-create", args=[session.pk])
     fields = complete_fields(data_sensitivity="public")

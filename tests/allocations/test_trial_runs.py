@@ -472,3 +472,15 @@ def test_approval_refuses_a_malformed_slurm_account(admin_client):
     assert "A Slurm account is letters" in response.content.decode()
     allocation_request.refresh_from_db()
     assert allocation_request.status == Status.SUBMITTED
+
+
+def test_a_measurement_on_more_gpus_says_how_many_in_words(client, cpu_run_json):
+    allocation_request = make_request(status=Status.SUBMITTED)  # estimated on one GPU
+    client.force_login(allocation_request.researcher)
+    assert upload(
+        client, allocation_request, gpu_run(cpu_run_json, tokens_per_second=1851.86, gpus=2)
+    )
+    page = client.get(reverse("allocations:request-detail", args=[allocation_request.pk]))
+    text = page.content.decode()
+    assert "2 GPUs (the estimate assumed 1)" in text
+    assert "GPU(s)" not in text

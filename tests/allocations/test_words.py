@@ -1,0 +1,75 @@
+"""What people read about a request uses names and sizes, not catalog keys or raw counts
+(issue 16: "the admin and e-mails show 'dawn', 'max1550-128', '1300000000'")."""
+
+from __future__ import annotations
+
+import pytest
+from django.core import mail
+from django.core.management import call_command
+from django.urls import reverse
+from pytest_django.asserts import assertContains
+
+from allocations.estimates import estimate_comparison
+from allocations.models import Status
+from allocations.services import allocation_request_approve, allocation_request_record_rerun
+from tests.allocations.factories import estimate_result, make_request, make_user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _catalog():
+    call_command("load_catalog", "default", verbosity=0)
+
+
+def test_the_decision_email_names_the_facility_and_the_gpu(django_capture_on_commit_callbacks):
+    allocation_request = make_request(status=Status.SUBMITTED, facility="dawn", service="hpc")
+    allocation_request.accelerator = "max1550-128"
+    allocation_request.save(update_fields=["accelerator"])
+    with django_capture_on_commit_callbacks(execute=True):
+        allocation_request_approve(
+            allocation_request=allocation_request,
+            reviewer=make_user(staff=True),
+            granted_gpu_hours=250,
+        )
+    (message,) = mail.outbox
+    assert "for Dawn (Cambridge, AI Research Resource) is now: approved." in message.body
+    assert (
+        "The estimate sized the work for 1 × Intel Data Center GPU Max 1550 128GB" in message.body
+    )
+    assert "max1550-128" not in message.body
+    assert " dawn " not in message.body
+
+
+def test_the_rerun_comparison_shows_names_and_sizes():
+    old = estimate_result(requested_gpu_hours=288.0)
+    new = estimate_result(requested_gpu_hours=576.0, system="stanage")
+    rows = {row["label"]: row for row in estimate_comparison(old=old, new=new)}
+    assert (rows["System"]["old"], rows["System"]["new"]) == (
+        "Baskerville",
+        "Stanage (University of Sheffield)",
+    )
+    assert rows["System"]["changed"] is True
+    assert rows["GPU"]["old"] == "NVIDIA A100 40GB SXM4"
+    assert rows["Parameters"]["old"] == "6.74 billion parameters"
+    assert rows["Parameters"]["changed"] is False
+    assert rows["Fits in memory"]["new"] == "yes"
+
+
+def test_the_rerun_note_names_the_system():
+    allocation_request = make_request(status=Status.SUBMITTED)
+    event = allocation_request_record_rerun(
+        allocation_request=allocation_request,
+        actor=make_user(staff=True),
+        changes={"epochs": 6},
+        new_result=estimate_result(requested_gpu_hours=576.0, system="stanage"),
+    )
+    assert event.note.endswith("576 GPU hours now on Stanage (University of Sheffield).")
+
+
+def test_the_queue_filters_facilities_by_name(client):
+    client.force_login(make_user(staff=True, is_superuser=True))
+    make_request(status=Status.SUBMITTED, facility="dawn")
+    page = client.get(reverse("admin:allocations_allocationrequest_changelist"))
+    assertContains(page, "Dawn (Cambridge, AI Research Resource)</a>")
+    assertContains(page, "?facility=dawn")
