@@ -112,6 +112,7 @@ class RecipeSearch:
             }
         self._divisors: dict[int, list[int]] = {}
         self._choices: dict[tuple[str, int, int, str, str], Choice] = {}
+        self._totals: dict[tuple[str, int, str, str, int, int], float] = {}
         self._cache: dict[tuple[str, int, float], Choice | None] = {}
         self._floor: dict[tuple[str, int], Choice] = {}
         none_flops = self.flops.get("none") or 1.0
@@ -140,6 +141,17 @@ class RecipeSearch:
             self._divisors[value] = found
         return found
 
+    def step_total(
+        self, strategy: str, n: int, level: str, optimizer: str, micro: int, accumulation: int
+    ) -> float:
+        """MemoryModel.step_total, once per estimate for each recipe (the search asks for the
+        same ones across accelerators)."""
+        key = (strategy, n, level, optimizer, micro, accumulation)
+        found = self._totals.get(key)
+        if found is None:
+            found = self._totals[key] = self.model.step_total(*key)
+        return found
+
     def _choice(self, strategy: str, n: int, micro: int, level: str, optimizer: str) -> Choice:
         """The recipe's record, built once per estimate: options that choose the same recipe
         share one object (and with it their memory breakdown; see recommend)."""
@@ -152,7 +164,7 @@ class RecipeSearch:
     def _new_choice(self, strategy: str, n: int, micro: int, level: str, optimizer: str) -> Choice:
         per_rank, dp = self.per_rank(strategy, n)
         accumulation = max(1, math.ceil(per_rank / micro))
-        total = self.model.step_total(strategy, n, level, optimizer, micro, accumulation)
+        total = self.step_total(strategy, n, level, optimizer, micro, accumulation)
         if not self.training:
             return Choice(micro, 1, micro * dp, level, optimizer, total,
                           1.0, 0.0, 1.0)  # fmt: skip
@@ -195,7 +207,7 @@ class RecipeSearch:
         top = pinned or per_rank
         top_eff = 1.0 if top * seq >= saturation else (top * seq / saturation) ** 0.25
         linear = self.model.linear
-        step_total = self.model.step_total
+        step_total = self.step_total
         best_key = picked = None
         for ratio, opt_rank, lvl_rank, optimizer, level in self._order:
             if best_key is not None and (ratio / top_eff, opt_rank, lvl_rank) >= best_key:
@@ -236,7 +248,7 @@ class RecipeSearch:
             micro = self.pinned_micro or 1
             per_rank, _ = self.per_rank(strategy, n)
             accumulation = max(1, math.ceil(per_rank / micro))
-            step_total = self.model.step_total
+            step_total = self.step_total
             least = picked = None
             for optimizer in self.optimizers:
                 for level in self.levels:
@@ -275,7 +287,7 @@ class RecipeSearch:
             per_rank, _ = self.per_rank(strategy, n)
             micro = self.pinned_micro or 1
             args = (strategy, n, self._lean_level, self._lean_opt)
-            step_total = self.model.step_total
+            step_total = self.step_total
             found = step_total(*args, micro, -(-per_rank // micro))
             if self.pinned_micro is None and per_rank > 1:
                 found = min(found, step_total(*args, per_rank, 1))

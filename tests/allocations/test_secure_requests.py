@@ -213,3 +213,26 @@ def test_a_new_request_for_the_same_project_is_prefilled_with_its_purpose(
         "Find early signs of sepsis in ward notes."
     )
     assertContains(response, '<label for="id_research_purpose">What is the research for?</label>')
+
+
+def test_staff_are_emailed_the_purpose_and_the_tre_answers(django_capture_on_commit_callbacks):
+    from django.core import mail
+
+    from allocations.services import allocation_request_submit
+
+    make_user(staff=True, email="rc@example.ac.uk")
+    allocation_request = make_request(
+        research_purpose="Find early signs of <sepsis> in ward notes.",
+        facility_fields=_answers(),
+        **_tre_fields(),
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        allocation_request_submit(
+            allocation_request=allocation_request, researcher=allocation_request.researcher
+        )
+    (message,) = mail.outbox
+    assert "For:          Find early signs of <sepsis> in ward notes." in message.body
+    assert f"{TIER}: 2\n" in message.body
+    html = message.alternatives[0][0]
+    assert "Find early signs of &lt;sepsis&gt; in ward notes." in html
+    assert f'<th scope="row">{ASSESSMENT}</th><td>DPAP-2026-117</td>' in html
