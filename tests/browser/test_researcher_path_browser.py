@@ -8,6 +8,8 @@ size is read as researchers write it ("1.3B"). Screenshots: test-artifacts/scree
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from advisor.models import AdvisorSession
@@ -147,6 +149,8 @@ def test_each_researcher_reaches_a_request_a_reviewer_could_accept(
 
     advisor_session = AdvisorSession.objects.get()
     justification = page.locator("#justification").inner_text()
+    # A reviewer never reads a zero: small jobs still state their hours (issue 16).
+    assert not re.search(r"(?<![\d.,])0(\.0+)? GPU hours", justification), justification
     if name == "azure-web-service":
         # A service that stays up is priced by the month, not by runs: no project plan.
         assert advisor_session.project_plan is None
