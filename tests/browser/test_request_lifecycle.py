@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from advisor.engine.words import STRATEGY_NAMES
 from advisor.models import AdvisorSession
@@ -300,6 +301,22 @@ def test_a_request_from_advice_to_approval(
     assert inputs["Work"] == "LoRA fine-tuning"
     assert (inputs["Tokens per epoch"], inputs["Epochs"]) == ("4,000,000,000", "3")
     save_screenshot(admin, "lifecycle-5-admin-review")
+    # A staff re-run with one assumption changed goes into the request's history.
+    before_rerun = timezone.now()
+    admin.get_by_role("link", name="Re-run estimate").click()
+    admin.wait_for_selector("#id_epochs")
+    admin.locator("#id_epochs").fill("2")
+    admin.locator("input[type=submit][value='Re-run']").click()
+    admin.get_by_text("As submitted").wait_for(timeout=WAIT_MS)
+    rerun = allocation_request.events.get(note__startswith="Estimate re-run with")
+    assert before_rerun <= rerun.created_at <= timezone.now()
+    assert rerun.from_status == rerun.to_status == Status.SUBMITTED
+    save_screenshot(admin, "lifecycle-5b-admin-rerun")
+    admin.goto(
+        live_server.url + f"/admin/allocations/allocationrequest/{allocation_request.pk}/change/"
+    )
+    admin.wait_for_selector(".review-estimate")
+    assert "Estimate re-run with" in admin.locator(".inline-group").inner_text()
     _decide(admin, "Request changes", message=CHANGES_MESSAGE, note=INTERNAL_NOTE)
 
     # (5) The researcher reads the message in the timeline, edits and resubmits.
@@ -341,10 +358,16 @@ def test_a_request_from_advice_to_approval(
     assert list(allocation_request.events.values_list("to_status", flat=True)) == [
         "draft",
         "submitted",
+        "submitted",  # the staff re-run: recorded, the status unchanged
         "changes_requested",
         "resubmitted",
         "approved",
     ]
+    # "Decided at" is the approval's time, not the earlier request for changes.
+    approval = allocation_request.events.get(to_status=Status.APPROVED)
+    assert abs(allocation_request.decided_at - approval.created_at) < timedelta(seconds=1)
+    changes = allocation_request.events.get(to_status=Status.CHANGES_REQUESTED)
+    assert allocation_request.decided_at > changes.created_at
 
     # The e-mails, through the real worker: staff twice, the researcher twice.
     _wait_until_sent(allocation_request, 4, celery_worker)
