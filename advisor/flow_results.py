@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from advisor.engine.models import CatalogSpec, EstimateResult
 from advisor.engine.slurm import cpu_sbatch_script
-from advisor.engine.words import plural
+from advisor.engine.words import hours, plural
 from advisor.flow_decisions import gb_text
 from advisor.flow_requests import sized_on_secure_hardware
 from advisor.project_plan import plan_text
@@ -144,10 +144,14 @@ def secure_route_for(
             + "."
         )
         if rec.gpu_hours is not None:
-            hardware.append(
-                f"One run: about {rec.gpu_hours:,.3g} GPU hours of compute on {gpu_name} "
-                f"({rec.wall_hours or 0:,.3g} hours of wall time on {plural(rec.num_gpus, 'GPU')})."
+            wall = (
+                f" ({hours(rec.wall_hours, 'hours')} of wall time on {plural(rec.num_gpus, 'GPU')})"
+                if rec.wall_hours
+                else ""
             )
+            compute = hours(rec.gpu_hours)
+            about = "" if compute.startswith("less") else "about "
+            hardware.append(f"One run: {about}{compute} of compute on {gpu_name}{wall}.")
         if plan:
             hardware.append(
                 f"The whole project: about {plan['total_gpu_hours']:,} GPU hours "

@@ -11,6 +11,7 @@ from advisor.engine.words import (
     hours,
     parameters,
     plural,
+    quantity,
     strategy_words,
     whole_hours,
     with_article,
@@ -121,7 +122,7 @@ def draft(
         )
     if option.gpu_hours is not None and flops_per_token is not None:
         parts.append(
-            f"Compute is about {flops_per_token:.3g} FLOPs per token at "
+            f"Compute is about {quantity(flops_per_token, 'FLOPs')} per token at "
             f"{(option.utilisation or 0):.0%} of the {option.compute_dtype} dense peak, "
             f"{_hours(option.gpu_hours)}, plus {_hours(option.contingency_gpu_hours)} of "
             f"contingency for debugging, evaluation and restarts: "

@@ -69,12 +69,18 @@ def whole_hours(value: float, unit: str = "GPU hours") -> str:
     return f"{count:,} {unit.replace('hours', 'hour') if count == 1 else unit}"
 
 
+def quantity(count: float, unit: str) -> str:
+    """A large count in words: "48 billion FLOPs", "1.3 billion parameters", "3 trillion"."""
+    for scale, name in ((1e12, "trillion"), (1e9, "billion"), (1e6, "million")):
+        if count >= scale:
+            return f"{count / scale:,.3g} {name} {unit}"
+    return f"{count:,.3g} {unit}"
+
+
 def parameters(count: int) -> str:
     """ "7 billion parameters", "1.3 billion parameters", "110 million parameters"."""
-    if count >= 1e9:
-        return f"{count / 1e9:,.3g} billion parameters"
     if count >= 1e6:
-        return f"{count / 1e6:,.3g} million parameters"
+        return quantity(count, "parameters")
     return plural(int(count), "parameter")
 
 

@@ -116,6 +116,8 @@ def test_confidential_data_goes_to_the_trusted_research_environment(client, turi
     assertContains(page, "Data Protection Assessment Process")
     assertContains(page, "What the estimate says about the hardware")
     assertContains(page, "per GPU on")
+    assertContains(page, "GPU hours of compute on")
+    assertNotContains(page, "GPU(s)")
     # The headline and hints never blame memory or precision for a sensitivity rule.
     assertNotContains(page, "try a lower precision")
     assertNotContains(page, "No system in this part of the catalog")

@@ -152,6 +152,9 @@ def test_justification_states_model_method_data_memory_and_compute():
     assert "50,000,000 tokens" in text
     assert "Memory per GPU comes to" in text
     assert "GPU hours in total" in text
+    # Compute per token in words a reviewer reads, not "2.69e+10".
+    assert "billion FLOPs per token" in text
+    assert "e+" not in text
 
 
 def test_every_assumption_has_a_source():
