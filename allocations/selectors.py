@@ -10,11 +10,12 @@ from django.conf import settings
 from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 
+from advisor.engine.words import STRATEGY_NAMES
 from advisor.memory_svg import COMPONENTS, MemoryBar, memory_chart
 from allocations.facilities import facility_get, facility_offers_trial, trial_gpu_hours_limit
 from allocations.models import AllocationEvent, AllocationRequest, Service
 from allocations.services import requested_gpu_hours_from_result
-from catalog.models import Accelerator, DataSensitivity
+from catalog.models import Accelerator, DataSensitivity, System
 
 # An estimate is "uncertain" when the engine's GPU-hours margin is at least this wide either way
 # (the engine states +-25% by default: advisor/engine/constants.py GPU_HOURS_MARGIN), or when
@@ -261,6 +262,21 @@ def _count(value: Any) -> str:
     return f"{value:,.0f}" if isinstance(value, int | float) else str(value)
 
 
+def _asked_for_words(key: str, value: Any) -> str:
+    """A pinned system, GPU or strategy by the name people use, never its catalog key."""
+    if key == "system":
+        return System.objects.filter(name=value).values_list(
+            "display_name", flat=True
+        ).first() or str(value)
+    if key == "accelerator":
+        return Accelerator.objects.filter(name=value).values_list(
+            "display_name", flat=True
+        ).first() or str(value)
+    if key == "strategy":
+        return STRATEGY_NAMES.get(str(value), str(value).replace("_", " "))
+    return _count(value)
+
+
 def estimate_inputs(request: dict[str, Any]) -> list[tuple[str, str]]:
     """The workload the researcher described, as (label, value) rows a reviewer reads first.
 
@@ -303,7 +319,7 @@ def estimate_inputs(request: dict[str, Any]) -> list[tuple[str, str]]:
         ("accelerator", "GPU asked for"),
     ):
         if request.get(key):
-            rows.append((label, str(request[key])))
+            rows.append((label, _asked_for_words(key, request[key])))
     sensitivity = (request.get("constraints") or {}).get("data_sensitivity")
     if sensitivity:
         label = dict(DataSensitivity.choices).get(sensitivity, sensitivity)

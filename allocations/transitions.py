@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from advisor.engine.words import plural
 from allocations.models import (
     CLOSED_STATUSES,
     EDITABLE_STATUSES,
@@ -25,7 +26,7 @@ from allocations.models import (
     Status,
 )
 from allocations.request_validation import _values, allocation_request_validate
-from catalog.models import System
+from catalog.models import Accelerator, System
 
 
 class TransitionError(ValidationError):
@@ -78,6 +79,18 @@ TRANSITIONS = {
         ),
     )
 }
+
+
+def _change_words(key: str, value: Any) -> str:
+    """One changed assumption as staff read it: "6 epochs", "the NVIDIA A100 80GB", "bf16"."""
+    if key == "epochs":
+        return plural(value, "epoch")
+    if key == "accelerator":
+        gpu = Accelerator.objects.filter(name=value).only("display_name").first()
+        return f"the {gpu.display_name if gpu else value}"
+    if key == "precision":
+        return f"{value} precision"
+    return f"{key.replace('_', ' ')} {value}"
 
 
 def _system_display(name: str) -> str:
@@ -148,7 +161,8 @@ def allocation_request_record_rerun(
     locked = AllocationRequest.objects.select_for_update().get(pk=allocation_request.pk)
     old = ((locked.estimate_snapshot or {}).get("result") or {}).get("recommendation") or {}
     new = (new_result or {}).get("recommendation") or {}
-    changed = ", ".join(f"{key} = {value}" for key, value in sorted(changes.items())) or "none"
+    changed = ", ".join(_change_words(key, value) for key, value in sorted(changes.items()))
+    changed = changed or "nothing changed"
 
     def hours(rec: dict) -> str:
         value = rec.get("requested_gpu_hours")

@@ -49,7 +49,7 @@ def test_a_staff_rerun_is_recorded_in_the_history(client):
     )
     assert event.from_status == event.to_status == Status.SUBMITTED
     assert event.note == (
-        "Estimate re-run with epochs = 6: 288 GPU hours before, 576 GPU hours now on stanage."
+        "Estimate re-run with 6 epochs: 288 GPU hours before, 576 GPU hours now on stanage."
     )
     assert event.message == ""  # staff-only: nothing is said to the researcher
     client.force_login(allocation_request.researcher)

@@ -11,6 +11,7 @@ from pytest_django.asserts import assertContains
 
 from allocations.estimates import estimate_comparison
 from allocations.models import Status
+from allocations.selectors import estimate_inputs
 from allocations.services import allocation_request_approve, allocation_request_record_rerun
 from tests.allocations.factories import estimate_result, make_request, make_user
 
@@ -73,3 +74,36 @@ def test_the_queue_filters_facilities_by_name(client):
     page = client.get(reverse("admin:allocations_allocationrequest_changelist"))
     assertContains(page, "Dawn (Cambridge, AI Research Resource)</a>")
     assertContains(page, "?facility=dawn")
+
+
+def test_the_rerun_note_names_a_changed_gpu_in_words():
+    event = allocation_request_record_rerun(
+        allocation_request=make_request(status=Status.SUBMITTED),
+        actor=make_user(staff=True),
+        changes={"accelerator": "max1550-128"},
+        new_result=estimate_result(requested_gpu_hours=576.0, system="dawn"),
+    )
+    assert event.note.startswith(
+        "Estimate re-run with the Intel Data Center GPU Max 1550 128GB (Ponte Vecchio): 288 GPU"
+    )
+    assert "max1550-128" not in event.note
+
+
+def test_the_workload_rows_name_a_pinned_system_gpu_and_strategy():
+    rows = dict(
+        estimate_inputs(
+            {
+                "params": 1_300_000_000,
+                "task": "full_finetune",
+                "system": "dawn",
+                "accelerator": "max1550-128",
+                "strategy": "tensor_parallel",
+                "num_gpus": 4,
+            }
+        )
+    )
+    assert rows["Model"] == "1,300,000,000 parameters (as typed)"
+    assert rows["System asked for"] == "Dawn (Cambridge, AI Research Resource)"
+    assert rows["GPU asked for"].startswith("Intel Data Center GPU Max 1550 128GB")
+    assert rows["Parallel strategy asked for"] == "tensor parallel"
+    assert rows["GPUs asked for"] == "4"
