@@ -207,10 +207,12 @@ class OutcomeSystems:
         )
         if not self.left_out:
             return head + "."
+        # One sentence (issue 16): what was weighed, then each system left out and why.
         gone = "; ".join(
-            f"{names.get(name, name)} is left out: {why}" for name, why in self.left_out.items()
+            f"{names.get(name, name)} is left out because {why}"
+            for name, why in self.left_out.items()
         )
-        return f"{head}. {gone[0].upper()}{gone[1:]}."
+        return f"{head}; {gone}."
 
 
 def join_words(items: list[str]) -> str:

@@ -136,7 +136,7 @@ def test_notebooks_are_never_sent_to_a_system_closed_to_the_turing(client, defau
     sentence = page.context["systems_sentence"]
     assert sentence == (
         "Systems considered for this answer (that offer notebooks): Microsoft Azure (Turing "
-        "subscriptions). Baskerville is left out: the Turing's hpc-landscape README says "
+        "subscriptions); Baskerville is left out because the Turing's hpc-landscape README says "
         "Baskerville is no longer available to the Turing as of April 2026."
     )
     assertContains(page, escape(sentence))

@@ -254,7 +254,9 @@ def test_notebooks_never_go_to_an_unavailable_system(researcher, setting, axe_co
     assert rec["system"] not in set(unavailable.values_list("name", flat=True))
     # A short note says which systems were considered and why Baskerville is not.
     note = frame.locator("#systems-considered").inner_text()
-    considered, _, left_out = note.partition(". ")
+    # One sentence: the systems weighed, then "; <system> is left out because <why>".
+    assert note.count(". ") == 0, note
+    considered, _, left_out = note.partition("; ")
     assert System.objects.get(name=rec["system"]).display_name in considered, note
     assert "Baskerville is left out" in left_out, note
     assert "no longer available" in left_out, note
