@@ -60,6 +60,7 @@ LORA_7B = [
     ("hpc_experience", "some"),
     ("notebooks", "no"),
 ]
+PURPOSE = "To measure how <em>sentiment</em> in debates shifts after elections."
 TITLE = 'LoRA <script>alert("pwned")</script> & friends'
 CHANGES_MESSAGE = "Please trim the hours & say why 3 epochs <b>are</b> needed."
 RESUBMIT_NOTE = "Trimmed to 2 epochs' worth <i>plus</i> contingency."
@@ -239,6 +240,7 @@ def test_a_request_from_advice_to_approval(
     page.locator("#id_research_area").fill("Natural language processing")
     page.locator("#id_pi_name").fill("Grace Hopper")
     page.locator("#id_pi_email").fill("grace@example.ac.uk")
+    page.locator("#id_research_purpose").fill(PURPOSE)
     start = date.today() + timedelta(days=7)
     page.locator("#id_start_date").fill(start.isoformat())
     page.get_by_role("button", name="Save draft").click()
@@ -280,6 +282,10 @@ def test_a_request_from_advice_to_approval(
     _wait_for_path(admin, r"/admin/allocations/allocationrequest/\?status__exact=submitted")
     admin.locator("#result_list").get_by_role("link", name=TITLE).click()
     admin.wait_for_selector(".review-estimate")
+    # The justification staff read opens with the research purpose, shown as text, not markup.
+    justification = admin.locator(".field-justification_read .readonly").inner_text()
+    assert justification.startswith(PURPOSE), justification
+    assert not re.search(r"(?<![\d,.])0(\.0)? GPU hours", justification), justification
     estimate = admin.locator(".review-estimate")
     assert f"{_fmt1(rec['requested_gpu_hours'])} GPU hours" in estimate.inner_text()
     assert estimate.locator(".memory-picture").count() == 1
