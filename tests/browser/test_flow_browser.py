@@ -378,3 +378,28 @@ def test_embed_refused_inside_a_disallowed_frame(
     )
     save_screenshot(page, "8-embed-denied")
     page.close()
+
+
+@pytest.mark.parametrize(
+    ("typed", "parameters", "javascript"),
+    [
+        pytest.param("125M", 125_000_000, True, id="125M-htmx"),
+        pytest.param("1.3e9", 1_300_000_000, False, id="1.3e9-no-js"),
+    ],
+)
+def test_a_size_typed_as_researchers_write_it_reaches_the_estimate(
+    typed, parameters, javascript, browser, live_server, default_catalog
+):
+    """Issue 16: parameter counts accept "8B", "7b", "125M", "1.3e9" (the first two are walked
+    in test_results_everywhere.py), with and without JavaScript, and the result says the size
+    in words."""
+    context = browser.new_context(java_script_enabled=javascript)
+    page = context.new_page()
+    begin(page, live_server.url)
+    answers = [(s, typed if s == "model_params" else v) for s, v in BERT_INFERENCE]
+    walk(page, answers, htmx=javascript)
+    assert AdvisorSession.objects.get().estimate_request["params"] == parameters
+    words = "125 million parameters" if parameters < 1e9 else "1.3 billion parameters"
+    assert words in page.locator("main").inner_text()
+    save_screenshot(page, f"16-size-typed-{typed}")
+    context.close()

@@ -99,12 +99,13 @@ def test_embed_frame_grows_shrinks_and_shows_the_current_question(
     context.close()
 
 
+@pytest.mark.parametrize("width", [pytest.param(1280, id="desktop"), pytest.param(390, id="390px")])
 def test_embed_start_again_after_a_result_shrinks_the_frame(
-    browser, live_server, default_catalog, intranet, settings
+    width, browser, live_server, default_catalog, intranet, settings
 ):
     allowed, _ = intranet
     settings.EMBED_ALLOWED_ORIGINS = [allowed.origin]
-    page = browser.new_page()
+    page = browser.new_page(viewport={"width": width, "height": 720})
     page.goto(allowed.origin + "/index.html")
     frame = page.frame_locator(FRAME)
     frame.get_by_role("button", name="Start").click()
@@ -122,7 +123,7 @@ def test_embed_start_again_after_a_result_shrinks_the_frame(
     page_height = page.evaluate("document.documentElement.scrollHeight")
     assert page_height < frame_height(page) + 400
     assert in_parent_viewport(page, frame, "main")
-    save_screenshot(page, "16-embed-start-again")
+    save_screenshot(page, f"16-embed-start-again-{width}px")
     page.close()
 
 
