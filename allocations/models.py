@@ -15,6 +15,7 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from catalog.models import DataSensitivity
+from catalog_schema import PRECISION_LABELS, TASK_LABELS
 
 
 class Status(models.TextChoices):
@@ -328,8 +329,10 @@ class TrialMeasurement(models.Model):
     device_name = models.CharField(_("GPU reported"), max_length=200, blank=True)
     gpu_present = models.BooleanField(default=True)
     num_gpus = models.PositiveIntegerField(default=0)
-    task = models.CharField(max_length=20)
-    precision = models.CharField(max_length=10)
+    # Choices only name the values for people (admin lists and filters); the trial-run report's
+    # own validation decides what is accepted.
+    task = models.CharField(max_length=20, choices=list(TASK_LABELS.items()))
+    precision = models.CharField(max_length=10, choices=list(PRECISION_LABELS.items()))
     micro_batch_size = models.PositiveIntegerField()
     seq_len = models.PositiveIntegerField()
     params = models.BigIntegerField(null=True, blank=True)

@@ -27,6 +27,7 @@ from allocations.trial_runs import (
     trial_run_parse,
 )
 from catalog.models import Benchmark, BenchmarkSourceKind, System
+from catalog_schema import TASK_LABELS
 from tests.allocations.factories import make_request, make_user
 
 pytestmark = pytest.mark.django_db
@@ -484,3 +485,16 @@ def test_a_measurement_on_more_gpus_says_how_many_in_words(client, cpu_run_json)
     text = page.content.decode()
     assert "2 GPUs (the estimate assumed 1)" in text
     assert "GPU(s)" not in text
+
+
+def test_the_measurement_list_names_the_work_and_precision(admin_client, cpu_run_json):
+    allocation_request = make_request(status=Status.SUBMITTED)
+    admin_client.post(
+        reverse("admin:allocations_trialmeasurement_upload", args=[allocation_request.pk]),
+        {"file": SimpleUploadedFile("cpu.json", cpu_run_json)},
+    )
+    measurement = TrialMeasurement.objects.get()
+    page = admin_client.get(reverse("admin:allocations_trialmeasurement_changelist"))
+    label = TASK_LABELS[measurement.task]
+    assert f'<td class="field-task">{label}</td>' in page.content.decode()
+    assert f'<td class="field-task">{measurement.task}</td>' not in page.content.decode()
