@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from allocations.estimates import EstimateUnavailable, estimate_rerun
 from allocations.models import AllocationEvent, AllocationRequest
+from catalog.selectors import system_display_name
 
 # The parts of a snapshot an earlier estimate keeps in the history.
 _KEPT = ("request", "result", "engine_version", "project_plan")
@@ -105,7 +106,7 @@ def estimate_for_facility(
     allocation_request.estimate_snapshot = new_snapshot
     allocation_request.engine_version = new_snapshot["engine_version"][:40]
     system_name = allocation_request.system.display_name
-    old_name = _display_name(estimated_for)
+    old_name = system_display_name(estimated_for)
     note = (
         f"Estimate re-run for {system_name} after the facility changed from {old_name}: "
         f"{_hours_words(_hours(snapshot))} on {old_name} before, "
@@ -118,10 +119,3 @@ def estimate_for_facility(
         to_status=allocation_request.status,
         message=note,
     )
-
-
-def _display_name(system_name: str) -> str:
-    from catalog.models import System
-
-    system = System.objects.filter(name=system_name).only("display_name").first()
-    return system.display_name if system else system_name

@@ -15,7 +15,8 @@ from advisor.memory_svg import COMPONENTS, MemoryBar, memory_chart
 from allocations.facilities import facility_get, facility_offers_trial, trial_gpu_hours_limit
 from allocations.models import AllocationEvent, AllocationRequest, Service
 from allocations.services import requested_gpu_hours_from_result
-from catalog.models import Accelerator, DataSensitivity, System
+from catalog.models import DataSensitivity
+from catalog.selectors import accelerator_display_name, system_display_name
 
 # An estimate is "uncertain" when the engine's GPU-hours margin is at least this wide either way
 # (the engine states +-25% by default: advisor/engine/constants.py GPU_HOURS_MARGIN), or when
@@ -265,13 +266,9 @@ def _count(value: Any) -> str:
 def _asked_for_words(key: str, value: Any) -> str:
     """A pinned system, GPU or strategy by the name people use, never its catalog key."""
     if key == "system":
-        return System.objects.filter(name=value).values_list(
-            "display_name", flat=True
-        ).first() or str(value)
+        return system_display_name(value)
     if key == "accelerator":
-        return Accelerator.objects.filter(name=value).values_list(
-            "display_name", flat=True
-        ).first() or str(value)
+        return accelerator_display_name(value)
     if key == "strategy":
         return STRATEGY_NAMES.get(str(value), str(value).replace("_", " "))
     return _count(value)
@@ -339,13 +336,10 @@ def memory_picture(result: dict[str, Any]) -> dict[str, Any] | None:
     capacity = recommendation.get("capacity_bytes") or 0
     accelerator = recommendation.get("accelerator", "")
     # People read the GPU's name ("NVIDIA A100 40GB"), never its catalog key ("a100-40-sxm4").
-    gpu_name = (
-        Accelerator.objects.filter(name=accelerator).values_list("display_name", flat=True).first()
-        if accelerator
-        else None
-    )
     bar = MemoryBar(
-        label=gpu_name or accelerator or "Per GPU", capacity_bytes=capacity, components=components
+        label=accelerator_display_name(accelerator) or "Per GPU",
+        capacity_bytes=capacity,
+        components=components,
     )
     return {
         "chart": memory_chart(bars=[bar]),

@@ -26,7 +26,7 @@ from allocations.models import (
     Status,
 )
 from allocations.request_validation import _values, allocation_request_validate
-from catalog.models import Accelerator, System
+from catalog.selectors import accelerator_display_name, system_display_name
 
 
 class TransitionError(ValidationError):
@@ -86,16 +86,10 @@ def _change_words(key: str, value: Any) -> str:
     if key == "epochs":
         return plural(value, "epoch")
     if key == "accelerator":
-        gpu = Accelerator.objects.filter(name=value).only("display_name").first()
-        return f"the {gpu.display_name if gpu else value}"
+        return f"the {accelerator_display_name(value)}"
     if key == "precision":
         return f"{value} precision"
     return f"{key.replace('_', ' ')} {value}"
-
-
-def _system_display(name: str) -> str:
-    system = System.objects.filter(name=name).only("display_name").first()
-    return system.display_name if system else name
 
 
 @transaction.atomic
@@ -170,7 +164,7 @@ def allocation_request_record_rerun(
 
     note = (
         f"Estimate re-run with {changed}: {hours(old)} before, {hours(new)} now"
-        + (f" on {_system_display(new['system'])}" if new.get("system") else "")
+        + (f" on {system_display_name(new['system'])}" if new.get("system") else "")
         + "."
     )
     return AllocationEvent.objects.create(

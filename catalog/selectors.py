@@ -21,6 +21,24 @@ from catalog.models import (
 )
 
 
+def system_display_name(key: str) -> str:
+    """The name people use for a system ("Dawn (Cambridge, AI Research Resource)"), or its key
+    once the catalog no longer has it."""
+    return _display_name(System, key)
+
+
+def accelerator_display_name(key: str) -> str:
+    """The name people use for a GPU ("NVIDIA A100 40GB SXM4"), or its key."""
+    return _display_name(Accelerator, key)
+
+
+def _display_name(model, key: str) -> str:
+    if not key:
+        return ""
+    name = model.objects.filter(name=key).values_list("display_name", flat=True).first()
+    return name or str(key)
+
+
 def profile_active() -> Profile | None:
     return Profile.objects.filter(is_active=True).first()
 

@@ -11,28 +11,19 @@ from __future__ import annotations
 from django import template
 
 from advisor.engine import words
+from catalog.selectors import accelerator_display_name, system_display_name
 
 register = template.Library()
 
 
 @register.filter
 def system_name(key) -> str:
-    from catalog.models import System
-
-    if not key:
-        return ""
-    name = System.objects.filter(name=key).values_list("display_name", flat=True).first()
-    return name or str(key)
+    return system_display_name(key)
 
 
 @register.filter
 def accelerator_name(key) -> str:
-    from catalog.models import Accelerator
-
-    if not key:
-        return ""
-    name = Accelerator.objects.filter(name=key).values_list("display_name", flat=True).first()
-    return name or str(key)
+    return accelerator_display_name(key)
 
 
 @register.filter
