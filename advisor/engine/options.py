@@ -50,7 +50,12 @@ def trusted(cls, values: dict):
     """
     obj = _new(cls)  # BaseModel has no __new__ of its own
     _set_dict(obj, "__dict__", values)
-    _set_fields_set(obj, set(values))
+    # Every field is set, so every instance of a class has the same fields set: one set per
+    # class, never changed (the models are frozen), instead of a new one per object.
+    fields_set = _FIELDS_SET.get(cls)
+    if fields_set is None:
+        fields_set = _FIELDS_SET[cls] = set(cls.model_fields)
+    _set_fields_set(obj, fields_set)
     _set_extra(obj, None)
     _set_private(obj, None)
     return obj
@@ -63,6 +68,7 @@ _set_dict = object.__setattr__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+_FIELDS_SET: dict[type, set[str]] = {}
 
 
 def gb(value: float) -> str:

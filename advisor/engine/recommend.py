@@ -95,6 +95,12 @@ class Evaluation(OptionWriting):
             if training
             else []
         )
+        # The measurements by generation, in their order: an accelerator's utilisation looks
+        # only at its own generation's (its own chip's are among them), so each accelerator
+        # reads its few instead of every benchmark in the catalog.
+        self.distances_by_generation: dict[str, list] = {}
+        for entry in self.distances:
+            self.distances_by_generation.setdefault(entry[1].generation, []).append(entry)
         self.tools_needed = software.needs(
             task=wl.task,
             weight_format=wl.weight_format,
@@ -177,7 +183,7 @@ class Evaluation(OptionWriting):
                 self.shape,
                 flash_attention=wl.flash_attention,
                 adapters=wl.adapters,
-                distances=self.distances,
+                distances=self.distances_by_generation.get(self.generations[acc.name].key, ()),
             )
         else:
             util = Utilisation(
