@@ -59,6 +59,21 @@ class Candidate:
     utilisation: Utilisation | None = None  # with its full source, for the assumptions
 
 
+class AcceleratorFacts(NamedTuple):
+    """What every node type with one accelerator shares (recommend.Evaluation.on_accelerator)."""
+
+    dtype: str | None  # the compute dtype; None: the request's precision is missing
+    no_dtype: str | None  # why there is none, in words
+    capacity: int  # bytes
+    headroom_limit: float  # the most bytes that leave the memory margin free
+    capacity_gb: str
+    util: Utilisation
+    peak: float
+    timed: bool  # GPU hours can be estimated
+    assumes: str | None  # the calibrated-utilisation reason
+    extra: float  # bytes of CUDA context beyond the current stack's
+
+
 @dataclass(slots=True)
 class NodeFacts:
     """What every option on one node type of one system shares, worked out once per node."""

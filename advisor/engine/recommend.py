@@ -42,7 +42,14 @@ from advisor.engine.models import (
     Recipe,
     SystemSpec,
 )
-from advisor.engine.options import Candidate, NodeFacts, OptionWriting, gb, trusted
+from advisor.engine.options import (
+    AcceleratorFacts,
+    Candidate,
+    NodeFacts,
+    OptionWriting,
+    gb,
+    trusted,
+)
 from advisor.engine.recipe import Choice, RecipeSearch
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import Utilisation, generation, job_distances, training_utilisation
@@ -141,7 +148,7 @@ class Evaluation(OptionWriting):
         self.breakdowns: dict[tuple, tuple] = {}
         # (strategy, allowed counts, capacity, extra context) -> RecipeSearch.plan's answer
         self.sized: dict[tuple, tuple] = {}
-        self.per_accelerator: dict[str, tuple] = {}
+        self.per_accelerator: dict[str, AcceleratorFacts] = {}
         self.hours_memo: dict[tuple[str, int, float], float] = {}
         self.layouts: dict[tuple, tuple] = {}
 
@@ -161,10 +168,8 @@ class Evaluation(OptionWriting):
             self.searches[extra] = found
         return found
 
-    def on_accelerator(self, acc: AcceleratorSpec) -> tuple:
-        """What every node type with `acc` shares: (compute dtype, why it has none, capacity,
-        the limit for headroom, capacity in words, utilisation, peak, whether GPU hours can
-        be estimated, the calibrated-utilisation reason, extra CUDA context)."""
+    def on_accelerator(self, acc: AcceleratorSpec) -> AcceleratorFacts:
+        """What every node type with `acc` shares, worked out once per estimate."""
         found = self.per_accelerator.get(acc.name)
         if found is not None:
             return found
@@ -195,7 +200,7 @@ class Evaluation(OptionWriting):
         if timed and util.calibrated:
             # The full citation is in the result's assumptions; the option names its source.
             assumes = f"assumes {util.value:.0%} of the {dtype} dense peak ({util.label})."
-        found = self.per_accelerator[acc.name] = (
+        found = self.per_accelerator[acc.name] = AcceleratorFacts(
             dtype,
             no_dtype,
             capacity,
