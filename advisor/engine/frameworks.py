@@ -44,6 +44,10 @@ class Framework:
     # during the forward pass too; False: zero_grad(set_to_none=True) (PyTorch >= 2.0)
     # frees them after each optimizer step (memory.py, the phases of a step).
     keeps_gradients: bool = False
+    # True: 16-bit mixed precision is torch.autocast (fp32 weights, fp32 softmax, norms and
+    # loss); False: the library casts the model to fp16/bf16 and keeps fp32 master weights in
+    # its optimizer, with no autocast (DeepSpeed's fp16/bf16 modes, Megatron's Float16Module).
+    autocast: bool = True
     launcher: str  # how the sbatch script starts it
     # Trains with tensor parallelism within a node (tensor_parallel.py); the recipe search
     # gives tp > 1 only to these.
@@ -152,6 +156,10 @@ TRAINING_FRAMEWORKS = {
         # ZeRO stage 1/2 copy gradients into a partition buffer kept across steps
         # (contiguous_gradients).
         keeps_gradients=True,
+        # DeepSpeedEngine._configure_distributed_model: `self.module.half()` /
+        # `.bfloat16()` when fp16/bf16 is enabled; torch.autocast only with the separate
+        # `torch_autocast` config section.
+        autocast=False,
         launcher="deepspeed",
         # Megatron-DeepSpeed: Megatron's tensor parallelism with DeepSpeed's ZeRO stage 1.
         tensor_parallel_training=True,
@@ -173,6 +181,8 @@ TRAINING_FRAMEWORKS = {
         # Megatron's DistributedDataParallel accumulates into a contiguous main_grad buffer
         # allocated at start-up and zeroed, not freed, between steps.
         keeps_gradients=True,
+        # Float16Module casts the model to fp16/bf16 (megatron/core/transformer/module.py).
+        autocast=False,
         launcher="torchrun",
         tensor_parallel_training=True,
         source="Megatron-LM arguments (--tensor-model-parallel-size, --sequence-parallel, "

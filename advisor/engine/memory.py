@@ -115,6 +115,9 @@ class Workload:
     keeps_gradients: bool = False
     # The library that generates (frameworks.py key): its decoding speed (speed.decode_speed).
     decode_framework: str = "transformers"
+    # Whether 16-bit training runs under torch.autocast (False: DeepSpeed's and Megatron's
+    # fp16/bf16 modes cast the model itself, frameworks.Framework.autocast).
+    framework_autocast: bool = True
 
     @property
     def training(self) -> bool:
@@ -137,7 +140,12 @@ class Workload:
     @property
     def autocast(self) -> bool:
         """PyTorch AMP: 16-bit matmuls, fp32 softmax/norms (HF Trainer fp16/bf16=True)."""
-        return self.training and self.mixed_precision and self.compute_dtype != "fp32"
+        return (
+            self.training
+            and self.mixed_precision
+            and self.framework_autocast
+            and self.compute_dtype != "fp32"
+        )
 
 
 def lora_trainable_params(shape: ModelShape, wl: Workload) -> int:
@@ -389,6 +397,10 @@ def logits_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
             per = 12.0
         elif wl.logits_per_entry is not None:
             per = wl.logits_per_entry
+        elif shape.remote_code and not wl.autocast:
+            # The model's own forward has no fp32 upcast, and without autocast nothing casts
+            # the loss to fp32 (under autocast cross_entropy runs in fp32 all the same).
+            per = c.LOGITS_REMOTE_CODE_BYTES.value
         else:
             per = c.LOGITS_TRAINING_BYTES.value
         return b * s * v * per / tp
@@ -410,7 +422,14 @@ def kv_cache_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
     window = shape.sliding_window
     local = shape.sliding_layers if window and window < tokens else 0
     layer_tokens = (shape.num_layers - local) * tokens + local * (window or 0)
-    return layer_tokens * per_token * wl.batch_size * wl.act_bytes
+    return layer_tokens * per_token * wl.batch_size * wl.act_bytes * kv_cache_copies(shape, wl)
+
+
+def kv_cache_copies(shape: ModelShape, wl: Workload) -> float:
+    """Caches alive at the peak of generation: two where the model's own code returns a new
+    tuple cache each step (old and new alive together), else one (constants.py)."""
+    legacy = shape.remote_code and wl.new_tokens > 0 and wl.decode_framework == "transformers"
+    return c.LEGACY_KV_CACHE_COPIES.value if legacy else 1.0
 
 
 _SIXTEEN_BIT_PARAM_STRATEGIES = frozenset({"zero1", "zero2", "zero3", "fsdp", "zero3_offload"})
