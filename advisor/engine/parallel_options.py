@@ -16,8 +16,9 @@ import math
 from advisor.engine import offload
 from advisor.engine import tensor_parallel as tp_layout
 from advisor.engine.compute import scaling_efficiency, training_gpu_hours
+from advisor.engine.frameworks import Framework
 from advisor.engine.memory import lora_trainable_params
-from advisor.engine.models import Recipe
+from advisor.engine.models import EstimateRequest, Recipe
 from advisor.engine.options import NodeFacts, gb, trusted
 from advisor.engine.recipe import Choice
 
@@ -67,6 +68,34 @@ class ParallelPlanning:
             trainable, shape.params_total, k, choice.accumulation, cores
         )
         return steps * per_step * k / 3600
+
+    def tensor_parallel_terms(
+        self, request: EstimateRequest, framework: Framework
+    ) -> tuple[bool, int | None]:
+        """(whether training tries tensor x data parallel, the pinned degree or None): only
+        for libraries that train with it, unless the researcher pinned tensor_parallel 1; a
+        pinned degree is the only one tried."""
+        tried = self.training and framework.tensor_parallel_training
+        tried = tried and request.tensor_parallel != 1
+        return tried, request.tensor_parallel if tried else None
+
+    def plan_layout(
+        self, f: NodeFacts, strategy: str, allowed: tuple[int, ...], reasons: list[str]
+    ) -> tuple:
+        """(GPU count, recipe, GPU hours, fewest that fit, fewest with headroom, breakdown,
+        Recipe, the recipe's reasons, ruled out): training's tensor parallelism picks its
+        degree here; every other strategy is sized as it is."""
+        ruled_out = False
+        if self.training and strategy == "tensor_parallel":
+            planned = self.plan_tensor_parallel(f, reasons)
+            if planned is not None:
+                return (*planned, False)
+            ruled_out = True
+            allowed = (f.counts[-1],)
+            reasons.append(self.no_tensor_parallel(f))
+        n, choice, gpu_hours, n_fit, n_head = self.plan(f, strategy, allowed, reasons)
+        breakdown, recipe, recipe_reasons = self.breakdown(strategy, n, choice, f.extra)
+        return n, choice, gpu_hours, n_fit, n_head, breakdown, recipe, recipe_reasons, ruled_out
 
     def plan_tensor_parallel(self, f: NodeFacts, reasons: list[str]) -> tuple | None:
         """(GPU count, recipe, GPU hours, fewest that fit, fewest with headroom, breakdown,

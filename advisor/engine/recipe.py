@@ -112,6 +112,7 @@ class RecipeSearch:
                 + attention / 3,
             }
         self._divisors: dict[int, list[int]] = {}
+        self._per_rank: dict[tuple[str, int], tuple[int, int]] = {}
         self._choices: dict[tuple[str, int, int, str, str], Choice] = {}
         self._totals: dict[tuple[str, int, str, str, int, int], float] = {}
         self._cache: dict[tuple[str, int, float], Choice | None] = {}
@@ -131,10 +132,14 @@ class RecipeSearch:
     # --- helpers ---
 
     def per_rank(self, strategy: str, n: int) -> tuple[int, int]:
-        """(sequences per data-parallel rank and step, data-parallel ranks): a tensor-parallel
+        """(sequences per data-parallel rank per step, data-parallel ranks): a tensor-parallel
         group shares its micro-batches."""
-        _, _, dp = split_layout(strategy, n)
-        return max(1, math.ceil(self.global_batch / dp)), dp
+        key = (strategy, n)
+        found = self._per_rank.get(key)
+        if found is None:
+            _, _, dp = split_layout(strategy, n)
+            found = self._per_rank[key] = (max(1, math.ceil(self.global_batch / dp)), dp)
+        return found
 
     def _divisors_of(self, value: int) -> list[int]:
         found = self._divisors.get(value)

@@ -41,7 +41,14 @@ from advisor.engine.models import (
     Recipe,
     SystemSpec,
 )
-from advisor.engine.options import Candidate, NodeFacts, OptionWriting, gb, trusted
+from advisor.engine.options import (
+    AcceleratorFacts,
+    Candidate,
+    NodeFacts,
+    OptionWriting,
+    gb,
+    trusted,
+)
 from advisor.engine.parallel_options import ParallelPlanning
 from advisor.engine.recipe import Choice, RecipeSearch
 from advisor.engine.shape import ModelShape
@@ -95,6 +102,12 @@ class Evaluation(OptionWriting, ParallelPlanning):
             if training
             else []
         )
+        # The measurements by generation, in their order: an accelerator's utilisation looks
+        # only at its own generation's (its own chip's are among them), so each accelerator
+        # reads its few instead of every benchmark in the catalog.
+        self.distances_by_generation: dict[str, list] = {}
+        for entry in self.distances:
+            self.distances_by_generation.setdefault(entry[1].generation, []).append(entry)
         self.tools_needed = software.needs(
             task=wl.task,
             weight_format=wl.weight_format,
@@ -125,11 +138,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
         context = cuda_context_bytes(framework, False)
         self.legacy_extra = cuda_context_bytes(framework, True) - context
         self.context, self.framework = context, framework
-        # Tensor x data parallel for libraries that train with it, unless the researcher
-        # pinned tensor_parallel 1; a pinned degree is the only one tried.
-        self.tp_training = training and framework.tensor_parallel_training
-        self.tp_training = self.tp_training and request.tensor_parallel != 1
-        self.pinned_tp = request.tensor_parallel if self.tp_training else None
+        self.tp_training, self.pinned_tp = self.tensor_parallel_terms(request, framework)
         search = RecipeSearch(shape, wl, request, framework, MemoryModel(shape, wl, context))
         # Those stacks are PyTorch 1.x, whose zero_grad() zeroed gradients in place instead of
         # freeing them: gradients coexist with activations (memory.py), a second search for
@@ -140,7 +149,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
         self.breakdowns: dict[tuple, tuple] = {}
         # (strategy, allowed counts, capacity, extra context) -> RecipeSearch.plan's answer
         self.sized: dict[tuple, tuple] = {}
-        self.per_accelerator: dict[str, tuple] = {}
+        self.per_accelerator: dict[str, AcceleratorFacts] = {}
         self.hours_memo: dict[tuple[str, int, float], float] = {}
         self.layouts: dict[tuple, tuple] = {}
 
@@ -160,10 +169,8 @@ class Evaluation(OptionWriting, ParallelPlanning):
             self.searches[extra] = found
         return found
 
-    def on_accelerator(self, acc: AcceleratorSpec) -> tuple:
-        """What every node type with `acc` shares: (compute dtype, why it has none, capacity,
-        the limit for headroom, capacity in words, utilisation, peak, whether GPU hours can
-        be estimated, the calibrated-utilisation reason, extra CUDA context)."""
+    def on_accelerator(self, acc: AcceleratorSpec) -> AcceleratorFacts:
+        """What every node type with `acc` shares, worked out once per estimate."""
         found = self.per_accelerator.get(acc.name)
         if found is not None:
             return found
@@ -182,7 +189,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
                 self.shape,
                 flash_attention=wl.flash_attention,
                 adapters=wl.adapters,
-                distances=self.distances,
+                distances=self.distances_by_generation.get(self.generations[acc.name].key, ()),
             )
         else:
             util = Utilisation(
@@ -194,7 +201,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
         if timed and util.calibrated:
             # The full citation is in the result's assumptions; the option names its source.
             assumes = f"assumes {util.value:.0%} of the {dtype} dense peak ({util.label})."
-        found = self.per_accelerator[acc.name] = (
+        found = self.per_accelerator[acc.name] = AcceleratorFacts(
             dtype,
             no_dtype,
             capacity,
@@ -402,18 +409,9 @@ class Evaluation(OptionWriting, ParallelPlanning):
                 f"{STRATEGY_NAMES.get(strategy, strategy)} needs more than the "
                 f"{plural(f.counts[-1], 'GPU')} allowed here."
             )
-        planned = None
-        if self.training and strategy == "tensor_parallel":
-            planned = self.plan_tensor_parallel(f, reasons)
-            if planned is None:
-                hard = True
-                allowed = (f.counts[-1],)
-                reasons.append(self.no_tensor_parallel(f))
-        if planned is None:
-            n, choice, gpu_hours, n_fit, n_head = self.plan(f, strategy, allowed, reasons)
-            breakdown, recipe, recipe_reasons = self.breakdown(strategy, n, choice, f.extra)
-        else:
-            n, choice, gpu_hours, n_fit, n_head, breakdown, recipe, recipe_reasons = planned
+        planned = self.plan_layout(f, strategy, allowed, reasons)  # parallel_options.py
+        n, choice, gpu_hours, n_fit, n_head, breakdown, recipe, recipe_reasons, ruled_out = planned
+        hard = hard or ruled_out
         need = breakdown.total_bytes
         reasons.extend(recipe_reasons)
         fits, headroom = self.memory_reasons(f, strategy, n, choice, need, n_fit, n_head, reasons)
