@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.engine.models import Assumption
+from advisor.engine.models import Assumption, trusted
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,8 +22,8 @@ class Constant:
 
     def assumption(self, value_text: str | None = None) -> Assumption:
         text = value_text if value_text is not None else f"{self.value:g} {self.unit}".strip()
-        return Assumption.model_construct(
-            name=self.name, value=f"{text} ({self.why})", source=self.source
+        return trusted(
+            Assumption, {"name": self.name, "value": f"{text} ({self.why})", "source": self.source}
         )
 
 

@@ -593,11 +593,12 @@ class MemoryModel:
         (`step_total`); this form never under-states it."""
         key = (strategy, n, level, optimizer)
         found = self._linear.get(key)
-        if found is not None:
-            return found
-        weights, grads, optim, constants, workspace, flow, context = self._layout(
-            strategy, n, level, optimizer
-        )
+        if found is None:
+            found = self._linear_of(key, self._layout(*key))
+        return found
+
+    def _linear_of(self, key: tuple, layout: tuple) -> tuple[float, float]:
+        weights, grads, optim, constants, workspace, flow, context = layout
         frag = 1 + c.ALLOCATOR_FRAGMENTATION.value
         static = (weights + optim + constants) * (1 + c.ALLOCATOR_STATIC_ROUNDING.value)
         fixed = context + static + (grads + workspace) * frag
@@ -611,10 +612,12 @@ class MemoryModel:
         key = (strategy, n, level, optimizer)
         found = self._phases.get(key)
         if found is None:
-            fixed, per_sample = self.linear(strategy, n, level, optimizer)
+            # One layout for both forms (the search asks for each layout's phases once).
+            layout = self._layout(*key)
+            fixed, per_sample = self._linear.get(key) or self._linear_of(key, layout)
             forward_fixed = optimizer_step = fixed
             if self.wl.training and not self.wl.keeps_gradients:
-                _, grads, _, _, workspace, _, _ = self._layout(strategy, n, level, optimizer)
+                grads, workspace = layout[1], layout[4]
                 frag = 1 + c.ALLOCATOR_FRAGMENTATION.value
                 without_grads = fixed - grads * frag
                 forward_fixed = without_grads + self._first_gradient(grads) * frag
