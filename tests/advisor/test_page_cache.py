@@ -15,7 +15,8 @@ from django.urls import reverse
 
 from advisor.models import AdvisorSession
 from catalog.models import System
-from tests.advisor.test_flow_results import LORA_7B, walk_to_result
+from tests.support.walks import LORA_7B
+from tests.support.walks import walk_to_result as walk_answers
 from web.page_cache import CSRF_PLACEHOLDER
 
 pytestmark = pytest.mark.django_db
@@ -52,6 +53,10 @@ def _walk(client: Client, answers) -> AdvisorSession:
 
 def _step_url(advisor_session: AdvisorSession, step: str = STEP) -> str:
     return reverse("advisor:step", kwargs={"session_id": advisor_session.id, "step": step})
+
+
+def walk_to_result(client: Client):
+    return walk_answers(client, LORA_7B, azure_first=True)
 
 
 def _without_tokens(response) -> str:
@@ -121,7 +126,7 @@ def test_a_kept_page_shows_who_is_signed_in_not_who_saw_it_first(
 
 
 def test_a_catalog_edit_changes_the_result_page(client, default_catalog):
-    advisor_session, first = walk_to_result(client, LORA_7B)
+    advisor_session, first = walk_to_result(client)
     url = reverse("advisor:result", kwargs={"session_id": advisor_session.id})
     assert _without_tokens(client.get(url)) == _without_tokens(first)  # kept, as rendered
     system = System.objects.get(name=advisor_session.estimate_result["recommendation"]["system"])
@@ -132,7 +137,7 @@ def test_a_catalog_edit_changes_the_result_page(client, default_catalog):
 
 
 def test_a_sort_is_its_own_page(client, default_catalog):
-    advisor_session, _ = walk_to_result(client, LORA_7B)
+    advisor_session, _ = walk_to_result(client)
     url = reverse("advisor:result", kwargs={"session_id": advisor_session.id})
     by_rank = _without_tokens(client.get(url))
     by_hours = _without_tokens(client.get(url, {"sort": "gpu_hours"}))
@@ -170,7 +175,7 @@ def test_a_waiting_message_is_shown_once_and_the_page_not_kept(client, default_c
 
 @pytest.mark.parametrize("backend", ["dead-redis", "broken"])
 def test_pages_render_when_the_cache_is_down(client, default_catalog, settings, backend):
-    advisor_session, _ = walk_to_result(client, LORA_7B)
+    advisor_session, _ = walk_to_result(client)
     if backend == "dead-redis":
         settings.CACHES = {
             "default": {
