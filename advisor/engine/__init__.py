@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from advisor.engine import constants as c
-from advisor.engine import ranking, words
+from advisor.engine import ranking, scale_cost, words
 from advisor.engine.compute import training_flops_per_token
 from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import framework_for
@@ -449,13 +449,16 @@ def _assumptions(
                 source=library.source,
             )
         )
-    out.append(
-        Assumption.model_construct(
-            name="Scaling efficiency",
-            value=", ".join(f"{k} {v:.0%}" for k, v in c.SCALING_EFFICIENCY.items()),
-            source=c.SCALING_SOURCE,
+    if wl.training:
+        out.append(scale_cost.assumption())
+    else:
+        out.append(
+            Assumption.model_construct(
+                name="Scaling efficiency",
+                value=", ".join(f"{k} {v:.0%}" for k, v in c.SCALING_EFFICIENCY.items()),
+                source=c.SCALING_SOURCE,
+            )
         )
-    )
     out.append(c.CONTINGENCY.assumption(f"{c.CONTINGENCY.value:.0%}"))
     out.append(c.GPU_HOURS_MARGIN.assumption(f"+-{c.GPU_HOURS_MARGIN.value:.0%}"))
     return out

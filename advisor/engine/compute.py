@@ -2,7 +2,10 @@
 
 Achieved throughput = dense peak for the compute precision (never the sparse figure, never a
 precision the accelerator lacks) x utilisation (advisor/engine/speed.py: the nearest catalog
-benchmark, else a documented default per generation) x scaling efficiency of the interconnect.
+benchmark, else a documented default per generation) x the share of each step the GPUs compute:
+for training the parallel layout's time model (scale_cost.py: gradient exchange against the
+compute of each optimizer step, tensor-parallel all-reduces, pipeline bubble); for inference
+the scaling efficiency of the interconnect.
 """
 
 from __future__ import annotations
@@ -10,8 +13,14 @@ from __future__ import annotations
 import math
 
 from advisor.engine import constants as c
-from advisor.engine.memory import Workload, base_weight_bytes, kv_cache_bytes
+from advisor.engine.memory import (
+    Workload,
+    base_weight_bytes,
+    kv_cache_bytes,
+    lora_trainable_params,
+)
 from advisor.engine.models import AcceleratorSpec, NodeTypeSpec
+from advisor.engine.scale_cost import LayoutCost, training_layout_cost
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import decode_speed
 
@@ -56,6 +65,52 @@ def scaling_efficiency(node: NodeTypeSpec, n: int, strategy: str) -> float:
     if strategy == "zero3_offload":
         eff *= c.OFFLOAD_SLOWDOWN.value
     return eff
+
+
+def training_layout(
+    shape: ModelShape,
+    wl: Workload,
+    node: NodeTypeSpec,
+    acc: AcceleratorSpec,
+    n: int,
+    strategy: str,
+    *,
+    global_batch: int,
+    micro: int,
+    flops_per_token: float,
+    achieved_tflops: float,
+    recompute: bool,
+) -> LayoutCost:
+    """The parallel layout's cost per optimizer step for a training option (scale_cost.py)."""
+    # What the exchange moves: PyTorch DDP all-reduces the gradients of the fp32 master
+    # weights under autocast (4 bytes); DeepSpeed ZeRO and FSDP reduce in the 16-bit compute
+    # type (2 bytes). Adapter training exchanges the adapters' gradients only.
+    fp32_grads = wl.compute_dtype == "fp32" or (strategy == "ddp" and wl.mixed_precision)
+    trainable = lora_trainable_params(shape, wl) if wl.adapters else shape.params_total
+    # ZeRO-3 / FSDP gather every stored weight, the frozen (perhaps quantised) base included.
+    gathered = base_weight_bytes(shape, wl.weight_format)[0] if wl.adapters else None
+    return training_layout_cost(
+        params=float(trainable),
+        grad_bytes_per_param=4.0 if fp32_grads else 2.0,
+        weight_bytes=gathered,
+        strategy=strategy,
+        n=n,
+        node=node,
+        accelerator=acc.name,
+        global_batch=global_batch,
+        micro=micro,
+        seq_len=wl.seq_len,
+        flops_per_token=flops_per_token,
+        achieved_flops=achieved_tflops * 1e12,
+        layers=max(shape.total_layers, 1),
+        hidden=max(shape.hidden_size, 1),
+        recompute=recompute,
+        tp=n if strategy == "tensor_parallel" else 1,
+    )
+
+
+def offload_factor(strategy: str) -> float:
+    return c.OFFLOAD_SLOWDOWN.value if strategy == "zero3_offload" else 1.0
 
 
 def training_flops_per_token(shape: ModelShape, wl: Workload) -> float:

@@ -19,9 +19,11 @@ from advisor.engine import ranking, software
 from advisor.engine.compute import (
     compute_dtype_for,
     inference_gpu_hours,
+    offload_factor,
     peak_tflops,
     scaling_efficiency,
     training_gpu_hours,
+    training_layout,
 )
 from advisor.engine.frameworks import cuda_context_bytes, framework_for
 from advisor.engine.layouts import (
@@ -44,6 +46,7 @@ from advisor.engine.models import (
 )
 from advisor.engine.options import Candidate, NodeFacts, OptionWriting, gb, trusted
 from advisor.engine.recipe import Choice, RecipeSearch
+from advisor.engine.scale_cost import LayoutCost
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import Utilisation, generation, job_distances, training_utilisation
 from advisor.engine.words import STRATEGY_NAMES, plural
@@ -249,18 +252,21 @@ class Evaluation(OptionWriting):
         return found
 
     def hours(self, f: NodeFacts, k: int, strategy: str, choice: Choice) -> float:
-        eff = scaling_efficiency(f.node, k, strategy)
         if self.training:
-            # The recipe's recomputation and micro-batch size set the FLOPs and utilisation.
+            # The recipe's recomputation and micro-batch size set the FLOPs and utilisation;
+            # the layout's communication and bubble per optimizer step set the efficiency.
+            util = f.util.for_recipe(choice.level) * choice.efficiency
+            layout = self.layout_cost(f, k, strategy, choice, util)
             return training_gpu_hours(
                 self.shape,
                 self.wl,
                 self.tokens,
                 f.peak,
-                f.util.for_recipe(choice.level) * choice.efficiency,
-                eff,
+                util,
+                layout.efficiency * offload_factor(strategy),
                 choice.flops_per_token,
             )
+        eff = scaling_efficiency(f.node, k, strategy)
         key = (f.acc.name, k, eff)
         found = self.hours_memo.get(key)
         if found is None:
@@ -268,6 +274,24 @@ class Evaluation(OptionWriting):
                 self.shape, self.wl, f.acc, self.tokens, f.peak, f.util.value, k, eff
             )
         return found
+
+    def layout_cost(
+        self, f: NodeFacts, k: int, strategy: str, choice: Choice, util: float
+    ) -> LayoutCost:
+        """The parallel layout's time per optimizer step (scale_cost.py) for one option."""
+        return training_layout(
+            self.shape,
+            self.wl,
+            f.node,
+            f.acc,
+            k,
+            strategy,
+            global_batch=choice.global_batch,
+            micro=choice.micro,
+            flops_per_token=choice.flops_per_token,
+            achieved_tflops=f.peak * util,
+            recompute=choice.level == "full",
+        )
 
     # --- candidate generation ---
 
