@@ -149,3 +149,10 @@ def test_the_result_states_the_layout_model_it_assumed():
     names = {a.name: a for a in result.assumptions}
     assert "Parallel layout" in names
     assert "2(N-1)/N" in names["Parallel layout"].source
+
+
+def test_the_result_says_what_the_recommended_layout_costs_per_step():
+    result, _ = pretrain(4096)
+    layout_line = next(a for a in result.assumptions if a.name == "Parallel layout")
+    assert "recommended option: compute" in layout_line.value
+    assert "of the time computing" in layout_line.value
