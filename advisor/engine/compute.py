@@ -20,7 +20,7 @@ from advisor.engine.memory import (
     lora_trainable_params,
 )
 from advisor.engine.models import AcceleratorSpec, NodeTypeSpec
-from advisor.engine.scale_cost import LayoutCost, training_layout_cost
+from advisor.engine.scale_cost import LayoutCost, StepModel, training_layout_cost
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import decode_speed
 
@@ -67,6 +67,25 @@ def scaling_efficiency(node: NodeTypeSpec, n: int, strategy: str) -> float:
     return eff
 
 
+def training_step_model(shape: ModelShape, wl: Workload) -> StepModel:
+    """The layout model for a training estimate (scale_cost.py): what its exchange moves.
+    PyTorch DDP all-reduces the gradients of the fp32 master weights under autocast (4 bytes);
+    DeepSpeed ZeRO and FSDP reduce in the 16-bit compute type (2 bytes). Adapter training
+    exchanges the adapters' gradients only, but ZeRO-3 / FSDP gather every stored weight, the
+    frozen (perhaps quantised) base included."""
+    fp32 = wl.compute_dtype == "fp32"
+    trainable = lora_trainable_params(shape, wl) if wl.adapters else shape.params_total
+    return StepModel(
+        params=float(trainable),
+        grad_bytes=4.0 if fp32 else 2.0,
+        ddp_grad_bytes=4.0 if fp32 or wl.mixed_precision else 2.0,
+        weight_bytes=base_weight_bytes(shape, wl.weight_format)[0] if wl.adapters else None,
+        seq_len=wl.seq_len,
+        layers=max(shape.total_layers, 1),
+        hidden=max(shape.hidden_size, 1),
+    )
+
+
 def training_layout(
     shape: ModelShape,
     wl: Workload,
@@ -81,18 +100,13 @@ def training_layout(
     achieved_tflops: float,
     recompute: bool,
 ) -> LayoutCost:
-    """The parallel layout's cost per optimizer step for a training option (scale_cost.py)."""
-    # What the exchange moves: PyTorch DDP all-reduces the gradients of the fp32 master
-    # weights under autocast (4 bytes); DeepSpeed ZeRO and FSDP reduce in the 16-bit compute
-    # type (2 bytes). Adapter training exchanges the adapters' gradients only.
-    fp32_grads = wl.compute_dtype == "fp32" or (strategy == "ddp" and wl.mixed_precision)
-    trainable = lora_trainable_params(shape, wl) if wl.adapters else shape.params_total
-    # ZeRO-3 / FSDP gather every stored weight, the frozen (perhaps quantised) base included.
-    gathered = base_weight_bytes(shape, wl.weight_format)[0] if wl.adapters else None
+    """The parallel layout's cost per optimizer step for a training option, with its parts
+    (scale_cost.py; `training_step_model(...).efficiency` is the same figure, faster)."""
+    model = training_step_model(shape, wl)
     return training_layout_cost(
-        params=float(trainable),
-        grad_bytes_per_param=4.0 if fp32_grads else 2.0,
-        weight_bytes=gathered,
+        params=model.params,
+        grad_bytes_per_param=model.grad_bytes_for(strategy),
+        weight_bytes=model.weight_bytes,
         strategy=strategy,
         n=n,
         node=node,
@@ -102,8 +116,8 @@ def training_layout(
         seq_len=wl.seq_len,
         flops_per_token=flops_per_token,
         achieved_flops=achieved_tflops * 1e12,
-        layers=max(shape.total_layers, 1),
-        hidden=max(shape.hidden_size, 1),
+        layers=model.layers,
+        hidden=model.hidden,
         recompute=recompute,
         tp=n if strategy == "tensor_parallel" else 1,
     )

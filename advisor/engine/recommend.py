@@ -23,7 +23,7 @@ from advisor.engine.compute import (
     peak_tflops,
     scaling_efficiency,
     training_gpu_hours,
-    training_layout,
+    training_step_model,
 )
 from advisor.engine.frameworks import cuda_context_bytes, framework_for
 from advisor.engine.layouts import (
@@ -46,7 +46,6 @@ from advisor.engine.models import (
 )
 from advisor.engine.options import Candidate, NodeFacts, OptionWriting, gb, trusted
 from advisor.engine.recipe import Choice, RecipeSearch
-from advisor.engine.scale_cost import LayoutCost
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import Utilisation, generation, job_distances, training_utilisation
 from advisor.engine.words import STRATEGY_NAMES, plural
@@ -140,6 +139,7 @@ class Evaluation(OptionWriting):
         self.sized: dict[tuple, tuple] = {}
         self.per_accelerator: dict[str, tuple] = {}
         self.hours_memo: dict[tuple[str, int, float], float] = {}
+        self.step_model = training_step_model(shape, wl) if training else None
         self.layouts: dict[tuple, tuple] = {}
 
     # --- shared per accelerator, per layout, per recipe ---
@@ -256,14 +256,24 @@ class Evaluation(OptionWriting):
             # The recipe's recomputation and micro-batch size set the FLOPs and utilisation;
             # the layout's communication and bubble per optimizer step set the efficiency.
             util = f.util.for_recipe(choice.level) * choice.efficiency
-            layout = self.layout_cost(f, k, strategy, choice, util)
+            eff = self.step_model.efficiency(
+                f.node,
+                f.acc.name,
+                k,
+                strategy,
+                global_batch=choice.global_batch,
+                micro=choice.micro,
+                flops_per_token=choice.flops_per_token,
+                achieved_flops=f.peak * util * 1e12,
+                recompute=choice.level == "full",
+            )
             return training_gpu_hours(
                 self.shape,
                 self.wl,
                 self.tokens,
                 f.peak,
                 util,
-                layout.efficiency * offload_factor(strategy),
+                eff * offload_factor(strategy),
                 choice.flops_per_token,
             )
         eff = scaling_efficiency(f.node, k, strategy)
@@ -274,24 +284,6 @@ class Evaluation(OptionWriting):
                 self.shape, self.wl, f.acc, self.tokens, f.peak, f.util.value, k, eff
             )
         return found
-
-    def layout_cost(
-        self, f: NodeFacts, k: int, strategy: str, choice: Choice, util: float
-    ) -> LayoutCost:
-        """The parallel layout's time per optimizer step (scale_cost.py) for one option."""
-        return training_layout(
-            self.shape,
-            self.wl,
-            f.node,
-            f.acc,
-            k,
-            strategy,
-            global_batch=choice.global_batch,
-            micro=choice.micro,
-            flops_per_token=choice.flops_per_token,
-            achieved_tflops=f.peak * util,
-            recompute=choice.level == "full",
-        )
 
     # --- candidate generation ---
 

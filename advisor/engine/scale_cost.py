@@ -30,6 +30,7 @@ global batch x sequence length x FLOPs per token / (N x achieved FLOP/s per GPU)
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from advisor.engine.models import Assumption, NodeTypeSpec
@@ -72,8 +73,17 @@ class Links:
 
 def links(node: NodeTypeSpec, accelerator: str) -> Links:
     """The achieved bandwidths of a node type, from the catalog's interconnect data."""
-    name = accelerator.lower()
-    if node.intra_node_interconnect == "nvlink":
+    return _links(
+        node.intra_node_interconnect,
+        node.inter_node_interconnect,
+        node.inter_node_gbit_s,
+        accelerator.lower(),
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _links(intra_link: str, inter_link: str, gbit: float | None, name: str) -> Links:
+    if intra_link == "nvlink":
         family = next(
             (
                 fam
@@ -91,9 +101,7 @@ def links(node: NodeTypeSpec, accelerator: str) -> Links:
         # PCIe, and fabrics the catalog gives no rate for (Xe Link, Infinity Fabric): PCIe
         # 4.0 x16, the slowest path two GPUs of a node share.
         intra = PCIE_GB_S
-    gbit = node.inter_node_gbit_s or INTER_NODE_DEFAULT_GBIT_S.get(
-        node.inter_node_interconnect, 10.0
-    )
+    gbit = gbit or INTER_NODE_DEFAULT_GBIT_S.get(inter_link, 10.0)
     return Links(intra * LINK_EFFICIENCY, gbit / 8 * LINK_EFFICIENCY)
 
 
@@ -171,28 +179,15 @@ def training_layout_cost(
     `achieved_flops` per GPU."""
     link = links(node, accelerator)
     dp = max(n // max(tp * pp, 1), 1)
-    step_tokens = global_batch * seq_len
-    compute = step_tokens * flops_per_token / (max(n, 1) * max(achieved_flops, 1.0))
+    compute = global_batch * seq_len * flops_per_token / (max(n, 1) * max(achieved_flops, 1.0))
     micro_batches = max(global_batch // max(micro * dp, 1), 1)
-    # The backward pass is 2/3 of the step's matmul FLOPs (4N of 6N); recomputation adds the
-    # forward again to the backward side (6N of 8N).
-    backward = compute * (0.75 if recompute else 2 / 3)
-    shard = params / max(tp * pp, 1)
     exchange = exposed = 0.0
     if dp > 1 and strategy != "tensor_parallel":
         per_node = max(node.gpus_per_node // max(tp, 1), 1)
-        if strategy in SHARDED:
-            # Per micro-batch: gather the weights twice, reduce-scatter the gradients.
-            gathered = shard * 2 if weight_bytes is None else weight_bytes / max(tp * pp, 1)
-            per_micro = collective_seconds(2, gathered, dp, per_node, link) + collective_seconds(
-                1, shard * grad_bytes_per_param, dp, per_node, link
-            )
-            exchange = per_micro * micro_batches
-            exposed = max(per_micro - compute / micro_batches, 0.0) * micro_batches
-        else:
-            exchange = collective_seconds(2, shard * grad_bytes_per_param, dp, per_node, link)
-            # Only the last micro-batch's backward pass overlaps (DDP no_sync before it).
-            exposed = max(exchange - backward / micro_batches, 0.0)
+        shard = params / max(tp * pp, 1)
+        gathered = None if weight_bytes is None else weight_bytes / max(tp * pp, 1)
+        unit = exchange_seconds(strategy, shard, grad_bytes_per_param, gathered, dp, per_node, link)
+        exchange, exposed = exchange_and_exposed(strategy, unit, compute, micro_batches, recompute)
     tensor = 0.0
     if tp > 1:
         per_micro_tp = tensor_parallel_seconds(tp, layers // max(pp, 1), micro, seq_len, hidden,
@@ -200,6 +195,104 @@ def training_layout_cost(
         tensor = per_micro_tp * micro_batches
     bubble = compute * pipeline_bubble(pp, micro_batches)
     return LayoutCost(compute, exchange, exposed, tensor, bubble)
+
+
+def exchange_seconds(
+    strategy: str,
+    params: float,
+    grad_bytes_per_param: float,
+    gathered_bytes: float | None,
+    dp: int,
+    per_node: int,
+    link: Links,
+) -> float:
+    """Data-parallel traffic: per micro-batch for ZeRO-3 / FSDP (gather the weights twice,
+    reduce-scatter the gradients), per optimizer step otherwise (all-reduce the gradients)."""
+    grads = params * grad_bytes_per_param
+    if strategy in SHARDED:
+        gathered = params * 2 if gathered_bytes is None else gathered_bytes
+        return collective_seconds(2, gathered, dp, per_node, link) + collective_seconds(
+            1, grads, dp, per_node, link
+        )
+    return collective_seconds(2, grads, dp, per_node, link)
+
+
+def exchange_and_exposed(
+    strategy: str, unit: float, compute: float, micro_batches: int, recompute: bool
+) -> tuple[float, float]:
+    """(exchange per step, the part of it no computation hides)."""
+    if strategy in SHARDED:
+        # Prefetched during the whole micro-batch, forward and backward.
+        return unit * micro_batches, max(unit - compute / micro_batches, 0.0) * micro_batches
+    # The backward pass is 2/3 of the step's matmul FLOPs (4N of 6N; 6N of 8N with the forward
+    # recomputed); only the last micro-batch's backward overlaps (DDP no_sync before it).
+    backward = compute * (0.75 if recompute else 2 / 3)
+    return unit, max(unit - backward / micro_batches, 0.0)
+
+
+class StepModel:
+    """Per estimate: `efficiency` of many options in a few operations, the bandwidth terms
+    worked out once per node shape, GPU count and strategy. The same figures as
+    `training_layout_cost` (a test compares them), without the parts."""
+
+    __slots__ = ("params", "grad_bytes", "ddp_grad_bytes", "weight_bytes", "seq_len", "layers",
+                 "hidden", "units")  # fmt: skip
+
+    def __init__(
+        self,
+        *,
+        params: float,
+        grad_bytes: float,
+        ddp_grad_bytes: float,
+        weight_bytes: float | None,
+        seq_len: int,
+        layers: int,
+        hidden: int,
+    ) -> None:
+        self.params, self.grad_bytes, self.ddp_grad_bytes = params, grad_bytes, ddp_grad_bytes
+        self.weight_bytes, self.seq_len = weight_bytes, seq_len
+        self.layers, self.hidden = layers, hidden
+        self.units: dict[tuple, float] = {}
+
+    def grad_bytes_for(self, strategy: str) -> float:
+        return self.ddp_grad_bytes if strategy == "ddp" else self.grad_bytes
+
+    def efficiency(
+        self,
+        node: NodeTypeSpec,
+        accelerator: str,
+        n: int,
+        strategy: str,
+        *,
+        global_batch: int,
+        micro: int,
+        flops_per_token: float,
+        achieved_flops: float,
+        recompute: bool,
+    ) -> float:
+        if n <= 1:
+            return 1.0
+        tensor = strategy == "tensor_parallel"
+        # Node types are frozen and outlive the estimate this model belongs to: their identity
+        # names their links.
+        key = (id(node), accelerator, n, strategy, recompute and tensor)
+        unit = self.units.get(key)
+        if unit is None:
+            link = links(node, accelerator)
+            if tensor:  # per sequence of a micro-batch
+                unit = tensor_parallel_seconds(n, self.layers, 1, self.seq_len, self.hidden,
+                                               link, recompute)  # fmt: skip
+            else:
+                unit = exchange_seconds(strategy, self.params, self.grad_bytes_for(strategy),
+                                        self.weight_bytes, n, node.gpus_per_node, link)  # fmt: skip
+            self.units[key] = unit
+        compute = global_batch * self.seq_len * flops_per_token / (n * max(achieved_flops, 1.0))
+        if tensor:
+            waited = max(global_batch // max(micro, 1), 1) * micro * unit
+        else:
+            micro_batches = max(global_batch // max(micro * n, 1), 1)
+            waited = exchange_and_exposed(strategy, unit, compute, micro_batches, recompute)[1]
+        return compute / (compute + waited) if compute + waited > 0 else 1.0
 
 
 def describe(cost: LayoutCost, strategy: str, n: int) -> str:
