@@ -372,15 +372,19 @@ def run_engine(
 def pick_option(point: Point, result: EstimateResult) -> Option | None:
     """The option on the measured GPU, with the measured count when the source gives one.
 
-    One-GPU memory points read the plain single-GPU option (the measured runs offloaded
-    nothing). Otherwise the engine's recommendation when it is on the measured GPU; failing
-    that, for a GPU-hour point of unknown size, the largest fitting job, as such runs are.
+    A point that names its strategy reads that option where the engine offers it; other one-GPU
+    memory points read the plain single-GPU option (those runs offloaded nothing). Otherwise
+    the engine's recommendation when it is on the measured GPU; failing that, for a GPU-hour
+    point of unknown size, the largest fitting job, as such runs are.
     """
     candidates = [o for o in result.options if o.accelerator == point.gpu.accelerator]
     if point.gpu.count is not None:
         candidates = [o for o in candidates if o.num_gpus == point.gpu.count]
     if not candidates:
         return None
+    named = [o for o in candidates if o.strategy == point.request.get("strategy")]
+    if named:  # the run's own strategy (CPU offload on one GPU, for one)
+        return named[0]
     if point.kind != "gpu_hours" and point.gpu.count == 1:
         singles = [o for o in candidates if o.strategy == "single"]
         if singles:
@@ -845,7 +849,7 @@ METHOD_TEXT = """\
   paper (65B on one 48 GB GPU), published pretraining GPU-hour totals (Llama 1, 2, 3,
   MPT-7B, TinyLlama, BLOOM) and MosaicML's llm-foundry throughput tables (GPU hours for 10B
   tokens at the measured tokens/s/GPU).
-- Test points added in the fifth pass (24, all `role: test`), from three sources the engine had
+- Test points added in the fifth pass (27, all `role: test`), from four sources the engine had
   never used, chosen by a rule fixed before the engine was run on them: *every* row of the
   named table that the request can state, whatever its error. (1) The Qwen2.5 speed benchmark
   (Transformers tables): every BF16 row of the 0.5B and 7B models, the two whose config.json
@@ -854,7 +858,10 @@ METHOD_TEXT = """\
   row of Llama-2-13b-chat in fp16 and with bitsandbytes 4-bit, batch 1-16 (GPTQ rows left out:
   a request cannot say GPTQ). (3) The Hugging Face blog "Accelerate Large Model Training using
   PyTorch FSDP", Table 2 (GPT-2 XL full fine-tuning on 24 GB Titan RTX cards): every row, three
-  measured out-of-memory cases and three largest batches that ran.
+  measured out-of-memory cases and three largest batches that ran. (4) The Hugging Face blog
+  "Fit More and Train Faster With ZeRO", section "Fitting A Huge Model Onto One GPU" (t5-3b on
+  one RTX 3090): every outcome it states (OOM without DeepSpeed at batch 1, batch 20 with
+  ZeRO-Offload, OOM at batch 30).
 
 ## Normalisation
 

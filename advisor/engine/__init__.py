@@ -332,6 +332,7 @@ def _layout_detail(best, shape: ModelShape, wl: Workload) -> str:
         ),
         achieved_tflops=peak * util,
         recompute=recompute,
+        tp=recipe.tp,
     )
     return scale_cost.describe(cost, option.strategy, option.num_gpus)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from advisor.engine import constants as c
+from advisor.engine import tensor_parallel as tp_layout
 from advisor.engine.memory import (
     Workload,
     base_weight_bytes,
@@ -62,8 +63,7 @@ def scaling_efficiency(node: NodeTypeSpec, n: int, strategy: str) -> float:
         eff *= inter
     if strategy in ("zero3", "fsdp", "zero3_offload"):
         eff *= c.ZERO3_COMM_FACTOR.value
-    if strategy == "zero3_offload":
-        eff *= c.OFFLOAD_SLOWDOWN.value
+    # CPU offload's own time (host link, CPU optimizer step) is added per step: offload.py.
     return eff
 
 
@@ -99,10 +99,16 @@ def training_layout(
     flops_per_token: float,
     achieved_tflops: float,
     recompute: bool,
+    tp: int | None = None,
 ) -> LayoutCost:
-    """The parallel layout's cost per optimizer step for a training option, with its parts
-    (scale_cost.py; `training_step_model(...).efficiency` is the same figure, faster)."""
+    """The data-parallel side of a training option's layout per optimizer step, with its
+    parts (scale_cost.py; `training_step_model(...).efficiency` is the same figure, faster).
+    Tensor-parallel collectives are tensor_parallel.py's, priced with the option's recipe."""
     model = training_step_model(shape, wl)
+    strategy, split_tp, _ = tp_layout.split(strategy, n)
+    tp = tp or split_tp  # an option's recipe states its degree; a layout key names it
+    if tp > 1:
+        strategy = "zero1"  # the data-parallel ranks of a TP layout (parallel_options.py)
     return training_layout_cost(
         params=model.params,
         grad_bytes_per_param=model.grad_bytes_for(strategy),
@@ -119,12 +125,9 @@ def training_layout(
         layers=model.layers,
         hidden=model.hidden,
         recompute=recompute,
-        tp=n if strategy == "tensor_parallel" else 1,
+        tp=tp,
+        tp_collectives=False,
     )
-
-
-def offload_factor(strategy: str) -> float:
-    return c.OFFLOAD_SLOWDOWN.value if strategy == "zero3_offload" else 1.0
 
 
 def training_flops_per_token(shape: ModelShape, wl: Workload) -> float:

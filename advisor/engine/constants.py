@@ -436,14 +436,6 @@ ZERO3_COMM_FACTOR = Constant(
     "backward, reduce-scatter)",
     "gathering weights every step costs extra traffic",
 )
-OFFLOAD_SLOWDOWN = Constant(
-    "CPU offload throughput",
-    0.55,
-    "x the on-GPU throughput",
-    "Ren et al. 2021, ZeRO-Offload (arXiv:2101.06840): 30-40 TFLOPS per V100 for 10B+ models, "
-    "about half of on-GPU training; the CPU Adam step and PCIe traffic bound the step",
-    "the optimizer step runs on the CPU",
-)
 
 SELECTIVE_RECOMPUTE_ATTENTION = Constant(
     "Selective recomputation",

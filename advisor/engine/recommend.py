@@ -19,10 +19,8 @@ from advisor.engine import ranking, software
 from advisor.engine.compute import (
     compute_dtype_for,
     inference_gpu_hours,
-    offload_factor,
     peak_tflops,
     scaling_efficiency,
-    training_gpu_hours,
     training_step_model,
 )
 from advisor.engine.frameworks import cuda_context_bytes, framework_for
@@ -52,6 +50,7 @@ from advisor.engine.options import (
     gb,
     trusted,
 )
+from advisor.engine.parallel_options import ParallelPlanning
 from advisor.engine.recipe import Choice, RecipeSearch
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import Utilisation, generation, job_distances, training_utilisation
@@ -60,7 +59,7 @@ from advisor.engine.words import STRATEGY_NAMES, plural
 _sort_key = attrgetter("sort_key")
 
 
-class Evaluation(OptionWriting):
+class Evaluation(OptionWriting, ParallelPlanning):
     """One estimate's pass over the catalog: what the request fixes, worked out once, and the
     caches that live for this estimate only (so nothing carries over to the next one;
     tests/engine/test_ranking_caches.py). The options are generated per system, node type and
@@ -140,6 +139,7 @@ class Evaluation(OptionWriting):
         context = cuda_context_bytes(framework, False)
         self.legacy_extra = cuda_context_bytes(framework, True) - context
         self.context, self.framework = context, framework
+        self.tp_training, self.pinned_tp = self.tensor_parallel_terms(request, framework)
         search = RecipeSearch(shape, wl, request, framework, MemoryModel(shape, wl, context))
         # Those stacks are PyTorch 1.x, whose zero_grad() zeroed gradients in place instead of
         # freeing them: gradients coexist with activations (memory.py), a second search for
@@ -152,7 +152,8 @@ class Evaluation(OptionWriting):
         self.sized: dict[tuple, tuple] = {}
         self.per_accelerator: dict[str, AcceleratorFacts] = {}
         self.hours_memo: dict[tuple[str, int, float], float] = {}
-        self.step_model = training_step_model(shape, wl) if training else None
+        # The data-parallel exchange per optimizer step (scale_cost.py), for training_hours.
+        self.step_model = training_step_model(shape, wl) if self.training else None
         self.layouts: dict[tuple, tuple] = {}
 
     # --- shared per accelerator, per layout, per recipe ---
@@ -264,29 +265,7 @@ class Evaluation(OptionWriting):
 
     def hours(self, f: NodeFacts, k: int, strategy: str, choice: Choice) -> float:
         if self.training:
-            # The recipe's recomputation and micro-batch size set the FLOPs and utilisation;
-            # the layout's communication and bubble per optimizer step set the efficiency.
-            util = f.util.for_recipe(choice.level) * choice.efficiency
-            eff = self.step_model.efficiency(
-                f.node,
-                f.acc.name,
-                k,
-                strategy,
-                global_batch=choice.global_batch,
-                micro=choice.micro,
-                flops_per_token=choice.flops_per_token,
-                achieved_flops=f.peak * util * 1e12,
-                recompute=choice.level == "full",
-            )
-            return training_gpu_hours(
-                self.shape,
-                self.wl,
-                self.tokens,
-                f.peak,
-                util,
-                eff * offload_factor(strategy),
-                choice.flops_per_token,
-            )
+            return self.training_hours(f, k, strategy, choice)  # parallel_options.py
         eff = scaling_efficiency(f.node, k, strategy)
         key = (f.acc.name, k, eff)
         found = self.hours_memo.get(key)
@@ -303,7 +282,9 @@ class Evaluation(OptionWriting):
         out: list[Candidate] = []
         for system in systems:
             sys_reasons = system_rejections(self.request, system)
-            strategies = strategies_for(self.request, self.wl, system)
+            strategies = strategies_for(
+                self.request, self.wl, system, tensor_parallel=self.tp_training
+            )
             partitions = partitions_by_node(system) if system.partitions else {}
             for node in system.node_types:
                 acc = self.accelerators.get(node.accelerator)
@@ -390,7 +371,9 @@ class Evaluation(OptionWriting):
         out = []
         single_fits = fits_elsewhere = False
         for strategy, unavailable in strategies:
-            allowed = f.allowed(strategy)
+            # Training's tensor parallelism combines with data parallel across nodes.
+            tp_training = self.training and strategy == "tensor_parallel"
+            allowed = f.several if tp_training else f.allowed(strategy)
             if not allowed and strategy != "single":
                 continue  # e.g. multi-GPU strategies where a job gets one GPU: not tried
             # Tensor parallelism when one GPU is enough, and CPU offload when an on-GPU
@@ -429,8 +412,9 @@ class Evaluation(OptionWriting):
                 f"{STRATEGY_NAMES.get(strategy, strategy)} needs more than the "
                 f"{plural(f.counts[-1], 'GPU')} allowed here."
             )
-        n, choice, gpu_hours, n_fit, n_head = self.plan(f, strategy, allowed, reasons)
-        breakdown, recipe, recipe_reasons = self.breakdown(strategy, n, choice, f.extra)
+        planned = self.plan_layout(f, strategy, allowed, reasons)  # parallel_options.py
+        n, choice, gpu_hours, n_fit, n_head, breakdown, recipe, recipe_reasons, ruled_out = planned
+        hard = hard or ruled_out
         need = breakdown.total_bytes
         reasons.extend(recipe_reasons)
         fits, headroom = self.memory_reasons(f, strategy, n, choice, need, n_fit, n_head, reasons)

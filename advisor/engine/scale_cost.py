@@ -172,11 +172,13 @@ def training_layout_cost(
     recompute: bool,
     tp: int = 1,
     pp: int = 1,
+    tp_collectives: bool = True,
 ) -> LayoutCost:
     """Time per optimizer step of one layout (see the module docstring). `params` are the
     trainable parameters (what the gradient exchange moves); `weight_bytes` what ZeRO-3 / FSDP
     gathers (every stored weight, frozen ones too; None: 2 bytes per trainable parameter);
-    `achieved_flops` per GPU."""
+    `achieved_flops` per GPU. `tp_collectives` False: the tensor-parallel all-reduces are
+    priced elsewhere (the training options use tensor_parallel.py's model)."""
     link = links(node, accelerator)
     dp = max(n // max(tp * pp, 1), 1)
     compute = global_batch * seq_len * flops_per_token / (max(n, 1) * max(achieved_flops, 1.0))
@@ -189,7 +191,7 @@ def training_layout_cost(
         unit = exchange_seconds(strategy, shard, grad_bytes_per_param, gathered, dp, per_node, link)
         exchange, exposed = exchange_and_exposed(strategy, unit, compute, micro_batches, recompute)
     tensor = 0.0
-    if tp > 1:
+    if tp > 1 and tp_collectives:
         per_micro_tp = tensor_parallel_seconds(tp, layers // max(pp, 1), micro, seq_len, hidden,
                                                link, recompute)  # fmt: skip
         tensor = per_micro_tp * micro_batches
@@ -269,29 +271,31 @@ class StepModel:
         flops_per_token: float,
         achieved_flops: float,
         recompute: bool,
+        tp: int = 1,
     ) -> float:
-        if n <= 1:
+        """Share of the step the GPUs compute, the data-parallel exchange waited for; with `tp`
+        the exchange runs over n / tp ranks, each holding 1 / tp of the parameters."""
+        dp = n // max(tp, 1)
+        if dp <= 1:
             return 1.0
-        tensor = strategy == "tensor_parallel"
         # Node types are frozen and outlive the estimate this model belongs to: their identity
         # names their links.
-        key = (id(node), accelerator, n, strategy, recompute and tensor)
+        key = (id(node), accelerator, n, strategy, tp)
         unit = self.units.get(key)
         if unit is None:
-            link = links(node, accelerator)
-            if tensor:  # per sequence of a micro-batch
-                unit = tensor_parallel_seconds(n, self.layers, 1, self.seq_len, self.hidden,
-                                               link, recompute)  # fmt: skip
-            else:
-                unit = exchange_seconds(strategy, self.params, self.grad_bytes_for(strategy),
-                                        self.weight_bytes, n, node.gpus_per_node, link)  # fmt: skip
-            self.units[key] = unit
+            gathered = None if self.weight_bytes is None else self.weight_bytes / tp
+            unit = self.units[key] = exchange_seconds(
+                strategy,
+                self.params / tp,
+                self.grad_bytes_for(strategy),
+                gathered,
+                dp,
+                max(node.gpus_per_node // tp, 1),
+                links(node, accelerator),
+            )
         compute = global_batch * self.seq_len * flops_per_token / (n * max(achieved_flops, 1.0))
-        if tensor:
-            waited = max(global_batch // max(micro, 1), 1) * micro * unit
-        else:
-            micro_batches = max(global_batch // max(micro * n, 1), 1)
-            waited = exchange_and_exposed(strategy, unit, compute, micro_batches, recompute)[1]
+        micro_batches = max(global_batch // max(micro * dp, 1), 1)
+        waited = exchange_and_exposed(strategy, unit, compute, micro_batches, recompute)[1]
         return compute / (compute + waited) if compute + waited > 0 else 1.0
 
 

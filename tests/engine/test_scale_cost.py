@@ -158,25 +158,30 @@ def test_the_result_says_what_the_recommended_layout_costs_per_step():
     assert "of the time computing" in layout_line.value
 
 
-@pytest.mark.parametrize("strategy", ["ddp", "zero2", "zero3", "fsdp", "tensor_parallel"])
+@pytest.mark.parametrize(
+    ("strategy", "tp"), [("ddp", 1), ("zero2", 1), ("zero3", 1), ("fsdp", 1), ("zero1", 2)]
+)
 @pytest.mark.parametrize("n", [1, 2, 8, 64])
 @pytest.mark.parametrize("global_batch", [1, 64, 4096])
 @pytest.mark.parametrize("recompute", [False, True])
-def test_the_ranking_fast_path_gives_the_breakdowns_figure(strategy, n, global_batch, recompute):
-    """StepModel.efficiency (per option in the ranking) equals training_layout_cost's."""
+def test_the_ranking_fast_path_gives_the_breakdowns_figure(
+    strategy, tp, n, global_batch, recompute
+):
+    """StepModel.efficiency (per option in the ranking) equals training_layout_cost's; with
+    tensor parallelism its collectives are tensor_parallel.py's, so only the exchange counts."""
     model = scale_cost.StepModel(
         params=7e9, grad_bytes=2.0, ddp_grad_bytes=4.0, weight_bytes=None, seq_len=2048,
         layers=32, hidden=4096,
     )  # fmt: skip
     for link_node in (node(1600), node(200, intra="pcie", gpn=4)):
-        tp = n if strategy == "tensor_parallel" else 1
-        batch = max(global_batch, 1 if tp > 1 else n)
+        batch = max(global_batch, n // tp)
         full = layout(
             strategy=strategy, n=n, node=link_node, global_batch=batch, micro=1, seq_len=2048,
-            recompute=recompute, tp=tp, grad_bytes_per_param=model.grad_bytes_for(strategy),
+            recompute=recompute, tp=tp, tp_collectives=False,
+            grad_bytes_per_param=model.grad_bytes_for(strategy),
         )  # fmt: skip
         fast = model.efficiency(
             link_node, "a100-80-sxm4", n, strategy, global_batch=batch, micro=1,
-            flops_per_token=6 * 7e9, achieved_flops=0.5 * 312e12, recompute=recompute,
+            flops_per_token=6 * 7e9, achieved_flops=0.5 * 312e12, recompute=recompute, tp=tp,
         )  # fmt: skip
         assert fast == pytest.approx(full.efficiency)
