@@ -49,8 +49,9 @@ CUDA_CONTEXT_LEGACY = Constant(
     "CUDA context, Volta/Turing-era stack",
     1343 * MIB,
     "bytes per GPU",
-    "Hugging Face Transformers docs, 'Model training anatomy' (model_memory_anatomy): "
-    "pynvml shows 1343 MB after torch.ones((1, 1)).to('cuda') on a V100 16GB ('the kernels "
+    "Hugging Face Transformers docs, 'Model training anatomy' "
+    "(huggingface.co/docs/transformers/model_memory_anatomy): pynvml shows 1343 MB after "
+    "`torch.ones((1, 1)).to('cuda')` on a V100 16GB ('the kernels "
     "alone take up 1.3GB'); pytorch/pytorch PR #86509: 667 MB eager vs 287 MB lazy module "
     "loading on the same test (docs/accuracy/calibration-notes.md section 1). Set from the "
     "calibration points hf-bert-large-*",

@@ -617,7 +617,10 @@ class MemoryModel:
         if self.wl.state_mode == "mixed" and not self.wl.adapters:
             grads *= 2
         flow = self._flow(tp, True, level, sequence_parallel=True)
-        context = self.context + c.NCCL_BUFFERS.value
+        # Each NCCL communicator keeps its own buffers (NCCL_BUFFSIZE per channel and peer):
+        # the tensor-parallel group's, and the data-parallel group's when there is one.
+        communicators = 2 if dp > 1 else 1
+        context = self.context + c.NCCL_BUFFERS.value * communicators
         return (
             weights / tp,
             grads / tp,

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from advisor.engine import estimate, offload
+from advisor.engine.constants import NCCL_BUFFERS
 from advisor.engine.errors import EstimateError
-from advisor.engine.memory import training_activations_per_layer
+from advisor.engine.memory import MemoryModel, training_activations_per_layer
 from advisor.engine.models import EstimateRequest
 from advisor.engine.workload import build_workload, resolve_shape
 from bench.engine_rankings import catalog_from_file
@@ -168,3 +169,14 @@ def test_the_sbatch_script_launches_the_tensor_parallel_recipe():
     assert "tensor parallel 4 within each node" in script
     assert "--use-distributed-optimizer" in script
     assert "torchrun" in script
+
+
+def test_tensor_and_data_parallel_groups_each_hold_nccl_buffers():
+    """Two communicators (tensor-parallel group, data-parallel group) keep two sets of NCCL
+    buffers; one tensor-parallel group alone keeps one."""
+    request = EstimateRequest(config=config(LLAMA3_8B), task="full_finetune", batch_size=8)
+    shape = resolve_shape(request)
+    model = MemoryModel(shape, build_workload(request, shape))
+    one_group = model.per_gpu("tensor_parallel/4", 4)["cuda_context"]
+    two_groups = model.per_gpu("tensor_parallel/4", 8)["cuda_context"]
+    assert two_groups - one_group == int(NCCL_BUFFERS.value)
