@@ -214,7 +214,7 @@ def calibration_markdown(report: CalibrationReport, *, generated_on: date) -> st
         "hours its estimate asked for (contingency included).",
         "",
         f"The engine states ±{report.stated_margin:.0%} on GPU hours "
-        "(`advisor/engine/constants.py`, GPU_HOURS_MARGIN). The recomputed uncertainty is the "
+        "(`advisor/engine/constants/planning.py`, GPU_HOURS_MARGIN). The recomputed uncertainty is the "
         "80th percentile of the absolute errors (nearest rank), reported once there "
         f"are at least {MIN_POINTS} points.",
         "",
