@@ -17,7 +17,8 @@ from advisor.engine.compute import peak_tflops, training_flops_per_token, traini
 from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import framework_for
 from advisor.engine.justification import draft
-from advisor.engine.memory import PHASES, Workload, kv_cache_copies, memory_per_gpu
+from advisor.engine.memory import PHASES, Workload, memory_per_gpu
+from advisor.engine.memory_terms import kv_cache_copies
 from advisor.engine.models import (
     Assumption,
     CatalogSpec,

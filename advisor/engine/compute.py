@@ -14,7 +14,7 @@ import math
 
 from advisor.engine import constants as c
 from advisor.engine import tensor_parallel as tp_layout
-from advisor.engine.memory import (
+from advisor.engine.memory_terms import (
     Workload,
     base_weight_bytes,
     kv_cache_bytes,

@@ -17,7 +17,7 @@ from advisor.engine import offload
 from advisor.engine import tensor_parallel as tp_layout
 from advisor.engine.compute import training_gpu_hours
 from advisor.engine.frameworks import Framework
-from advisor.engine.memory import lora_trainable_params
+from advisor.engine.memory_terms import lora_trainable_params
 from advisor.engine.models import (
     AcceleratorSpec,
     Assumption,

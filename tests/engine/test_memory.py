@@ -7,13 +7,12 @@ from pathlib import Path
 import pytest
 
 from advisor.engine.architecture import architecture_from_config
-from advisor.engine.memory import (
-    MemoryModel,
+from advisor.engine.memory import MemoryModel, memory_per_gpu
+from advisor.engine.memory_terms import (
     Workload,
     base_weight_bytes,
     kv_cache_bytes,
     lora_trainable_params,
-    memory_per_gpu,
     training_activations_per_layer,
 )
 from advisor.engine.shape import ModelShape, llama_like_shape, shape_from_architecture

@@ -8,7 +8,7 @@ from pathlib import Path
 from advisor.engine import estimate
 from advisor.engine.architecture import architecture_from_config
 from advisor.engine.architecture.hub import architecture_from_hub
-from advisor.engine.memory import kv_cache_bytes, logits_bytes
+from advisor.engine.memory_terms import kv_cache_bytes, logits_bytes
 from advisor.engine.models import EstimateRequest, HubModelMetadata
 from advisor.engine.shape import shape_from_architecture
 from advisor.engine.workload import build_workload
