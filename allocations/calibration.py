@@ -214,9 +214,9 @@ def calibration_markdown(report: CalibrationReport, *, generated_on: date) -> st
         "hours its estimate asked for (contingency included).",
         "",
         f"The engine states ±{report.stated_margin:.0%} on GPU hours "
-        "(`advisor/engine/constants/planning.py`, GPU_HOURS_MARGIN). The recomputed uncertainty is the "
-        "80th percentile of the absolute errors (nearest rank), reported once there "
-        f"are at least {MIN_POINTS} points.",
+        "(`advisor/engine/constants/planning.py`, GPU_HOURS_MARGIN). The recomputed "
+        "uncertainty is the 80th percentile of the absolute errors (nearest rank), reported "
+        f"once there are at least {MIN_POINTS} points.",
         "",
         f"**{report.verdict}**",
         "",

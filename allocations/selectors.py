@@ -19,8 +19,8 @@ from catalog.models import DataSensitivity
 from catalog.selectors import accelerator_display_name, system_display_name
 
 # An estimate is "uncertain" when the engine's GPU-hours margin is at least this wide either way
-# (the engine states +-25% by default: advisor/engine/constants/planning.py GPU_HOURS_MARGIN), or when
-# the high end of its memory range would not fit the GPU. A trial then helps scope the work
+# (the engine states +-25% by default: advisor/engine/constants/planning.py GPU_HOURS_MARGIN),
+# or when the high end of its memory range would not fit the GPU. A trial then helps scope the work
 # (seed 001: trial access is "aimed at helping scope and specify requirements").
 UNCERTAIN_GPU_HOURS_RELATIVE = 0.5
 

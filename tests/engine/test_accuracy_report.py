@@ -295,11 +295,11 @@ def test_stated_uncertainty_covers_at_least_80_percent_of_each_familys_test_poin
 
 
 def test_a_family_with_few_test_points_states_the_widened_margin(monkeypatch):
-    import advisor.engine as engine
+    import advisor.engine.uncertainty as engine
 
     monkeypatch.setattr(
         engine, "TEST_UNCERTAINTY", {"full": {"relative": 0.1929, "points": 1, "covered": 1}}
     )
     assert engine.memory_uncertainty("full_finetune") == (0.1929, 1)
-    stated = engine._memory_uncertainty_assumption("full_finetune")
+    stated = engine.memory_uncertainty_assumption("full_finetune")
     assert stated.value.startswith("+-19%: the calibration margin, widened to cover the 1 ")

@@ -1,0 +1,248 @@
+"""The estimate assembled: the request reduced to a workload, every option evaluated and
+ranked, the recommendation with its reasons, its Slurm script and justification, and the
+assumptions and uncertainty the result states (`estimate`, re-exported by advisor.engine)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from advisor.engine import ranking, words
+from advisor.engine.compute import training_flops_per_token
+from advisor.engine.frameworks import framework_for
+from advisor.engine.justification import draft
+from advisor.engine.memory import Workload, memory_per_gpu
+from advisor.engine.models import (
+    CatalogSpec,
+    EstimateRequest,
+    EstimateResult,
+    FrameworkInfo,
+    MemoryBreakdown,
+    Recommendation,
+)
+from advisor.engine.recommend import evaluate, rank, trusted
+from advisor.engine.result_assumptions import assumptions
+from advisor.engine.shape import ModelShape
+from advisor.engine.slurm import sbatch_script
+from advisor.engine.speed import generation, measured
+from advisor.engine.uncertainty import stated_uncertainty
+from advisor.engine.version import ENGINE_VERSION
+from advisor.engine.workload import build_workload, check_request, resolve_shape
+
+
+def estimate(request: EstimateRequest, catalog: CatalogSpec) -> EstimateResult:
+    """Estimate memory, compute and the best system for `request` over `catalog`.
+
+    Raises EstimateError (a ValueError; RequestError carries field-level `errors`) for input
+    the engine cannot estimate from.
+    """
+    warnings = check_request(request, catalog)
+    shape = resolve_shape(request)
+    return estimate_shape(request, catalog, shape, warnings=warnings)
+
+
+def estimate_shape(
+    request: EstimateRequest,
+    catalog: CatalogSpec,
+    shape: ModelShape,
+    *,
+    warnings: list[str] | None = None,
+) -> EstimateResult:
+    """`estimate` for an already counted model shape (tests and benchmarks use it directly)."""
+    warnings = list(warnings or [])
+    wl = build_workload(request, shape)
+    warnings.extend(_input_warnings(request, shape, wl))
+    accelerators = {a.name: a for a in catalog.accelerators}
+    candidates = rank(
+        evaluate(
+            request,
+            shape,
+            wl,
+            catalog.systems,
+            accelerators,
+            measured(catalog.benchmarks, accelerators),
+            catalog.ranking,
+        )
+    )
+    tie_order = ranking.order(catalog.ranking)
+    eligible = [cand for cand in candidates if cand.eligible]
+    best = eligible[0] if eligible else None
+    why = ""
+    if best is not None:
+        runner_up = next((c for c in eligible[1:] if _other_choice(c, best)), None)
+        why = ranking.why_first(best, runner_up, tie_order)
+    recommendation = None
+    slurm_script = None
+    model_name = (
+        request.model_id
+        or (request.hub.repo_id if request.hub else None)
+        or (shape.architecture or "a model of the size given")
+    )
+    framework, assumed = framework_for(request.framework, wl.training)
+    if best is not None:
+        # Everything below describes the recipe the recommendation runs.
+        wl = _recipe_workload(wl, best.option.recipe)
+        reasons = _recommendation_reasons(best, candidates, wl, framework, why)
+        # The best option's fields, already complete, with the longer reasons.
+        recommendation = trusted(Recommendation, {**best.option.__dict__, "reasons": reasons})
+        slurm_script = sbatch_script(
+            option=best.option,
+            system=best.system,
+            node=best.node,
+            partition=best.partition,
+            model_name=model_name,
+            task=wl.task,
+            platform=generation(best.accelerator).platform,
+            framework=framework,
+        )
+        memory = best.option.memory
+    else:
+        memory = MemoryBreakdown.model_construct(**memory_per_gpu(shape, wl, "single", 1))
+        warnings.append(
+            "Nothing in the catalog fits within the constraints; see each option's reasons."
+            if catalog.systems
+            else "The catalog has no systems: load one (manage.py load_catalog) to get options."
+        )
+        if catalog.systems:
+            warnings.extend(_what_would_help(request, wl))
+    flops = training_flops_per_token(shape, wl) if wl.training else 2 * shape.flop_params
+    justification = draft(
+        request=request,
+        shape=shape,
+        wl=wl,
+        model_name=model_name,
+        option=best.option if best else None,
+        system=best.system if best else None,
+        accelerator=best.accelerator if best else None,
+        flops_per_token=flops,
+    )
+    uncertainty = stated_uncertainty(
+        memory.total_bytes, best.option.gpu_hours if best else None, wl.task
+    )
+    return _built(
+        EstimateResult,
+        params_total=shape.params_total,
+        params_active=shape.params_active,
+        params_source=shape.source,
+        architecture=shape.architecture,
+        memory=memory,
+        options=[cand.option for cand in candidates],
+        recommendation=recommendation,
+        alternatives=ranking.alternatives(
+            [cand.option for cand in candidates], best.option if best else None
+        ),
+        objective=ranking.objective(tie_order),
+        why_first=why,
+        justification=justification,
+        slurm_script=slurm_script,
+        warnings=warnings + [f"Model: {note}" for note in shape.notes],
+        assumptions=assumptions(request, shape, wl, framework, assumed, best),
+        uncertainty=uncertainty,
+        engine_version=ENGINE_VERSION,
+        framework=_built(
+            FrameworkInfo,
+            key=framework.key,
+            name=framework.name,
+            assumed=assumed,
+            source=framework.source,
+        ),
+    )
+
+
+def _input_warnings(request: EstimateRequest, shape: ModelShape, wl: Workload) -> list[str]:
+    """What the request leaves the estimate unable or unsure to say."""
+    warnings = []
+    if shape.max_position_embeddings and wl.seq_len > shape.max_position_embeddings:
+        warnings.append(
+            f"seq_len {wl.seq_len:,} is longer than the model's {shape.max_position_embeddings:,}"
+            " positions; it needs position scaling or will not work."
+        )
+    if wl.training and request.tokens is None:
+        warnings.append("No token count given: GPU hours cannot be estimated, only memory.")
+    if wl.task == "inference" and request.tokens is None:
+        warnings.append("No token count given: GPU hours need the total prompt + generated tokens.")
+    return warnings
+
+
+def _recipe_workload(wl: Workload, recipe) -> Workload:
+    """The workload as the recommended training recipe runs it (micro-batch, checkpointing,
+    optimizer); inference and options without a recipe are unchanged."""
+    if recipe is None or not wl.training:
+        return wl
+    return replace(
+        wl,
+        batch_size=recipe.micro_batch,
+        gradient_checkpointing=recipe.checkpointing == "full",
+        selective_recompute=recipe.checkpointing == "selective",
+        optimizer=recipe.optimizer or wl.optimizer,
+    )
+
+
+def _built(cls, **fields):
+    """A result model from fields the engine computed, every one given (models.trusted)."""
+    return trusted(cls, fields)
+
+
+def _other_choice(cand, best) -> bool:
+    """A different system or GPU from the recommendation (not just another strategy)."""
+    return (cand.system.name, cand.accelerator.name) != (best.system.name, best.accelerator.name)
+
+
+def _what_would_help(request: EstimateRequest, wl: Workload) -> list[str]:
+    """Plain suggestions that cut memory, for when nothing fits."""
+    hints = []
+    if wl.task == "inference" and wl.weight_format in ("fp32", "fp16", "bf16"):
+        hints.append("int8 or int4 weights would cut the weights to a half or a quarter.")
+    if wl.training and request.gradient_checkpointing is False:
+        hints.append(
+            "You ruled out gradient checkpointing; it keeps only each layer's input for backward."
+        )
+    if wl.task in ("full_finetune", "pretrain"):
+        hints.append("LoRA or QLoRA trains adapters only and needs far less memory.")
+    if request.micro_batch is not None and request.micro_batch > 1:
+        hints.append("A smaller micro-batch with more accumulation steps needs less memory.")
+    if wl.training and request.optimizer in ("adamw", "paged_adamw"):
+        hints.append("8-bit AdamW keeps the optimizer state in a quarter of the memory.")
+    return hints
+
+
+def _recommendation_reasons(best, candidates, wl: Workload, framework, why: str) -> list[str]:
+    opt = best.option
+    acc = best.accelerator
+    free = 1 - opt.memory_per_gpu_bytes / opt.capacity_bytes
+    reasons = [
+        f"Fits: {opt.memory_per_gpu_bytes / 1e9:.1f} GB per GPU of the {acc.memory_gb:g} GB "
+        f"on {words.with_article(acc.display_name)} ({free:.0%} headroom), "
+        + (
+            "on a single GPU."
+            if opt.strategy == "single" and opt.num_gpus == 1
+            else f"{words.plural(opt.num_gpus, 'GPU')} {words.strategy_words(opt.strategy)}."
+        )
+    ]
+    if framework.preallocates and not wl.training:
+        reserved = opt.capacity_bytes * framework.preallocates
+        reasons.append(
+            f"{framework.name} reserves {framework.preallocates:.0%} of each GPU at start-up: "
+            f"nvidia-smi will show about {reserved / 1e9:.0f} GB per GPU. The model needs "
+            f"{opt.memory_per_gpu_bytes / 1e9:.1f} GB of it; the rest becomes paged KV cache, "
+            "so more concurrent requests fit than the batch estimated."
+        )
+    if opt.requested_gpu_hours is not None:
+        reasons.append(
+            f"{words.hours(opt.gpu_hours)} of compute + {words.hours(opt.contingency_gpu_hours)} "
+            f"of contingency = {words.hours(opt.requested_gpu_hours)}, about "
+            f"{words.hours(opt.wall_hours, 'hours')} of wall time."
+        )
+    if best.system.typical_queue_wait_hours is not None:
+        reasons.append(f"Typical queue wait about {best.system.typical_queue_wait_hours:g} h.")
+    if opt.cost is not None:
+        reasons.append(f"Cost about {opt.cost:,.2f} {opt.currency}.")
+    elif opt.charge is not None and opt.charge.total is not None:
+        reasons.append(
+            f"Charged about {opt.charge.total:,.2f} {opt.charge.currency} "
+            f"({opt.charge.rate_per_gpu_hour:g} per GPU hour: {opt.charge.source})."
+        )
+    eligible = [cand for cand in candidates if cand.eligible]
+    if len(eligible) > 1:
+        reasons.append(f"Ranked first of {len(eligible)} workable options. {why}")
+    reasons.extend(r for r in opt.reasons if r not in reasons)
+    return reasons

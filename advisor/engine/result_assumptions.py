@@ -1,0 +1,279 @@
+"""The assumptions a result lists: every constant and choice its numbers rest on, with its
+source, for memory, for training or inference speed, and for the plan (contingency, margins)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from advisor.engine import constants as c
+from advisor.engine import scale_cost
+from advisor.engine.compute import peak_tflops, training_flops_per_token, training_layout
+from advisor.engine.memory import PHASES, Workload
+from advisor.engine.memory_terms import kv_cache_copies
+from advisor.engine.models import Assumption, EstimateRequest, trusted
+from advisor.engine.parallel_options import layout_assumptions
+from advisor.engine.recipe import micro_batch_efficiency
+from advisor.engine.shape import ModelShape
+from advisor.engine.speed import decode_speed
+from advisor.engine.uncertainty import memory_uncertainty_assumption
+
+
+def _built(cls, **fields):
+    """A result model from fields the engine computed, every one given (models.trusted)."""
+    return trusted(cls, fields)
+
+
+def assumptions(
+    request: EstimateRequest, shape: ModelShape, wl: Workload, framework, assumed: bool, best=None
+) -> list[Assumption]:
+    """Everything the result's numbers assume, in the order the result page lists them."""
+    out = _memory_assumptions(request, shape, wl, framework, assumed, best)
+    if wl.training:
+        out.extend(_training_assumptions(request, shape, wl, framework, best))
+        out.append(scale_cost.assumption(_layout_detail(best, shape, wl)))
+    else:
+        out.extend(_inference_assumptions(request, shape, wl))
+        out.append(
+            _built(
+                Assumption,
+                name="Scaling efficiency",
+                value=", ".join(f"{k} {v:.0%}" for k, v in c.SCALING_EFFICIENCY.items()),
+                source=c.SCALING_SOURCE,
+            )
+        )
+    out.append(c.CONTINGENCY.assumption(f"{c.CONTINGENCY.value:.0%}"))
+    out.append(c.GPU_HOURS_MARGIN.assumption(f"+-{c.GPU_HOURS_MARGIN.value:.0%}"))
+    return out
+
+
+def _layout_detail(best, shape: ModelShape, wl: Workload) -> str:
+    """What the recommended training option's layout costs per optimizer step, in words."""
+    option = best.option if best is not None else None
+    if option is None or option.recipe is None or not option.utilisation:
+        return ""
+    peak = peak_tflops(best.accelerator, option.compute_dtype) if option.compute_dtype else None
+    if not peak:
+        return ""
+    recipe = option.recipe
+    recompute = recipe.checkpointing == "full"
+    # As recommend.Evaluation.hours works it out: the recipe's utilisation and micro-batch.
+    util = best.utilisation.for_recipe(recipe.checkpointing) if best.utilisation else None
+    util = (util or option.utilisation) * micro_batch_efficiency(recipe.micro_batch * wl.seq_len)
+    cost = training_layout(
+        shape,
+        wl,
+        best.node,
+        best.accelerator,
+        option.num_gpus,
+        option.strategy,
+        global_batch=recipe.global_batch,
+        micro=recipe.micro_batch,
+        flops_per_token=training_flops_per_token(
+            shape, replace(wl, gradient_checkpointing=recompute)
+        ),
+        achieved_tflops=peak * util,
+        recompute=recompute,
+        tp=recipe.tp,
+    )
+    return scale_cost.describe(cost, option.strategy, option.num_gpus)
+
+
+def _memory_assumptions(
+    request: EstimateRequest, shape: ModelShape, wl: Workload, framework, assumed: bool, best
+) -> list[Assumption]:
+    """The library, the parameter count and what memory per GPU rests on."""
+    out = [
+        _built(
+            Assumption,
+            name="Library",
+            value=framework.name
+            + (" (you did not say which library; this is the most common one)" if assumed else ""),
+            source=framework.source,
+        ),
+        _built(
+            Assumption,
+            name="Parameters",
+            value=f"{shape.params_total:,} total, {shape.params_active:,} active",
+            source=shape.source,
+        ),
+        c.CUDA_CONTEXT.assumption(f"{c.CUDA_CONTEXT.value / 2**20:.0f} MiB"),
+        c.CUDA_CONTEXT_LEGACY.assumption(f"{c.CUDA_CONTEXT_LEGACY.value / 2**20:.0f} MiB"),
+        c.NCCL_BUFFERS.assumption(f"{c.NCCL_BUFFERS.value / 2**20:.0f} MiB on multi-GPU jobs"),
+        c.ALLOCATOR_FRAGMENTATION.assumption(f"{c.ALLOCATOR_FRAGMENTATION.value:.0%}"),
+        _built(
+            Assumption,
+            name="GPU capacity",
+            value="vendor GB x 1e9 bytes: about 7% below the GiB the card has, which absorbs "
+            "ECC and driver reservations",
+            source="vendor datasheets (catalog)",
+        ),
+        memory_uncertainty_assumption(wl.task),
+    ]
+    if wl.training:
+        phase = best.option.memory.peak_phase if best is not None else ""
+        out.append(
+            _built(
+                Assumption,
+                name="Peak of a step",
+                value=(f"at the {PHASES[phase]}; " if phase in PHASES else "")
+                + "the larger of the end of the forward pass and the optimizer step, not the "
+                "sum of every component: PyTorch 2 stacks free gradients between steps "
+                "(zero_grad(set_to_none=True)); gradient accumulation, PyTorch 1.x stacks "
+                "(assumed on pre-Ampere NVIDIA GPUs) and persistent gradient buffers "
+                "(DeepSpeed, Megatron) keep them beside the activations",
+                source="torch.optim.Optimizer.zero_grad docs (set_to_none default True since "
+                "PyTorch 2.0); PyTorch blog 'Understanding GPU Memory 1' (memory snapshot of a "
+                "training step: activations peak after forward, gradients after backward)",
+            )
+        )
+    if wl.training and best is not None:
+        out.extend(layout_assumptions(best.option, best.node, best.accelerator))
+    if not wl.training and kv_cache_copies(shape, wl) > 1:
+        out.append(
+            c.LEGACY_KV_CACHE_COPIES.assumption(
+                "2 KV caches at the peak: the model runs its own code (config.json auto_map, "
+                "trust_remote_code=True), which rebuilds a tuple cache every step"
+            )
+        )
+    if wl.weight_format == "int4":
+        nf4 = c.NF4_DOUBLE_QUANT if wl.double_quant else c.NF4_CONSTANTS
+        default = " (default)" if request.double_quant is None else ""
+        out.append(nf4.assumption(f"{nf4.value:.4f} B/param{default}"))
+        out.append(c.DEQUANT_WORKSPACE_LAYERS.assumption())
+    if wl.weight_format == "int8":
+        out.append(c.INT8_ROW_SCALE.assumption())
+    return out
+
+
+def _training_assumptions(
+    request: EstimateRequest, shape: ModelShape, wl: Workload, framework, best
+) -> list[Assumption]:
+    """Activations, logits, training state and the speed of a training job."""
+    activ = (
+        "gradient checkpointing: layer inputs only"
+        if wl.gradient_checkpointing
+        else ("selective recomputation" if wl.selective_recompute else "all layers kept")
+    )
+    out = [c.KORTHIKANTI.assumption(f"{activ}; flash attention {wl.flash_attention}")]
+    if wl.logits_per_entry is None and shape.remote_code and not wl.autocast:
+        out.append(
+            c.LOGITS_REMOTE_CODE_BYTES.assumption(
+                f"{c.LOGITS_REMOTE_CODE_BYTES.value:g} bytes per token x vocabulary entry: "
+                "the model's own code (config.json auto_map, trust_remote_code=True) "
+                "computes the loss on 16-bit logits"
+            )
+        )
+    elif wl.logits_per_entry is None:
+        out.append(c.LOGITS_TRAINING_BYTES.assumption())
+    else:
+        out.append(
+            c.LOGITS_TRAINING_BYTES.assumption(
+                f"{wl.logits_per_entry:g} bytes per token x vocabulary entry: "
+                f"{framework.name} computes the loss without full fp32 logits"
+            )
+        )
+    out.append(c.MICROBATCH_SATURATION_TOKENS.assumption())
+    if wl.adapters:
+        out.extend(_adapter_assumptions(request, wl))
+    else:
+        out.extend(_full_training_assumptions(wl, best))
+    if wl.optimizer == "adamw_8bit":
+        out.append(c.ADAM_8BIT_STATE.assumption())
+    if wl.gradient_checkpointing:
+        out.append(c.RECOMPUTE_FLOPS_PER_PARAM.assumption())
+    out.append(c.DDP_BUCKET_COPY.assumption())
+    out.append(c.ZERO3_LIVE_LAYERS.assumption())
+    return out
+
+
+def _adapter_assumptions(request: EstimateRequest, wl: Workload) -> list[Assumption]:
+    """LoRA / QLoRA: the adapters, their dropout and their speed."""
+    out = []
+    out.append(
+        _built(
+            Assumption,
+            name="LoRA",
+            value=f"rank {wl.lora_rank}"
+            + (" (default)" if request.lora_rank is None else "")
+            + ", targets: "
+            + (", ".join(wl.lora_targets) or "every linear layer of each block")
+            + "; adapters and their Adam state in fp32",
+            source="Hu et al. 2021 (arXiv:2106.09685); QLoRA paper section 4 (all linear layers)",
+        )
+    )
+    if wl.lora_dropout:
+        default = " (default)" if request.lora_dropout is None else ""
+        out.append(c.LORA_DROPOUT.assumption(f"on{default}"))
+    out.append(c.LORA_FLOPS_PER_PARAM.assumption())
+    out.append(c.MFU_LORA.assumption(f"{c.MFU_LORA.value:.0%}"))
+    return out
+
+
+def _full_training_assumptions(wl: Workload, best) -> list[Assumption]:
+    """Full training: the training state and the utilisation."""
+    out = []
+    mode = wl.state_mode
+    text = {
+        "mixed": "16-bit weights and gradients, fp32 master weights and optimizer",
+        "pure16": "everything 16-bit, as torchtune trains",
+        "fp32": "everything fp32",
+    }[mode]
+    out.append(c.ZERO_MIXED_ADAM.assumption(f"{text}; optimizer {wl.optimizer}"))
+    out.append(c.TRAIN_FLOPS_PER_PARAM.assumption())
+    util = best.utilisation if best is not None else None
+    if util is not None:
+        out.append(
+            _built(
+                Assumption,
+                name="Utilisation (recommended option)",
+                value=f"{util.value:.0%} of the dense peak, applied to the FLOPs "
+                "executed (recomputation included)",
+                source=util.source,
+            )
+        )
+    out.append(
+        _built(
+            Assumption,
+            name="Utilisation (every option)",
+            value="the nearest catalog benchmark on the same accelerator or "
+            "generation, moved to this model by the per-layer roofline; else the "
+            "generation's documented default (each option names which)",
+            source="advisor/engine/speed.py; docs/engine.md, 'Compute'",
+        )
+    )
+    out.append(c.ELEMENTWISE_BYTES_PER_WIDTH.assumption())
+    return out
+
+
+def _inference_assumptions(
+    request: EstimateRequest, shape: ModelShape, wl: Workload
+) -> list[Assumption]:
+    """Generation length, prefill utilisation and decoding speed."""
+    out = []
+    out.append(
+        _built(
+            Assumption,
+            name="Generation",
+            value=f"prompt {wl.seq_len:,} + {wl.new_tokens:,} generated tokens per request"
+            + (" (default)" if request.new_tokens is None else "")
+            + f"; KV cache in {wl.compute_dtype} with {shape.num_kv_heads} KV heads",
+            source="KV cache = 2 x layers x KV heads x head dim x tokens x batch x bytes",
+        )
+    )
+    out.append(c.MFU_PREFILL.assumption(f"{c.MFU_PREFILL.value:.0%}"))
+    library = decode_speed(wl.decode_framework)
+    out.append(
+        _built(
+            Assumption,
+            name="Decoding speed",
+            value=f"{library.bandwidth_fraction:.0%} of the memory bandwidth per step"
+            + (
+                f", plus {library.per_layer_overhead_s * 1e3:.2f} ms of host time per "
+                "layer and step (no CUDA graphs)"
+                if library.per_layer_overhead_s
+                else ""
+            ),
+            source=library.source,
+        )
+    )
+    return out
