@@ -12,6 +12,7 @@ fits with headroom in the fewest GPU hours wins; the tensor-parallel collectives
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from advisor.engine import offload
 from advisor.engine import tensor_parallel as tp_layout
@@ -28,6 +29,7 @@ from advisor.engine.models import (
 )
 from advisor.engine.options import NodeFacts, gb, trusted
 from advisor.engine.recipe import Choice
+from advisor.engine.words import plural
 
 
 class ParallelPlanning:
@@ -97,17 +99,27 @@ class ParallelPlanning:
         """(GPU count, recipe, GPU hours, fewest that fit, fewest with headroom, breakdown,
         Recipe, the recipe's reasons, ruled out): training's tensor parallelism picks its
         degree here; every other strategy is sized as it is."""
-        ruled_out = False
         if self.training and strategy == "tensor_parallel":
             planned = self.plan_tensor_parallel(f, reasons)
             if planned is not None:
                 return (*planned, False)
-            ruled_out = True
-            allowed = (f.counts[-1],)
-            reasons.append(self.no_tensor_parallel(f))
+            return self.ruled_out_tensor_parallel(f, reasons)
         n, choice, gpu_hours, n_fit, n_head = self.plan(f, strategy, allowed, reasons)
         breakdown, recipe, recipe_reasons = self.breakdown(strategy, n, choice, f.extra)
-        return n, choice, gpu_hours, n_fit, n_head, breakdown, recipe, recipe_reasons, ruled_out
+        return n, choice, gpu_hours, n_fit, n_head, breakdown, recipe, recipe_reasons, False
+
+    def ruled_out_tensor_parallel(self, f: NodeFacts, reasons: list[str]) -> tuple:
+        """`plan_layout` for a node that allows no tensor-parallel degree: the option says
+        why and carries no recipe, GPU hours or cost. Sized as "tensor_parallel" over every
+        GPU, as inference shards, it would price a layout training cannot run (tp = every
+        GPU allowed, e.g. 512, with heads that do not split). The memory breakdown is still
+        filled (an option needs one); the option neither fits nor is eligible."""
+        reasons.append(self.no_tensor_parallel(f))
+        untimed = replace(f, timed=False, assumes=None)
+        allowed = (f.counts[-1],)
+        n, choice, _, n_fit, n_head = self.plan(untimed, "tensor_parallel", allowed, reasons)
+        breakdown, _, _ = self.breakdown("tensor_parallel", n, choice, f.extra)
+        return n, choice, None, n_fit, n_head, breakdown, None, [], True
 
     def plan_tensor_parallel(self, f: NodeFacts, reasons: list[str]) -> tuple | None:
         """(GPU count, recipe, GPU hours, fewest that fit, fewest with headroom, breakdown,
@@ -183,16 +195,20 @@ class ParallelPlanning:
 
     def no_tensor_parallel(self, f: NodeFacts) -> str:
         gpn = f.node.gpus_per_node
+        heads, kv_heads = self.shape.num_attention_heads, self.shape.num_kv_heads
+        # Megatron splits whole key/value groups too (plan_tensor_parallel): with one key/value
+        # head (multi-query attention, e.g. StarCoder) no degree above 1 works on any node.
+        split = f"{heads} attention heads" + (
+            f" and {plural(kv_heads, 'key/value head')}" if kv_heads != heads else ""
+        )
         if self.pinned_tp:
             return (
                 f"tensor parallel {self.pinned_tp} needs {self.pinned_tp} GPUs in one node that "
-                f"split the {self.shape.num_attention_heads} attention heads evenly; "
-                f"{f.node.name} has {gpn} per node."
+                f"split the {split} evenly; {f.node.name} has {gpn} per node."
             )
         return (
             f"tensor parallelism needs at least 2 GPUs in one node that split the "
-            f"{self.shape.num_attention_heads} attention heads evenly; {f.node.name} has "
-            f"{gpn} per node."
+            f"{split} evenly; {f.node.name} has {gpn} per node."
         )
 
 

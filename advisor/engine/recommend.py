@@ -417,7 +417,12 @@ class Evaluation(OptionWriting, ParallelPlanning):
         hard = hard or ruled_out
         need = breakdown.total_bytes
         reasons.extend(recipe_reasons)
-        fits, headroom = self.memory_reasons(f, strategy, n, choice, need, n_fit, n_head, reasons)
+        if ruled_out:  # no layout to fit (parallel_options.ruled_out_tensor_parallel)
+            fits = headroom = False
+        else:
+            fits, headroom = self.memory_reasons(
+                f, strategy, n, choice, need, n_fit, n_head, reasons
+            )
         if self.splits_heads and strategy == "tensor_parallel":
             heads, kv_heads = self.shape.num_attention_heads, self.shape.num_kv_heads
             if heads % n or kv_heads % n and kv_heads > n:

@@ -192,3 +192,31 @@ def test_a_tensor_parallel_recommendation_states_its_link_assumption():
     assumed = named["Tensor-parallel all-reduces"]
     assert "300 GB/s per GPU (NVLink, H100 scaled from A100 by link count)" in assumed.value
     assert "nccl-tests" in assumed.source
+
+
+def test_tensor_parallel_ruled_out_by_a_single_key_value_head_carries_no_gpu_hours():
+    """StarCoder has one key/value head (multi-query attention): no tensor-parallel degree
+    splits it, so training's tensor-parallel options are ruled out and say why. They used to
+    be priced as tensor parallel over every GPU allowed (the inference layout), an impossible
+    layout with GPU hours, wall time and a charge; now they carry none of those and do not
+    claim to fit."""
+    result = run("bigcode__starcoder", framework="torchtune")
+    tp = [o for o in result.options if o.strategy == "tensor_parallel"]
+    assert tp, "torchtune trains with tensor parallelism, so the layout is tried"
+    for option in tp:
+        assert not option.eligible
+        assert not option.fits
+        assert not option.headroom
+        assert "48 attention heads and 1 key/value head evenly" in " ".join(option.reasons)
+        assert option.gpu_hours is None
+        assert option.requested_gpu_hours is None
+        assert option.wall_hours is None
+        assert option.cost is None
+        assert option.charge.total is None
+        assert option.recipe is None
+    assert all(o.recipe.tp == 1 for o in result.options if o.recipe is not None)
+    assert result.recommendation is not None
+    assert result.recommendation.strategy != "tensor_parallel"
+    # What the API returns: the ruled-out options survive the JSON round trip unpriced.
+    again = type(result).model_validate_json(result.model_dump_json())
+    assert all(o.gpu_hours is None for o in again.options if o.strategy == "tensor_parallel")
