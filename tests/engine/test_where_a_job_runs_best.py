@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from advisor.engine import estimate
-from advisor.engine.models import ChargeRateSpec, EstimateRequest, RankingPolicySpec
+from advisor.engine.models import ChargeRateSpec, EstimateRequest
 from bench.engine_rankings import catalog_from_file
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
@@ -194,20 +194,17 @@ def test_staff_charge_rates_and_tie_breaker_order_change_the_ranking():
     request = {"config": GPT3_1_3B, "task": "pretrain", "tokens": 26 * 10**9}
     base = run(**request)
     assert base.recommendation.accelerator == "a100-80-sxm4"
-    # The institute counts its H100 PCIe hours as cheap: Stanage's H100 now wins on cost.
+    # The institute counts its H100 PCIe hours as cheap: Stanage's H100 now wins on cost. The
+    # data file's other rates (cloud-equivalent defaults) stay.
+    policy = default_catalog().ranking
+    rates = [r for r in policy.charge_rates if r.accelerator != "h100-80-pcie"]
+    rates.append(
+        ChargeRateSpec(
+            accelerator="h100-80-pcie", rate_per_gpu_hour=1.0, currency="USD", source="test rate"
+        )
+    )
     cheap_h100 = default_catalog().model_copy(
-        update={
-            "ranking": RankingPolicySpec(
-                charge_rates=[
-                    ChargeRateSpec(
-                        accelerator="h100-80-pcie",
-                        rate_per_gpu_hour=1.0,
-                        currency="USD",
-                        source="test rate",
-                    )
-                ]
-            )
-        }
+        update={"ranking": policy.model_copy(update={"charge_rates": rates})}
     )
     cheap = run(cheap_h100, **request)
     assert cheap.recommendation.accelerator == "h100-80-pcie"
@@ -215,7 +212,7 @@ def test_staff_charge_rates_and_tie_breaker_order_change_the_ranking():
     assert cheap.recommendation.charge.rate_per_gpu_hour == 1.0
     # Fewest GPUs first: the profile's order is stated in the objective.
     fewest = default_catalog().model_copy(
-        update={"ranking": RankingPolicySpec(tie_breakers=["gpus", "cost"])}
+        update={"ranking": policy.model_copy(update={"tie_breakers": ["gpus", "cost"]})}
     )
     result = run(fewest, **request)
     assert result.objective.startswith(
@@ -239,7 +236,7 @@ def test_alternatives_come_from_the_engine_one_per_system_and_gpu():
 @pytest.mark.parametrize("tie", ["deadline", "cost", "gpu_class", "queue", "gpus"])
 def test_every_tie_breaker_can_lead(tie):
     catalog = default_catalog().model_copy(
-        update={"ranking": RankingPolicySpec(tie_breakers=[tie])}
+        update={"ranking": default_catalog().ranking.model_copy(update={"tie_breakers": [tie]})}
     )
     result = run(catalog, config=GPT3_1_3B, task="pretrain", tokens=10**9)
     assert result.recommendation is not None
