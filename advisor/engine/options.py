@@ -41,6 +41,13 @@ class Costs(NamedTuple):
     charged: float | None  # at the charge rate the ranking uses
 
 
+# Why a limited system's option sits below the available ones (ranking.RankKey.limited).
+LIMITED_RANKS_AFTER = (
+    "Options on fully available systems are ranked before it; it is offered for when none of "
+    "them can run the job."
+)
+
+
 def trusted(cls, values: dict):
     """Build a pydantic model from values the engine computed itself, every field present.
 
@@ -213,6 +220,7 @@ class OptionWriting:
             )
         if f.limited is not None:
             reasons.append(f.limited)
+            reasons.append(LIMITED_RANKS_AFTER)
         if requested is not None and f.trial and requested <= f.trial:
             reasons.append(
                 f"{requested:.0f} GPU hours fit within {f.system.display_name}'s trial "
@@ -279,6 +287,7 @@ class OptionWriting:
             "supported": f.supported,
             "software_reasons": f.software_reasons,
             "recipe": recipe,
+            "queue_guidance": system.queue_guidance or None,
         }
         sort_key = self.rank_key(f, strategy, n, need, costs, headroom, eligible)
         return Candidate(
