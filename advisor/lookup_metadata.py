@@ -1,6 +1,6 @@
 """What a lookup stores about a model's size, whether the Hub or a local config.json gave it.
 
-No Hub calls here (advisor/hub.py makes those): the choice between the architecture's count
+No Hub calls here (advisor/hub/ makes those): the choice between the architecture's count
 and the Hub's stored count, and the metadata built from a bundled or staff config.json.
 """
 

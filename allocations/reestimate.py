@@ -6,6 +6,10 @@ and the old one kept in the snapshot's history, so staff see both. Where the eng
 size the work there (a secure environment without listed hardware, nothing fits), the old
 estimate stays and the request page says plainly it was made for another system
 (selectors.other_facility).
+
+Such a refusal is recorded once in the snapshot (`facility_rerun_declined`: the facility, the
+catalog version and the reason), and the engine is not run again on every later save until
+the facility or the catalog changes.
 """
 
 from __future__ import annotations
@@ -17,10 +21,13 @@ from django.utils import timezone
 
 from allocations.estimates import EstimateUnavailable, estimate_rerun
 from allocations.models import AllocationEvent, AllocationRequest
+from catalog.models import CatalogVersion
 from catalog.selectors import system_display_name
 
 # The parts of a snapshot an earlier estimate keeps in the history.
 _KEPT = ("request", "result", "engine_version", "project_plan")
+# Where a re-run that could not size the work for the new facility is recorded, with why.
+DECLINED = "facility_rerun_declined"
 
 
 def _recommended_system(snapshot: dict[str, Any]) -> str:
@@ -83,15 +90,23 @@ def estimate_for_facility(
         return None
     if allocation_request.system_id is None or not snapshot.get("request"):
         return None  # not a catalog system, or nothing to re-run
+    attempt = {"facility": facility, "catalog_version": CatalogVersion.objects.current()}
+    declined = snapshot.get(DECLINED) or {}
+    if all(declined.get(key) == value for key, value in attempt.items()):
+        return None  # already tried against this catalog: the reason is recorded
     inputs = {**snapshot["request"], "accelerator": None, "num_gpus": None}
     try:
         result = estimate_rerun(
             snapshot={**snapshot, "request": inputs}, changes={"system": facility}
         )
-    except EstimateUnavailable:
+    except EstimateUnavailable as exc:
+        _record_declined(allocation_request, attempt, reason=str(exc))
         return None
     if _recommended_system({"result": result}) != facility:
-        return None  # no fitting option there: keep the estimate the researcher saw
+        # No fitting option there: keep the estimate the researcher saw.
+        reason = f"No option on {system_display_name(facility)} fits the work."
+        _record_declined(allocation_request, attempt, reason=reason)
+        return None
     earlier = {key: snapshot.get(key) for key in _KEPT}
     earlier["system"] = estimated_for
     earlier["replaced_at"] = timezone.now().isoformat()
@@ -103,6 +118,7 @@ def estimate_for_facility(
         "project_plan": _plan_for(allocation_request, result),
         "history": [*(snapshot.get("history") or []), earlier],
     }
+    new_snapshot.pop(DECLINED, None)
     allocation_request.estimate_snapshot = new_snapshot
     allocation_request.engine_version = new_snapshot["engine_version"][:40]
     system_name = allocation_request.system.display_name
@@ -119,3 +135,11 @@ def estimate_for_facility(
         to_status=allocation_request.status,
         message=note,
     )
+
+
+def _record_declined(
+    allocation_request: AllocationRequest, attempt: dict[str, Any], *, reason: str
+) -> None:
+    """Note in the snapshot (saved by the caller) why the facility's re-run was not used."""
+    snapshot = allocation_request.estimate_snapshot or {}
+    allocation_request.estimate_snapshot = {**snapshot, DECLINED: {**attempt, "reason": reason}}

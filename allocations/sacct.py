@@ -28,6 +28,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 
+from allocations.json_upload import load_json_upload
+
 MAX_FILE_BYTES = 50 * 1024 * 1024  # a year of a busy cluster's jobs in JSON is tens of MB
 REQUIRED_PIPE = ("JobID", "Account", "Start", "AllocTRES")
 # Rows whose JobID names a step (123.batch, 123.extern, 123.0): their time is the job's.
@@ -87,6 +89,20 @@ def sacct_parse(raw: bytes, *, cluster: str = "", tz: tzinfo = UTC) -> SacctFile
     if stripped.startswith("{"):
         return _parse_json(stripped, cluster=cluster)
     return _parse_pipe(text, cluster=cluster, tz=tz)
+
+
+def _started_with_account(
+    parsed: SacctFile, where: str, *, start: object, account: str, state: str
+) -> bool:
+    """Whether a row is a job to count; a job that never started (no start time) or names no
+    account used no allocation, so it is noted in `parsed.skipped` with why."""
+    if not start:
+        parsed.skipped.append(f"{where}: never started ({state or 'no state'})")
+        return False
+    if not account:
+        parsed.skipped.append(f"{where}: no account")
+        return False
+    return True
 
 
 # --- sacct --json -------------------------------------------------------------------------------
@@ -172,14 +188,12 @@ def _timestamp(value: int | None) -> datetime | None:
 
 
 def _parse_json(text: str, *, cluster: str) -> SacctFile:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SacctError(
-            [f"line {exc.lineno}, column {exc.colno}: not valid JSON ({exc.msg})"]
-        ) from None
-    except RecursionError:
-        raise SacctError(["The JSON is nested too deeply to be a sacct export."]) from None
+    doc = load_json_upload(
+        text,
+        error=SacctError,
+        not_json="line {line}, column {column}: not valid JSON ({msg})",
+        too_deep="The JSON is nested too deeply to be a sacct export.",
+    )
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
         raise SacctError(["jobs: missing; this is not the output of sacct --json."])
     meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
@@ -224,11 +238,7 @@ def _parse_json(text: str, *, cluster: str) -> SacctFile:
         if row_errors:
             errors.extend(row_errors)
             continue
-        if not start:
-            parsed.skipped.append(f"{where}: never started ({state_text or 'no state'})")
-            continue
-        if not account:
-            parsed.skipped.append(f"{where}: no account")
+        if not _started_with_account(parsed, where, start=start, account=account, state=state_text):
             continue
         parsed.jobs.append(
             SacctJob(
@@ -308,8 +318,8 @@ def _local_datetime(value: str, tz: tzinfo) -> datetime | None:
     return parsed.replace(tzinfo=tz) if parsed.tzinfo is None else parsed
 
 
-def _parse_pipe(text: str, *, cluster: str, tz: tzinfo) -> SacctFile:
-    lines = text.splitlines()
+def _pipe_header(lines: list[str]) -> tuple[int, list[str]]:
+    """(index of the header line, its field names), or the SacctError saying what to add."""
     header_index = next((i for i, line in enumerate(lines) if line.strip()), None)
     header = [h.strip() for h in lines[header_index].split("|")]
     if "JobID" not in header:
@@ -327,6 +337,12 @@ def _parse_pipe(text: str, *, cluster: str, tz: tzinfo) -> SacctFile:
         raise SacctError(
             [f"line {header_index + 1}: the header lacks {', '.join(missing)}: add to --format"]
         )
+    return header_index, header
+
+
+def _parse_pipe(text: str, *, cluster: str, tz: tzinfo) -> SacctFile:
+    lines = text.splitlines()
+    header_index, header = _pipe_header(lines)
     column = {name: header.index(name) for name in header}
     parsed = SacctFile(file_format="sacct_pipe")
     errors: list[str] = []
@@ -383,11 +399,7 @@ def _parse_pipe(text: str, *, cluster: str, tz: tzinfo) -> SacctFile:
             errors.extend(row_errors)
             continue
         state = get("State").split()[0] if get("State") else ""
-        if start is None:
-            parsed.skipped.append(f"{where}: never started ({state or 'no state'})")
-            continue
-        if not account:
-            parsed.skipped.append(f"{where}: no account")
+        if not _started_with_account(parsed, where, start=start, account=account, state=state):
             continue
         parsed.jobs.append(
             SacctJob(

@@ -259,46 +259,37 @@ def allocation_request_withdraw(*, allocation_request, researcher, message: str 
     )
 
 
-def allocation_request_approve(
-    *,
-    allocation_request,
-    reviewer,
-    granted_gpu_hours: int | None = None,
-    message: str = "",
-    note: str = "",
-) -> AllocationRequest:
-    return allocation_request_transition(
-        allocation_request=allocation_request,
-        action="approve",
-        actor=reviewer,
-        granted_gpu_hours=granted_gpu_hours,
-        message=message,
-        note=note,
-    )
+def _staff_decision(action: str):
+    """The service for one of the table's staff decisions: the reviewer is the actor, and the
+    transition (who, from where, whether a message is required) is TRANSITIONS[action]."""
+    transition = TRANSITIONS[action]
+    assert transition.by_staff, action
+
+    def decide(
+        *,
+        allocation_request,
+        reviewer,
+        message: str = "",
+        note: str = "",
+        granted_gpu_hours: int | None = None,
+    ) -> AllocationRequest:
+        return allocation_request_transition(
+            allocation_request=allocation_request,
+            action=action,
+            actor=reviewer,
+            message=message,
+            note=note,
+            granted_gpu_hours=granted_gpu_hours,  # only an approval keeps it (_transition_set)
+        )
+
+    decide.__name__ = decide.__qualname__ = f"allocation_request_{action}"
+    decide.__doc__ = f"Staff {action.replace('_', ' ')} a pending request: TRANSITIONS[{action!r}]."
+    return decide
 
 
-def allocation_request_request_changes(
-    *, allocation_request, reviewer, message: str, note: str = ""
-) -> AllocationRequest:
-    return allocation_request_transition(
-        allocation_request=allocation_request,
-        action="request_changes",
-        actor=reviewer,
-        message=message,
-        note=note,
-    )
-
-
-def allocation_request_reject(
-    *, allocation_request, reviewer, message: str, note: str = ""
-) -> AllocationRequest:
-    return allocation_request_transition(
-        allocation_request=allocation_request,
-        action="reject",
-        actor=reviewer,
-        message=message,
-        note=note,
-    )
+allocation_request_approve = _staff_decision("approve")
+allocation_request_request_changes = _staff_decision("request_changes")
+allocation_request_reject = _staff_decision("reject")
 
 
 def allocation_request_is_closed(allocation_request: AllocationRequest) -> bool:

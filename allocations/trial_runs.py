@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from advisor.engine.words import plural
+from allocations.json_upload import load_json_upload
 from catalog_schema import Precision, Task
 
 HELPER_PATH = Path(__file__).resolve().parent / "helper" / "trial_run.py"
@@ -142,14 +143,12 @@ def trial_run_parse(raw: bytes) -> TrialRunReport:
         ) from None
     if "\x00" in text or "\\u0000" in text:
         raise TrialRunInvalid(["The file holds a NUL character; it cannot be a helper's JSON."])
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TrialRunInvalid(
-            [f"The file is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})."]
-        ) from None
-    except RecursionError:
-        raise TrialRunInvalid(["The file is nested too deeply to be a helper's JSON."]) from None
+    data = load_json_upload(
+        text,
+        error=TrialRunInvalid,
+        not_json="The file is not valid JSON (line {line}, column {column}: {msg}).",
+        too_deep="The file is nested too deeply to be a helper's JSON.",
+    )
     if not isinstance(data, dict):
         raise TrialRunInvalid(["The file must hold one JSON object, as the helper writes."])
     try:  # a lone surrogate (\ud800) parses but cannot be stored as UTF-8

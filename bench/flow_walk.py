@@ -25,31 +25,11 @@ from django.test import Client  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
 from advisor.models import AdvisorSession  # noqa: E402
+from tests.support.walks import CPU_SCRAPING, LORA_7B, changed  # noqa: E402
 
-LORA = [
-    ("work_kind", "lora"),
-    ("model", ""),
-    ("model_params", "7"),
-    ("precision", "bf16"),
-    ("batch_size", "4"),
-    ("seq_len", "2048"),
-    ("dataset_tokens", "20"),
-    ("epochs", "3"),
-    ("num_gpus", ""),
-    ("data_sensitivity", "public"),
-    ("timeline", ""),
-    ("hpc_experience", "some"),
-    ("azure", "no"),
-    ("notebooks", "no"),
-]
-CPU = [
-    ("work_kind", "cpu"),
-    ("cpu_data_size", "20"),
-    ("cpu_interactive", "yes"),
-    ("data_sensitivity", "public"),
-    ("timeline", ""),
-    ("hpc_experience", "none"),
-]
+# The bench walks the LoRA path without the library and plan questions, as it always has.
+LORA = changed(LORA_7B, framework_training=None, project_plan=None)
+CPU = CPU_SCRAPING
 
 
 def run(name: str, answers, rounds: int = 5) -> None:

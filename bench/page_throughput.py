@@ -35,24 +35,8 @@ DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/allocation_triage_bench"
 TARGET_SHARE = 0.30
 TARGET_P99_MULTIPLE = 3.0
 
-LORA = [
-    ("work_kind", "lora"),
-    ("model", ""),
-    ("model_params", "7"),
-    ("precision", "bf16"),
-    ("framework_training", "not_sure"),
-    ("batch_size", "4"),
-    ("seq_len", "2048"),
-    ("dataset_tokens", "20"),
-    ("epochs", "3"),
-    ("num_gpus", ""),
-    ("project_plan", "suggested"),
-    ("data_sensitivity", "public"),
-    ("timeline", ""),
-    ("hpc_experience", "some"),
-    ("azure", "no"),
-    ("notebooks", "no"),
-]
+sys.path.insert(0, str(ROOT))  # the walk is the tests' own (tests/support/walks.py)
+from tests.support.walks import LORA_7B as LORA  # noqa: E402
 
 # The flowchart step measured: the dataset-size question, with every earlier one answered.
 MEASURED = [name for name, _value in LORA].index("dataset_tokens")

@@ -274,12 +274,21 @@ class CatalogFile(_In):
     charge_rates: list[ChargeRateIn] = Field(default_factory=list)
 
     def to_spec(
-        self, *, shared_benchmarks: Sequence[BenchmarkIn] = (), include_retired: bool = False
+        self,
+        *,
+        shared_benchmarks: Sequence[BenchmarkIn] = (),
+        shared_accelerators: Sequence[AcceleratorIn] = (),
+        include_retired: bool = False,
     ) -> CatalogSpec:
         """The engine's catalog from this file without a database: what
         advisor.engine_catalog.engine_catalog() builds from the rows after `manage.py
         load_catalog` (and `load_benchmarks` for `shared_benchmarks`), in the same order.
-        Retired systems and node types are left out unless `include_retired`."""
+        Retired systems and node types are left out unless `include_retired`.
+
+        Accelerators are shared by every profile, so a shared benchmark on an accelerator
+        another file defined (the default profile's H100, which bin/dev loads first) reaches
+        this profile's engine too: pass that file's accelerators as `shared_accelerators`
+        (this file's own records win; the files keep identical ones)."""
         position = {name: i for i, name in enumerate(self.tools)}
         systems = [
             _system_spec(system, include_retired=include_retired, tool_position=position)
@@ -287,7 +296,7 @@ class CatalogFile(_In):
             if include_retired or system.status != "retired"
         ]
         names = {system.name for system in systems}
-        by_name = {acc.name: acc for acc in self.accelerators}
+        by_name = {acc.name: acc for acc in [*shared_accelerators, *self.accelerators]}
         benchmarks = [
             bench
             for bench in [*self.benchmarks, *shared_benchmarks]

@@ -6,7 +6,7 @@ these models: `advisor.engine_catalog` maps them to the engine's frozen pydantic
 app imports nothing from `advisor`.
 
 Every write to a catalog table (a save, a delete, a bulk update, an M2M change) replaces
-`CatalogVersion.stamp` in the same transaction (catalog/signals.py and `CatalogQuerySet`), so
+`CatalogVersion.stamp` in the same transaction (catalog/versioning.py, catalog/signals.py), so
 readers that cache what they built from the catalog know when to build it again.
 
 Profiles: a profile is one institute's view (the Turing's "default", "lancaster", "uva").
@@ -17,13 +17,17 @@ loaded. The advisor and the /catalog/ page show the active profile's systems.
 
 from __future__ import annotations
 
-import uuid
-
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
 import catalog_schema
+from catalog.versioning import (  # noqa: F401 - re-exported: Django finds models in catalog.models
+    CatalogManager,
+    CatalogQuerySet,
+    CatalogVersion,
+    CatalogVersionManager,
+)
 
 
 def _empty_or(field: str, *, name: str, **bound: float) -> models.CheckConstraint:
@@ -55,67 +59,6 @@ def validate_json_has_no_nul(value) -> None:
     """PostgreSQL's jsonb refuses \\u0000, so a NUL typed into the admin would be a 500."""
     if _holds_nul(value):
         raise ValidationError("Remove the NUL character (\\u0000): it cannot be stored.")
-
-
-class CatalogVersionManager(models.Manager):
-    def current(self) -> str | None:
-        """The stamp of the catalog as it is now; None before the first catalog write."""
-        return self.filter(pk=CatalogVersion.SINGLETON).values_list("stamp", flat=True).first()
-
-    def bump(self) -> str:
-        """A new stamp, in the caller's transaction: a rollback restores the old stamp with the
-        old rows, and a random stamp is never reused, so a cache keyed by it is never stale."""
-        stamp = uuid.uuid4().hex
-        if not self.filter(pk=CatalogVersion.SINGLETON).update(stamp=stamp):
-            self.update_or_create(pk=CatalogVersion.SINGLETON, defaults={"stamp": stamp})
-        return stamp
-
-
-class CatalogVersion(models.Model):
-    """One row whose stamp changes with every write to the catalog's tables."""
-
-    SINGLETON = 1
-    stamp = models.CharField(max_length=32)
-    objects = CatalogVersionManager()
-
-    def __str__(self) -> str:
-        return self.stamp
-
-
-class CatalogQuerySet(models.QuerySet):
-    """Bulk writes skip the model signals, so they change the catalog version here."""
-
-    def update(self, **kwargs):
-        rows = super().update(**kwargs)
-        if rows:
-            CatalogVersion.objects.bump()
-        return rows
-
-    update.alters_data = True
-
-    def delete(self):
-        deleted = super().delete()
-        if deleted[0]:
-            CatalogVersion.objects.bump()
-        return deleted
-
-    delete.alters_data = True
-    delete.queryset_only = True
-
-    def bulk_create(self, objs, *args, **kwargs):
-        created = super().bulk_create(objs, *args, **kwargs)
-        if created:
-            CatalogVersion.objects.bump()
-        return created
-
-    def bulk_update(self, objs, fields, *args, **kwargs):
-        rows = super().bulk_update(objs, fields, *args, **kwargs)
-        if rows:
-            CatalogVersion.objects.bump()
-        return rows
-
-
-CatalogManager = models.Manager.from_queryset(CatalogQuerySet)
 
 
 TIE_BREAKERS = catalog_schema.DEFAULT_TIE_BREAKERS

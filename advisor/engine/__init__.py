@@ -17,7 +17,7 @@ from advisor.engine.compute import training_flops_per_token
 from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import framework_for
 from advisor.engine.justification import draft
-from advisor.engine.memory import PHASES, Workload, memory_per_gpu
+from advisor.engine.memory import PHASES, Workload, kv_cache_copies, memory_per_gpu
 from advisor.engine.models import (
     Assumption,
     CatalogSpec,
@@ -347,6 +347,13 @@ def _assumptions(
                 "training step: activations peak after forward, gradients after backward)",
             )
         )
+    if not wl.training and kv_cache_copies(shape, wl) > 1:
+        out.append(
+            c.LEGACY_KV_CACHE_COPIES.assumption(
+                "2 KV caches at the peak: the model runs its own code (config.json auto_map, "
+                "trust_remote_code=True), which rebuilds a tuple cache every step"
+            )
+        )
     if wl.weight_format == "int4":
         nf4 = c.NF4_DOUBLE_QUANT if wl.double_quant else c.NF4_CONSTANTS
         default = " (default)" if request.double_quant is None else ""
@@ -361,7 +368,15 @@ def _assumptions(
             else ("selective recomputation" if wl.selective_recompute else "all layers kept")
         )
         out.append(c.KORTHIKANTI.assumption(f"{activ}; flash attention {wl.flash_attention}"))
-        if wl.logits_per_entry is None:
+        if wl.logits_per_entry is None and shape.remote_code and not wl.autocast:
+            out.append(
+                c.LOGITS_REMOTE_CODE_BYTES.assumption(
+                    f"{c.LOGITS_REMOTE_CODE_BYTES.value:g} bytes per token x vocabulary entry: "
+                    "the model's own code (config.json auto_map, trust_remote_code=True) "
+                    "computes the loss on 16-bit logits"
+                )
+            )
+        elif wl.logits_per_entry is None:
             out.append(c.LOGITS_TRAINING_BYTES.assumption())
         else:
             out.append(

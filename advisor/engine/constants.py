@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.engine.models import Assumption
+from advisor.engine.models import Assumption, trusted
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,8 +22,8 @@ class Constant:
 
     def assumption(self, value_text: str | None = None) -> Assumption:
         text = value_text if value_text is not None else f"{self.value:g} {self.unit}".strip()
-        return Assumption.model_construct(
-            name=self.name, value=f"{text} ({self.why})", source=self.source
+        return trusted(
+            Assumption, {"name": self.name, "value": f"{text} ({self.why})", "source": self.source}
         )
 
 
@@ -148,6 +148,32 @@ LOGITS_TRAINING_BYTES = Constant(
     "Hugging Face transformers causal-LM heads upcast the logits to fp32 before the "
     "cross-entropy (2 bytes 16-bit logits + 4 fp32 copy + 4 fp32 log-softmax kept for backward)",
     "a 32k-256k vocabulary makes the logits one of the largest tensors",
+)
+LOGITS_REMOTE_CODE_BYTES = Constant(
+    "Logits and loss buffers (model's own code, no autocast)",
+    4,
+    "bytes per (token x vocabulary entry) in 16-bit training without autocast",
+    "Qwen-7B's modeling_qwen.py (QWenLMHeadModel.forward, as published with the model; copy in "
+    "alibaba/MNN transformers/llm/export/llm_models/Qwen-1_8B/modeling_qwen.py): "
+    "CrossEntropyLoss on `lm_logits[..., :-1, :].contiguous()` with no `.float()`: 2 bytes of "
+    "16-bit logits + 2 of 16-bit log-softmax kept for backward, counted as "
+    "LOGITS_TRAINING_BYTES counts (the transient shifted copy left out). Under torch.autocast "
+    "cross_entropy runs in fp32 anyway (PyTorch AMP docs, 'CUDA ops that can autocast to "
+    "float32'), so there the Transformers figure applies",
+    "remote code written before transformers upcast the logits computes the loss in 16-bit "
+    "when the library casts the model itself (DeepSpeed fp16/bf16)",
+)
+LEGACY_KV_CACHE_COPIES = Constant(
+    "KV cache copies alive (model's own code)",
+    2,
+    "caches at the end of a generation step",
+    "modeling_qwen.py QWenAttention.forward (copy in alibaba/MNN, path as above): "
+    "`key = torch.cat((past_key, key), dim=1)`; `present = (key, value)`: every step builds a "
+    "new tuple cache while generate() still holds the previous step's past_key_values until "
+    "the forward returns. transformers' own models since v4.36 use DynamicCache, which "
+    "replaces each layer's tensors as it goes (transformers cache_utils.DynamicCache.update), "
+    "so only about one cache is alive",
+    "a tuple cache rebuilt by torch.cat keeps the old and the new cache at the peak",
 )
 
 LORA_DROPOUT = Constant(

@@ -44,6 +44,10 @@ class Framework:
     # during the forward pass too; False: zero_grad(set_to_none=True) (PyTorch >= 2.0)
     # frees them after each optimizer step (memory.py, the phases of a step).
     keeps_gradients: bool = False
+    # True: 16-bit mixed precision is torch.autocast (fp32 weights, fp32 softmax, norms and
+    # loss); False: the library casts the model to fp16/bf16 and keeps fp32 master weights in
+    # its optimizer, with no autocast (DeepSpeed's fp16/bf16 modes, Megatron's Float16Module).
+    autocast: bool = True
     launcher: str  # how the sbatch script starts it
     source: str
     # Whether a 4-bit base keeps the LM head 4-bit too: False for transformers' bitsandbytes
@@ -147,6 +151,10 @@ TRAINING_FRAMEWORKS = {
         # ZeRO stage 1/2 copy gradients into a partition buffer kept across steps
         # (contiguous_gradients).
         keeps_gradients=True,
+        # DeepSpeedEngine._configure_distributed_model: `self.module.half()` /
+        # `.bfloat16()` when fp16/bf16 is enabled; torch.autocast only with the separate
+        # `torch_autocast` config section.
+        autocast=False,
         launcher="deepspeed",
         source="DeepSpeed config docs: bf16/fp16 modes keep fp32 master weights in the "
         "optimizer (ZeRO paper accounting); activation_checkpointing is off unless "
@@ -165,6 +173,8 @@ TRAINING_FRAMEWORKS = {
         # Megatron's DistributedDataParallel accumulates into a contiguous main_grad buffer
         # allocated at start-up and zeroed, not freed, between steps.
         keeps_gradients=True,
+        # Float16Module casts the model to fp16/bf16 (megatron/core/transformer/module.py).
+        autocast=False,
         launcher="torchrun",
         source="Megatron-LM arguments (--recompute-granularity selective|full; Korthikanti "
         "et al. 2022, arXiv:2205.05198 section 4 for selective recomputation); "

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from advisor.engine.constants import MEMORY_MARGIN
 from advisor.engine.models import AcceleratorSpec, Assumption, SystemSpec
+from advisor.engine.words import gigabytes
 
 HOURS_PER_MONTH = 730
 HOURS_PER_MONTH_SOURCE = (
@@ -66,10 +67,6 @@ class HostingPlan:
         return self.vm.total_price if self.vm else None
 
 
-def _gb(n_bytes: float) -> str:
-    return f"{n_bytes / 1e9:,.1f} GB"
-
-
 def _money(amount: float, currency: str) -> str:
     return f"{amount:,.0f} {currency}".strip() if amount >= 100 else f"{amount:,.2f} {currency}"
 
@@ -111,10 +108,13 @@ def hosting_plan(
             gpu_words, hold, have = f"{gpus} {acc.display_name} GPUs", "hold", "have"
         if fits:
             reason = (
-                f"{gpu_words} ({_gb(capacity)}) {hold} the {_gb(need)} needed, margin included."
+                f"{gpu_words} ({gigabytes(capacity)}) {hold} the {gigabytes(need)} needed, "
+                "margin included."
             )
         else:
-            reason = f"{gpu_words} {have} {_gb(capacity)}, less than the {_gb(need)} needed."
+            reason = (
+                f"{gpu_words} {have} {gigabytes(capacity)}, less than the {gigabytes(need)} needed."
+            )
         if per_month is not None:
             reason += f" {_money(per_month, system.currency)} a month."
         else:
@@ -160,8 +160,8 @@ def hosting_plan(
         Assumption(
             name="Memory needed",
             value=(
-                f"{_gb(weights_and_working_bytes)} for the model and its working memory at "
-                f"batch 1, plus {_gb(per_gpu_overhead_bytes)} per GPU, plus "
+                f"{gigabytes(weights_and_working_bytes)} for the model and its working memory at "
+                f"batch 1, plus {gigabytes(per_gpu_overhead_bytes)} per GPU, plus "
                 f"{MEMORY_MARGIN.value:.0%} margin; the model is split across the VM's GPUs"
             ),
             source=MEMORY_MARGIN.source,

@@ -8,6 +8,7 @@ from advisor.engine.models import AcceleratorSpec, EstimateRequest, Option, Syst
 from advisor.engine.recipe import LEVEL_WORDS, OPTIMIZER_WORDS
 from advisor.engine.shape import ModelShape
 from advisor.engine.words import (
+    gigabytes,
     hours,
     parameters,
     plural,
@@ -30,13 +31,6 @@ def _params(n: int) -> str:
     if n >= 1e9:
         return f"{n / 1e9:.2f} billion"
     return f"{n / 1e6:.0f} million"
-
-
-def _gb(value: int) -> str:
-    """Never "0.0 GB": a part too small to show at this precision says so."""
-    if 0 < value < 0.05e9:
-        return "under 0.1 GB"
-    return f"{value / 1e9:.1f} GB"
 
 
 def _about(value: float | None, unit: str) -> str:
@@ -102,9 +96,9 @@ def draft(
             ("CUDA context", mem.cuda_context),
             ("allocator reserve", mem.allocator_reserve),
         ]
-        listed = ", ".join(f"{name} {_gb(value)}" for name, value in pieces if value)
+        listed = ", ".join(f"{name} {gigabytes(value)}" for name, value in pieces if value)
         parts.append(
-            f"Memory per GPU comes to {_gb(mem.total_bytes)} ({listed}) against the "
+            f"Memory per GPU comes to {gigabytes(mem.total_bytes)} ({listed}) against the "
             f"{accelerator.memory_gb:g} GB of {with_article(accelerator.display_name)}, using "
             + (
                 "a single GPU."

@@ -113,6 +113,9 @@ class Workload:
     keeps_gradients: bool = False
     # The library that generates (frameworks.py key): its decoding speed (speed.decode_speed).
     decode_framework: str = "transformers"
+    # Whether 16-bit training runs under torch.autocast (False: DeepSpeed's and Megatron's
+    # fp16/bf16 modes cast the model itself, frameworks.Framework.autocast).
+    framework_autocast: bool = True
 
     @property
     def training(self) -> bool:
@@ -135,7 +138,12 @@ class Workload:
     @property
     def autocast(self) -> bool:
         """PyTorch AMP: 16-bit matmuls, fp32 softmax/norms (HF Trainer fp16/bf16=True)."""
-        return self.training and self.mixed_precision and self.compute_dtype != "fp32"
+        return (
+            self.training
+            and self.mixed_precision
+            and self.framework_autocast
+            and self.compute_dtype != "fp32"
+        )
 
 
 def lora_trainable_params(shape: ModelShape, wl: Workload) -> int:
@@ -367,6 +375,10 @@ def logits_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
             per = 12.0
         elif wl.logits_per_entry is not None:
             per = wl.logits_per_entry
+        elif shape.remote_code and not wl.autocast:
+            # The model's own forward has no fp32 upcast, and without autocast nothing casts
+            # the loss to fp32 (under autocast cross_entropy runs in fp32 all the same).
+            per = c.LOGITS_REMOTE_CODE_BYTES.value
         else:
             per = c.LOGITS_TRAINING_BYTES.value
         return b * s * v * per / tp
@@ -388,7 +400,14 @@ def kv_cache_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
     window = shape.sliding_window
     local = shape.sliding_layers if window and window < tokens else 0
     layer_tokens = (shape.num_layers - local) * tokens + local * (window or 0)
-    return layer_tokens * per_token * wl.batch_size * wl.act_bytes
+    return layer_tokens * per_token * wl.batch_size * wl.act_bytes * kv_cache_copies(shape, wl)
+
+
+def kv_cache_copies(shape: ModelShape, wl: Workload) -> float:
+    """Caches alive at the peak of generation: two where the model's own code returns a new
+    tuple cache each step (old and new alive together), else one (constants.py)."""
+    legacy = shape.remote_code and wl.new_tokens > 0 and wl.decode_framework == "transformers"
+    return c.LEGACY_KV_CACHE_COPIES.value if legacy else 1.0
 
 
 _SIXTEEN_BIT_PARAM_STRATEGIES = frozenset({"zero1", "zero2", "zero3", "fsdp", "zero3_offload"})
@@ -574,11 +593,12 @@ class MemoryModel:
         (`step_total`); this form never under-states it."""
         key = (strategy, n, level, optimizer)
         found = self._linear.get(key)
-        if found is not None:
-            return found
-        weights, grads, optim, constants, workspace, flow, context = self._layout(
-            strategy, n, level, optimizer
-        )
+        if found is None:
+            found = self._linear_of(key, self._layout(*key))
+        return found
+
+    def _linear_of(self, key: tuple, layout: tuple) -> tuple[float, float]:
+        weights, grads, optim, constants, workspace, flow, context = layout
         frag = 1 + c.ALLOCATOR_FRAGMENTATION.value
         static = (weights + optim + constants) * (1 + c.ALLOCATOR_STATIC_ROUNDING.value)
         fixed = context + static + (grads + workspace) * frag
@@ -592,10 +612,12 @@ class MemoryModel:
         key = (strategy, n, level, optimizer)
         found = self._phases.get(key)
         if found is None:
-            fixed, per_sample = self.linear(strategy, n, level, optimizer)
+            # One layout for both forms (the search asks for each layout's phases once).
+            layout = self._layout(*key)
+            fixed, per_sample = self._linear.get(key) or self._linear_of(key, layout)
             forward_fixed = optimizer_step = fixed
             if self.wl.training and not self.wl.keeps_gradients:
-                _, grads, _, _, workspace, _, _ = self._layout(strategy, n, level, optimizer)
+                grads, workspace = layout[1], layout[4]
                 frag = 1 + c.ALLOCATOR_FRAGMENTATION.value
                 without_grads = fixed - grads * frag
                 forward_fixed = without_grads + self._first_gradient(grads) * frag

@@ -9,8 +9,6 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from pydantic import BaseModel
-
 from advisor.engine import ranking
 from advisor.engine.layouts import STRATEGY_COMPLEXITY
 from advisor.engine.models import (
@@ -22,6 +20,7 @@ from advisor.engine.models import (
     PartitionSpec,
     Recipe,
     SystemSpec,
+    trusted,
 )
 from advisor.engine.recipe import Choice
 from advisor.engine.speed import Utilisation
@@ -48,30 +47,6 @@ LIMITED_RANKS_AFTER = (
 )
 
 
-def trusted(cls, values: dict):
-    """Build a pydantic model from values the engine computed itself, every field present.
-
-    Equivalent to `cls.model_construct(**values)` without its per-field default lookup: the
-    ranking builds a hundred of these per estimate, and validation would only re-check our own
-    arithmetic. Results still round-trip through `model_validate_json` (tested).
-    """
-    obj = _new(cls)  # BaseModel has no __new__ of its own
-    _set_dict(obj, "__dict__", values)
-    _set_fields_set(obj, set(values))
-    _set_extra(obj, None)
-    _set_private(obj, None)
-    return obj
-
-
-# Frozen models refuse their own __setattr__; BaseModel's slots are set through their
-# descriptors directly, which is about twice as fast as object.__setattr__ by name.
-_new = object.__new__
-_set_dict = object.__setattr__
-_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
-
-
 def gb(value: float) -> str:
     return f"{value / 1e9:.1f} GB"
 
@@ -89,6 +64,21 @@ class Candidate:
     sort_key: tuple  # ranking.RankKey flattened; rank() sorts by it
     option: Option | None = None
     utilisation: Utilisation | None = None  # with its full source, for the assumptions
+
+
+class AcceleratorFacts(NamedTuple):
+    """What every node type with one accelerator shares (recommend.Evaluation.on_accelerator)."""
+
+    dtype: str | None  # the compute dtype; None: the request's precision is missing
+    no_dtype: str | None  # why there is none, in words
+    capacity: int  # bytes
+    headroom_limit: float  # the most bytes that leave the memory margin free
+    capacity_gb: str
+    util: Utilisation
+    peak: float
+    timed: bool  # GPU hours can be estimated
+    assumes: str | None  # the calibrated-utilisation reason
+    extra: float  # bytes of CUDA context beyond the current stack's
 
 
 @dataclass(slots=True)

@@ -111,6 +111,7 @@ class RecipeSearch:
                 + attention / 3,
             }
         self._divisors: dict[int, list[int]] = {}
+        self._per_rank: dict[tuple[str, int], tuple[int, int]] = {}
         self._choices: dict[tuple[str, int, int, str, str], Choice] = {}
         self._totals: dict[tuple[str, int, str, str, int, int], float] = {}
         self._cache: dict[tuple[str, int, float], Choice | None] = {}
@@ -129,9 +130,14 @@ class RecipeSearch:
 
     # --- helpers ---
 
-    def per_rank(self, strategy: str, n: int) -> int:
-        dp = n if strategy not in ("single", "tensor_parallel") else 1
-        return max(1, math.ceil(self.global_batch / dp)), dp
+    def per_rank(self, strategy: str, n: int) -> tuple[int, int]:
+        """(sequences per data-parallel rank per step, data-parallel ranks)."""
+        key = (strategy, n)
+        found = self._per_rank.get(key)
+        if found is None:
+            dp = n if strategy not in ("single", "tensor_parallel") else 1
+            found = self._per_rank[key] = (max(1, math.ceil(self.global_batch / dp)), dp)
+        return found
 
     def _divisors_of(self, value: int) -> list[int]:
         found = self._divisors.get(value)

@@ -42,7 +42,14 @@ from advisor.engine.models import (
     Recipe,
     SystemSpec,
 )
-from advisor.engine.options import Candidate, NodeFacts, OptionWriting, gb, trusted
+from advisor.engine.options import (
+    AcceleratorFacts,
+    Candidate,
+    NodeFacts,
+    OptionWriting,
+    gb,
+    trusted,
+)
 from advisor.engine.recipe import Choice, RecipeSearch
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import Utilisation, generation, job_distances, training_utilisation
@@ -93,6 +100,12 @@ class Evaluation(OptionWriting):
             if training
             else []
         )
+        # The measurements by generation, in their order: an accelerator's utilisation looks
+        # only at its own generation's (its own chip's are among them), so each accelerator
+        # reads its few instead of every benchmark in the catalog.
+        self.distances_by_generation: dict[str, list] = {}
+        for entry in self.distances:
+            self.distances_by_generation.setdefault(entry[1].generation, []).append(entry)
         self.tools_needed = software.needs(
             task=wl.task,
             weight_format=wl.weight_format,
@@ -133,7 +146,7 @@ class Evaluation(OptionWriting):
         self.breakdowns: dict[tuple, tuple] = {}
         # (strategy, allowed counts, capacity, extra context) -> RecipeSearch.plan's answer
         self.sized: dict[tuple, tuple] = {}
-        self.per_accelerator: dict[str, tuple] = {}
+        self.per_accelerator: dict[str, AcceleratorFacts] = {}
         self.hours_memo: dict[tuple[str, int, float], float] = {}
         self.layouts: dict[tuple, tuple] = {}
 
@@ -153,10 +166,8 @@ class Evaluation(OptionWriting):
             self.searches[extra] = found
         return found
 
-    def on_accelerator(self, acc: AcceleratorSpec) -> tuple:
-        """What every node type with `acc` shares: (compute dtype, why it has none, capacity,
-        the limit for headroom, capacity in words, utilisation, peak, whether GPU hours can
-        be estimated, the calibrated-utilisation reason, extra CUDA context)."""
+    def on_accelerator(self, acc: AcceleratorSpec) -> AcceleratorFacts:
+        """What every node type with `acc` shares, worked out once per estimate."""
         found = self.per_accelerator.get(acc.name)
         if found is not None:
             return found
@@ -175,7 +186,7 @@ class Evaluation(OptionWriting):
                 self.shape,
                 flash_attention=wl.flash_attention,
                 adapters=wl.adapters,
-                distances=self.distances,
+                distances=self.distances_by_generation.get(self.generations[acc.name].key, ()),
             )
         else:
             util = Utilisation(
@@ -187,7 +198,7 @@ class Evaluation(OptionWriting):
         if timed and util.calibrated:
             # The full citation is in the result's assumptions; the option names its source.
             assumes = f"assumes {util.value:.0%} of the {dtype} dense peak ({util.label})."
-        found = self.per_accelerator[acc.name] = (
+        found = self.per_accelerator[acc.name] = AcceleratorFacts(
             dtype,
             no_dtype,
             capacity,

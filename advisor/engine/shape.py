@@ -50,6 +50,8 @@ class ModelShape:
     sliding_window: int | None = None
     sliding_layers: int = 0
     linears: tuple[Linear, ...] = field(default_factory=tuple)
+    # Runs its repository's own modelling code (architecture.registry.runs_remote_code).
+    remote_code: bool = False
     source: str = ""
     exact: bool = True
     notes: tuple[str, ...] = ()
@@ -162,6 +164,7 @@ def shape_from_architecture(arch: Any) -> ModelShape:
         max_position_embeddings=arch.max_position_embeddings,
         kv_cache_width=getattr(arch, "kv_cache_width", None),
         linears=linears,
+        remote_code=bool(getattr(arch, "remote_code", False)),
         source=arch.source,
         exact=arch.exact,
         notes=tuple(arch.notes or ()),

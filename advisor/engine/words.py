@@ -77,6 +77,14 @@ def quantity(count: float, unit: str) -> str:
     return f"{count:,.3g} {unit}"
 
 
+def gigabytes(n_bytes: float) -> str:
+    """Memory as the vendors count it (1 GB = 1e9 bytes): "40.0 GB", "1,128.0 GB"; never
+    "0.0 GB": a part too small to show at this precision says so."""
+    if 0 < n_bytes < 0.05e9:
+        return "under 0.1 GB"
+    return f"{n_bytes / 1e9:,.1f} GB"
+
+
 def parameters(count: int) -> str:
     """ "7 billion parameters", "1.3 billion parameters", "110 million parameters"."""
     if count >= 1e6:

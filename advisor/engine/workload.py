@@ -277,4 +277,5 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         quantises_head=framework.quantises_head,
         keeps_gradients=framework.keeps_gradients and training,
         decode_framework=framework.key,
+        framework_autocast=framework.autocast,
     )

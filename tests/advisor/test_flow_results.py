@@ -12,27 +12,11 @@ from pytest_django.asserts import assertContains, assertNotContains
 
 from advisor import flowchart
 from advisor.models import AdvisorSession
+from tests.support import walks
 
 pytestmark = pytest.mark.django_db
 
-LORA_7B = [
-    ("work_kind", "lora"),
-    ("model", ""),
-    ("model_params", "7"),
-    ("precision", "bf16"),
-    ("framework_training", "not_sure"),
-    ("batch_size", "4"),
-    ("seq_len", "2048"),
-    ("dataset_tokens", "20"),
-    ("epochs", "3"),
-    ("num_gpus", ""),
-    ("project_plan", "suggested"),
-    ("data_sensitivity", "public"),
-    ("timeline", ""),
-    ("hpc_experience", "some"),
-    ("azure", "no"),
-    ("notebooks", "no"),
-]
+LORA_7B = walks.LORA_7B
 
 
 @pytest.fixture
@@ -85,22 +69,7 @@ def test_lora_7b_in_bf16_is_routed_past_v100s_to_an_a100_class_system(client, de
 
 
 def test_small_fp16_inference_fits_a_v100(client, default_catalog):
-    answers = [
-        ("work_kind", "inference"),
-        ("model", ""),
-        ("model_params", "0.11"),
-        ("precision", "fp16"),
-        ("framework_inference", "not_sure"),
-        ("batch_size", "32"),
-        ("seq_len", "512"),
-        ("inference_tokens", "50"),
-        ("project_plan", "suggested"),
-        ("data_sensitivity", "public"),
-        ("timeline", ""),
-        ("hpc_experience", "none"),
-        ("azure", "no"),
-        ("notebooks", "no"),
-    ]
+    answers = walks.INFERENCE_110M
     advisor_session, page = walk_to_result(client, answers)
     assertContains(page, "Request time on a V100-class HPC system")
     assertContains(page, "decided for you: It needs")
@@ -176,21 +145,7 @@ def test_admin_shows_no_retired_warning_for_the_shipped_default_chart(
         ),
         (
             "lancaster",
-            [
-                ("work_kind", "lora"),
-                ("model", ""),
-                ("model_params", "7"),
-                ("precision", "bf16"),
-                ("framework_training", "not_sure"),
-                ("batch_size", "4"),
-                ("seq_len", "2048"),
-                ("dataset_tokens", "20"),
-                ("epochs", "3"),
-                ("num_gpus", ""),
-                ("project_plan", "suggested"),
-                ("data_sensitivity", "public"),
-                ("interactive_gpu", "no"),
-            ],
+            [*walks.between(walks.LORA_7B, last="data_sensitivity"), ("interactive_gpu", "no")],
             "hec_gpu",
             ["hec"],
         ),

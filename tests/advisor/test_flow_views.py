@@ -7,18 +7,12 @@ from django.urls import reverse
 from pytest_django.asserts import assertContains, assertNotContains
 
 from advisor.models import ActiveFlowchart, AdvisorSession
+from tests.support import walks
 
 pytestmark = pytest.mark.django_db
 
 HX = {"HX-Request": "true"}
-SCRAPING = [
-    ("work_kind", "cpu"),
-    ("cpu_data_size", "20"),
-    ("cpu_interactive", "yes"),
-    ("data_sensitivity", "public"),
-    ("timeline", ""),
-    ("hpc_experience", "none"),
-]
+SCRAPING = walks.CPU_SCRAPING
 
 
 def start(client) -> AdvisorSession:
@@ -309,22 +303,7 @@ def test_unreachable_hub_never_breaks_the_flow(
     page = client.get(response["Location"])
     assert page.status_code == 200
     assertContains(page, "type the parameter count")
-    rest = [
-        ("model_params", "7.24"),
-        ("precision", "bf16"),
-        ("framework_training", "not_sure"),
-        ("batch_size", "4"),
-        ("seq_len", "2048"),
-        ("dataset_tokens", "20"),
-        ("epochs", "3"),
-        ("num_gpus", ""),
-        ("project_plan", "suggested"),
-        ("data_sensitivity", "public"),
-        ("timeline", ""),
-        ("hpc_experience", "some"),
-        ("azure", "no"),
-        ("notebooks", "no"),
-    ]
+    rest = walks.between(walks.changed(walks.LORA_7B, model_params="7.24"), "model_params")
     response = answer_all(client, advisor_session, rest)
     result = client.get(response["Location"])
     assert result.status_code == 200
@@ -353,21 +332,7 @@ def test_unreachable_hub_estimates_a_bundled_model_by_name(
     assertContains(page, "Counted from the bundled config; the Hub did not answer")
     # The size is known, so no size question: the flow goes on to precision (issue 15).
     assert response["Location"] == step_url(advisor_session, "precision")
-    rest = [
-        ("precision", "bf16"),
-        ("framework_training", "not_sure"),
-        ("batch_size", "4"),
-        ("seq_len", "2048"),
-        ("dataset_tokens", "20"),
-        ("epochs", "3"),
-        ("num_gpus", ""),
-        ("project_plan", "suggested"),
-        ("data_sensitivity", "public"),
-        ("timeline", ""),
-        ("hpc_experience", "some"),
-        ("azure", "no"),
-        ("notebooks", "no"),
-    ]
+    rest = walks.between(walks.LORA_7B, "precision")
     response = answer_all(client, advisor_session, rest)
     result = client.get(response["Location"])
     assert result.status_code == 200

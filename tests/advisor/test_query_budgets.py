@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from advisor.models import AdvisorSession
-from tests.advisor.test_flow_results import LORA_7B
+from tests.support.walks import LORA_7B
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,7 +13,8 @@ from pytest_django.asserts import assertContains
 
 from catalog.models import System
 from tests.advisor.test_api import GOOD, post
-from tests.advisor.test_flow_results import LORA_7B, walk_to_result
+from tests.advisor.test_flow_results import walk_to_result
+from tests.support.walks import LORA_7B
 
 pytestmark = pytest.mark.django_db
 

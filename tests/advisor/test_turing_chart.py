@@ -11,6 +11,7 @@ from pytest_django.asserts import assertContains, assertNotContains
 from advisor.chart_walk import Decision, walk
 from advisor.flowchart import load_chart
 from advisor.models import AdvisorSession
+from tests.support import walks
 
 pytestmark = pytest.mark.django_db
 
@@ -41,24 +42,7 @@ NOTEBOOKS = [
     ("timeline", ""),
     ("hpc_experience", "some"),
 ]
-LORA_7B_FP16 = [
-    ("azure", "no"),
-    ("work_kind", "lora"),
-    ("model", ""),
-    ("model_params", "7"),
-    ("precision", "fp16"),
-    ("framework_training", "not_sure"),
-    ("batch_size", "4"),
-    ("seq_len", "2048"),
-    ("dataset_tokens", "20"),
-    ("epochs", "3"),
-    ("num_gpus", ""),
-    ("project_plan", "suggested"),
-    ("data_sensitivity", "public"),
-    ("timeline", ""),
-    ("hpc_experience", "some"),
-    ("notebooks", "no"),
-]
+LORA_7B_FP16 = [("azure", "no"), *walks.changed(walks.LORA_7B, precision="fp16", azure=None)]
 
 
 @pytest.fixture

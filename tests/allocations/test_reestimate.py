@@ -76,3 +76,43 @@ def test_a_facility_the_engine_cannot_size_keeps_the_estimate_and_says_so(client
     page = client.get(reverse("allocations:request-detail", args=[moved.pk]))
     assertContains(page, 'id="other-facility"')
     assertContains(page, "This estimate was made for Baskerville")
+
+
+def test_a_facility_the_engine_cannot_size_is_tried_once_until_the_catalog_changes(monkeypatch):
+    """Every save of a draft on such a facility used to run the engine again; now the reason is
+    recorded once and the engine runs again only when the catalog (or the facility) changes."""
+    from allocations import reestimate
+    from catalog.models import CatalogVersion
+
+    runs = []
+    rerun = reestimate.estimate_rerun
+
+    def counted(**kwargs):
+        runs.append(kwargs["changes"])
+        return rerun(**kwargs)
+
+    monkeypatch.setattr(reestimate, "estimate_rerun", counted)
+    allocation_request = _sized_request()
+    researcher = allocation_request.researcher
+    moved = allocation_request_update(
+        allocation_request=allocation_request,
+        researcher=researcher,
+        fields={"facility": "turing-tre", "service": "secure"},
+    )
+    declined = moved.estimate_snapshot[reestimate.DECLINED]
+    assert declined["facility"] == "turing-tre"
+    assert declined["reason"]
+    assert runs == [{"system": "turing-tre"}]
+
+    for title in ("Renamed once", "Renamed twice"):
+        moved = allocation_request_update(
+            allocation_request=moved, researcher=researcher, fields={"project_title": title}
+        )
+    assert runs == [{"system": "turing-tre"}]
+    assert moved.estimate_snapshot[reestimate.DECLINED] == declined
+
+    CatalogVersion.objects.bump()  # staff added hardware, say: worth trying again
+    allocation_request_update(
+        allocation_request=moved, researcher=researcher, fields={"project_title": "Third"}
+    )
+    assert len(runs) == 2

@@ -11,6 +11,7 @@ import re
 import pytest
 
 from advisor.models import AdvisorSession
+from tests.support import walks
 from tests.support.dates import iso_days_from_today
 from tests.support.screenshots import save_screenshot
 
@@ -80,21 +81,7 @@ def walk(page, answers, *, axe: str | None = None, htmx: bool = True):
     page.wait_for_selector("#result-heading")
 
 
-BERT_INFERENCE = [
-    ("work_kind", "inference"),
-    ("model", ""),
-    ("model_params", "0.11"),
-    ("precision", "fp16"),
-    ("framework_inference", "not_sure"),
-    ("batch_size", "32"),
-    ("seq_len", "512"),
-    ("inference_tokens", "50"),
-    ("project_plan", "suggested"),
-    ("data_sensitivity", "public"),
-    ("timeline", ""),
-    ("hpc_experience", "none"),
-    ("notebooks", "no"),
-]
+BERT_INFERENCE = walks.changed(walks.INFERENCE_110M, azure=None)
 LORA_MISTRAL_7B = [
     ("work_kind", "lora"),
     ("model", "mistralai/Mistral-7B-v0.1"),
@@ -144,14 +131,7 @@ AZURE_WEB_SERVICE = [
     ("timeline", ""),
     ("hpc_experience", "none"),
 ]
-WEB_SCRAPING = [
-    ("work_kind", "cpu"),
-    ("cpu_data_size", "20"),
-    ("cpu_interactive", "yes"),
-    ("data_sensitivity", "public"),
-    ("timeline", ""),
-    ("hpc_experience", "none"),
-]
+WEB_SCRAPING = walks.CPU_SCRAPING
 
 
 def recommendation(page) -> str:

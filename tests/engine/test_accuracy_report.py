@@ -119,6 +119,19 @@ def test_allocated_measurements_are_compared_without_context_and_allocator_cache
     assert report_module.comparable_engine_bytes(smi, memory) == 20
 
 
+def test_allocated_plus_context_measurements_keep_the_context_but_not_the_cache():
+    """optimum's GPTQ benchmark adds what nvidia-smi shows outside PyTorch's reserve (the CUDA
+    context) to the peak allocated bytes: compared with the total less the allocator reserve."""
+    memory = MemoryBreakdown(
+        weights=10, activations=5, cuda_context=3, allocator_reserve=2, total_bytes=20
+    )
+    point = _point(task="inference")
+    point = point.model_copy(
+        update={"measured": point.measured.model_copy(update={"what": "allocated_plus_context"})}
+    )
+    assert report_module.comparable_engine_bytes(point, memory) == 18
+
+
 def test_units_are_normalised_to_bytes():
     assert report_module.BYTES_PER_UNIT == {"GB": 1e9, "GiB": 2**30, "MiB": 2**20}
 

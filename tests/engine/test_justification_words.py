@@ -24,3 +24,20 @@ def test_a_tiny_job_says_less_than_rather_than_zero(fields):
     assert "less than 0.1 GPU hours, plus less than 0.1 GPU hours of contingency" in text
     assert "1 GPU hour in total, less than 0.1 hours of wall time" in text
     assert "a model of the size given (" in text
+
+
+@pytest.mark.parametrize(
+    ("n_bytes", "text"),
+    [
+        (0, "0.0 GB"),
+        (0.04e9, "under 0.1 GB"),
+        (0.05e9, "0.1 GB"),
+        (40e9, "40.0 GB"),
+        (1_128e9, "1,128.0 GB"),
+    ],
+)
+def test_one_byte_formatter_for_the_justification_and_hosting(n_bytes, text):
+    """The justification and the hosting reasons say memory the same way (words.gigabytes)."""
+    from advisor.engine.words import gigabytes
+
+    assert gigabytes(n_bytes) == text

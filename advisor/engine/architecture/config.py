@@ -127,6 +127,18 @@ class Config:
         value = self.raw.get("model_type")
         return value[:100] if isinstance(value, str) and value else None
 
+    def remote_model_class(self) -> str | None:
+        """The model class `auto_map` points to in the model's own repository
+        ("modeling_qwen.QWenLMHeadModel"), or None. transformers' Auto classes load that code
+        (with trust_remote_code=True) instead of a class of their own."""
+        auto_map = self.raw.get("auto_map")
+        if not isinstance(auto_map, dict):
+            return None
+        for key, value in auto_map.items():
+            if isinstance(key, str) and key.startswith("AutoModel") and isinstance(value, str):
+                return value[:200]
+        return None
+
 
 def check_int(value: Any, name: str, *, minimum: int = 1, limit: int | None = None) -> int:
     """A whole number >= minimum and within the real-model limit for `name`'s kind."""

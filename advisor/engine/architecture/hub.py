@@ -11,9 +11,9 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from advisor.engine.architecture.config import MAX_PARAMS
+from advisor.engine.architecture.config import MAX_PARAMS, Config
 from advisor.engine.architecture.model import ModelArchitecture
-from advisor.engine.architecture.registry import architecture_from_config
+from advisor.engine.architecture.registry import architecture_from_config, runs_remote_code
 from advisor.engine.architecture.typed import architecture_from_params
 from advisor.engine.errors import ConfigError
 from advisor.engine.models import HubModelMetadata
@@ -190,6 +190,9 @@ def _from_hub_count(
             "source": "hub safetensors",
             "notes": notes,
             "exact": not (bits and bits < 8),
+            # A family the engine cannot count may still say it runs its own code.
+            "remote_code": isinstance(metadata.config, dict)
+            and runs_remote_code(Config(metadata.config)),
             **extra,
         }
     )

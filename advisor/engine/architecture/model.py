@@ -66,3 +66,6 @@ class ModelArchitecture(_Frozen):
     # Values the KV cache holds per token and layer when that is not 2 x num_kv_heads x head_dim:
     # DeepSeek's multi-head latent attention caches kv_lora_rank + qk_rope_head_dim.
     kv_cache_width: int | None = None
+    # The model runs its repository's own code (config.json's auto_map names a class transformers
+    # does not ship): that code keeps transformers' pre-4.36 habits (memory.py says which).
+    remote_code: bool = False

@@ -112,6 +112,19 @@ def family_of(c: Config) -> str | None:
     return None
 
 
+def runs_remote_code(c: Config) -> bool:
+    """Whether loading the model runs its repository's code rather than transformers' own.
+
+    `auto_map` names the repository's class; transformers prefers its own class when it has
+    one for the config (AutoModel.from_pretrained: `has_local_code` wins unless the caller
+    passes trust_remote_code=True), so a config whose architecture is a transformers class
+    (Phi-2's later configs keep an auto_map beside PhiForCausalLM) runs transformers' code.
+    Qwen-7B (architectures QWenLMHeadModel, auto_map modeling_qwen.QWenLMHeadModel) runs its own.
+    """
+    remote = c.remote_model_class()
+    return remote is not None and c.architecture() not in ARCHITECTURES
+
+
 def unknown_family_error(c: Config) -> ConfigError:
     model_type = c.model_type()
     what = f"model_type '{model_type}'" if model_type else "a config without a model_type"
@@ -138,7 +151,8 @@ def architecture_from_config(config: dict) -> ModelArchitecture:
         blueprint = REGISTRY[model_type](c, model_type)
         if model_type in _LABEL:
             blueprint.family = _LABEL[model_type]
-        return b.assemble(c, blueprint)
+        arch = b.assemble(c, blueprint)
+        return arch.model_copy(update={"remote_code": True}) if runs_remote_code(c) else arch
     text_config = c.raw.get("text_config")
     if isinstance(text_config, dict) and text_config:
         inner = architecture_from_config(
