@@ -9,6 +9,7 @@ from django.utils.html import format_html_join
 from advisor import flow_services, hub, services
 from advisor.flowchart import FlowchartError, available_charts, load_chart
 from advisor.models import ActiveFlowchart, AdvisorSession, HfModelLookup, StaffModelConfig
+from web.admin import ViewOnlyAdminMixin
 
 
 def chart_warnings(chart_key: str) -> list[str]:
@@ -94,21 +95,12 @@ class ActiveFlowchartAdmin(admin.ModelAdmin):
 
 
 @admin.register(AdvisorSession)
-class AdvisorSessionAdmin(admin.ModelAdmin):
+class AdvisorSessionAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["id", "chart", "user", "current_step", "completed_at", "updated_at"]
     list_filter = ["chart", "completed_at"]
     search_fields = ["id", "user__username", "user__email"]
     list_select_related = ["user"]
     readonly_fields = [f.name for f in AdvisorSession._meta.fields]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(HfModelLookup)

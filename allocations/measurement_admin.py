@@ -190,15 +190,20 @@ class TrialMeasurementAdmin(admin.ModelAdmin):
                     messages.SUCCESS,
                 )
                 return redirect("admin:allocations_trialmeasurement_change", obj.pk)
+        title = f"Accept into the catalog: {obj}"
+        return self._action_page(request, obj, form, action="accept", title=title)
+
+    def _action_page(self, request: HttpRequest, obj, form, *, action: str, title: str):
+        """The accept or reject form for one measurement (GET, or a POST with errors)."""
         return TemplateResponse(
             request,
             "admin/allocations/trialmeasurement/action.html",
             self._context(
                 request,
-                title=f"Accept into the catalog: {obj}",
+                title=title,
                 measurement=obj,
                 form=form,
-                action="accept",
+                action=action,
                 change_url=reverse("admin:allocations_trialmeasurement_change", args=[obj.pk]),
             ),
         )
@@ -212,18 +217,8 @@ class TrialMeasurementAdmin(admin.ModelAdmin):
             )
             self.message_user(request, "Kept out of the catalog.", messages.SUCCESS)
             return redirect("admin:allocations_trialmeasurement_change", obj.pk)
-        return TemplateResponse(
-            request,
-            "admin/allocations/trialmeasurement/action.html",
-            self._context(
-                request,
-                title=f"Keep out of the catalog: {obj}",
-                measurement=obj,
-                form=form,
-                action="reject",
-                change_url=reverse("admin:allocations_trialmeasurement_change", args=[obj.pk]),
-            ),
-        )
+        title = f"Keep out of the catalog: {obj}"
+        return self._action_page(request, obj, form, action="reject", title=title)
 
     def rerun_view(self, request: HttpRequest, object_id) -> HttpResponse:
         """The request's estimate again on the measured GPU, with the measurement as a benchmark."""

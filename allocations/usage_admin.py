@@ -24,6 +24,7 @@ from allocations.usage_selectors import (
     usage_rows_by_system,
 )
 from allocations.usage_services import usage_import
+from web.admin import ViewOnlyAdminMixin
 
 MAX_CHARTS = 40  # charts drawn on one page; the table lists every request
 
@@ -123,7 +124,7 @@ class UsageImportAdmin(admin.ModelAdmin):
 
 
 @admin.register(UsageRecord)
-class UsageRecordAdmin(admin.ModelAdmin):
+class UsageRecordAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
     list_display = (
         "job_id",
         "cluster",
@@ -141,15 +142,6 @@ class UsageRecordAdmin(admin.ModelAdmin):
     date_hierarchy = "start"
     readonly_fields = [f.name for f in UsageRecord._meta.fields]
     change_list_template = "admin/allocations/usage/record_changelist.html"
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     def get_urls(self):
         return [

@@ -267,6 +267,11 @@ FAMILY_OF_TASK = {
 }
 
 
+# Fewer test points than this: uncertainty.json widens the calibration margin to cover them
+# (scripts/accuracy_report.py, UNCERTAINTY_MIN_POINTS) instead of reading an 80% figure.
+MIN_TEST_POINTS = 3
+
+
 def memory_uncertainty(task: str) -> tuple[float, int]:
     """(relative memory error, test points behind it; 0 = the calibration margin)."""
     found = TEST_UNCERTAINTY.get(FAMILY_OF_TASK.get(task, ""), {})
@@ -295,7 +300,15 @@ def _uncertainty(total_bytes: int, gpu_hours: float | None, task: str) -> dict[s
 def _memory_uncertainty_assumption(task: str) -> Assumption:
     m, points = memory_uncertainty(task)
     if not points:
-        return c.MEMORY_MARGIN.assumption(f"+-{m:.0%} (too few test points for this kind of work)")
+        return c.MEMORY_MARGIN.assumption(f"+-{m:.0%} (no test points for this kind of work)")
+    if points < MIN_TEST_POINTS:
+        return Assumption.model_construct(
+            name="Memory uncertainty",
+            value=f"+-{m:.0%}: the calibration margin, widened to cover the {points} published "
+            "measurement(s) of this kind of work that the engine was never tuned on (too few "
+            "to read an 80% figure from)",
+            source="docs/accuracy.md, test points (advisor/engine/uncertainty.json)",
+        )
     return Assumption.model_construct(
         name="Memory uncertainty",
         value=f"+-{m:.0%}: covers 80% of the {points} published measurements of this kind of "

@@ -49,8 +49,9 @@ CUDA_CONTEXT_LEGACY = Constant(
     "CUDA context, Volta/Turing-era stack",
     1343 * MIB,
     "bytes per GPU",
-    "Hugging Face Transformers docs, 'Model training anatomy' (model_memory_anatomy): "
-    "pynvml shows 1343 MB after torch.ones((1, 1)).to('cuda') on a V100 16GB ('the kernels "
+    "Hugging Face Transformers docs, 'Model training anatomy' "
+    "(huggingface.co/docs/transformers/model_memory_anatomy): pynvml shows 1343 MB after "
+    "`torch.ones((1, 1)).to('cuda')` on a V100 16GB ('the kernels "
     "alone take up 1.3GB'); pytorch/pytorch PR #86509: 667 MB eager vs 287 MB lazy module "
     "loading on the same test (docs/accuracy/calibration-notes.md section 1). Set from the "
     "calibration points hf-bert-large-*",
@@ -435,14 +436,6 @@ ZERO3_COMM_FACTOR = Constant(
     "ZeRO paper section 7: stage 3 moves 1.5x the data of DDP (all-gather forward and "
     "backward, reduce-scatter)",
     "gathering weights every step costs extra traffic",
-)
-OFFLOAD_SLOWDOWN = Constant(
-    "CPU offload throughput",
-    0.55,
-    "x the on-GPU throughput",
-    "Ren et al. 2021, ZeRO-Offload (arXiv:2101.06840): 30-40 TFLOPS per V100 for 10B+ models, "
-    "about half of on-GPU training; the CPU Adam step and PCIe traffic bound the step",
-    "the optimizer step runs on the CPU",
 )
 
 SELECTIVE_RECOMPUTE_ATTENTION = Constant(

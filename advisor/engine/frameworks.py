@@ -49,6 +49,9 @@ class Framework:
     # its optimizer, with no autocast (DeepSpeed's fp16/bf16 modes, Megatron's Float16Module).
     autocast: bool = True
     launcher: str  # how the sbatch script starts it
+    # Trains with tensor parallelism within a node (tensor_parallel.py); the recipe search
+    # gives tp > 1 only to these.
+    tensor_parallel_training: bool = False
     source: str
     # Whether a 4-bit base keeps the LM head 4-bit too: False for transformers' bitsandbytes
     # integration (get_keys_to_not_convert keeps the output layer 16-bit) and the stacks built
@@ -93,10 +96,12 @@ TRAINING_FRAMEWORKS = {
         pure_bf16=True,
         checkpoint_levels=("none", "full"),
         launcher="tune",
+        tensor_parallel_training=True,
         source="pytorch/torchtune recipes/configs/llama3_1/8B_qlora_single_device.yaml and "
         "8B_full_single_device.yaml: dtype bf16 (no fp32 master weights), "
         "enable_activation_checkpointing True, loss CEWithChunkedOutputLoss / "
-        "LinearCrossEntropyLoss",
+        "LinearCrossEntropyLoss; recipes/full_finetune_distributed.py: tensor_parallel_dim "
+        "with a tensor_parallel_plan (tensor parallel within the node, FSDP over the rest)",
         quantises_head=False,
     ),
     "unsloth": Framework(
@@ -156,7 +161,10 @@ TRAINING_FRAMEWORKS = {
         # `torch_autocast` config section.
         autocast=False,
         launcher="deepspeed",
-        source="DeepSpeed config docs: bf16/fp16 modes keep fp32 master weights in the "
+        # Megatron-DeepSpeed: Megatron's tensor parallelism with DeepSpeed's ZeRO stage 1.
+        tensor_parallel_training=True,
+        source="Megatron-DeepSpeed (--tensor-model-parallel-size with ZeRO stage 1); "
+        "DeepSpeed config docs: bf16/fp16 modes keep fp32 master weights in the "
         "optimizer (ZeRO paper accounting); activation_checkpointing is off unless "
         "configured; zero_optimization defaults reduce_bucket_size and allgather_bucket_size "
         "5e8 elements, contiguous_gradients (gradients copied into one buffer as produced)",
@@ -176,8 +184,11 @@ TRAINING_FRAMEWORKS = {
         # Float16Module casts the model to fp16/bf16 (megatron/core/transformer/module.py).
         autocast=False,
         launcher="torchrun",
-        source="Megatron-LM arguments (--recompute-granularity selective|full; Korthikanti "
-        "et al. 2022, arXiv:2205.05198 section 4 for selective recomputation); "
+        tensor_parallel_training=True,
+        source="Megatron-LM arguments (--tensor-model-parallel-size, --sequence-parallel, "
+        "--use-distributed-optimizer; Shoeybi et al. 2019, arXiv:1909.08053; "
+        "--recompute-granularity selective|full; Korthikanti et al. 2022, arXiv:2205.05198 "
+        "section 4 for selective recomputation); "
         "megatron/core/tensor_parallel/cross_entropy.py (vocab-parallel cross-entropy); "
         "megatron/core/distributed/distributed_data_parallel.py (contiguous grad buffer)",
     ),

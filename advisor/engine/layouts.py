@@ -9,6 +9,9 @@ from advisor.engine.memory import Workload
 from advisor.engine.models import EstimateRequest, NodeTypeSpec, PartitionSpec, SystemSpec
 
 TRAINING_STRATEGIES = ("single", "ddp", "zero2", "zero3", "zero3_offload")
+# Tensor x data parallel, for libraries that train with tensor parallelism: tried before
+# offload, which is tried only when nothing on the GPUs fits (recommend.node_options).
+WITH_TENSOR_PARALLEL = ("single", "ddp", "zero2", "zero3", "tensor_parallel", "zero3_offload")
 
 # How much a researcher must set up and debug for each strategy; breaks ties in the ranking.
 STRATEGY_COMPLEXITY = {
@@ -50,20 +53,23 @@ def counts_for(node: NodeTypeSpec, partition: PartitionSpec | None, limit: int |
 
 
 def strategies_for(
-    request: EstimateRequest, wl: Workload, system: SystemSpec
+    request: EstimateRequest, wl: Workload, system: SystemSpec, tensor_parallel: bool = False
 ) -> list[tuple[str, str | None]]:
-    """(strategy, why it is unavailable or None)."""
+    """(strategy, why it is unavailable or None). `tensor_parallel`: the library trains with
+    tensor parallelism and the researcher did not rule it out."""
     if wl.task == "inference":
         return [("single", None), ("tensor_parallel", None)]
     tooling = system.tooling
     deepspeed = tooling.get("deepspeed", tooling.get("DeepSpeed"))
     fsdp = tooling.get("fsdp", tooling.get("FSDP"))
-    if request.strategy is not None:
+    if (request.tensor_parallel or 1) > 1:
+        wanted = ["tensor_parallel"]  # a pinned degree: tensor x data parallel only
+    elif request.strategy is not None:
         wanted = [request.strategy]
         if request.num_gpus in (None, 1):
             wanted = ["single", *wanted]
     else:
-        wanted = list(TRAINING_STRATEGIES)
+        wanted = list(WITH_TENSOR_PARALLEL if tensor_parallel else TRAINING_STRATEGIES)
         if deepspeed is False and fsdp is not False:
             wanted = [("fsdp" if s == "zero3" else s) for s in wanted if s != "zero3_offload"]
     out = []

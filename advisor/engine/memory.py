@@ -23,6 +23,8 @@ from dataclasses import dataclass, replace
 
 from advisor.engine import constants as c
 from advisor.engine.shape import ModelShape
+from advisor.engine.tensor_parallel import LAYOUT_PREFIX as TP_LAYOUT
+from advisor.engine.tensor_parallel import split as split_layout
 
 ENCODER_ONLY_FAMILIES = frozenset({"bert", "roberta", "distilbert", "vit", "deberta", "electra"})
 
@@ -266,7 +268,12 @@ def lora_dropout_bytes_per_token(shape: ModelShape, wl: Workload) -> float:
 
 
 def training_activations_per_layer(
-    shape: ModelShape, wl: Workload, *, tp: int = 1, batch: int | None = None
+    shape: ModelShape,
+    wl: Workload,
+    *,
+    tp: int = 1,
+    batch: int | None = None,
+    sequence_parallel: bool = False,
 ) -> float:
     """Bytes autograd keeps for one transformer layer (Korthikanti et al. 2022, generalised).
 
@@ -282,6 +289,10 @@ def training_activations_per_layer(
     Under PyTorch autocast (mixed precision) softmax and layer norm run in fp32: the residual
     stream is fp32 (r=4) and eager attention keeps its probabilities in fp32 plus the 16-bit
     cast the next matmul saves (PyTorch AMP docs, "CUDA ops that can autocast to float32").
+
+    With tensor parallelism the attention and MLP tensors are split over `tp` GPUs; sequence
+    parallelism splits the norm and dropout inputs along the sequence too, so the whole layer
+    is 1/tp (Korthikanti et al. 2022 equation 4: s*b*h*(34 + 5as/h)/t).
     """
     b = wl.batch_size if batch is None else batch
     s = wl.seq_len
@@ -321,11 +332,18 @@ def training_activations_per_layer(
             per_score = e + upcast + (1 + e if dropout else 0)
         scores = per_score * a * s * s * b
     sharded = attn + mlp + scores
+    if sequence_parallel:
+        return (unsharded + sharded) / tp
     return unsharded + sharded / tp
 
 
 def training_activations(
-    shape: ModelShape, wl: Workload, *, tp: int = 1, sixteen_bit_params: bool = False
+    shape: ModelShape,
+    wl: Workload,
+    *,
+    tp: int = 1,
+    sixteen_bit_params: bool = False,
+    sequence_parallel: bool = False,
 ) -> float:
     """All layers' saved tensors, or with checkpointing each layer's input plus one layer.
 
@@ -338,13 +356,17 @@ def training_activations(
     16 bits, so their stream is 16-bit too.
     """
     layers = shape.total_layers
-    per_layer = training_activations_per_layer(shape, wl, tp=tp)
+    per_layer = training_activations_per_layer(
+        shape, wl, tp=tp, sequence_parallel=sequence_parallel
+    )
     # LoRA and QLoRA load the frozen base in 16-bit (or 4-bit with a 16-bit compute dtype):
     # the embedding output and every residual add are 16-bit even under autocast, only the
     # norms upcast inside the layer (counted per layer).
     fp32_stream = wl.autocast and not sixteen_bit_params and not wl.adapters
     residual_bytes = 4 if fp32_stream else wl.act_bytes
     sbh = wl.seq_len * wl.batch_size * shape.hidden_size * residual_bytes
+    if sequence_parallel:  # the residual stream is split along the sequence between layers
+        sbh /= tp
     embeddings_and_final_norm = 2 * sbh
     if wl.gradient_checkpointing:
         # Each layer keeps only its input; one layer is recomputed in full during backward.
@@ -461,7 +483,7 @@ class MemoryModel:
                 c.ZERO3_LIVE_LAYERS.value * shape.params_per_layer * c.BYTES[wl.compute_dtype]
             )
             self._states: dict[str, tuple] = {}
-            self._flows: dict[tuple[int, bool, str], tuple[float, float, float]] = {}
+            self._flows: dict[tuple[int, bool, str, bool], tuple[float, float, float]] = {}
         self._linear: dict[tuple[str, int, str, str], tuple[float, float]] = {}
         self._phases: dict[tuple[str, int, str, str], tuple[float, float, float, float]] = {}
 
@@ -516,10 +538,12 @@ class MemoryModel:
         found = self._states[optimizer] = (weights, grads, optim, amp_states)
         return found
 
-    def _flow(self, tp: int, sixteen_bit_params: bool, level: str) -> tuple[float, float, float]:
+    def _flow(
+        self, tp: int, sixteen_bit_params: bool, level: str, sequence_parallel: bool = False
+    ) -> tuple[float, float, float]:
         """Per-sample (activations, logits, KV cache) per GPU with `tp`-way tensor parallelism
         and the checkpointing `level`."""
-        key = (tp, sixteen_bit_params, level)
+        key = (tp, sixteen_bit_params, level, sequence_parallel)
         found = self._flows.get(key)
         if found is None:
             shape = self.shape
@@ -531,7 +555,11 @@ class MemoryModel:
             )
             if wl.training:
                 activations = training_activations(
-                    shape, wl, tp=tp, sixteen_bit_params=sixteen_bit_params
+                    shape,
+                    wl,
+                    tp=tp,
+                    sixteen_bit_params=sixteen_bit_params,
+                    sequence_parallel=sequence_parallel,
                 )
             else:
                 activations = inference_activations(shape, wl, tp=tp)
@@ -544,6 +572,8 @@ class MemoryModel:
 
     def _layout(self, strategy: str, n: int, level: str, optimizer: str) -> tuple:
         """(weights, grads, optim, constants, workspace, per-sample flow, context)."""
+        if strategy.startswith(TP_LAYOUT):
+            return self._tensor_parallel_layout(strategy, n, level, optimizer)
         tp = n if strategy == "tensor_parallel" else 1
         dp = n if strategy not in ("single", "tensor_parallel") else 1
         weights, grads, optim, amp_states = self._state(optimizer)
@@ -573,6 +603,33 @@ class MemoryModel:
             optim = 0.0
         context = self.context + (c.NCCL_BUFFERS.value if n > 1 else 0)
         return weights, grads, optim, constants, workspace, flow, context
+
+    def _tensor_parallel_layout(self, key: str, n: int, level: str, optimizer: str) -> tuple:
+        """Megatron-style training (tensor_parallel.py): `tp`-way tensor and sequence
+        parallelism within the node, the distributed optimizer over the `dp` data-parallel
+        ranks. Megatron computes with 16-bit parameters and keeps fp32 master weights in the
+        optimizer (the ZeRO paper's 2 + 12 bytes) but accumulates gradients in an fp32
+        `main_grad` buffer under bf16 (megatron/training/arguments.py sets
+        accumulate_allreduce_grads_in_fp32 with --bf16): 4 bytes per parameter, not 2."""
+        _, tp, dp = split_layout(key, n)
+        weights, grads, optim, _ = self._state(optimizer)
+        _, constants, workspace = self.base
+        if self.wl.state_mode == "mixed" and not self.wl.adapters:
+            grads *= 2
+        flow = self._flow(tp, True, level, sequence_parallel=True)
+        # Each NCCL communicator keeps its own buffers (NCCL_BUFFSIZE per channel and peer):
+        # the tensor-parallel group's, and the data-parallel group's when there is one.
+        communicators = 2 if dp > 1 else 1
+        context = self.context + c.NCCL_BUFFERS.value * communicators
+        return (
+            weights / tp,
+            grads / tp,
+            optim / tp / dp,
+            constants / tp,
+            workspace / tp,
+            flow,
+            context,
+        )
 
     def _first_gradient(self, grads: float) -> float:
         """Gradient bytes that exist when backward starts with all activations still alive:

@@ -137,6 +137,9 @@ class EstimateRequest(_Frozen):
     # off for int4 inference (transformers' BitsAndBytesConfig default).
     double_quant: bool | None = None
     strategy: RequestStrategy | None = None
+    # Tensor-parallel degree within a node for training; None: the recipe search decides
+    # (only for libraries that train with tensor parallelism), 1: never.
+    tensor_parallel: int | None = Field(default=None, ge=1, le=8)
     num_gpus: int | None = Field(default=None, ge=1)
     system: str | None = None
     accelerator: str | None = None

@@ -22,6 +22,7 @@ from advisor.engine.frameworks import Framework
 from advisor.engine.memory import MemoryModel, Workload
 from advisor.engine.models import EstimateRequest
 from advisor.engine.shape import ModelShape
+from advisor.engine.tensor_parallel import split as split_layout
 from advisor.engine.words import plural
 
 LEVEL_WORDS = {
@@ -131,11 +132,12 @@ class RecipeSearch:
     # --- helpers ---
 
     def per_rank(self, strategy: str, n: int) -> tuple[int, int]:
-        """(sequences per data-parallel rank per step, data-parallel ranks)."""
+        """(sequences per data-parallel rank per step, data-parallel ranks): a tensor-parallel
+        group shares its micro-batches."""
         key = (strategy, n)
         found = self._per_rank.get(key)
         if found is None:
-            dp = n if strategy not in ("single", "tensor_parallel") else 1
+            _, _, dp = split_layout(strategy, n)
             found = self._per_rank[key] = (max(1, math.ceil(self.global_batch / dp)), dp)
         return found
 
@@ -323,15 +325,16 @@ class RecipeSearch:
         )
 
     def recipe_fields(self, choice: Choice, strategy: str, n: int, reasons: list[str]) -> dict:
+        name, tp, _ = split_layout(strategy, n)
         return {
             "micro_batch": choice.micro,
             "grad_accumulation": choice.accumulation,
             "global_batch": choice.global_batch,
             "checkpointing": choice.level,
             "optimizer": choice.optimizer if self.training else None,
-            "strategy": strategy,
+            "strategy": name,
             "offload": "optimizer_and_weights" if strategy == "zero3_offload" else "none",
-            "tp": n if strategy == "tensor_parallel" else 1,
+            "tp": tp,
             "compute_factor": round(choice.time_factor, 3),
             "reasons": reasons,
         }
@@ -372,9 +375,11 @@ class RecipeSearch:
             )
         if choice.accumulation > 1 or self.global_batch != choice.global_batch:
             ranks = choice.global_batch // max(choice.micro * choice.accumulation, 1)
+            # A tensor-parallel group shares its micro-batches: count data-parallel ranks.
+            rank = "GPU" if split_layout(strategy, n)[1] == 1 else "data-parallel rank"
             out.append(
                 f"global batch {choice.global_batch} = micro-batch {choice.micro} x "
-                f"{plural(choice.accumulation, 'accumulation step')} x {plural(ranks, 'GPU')}"
+                f"{plural(choice.accumulation, 'accumulation step')} x {plural(ranks, rank)}"
                 + (
                     f" (you asked for {self.global_batch}: every GPU needs at least one sample)."
                     if choice.global_batch > self.global_batch

@@ -21,7 +21,6 @@ from advisor.engine.compute import (
     inference_gpu_hours,
     peak_tflops,
     scaling_efficiency,
-    training_gpu_hours,
 )
 from advisor.engine.frameworks import cuda_context_bytes, framework_for
 from advisor.engine.layouts import (
@@ -50,6 +49,7 @@ from advisor.engine.options import (
     gb,
     trusted,
 )
+from advisor.engine.parallel_options import ParallelPlanning
 from advisor.engine.recipe import Choice, RecipeSearch
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import Utilisation, generation, job_distances, training_utilisation
@@ -58,7 +58,7 @@ from advisor.engine.words import STRATEGY_NAMES, plural
 _sort_key = attrgetter("sort_key")
 
 
-class Evaluation(OptionWriting):
+class Evaluation(OptionWriting, ParallelPlanning):
     """One estimate's pass over the catalog: what the request fixes, worked out once, and the
     caches that live for this estimate only (so nothing carries over to the next one;
     tests/engine/test_ranking_caches.py). The options are generated per system, node type and
@@ -136,6 +136,7 @@ class Evaluation(OptionWriting):
         context = cuda_context_bytes(framework, False)
         self.legacy_extra = cuda_context_bytes(framework, True) - context
         self.context, self.framework = context, framework
+        self.tp_training, self.pinned_tp = self.tensor_parallel_terms(request, framework)
         search = RecipeSearch(shape, wl, request, framework, MemoryModel(shape, wl, context))
         # Those stacks are PyTorch 1.x, whose zero_grad() zeroed gradients in place instead of
         # freeing them: gradients coexist with activations (memory.py), a second search for
@@ -258,18 +259,9 @@ class Evaluation(OptionWriting):
         return found
 
     def hours(self, f: NodeFacts, k: int, strategy: str, choice: Choice) -> float:
-        eff = scaling_efficiency(f.node, k, strategy)
         if self.training:
-            # The recipe's recomputation and micro-batch size set the FLOPs and utilisation.
-            return training_gpu_hours(
-                self.shape,
-                self.wl,
-                self.tokens,
-                f.peak,
-                f.util.for_recipe(choice.level) * choice.efficiency,
-                eff,
-                choice.flops_per_token,
-            )
+            return self.training_hours(f, k, strategy, choice)  # parallel_options.py
+        eff = scaling_efficiency(f.node, k, strategy)
         key = (f.acc.name, k, eff)
         found = self.hours_memo.get(key)
         if found is None:
@@ -285,7 +277,9 @@ class Evaluation(OptionWriting):
         out: list[Candidate] = []
         for system in systems:
             sys_reasons = system_rejections(self.request, system)
-            strategies = strategies_for(self.request, self.wl, system)
+            strategies = strategies_for(
+                self.request, self.wl, system, tensor_parallel=self.tp_training
+            )
             partitions = partitions_by_node(system) if system.partitions else {}
             for node in system.node_types:
                 acc = self.accelerators.get(node.accelerator)
@@ -372,7 +366,9 @@ class Evaluation(OptionWriting):
         out = []
         single_fits = fits_elsewhere = False
         for strategy, unavailable in strategies:
-            allowed = f.allowed(strategy)
+            # Training's tensor parallelism combines with data parallel across nodes.
+            tp_training = self.training and strategy == "tensor_parallel"
+            allowed = f.several if tp_training else f.allowed(strategy)
             if not allowed and strategy != "single":
                 continue  # e.g. multi-GPU strategies where a job gets one GPU: not tried
             # Tensor parallelism when one GPU is enough, and CPU offload when an on-GPU
@@ -411,8 +407,9 @@ class Evaluation(OptionWriting):
                 f"{STRATEGY_NAMES.get(strategy, strategy)} needs more than the "
                 f"{plural(f.counts[-1], 'GPU')} allowed here."
             )
-        n, choice, gpu_hours, n_fit, n_head = self.plan(f, strategy, allowed, reasons)
-        breakdown, recipe, recipe_reasons = self.breakdown(strategy, n, choice, f.extra)
+        planned = self.plan_layout(f, strategy, allowed, reasons)  # parallel_options.py
+        n, choice, gpu_hours, n_fit, n_head, breakdown, recipe, recipe_reasons, ruled_out = planned
+        hard = hard or ruled_out
         need = breakdown.total_bytes
         reasons.extend(recipe_reasons)
         fits, headroom = self.memory_reasons(f, strategy, n, choice, need, n_fit, n_head, reasons)

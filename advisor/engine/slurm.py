@@ -27,7 +27,8 @@ LAUNCHER_NOTE = {
     "zero2": "torchrun + DeepSpeed ZeRO stage 2 (Hugging Face Trainer --deepspeed)",
     "zero3": "torchrun + DeepSpeed ZeRO stage 3 (Hugging Face Trainer --deepspeed)",
     "zero3_offload": "torchrun + DeepSpeed ZeRO stage 3 with CPU offload of optimizer and weights",
-    "tensor_parallel": "one process driving all GPUs of the node with tensor parallelism",
+    "tensor_parallel": "tensor parallelism within the node (training: one process per GPU in "
+    "tensor-parallel groups, data parallel across them)",
 }
 
 
@@ -172,7 +173,12 @@ def _recipe_lines(recipe: Recipe | None, framework: Framework, task: str) -> lis
         f"# Recipe: micro-batch {recipe.micro_batch} per GPU x "
         f"{plural(recipe.grad_accumulation, 'accumulation step')} = global batch "
         f"{recipe.global_batch}; "
-        f"activation checkpointing {recipe.checkpointing}; optimizer {recipe.optimizer}.",
+        f"activation checkpointing {recipe.checkpointing}; optimizer {recipe.optimizer}"
+        + (
+            f"; tensor parallel {recipe.tp} within each node (sequence parallel)."
+            if recipe.tp > 1 and recipe.strategy == "tensor_parallel"
+            else "."
+        ),
     ]
 
 
@@ -186,8 +192,11 @@ def _train_args(recipe: Recipe | None, framework: Framework) -> str:
             f"gradient_accumulation_steps={recipe.grad_accumulation}",
             f"enable_activation_checkpointing={recipe.checkpointing != 'none'}",
         ]
+        if recipe.tp > 1:  # full_finetune_distributed: TP within the node, FSDP over the rest
+            args.append(f"tensor_parallel_dim={recipe.tp}")
         return " " + " ".join(args)
-    if framework.key == "megatron":
+    if framework.key == "megatron" or (framework.key == "deepspeed" and recipe.tp > 1):
+        # Megatron-LM, or Megatron-DeepSpeed for DeepSpeed with tensor parallelism.
         args = [
             f"--micro-batch-size {recipe.micro_batch}",
             f"--global-batch-size {recipe.global_batch}",
@@ -195,7 +204,10 @@ def _train_args(recipe: Recipe | None, framework: Framework) -> str:
         if recipe.checkpointing != "none":
             args.append(f"--recompute-granularity {recipe.checkpointing}")
         if recipe.tp > 1:
-            args.append(f"--tensor-model-parallel-size {recipe.tp}")
+            args.append(
+                f"--tensor-model-parallel-size {recipe.tp} --sequence-parallel"
+                + (" --use-distributed-optimizer" if framework.key == "megatron" else "")
+            )
         return " " + " ".join(args)
     args = [
         f"--per_device_train_batch_size {recipe.micro_batch}",
@@ -244,7 +256,8 @@ def _launcher(
         ]
     if strategy == "single":
         return [f"python train.py{args}  # your script"]
-    if strategy == "tensor_parallel":
+    recipe = option.recipe
+    if strategy == "tensor_parallel" and (recipe is None or recipe.tp <= 1):
         return [f"python train.py --tensor-parallel-size {gpus_per_node}{args}"]
     rdzv = [
         'head_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
@@ -256,6 +269,14 @@ def _launcher(
     )
     if strategy == "ddp":
         return [*rdzv, f"{torchrun} train.py{args}"]
+    if strategy == "tensor_parallel":
+        # One process per GPU; the script splits them into tensor-parallel groups of
+        # recipe.tp within each node and data-parallel ranks across them.
+        entry = "pretrain_gpt.py" if framework.key in ("megatron", "deepspeed") else "train.py"
+        ds = ""
+        if framework.key == "deepspeed":
+            ds = " --deepspeed --deepspeed_config ds_config.json --zero-stage 1"
+        return [*rdzv, f"{torchrun} {entry}{args}{ds}"]
     if strategy == "fsdp":
         return [
             *rdzv,

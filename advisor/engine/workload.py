@@ -123,6 +123,7 @@ def check_request(request: EstimateRequest, catalog: CatalogSpec | None = None) 
                     f"choose one of: not_sure, {others}.",
                 )
             )
+    errors.extend(_tensor_parallel_errors(request))
     if request.micro_batch is not None and request.micro_batch > request.batch_size:
         errors.append(
             (
@@ -165,6 +166,48 @@ def check_request(request: EstimateRequest, catalog: CatalogSpec | None = None) 
     if precision == "fp32" and task != "inference" and request.mixed_precision:
         warnings.append("fp32 training: mixed_precision does not apply; everything is fp32.")
     return warnings
+
+
+def _tensor_parallel_errors(request: EstimateRequest) -> list[tuple[str, str]]:
+    """A pinned tensor-parallel degree must be one the library trains with, alone (it brings
+    its own data-parallel layout) and a divisor of a pinned GPU count."""
+    tp = request.tensor_parallel
+    if tp is None or tp == 1:
+        return []
+    if request.task == "inference":
+        return [
+            (
+                "tensor_parallel",
+                "for inference the engine chooses the tensor-parallel degree per option; "
+                "leave tensor_parallel empty.",
+            )
+        ]
+    profile, _ = framework_for(request.framework, True)
+    if not profile.tensor_parallel_training:
+        able = ", ".join(k for k, f in FRAMEWORKS.items() if f.tensor_parallel_training)
+        return [
+            (
+                "tensor_parallel",
+                f"{profile.name} does not train with tensor parallelism; name a library that "
+                f"does (framework: {able}) or leave tensor_parallel empty.",
+            )
+        ]
+    if request.strategy is not None:
+        return [
+            (
+                "tensor_parallel",
+                f"tensor_parallel {tp} comes with its own data parallelism (the distributed "
+                f"optimizer); leave strategy empty instead of {request.strategy}.",
+            )
+        ]
+    if request.num_gpus is not None and request.num_gpus % tp:
+        return [
+            (
+                "tensor_parallel",
+                f"tensor_parallel {tp} does not divide num_gpus {request.num_gpus}.",
+            )
+        ]
+    return []
 
 
 def resolve_model(request: EstimateRequest) -> Any:

@@ -9,6 +9,7 @@ from django.urls import reverse
 from pytest_django.asserts import assertContains, assertNotContains
 
 from advisor.models import AdvisorSession
+from tests.support import walks
 
 pytestmark = pytest.mark.django_db
 
@@ -226,22 +227,7 @@ def test_a_named_model_without_a_known_size_is_asked_for_with_its_name_kept(
 def test_the_progress_line_counts_the_questions_this_researcher_is_asked(client, turing):
     client.post(reverse("advisor:start"))
     advisor_session = AdvisorSession.objects.get()
-    answers = [
-        ("azure", "no"),
-        ("work_kind", "inference"),
-        ("model", ""),
-        ("model_params", "0.11"),
-        ("precision", "fp16"),
-        ("framework_inference", "not_sure"),
-        ("batch_size", "32"),
-        ("seq_len", "512"),
-        ("inference_tokens", "50"),
-        ("project_plan", "suggested"),
-        ("data_sensitivity", "public"),
-        ("timeline", ""),
-        ("hpc_experience", "none"),
-        ("notebooks", "no"),
-    ]
+    answers = [("azure", "no"), *walks.changed(walks.INFERENCE_110M, azure=None)]
     seen = []
     for step, value in answers:
         url = reverse("advisor:step", kwargs={"session_id": advisor_session.id, "step": step})

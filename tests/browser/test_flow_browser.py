@@ -82,22 +82,13 @@ def walk(page, answers, *, axe: str | None = None, htmx: bool = True):
 
 
 BERT_INFERENCE = walks.changed(walks.INFERENCE_110M, azure=None)
-LORA_MISTRAL_7B = [
-    ("work_kind", "lora"),
-    ("model", "mistralai/Mistral-7B-v0.1"),
-    ("precision", "bf16"),
-    ("framework_training", "not_sure"),
-    ("batch_size", "4"),
-    ("seq_len", "2048"),
-    ("dataset_tokens", "20"),
-    ("epochs", "3"),
-    ("num_gpus", ""),
-    ("project_plan", "suggested"),
-    ("data_sensitivity", "public"),
-    ("timeline", iso_days_from_today(200)),
-    ("hpc_experience", "some"),
-    ("notebooks", "no"),
-]
+LORA_MISTRAL_7B = walks.changed(
+    walks.LORA_7B,
+    model="mistralai/Mistral-7B-v0.1",
+    model_params=None,
+    timeline=iso_days_from_today(200),
+    azure=None,
+)
 PRETRAIN_1B = [
     ("work_kind", "pretrain"),
     ("model", ""),

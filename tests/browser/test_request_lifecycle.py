@@ -28,6 +28,7 @@ from allocations.models import AllocationRequest, Notification, Status
 from allocations.services import requested_gpu_hours_from_result
 from catalog.models import Accelerator, System
 from tests.browser.test_flow_browser import answer, assert_accessible, begin
+from tests.support import walks
 from tests.support.dates import iso_days_from_today
 from tests.support.screenshots import save_screenshot
 
@@ -43,23 +44,7 @@ os.environ.setdefault(
     str(Path(__file__).resolve().parents[2] / "test-artifacts" / f"emails-{os.getpid()}"),
 )
 
-LORA_7B = [
-    ("work_kind", "lora"),
-    ("model", ""),
-    ("model_params", "7"),
-    ("precision", "bf16"),
-    ("framework_training", "not_sure"),
-    ("batch_size", "4"),
-    ("seq_len", "2048"),
-    ("dataset_tokens", "4000"),
-    ("epochs", "3"),
-    ("num_gpus", ""),
-    ("project_plan", "suggested"),
-    ("data_sensitivity", "public"),
-    ("timeline", DEADLINE),
-    ("hpc_experience", "some"),
-    ("notebooks", "no"),
-]
+LORA_7B = walks.changed(walks.LORA_7B, dataset_tokens="4000", timeline=DEADLINE, azure=None)
 PURPOSE = "To measure how <em>sentiment</em> in debates shifts after elections."
 TITLE = 'LoRA <script>alert("pwned")</script> & friends'
 CHANGES_MESSAGE = "Please trim the hours & say why 3 epochs <b>are</b> needed."

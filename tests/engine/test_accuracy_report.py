@@ -276,3 +276,30 @@ def test_gpu_hour_test_targets_count_test_points_only_and_state_pass_or_miss_tru
     assert f"| GPU hours: worst absolute error | <= 35 % | {shown} | **{worst['status']}** |" in (
         report
     )
+
+
+def test_stated_uncertainty_covers_at_least_80_percent_of_each_familys_test_points(generated):
+    """Issue 13: the uncertainty the engine states comes from the test points and covers at
+    least 80 % of them in every family that has any; a family with fewer than three gets the
+    calibration margin widened to cover each one."""
+    _, summary, uncertainty = generated
+    for family, u in uncertainty["memory"].items():
+        if not u["points"]:
+            assert u["relative"] is None, family
+            continue
+        assert u["covered"] / u["points"] >= 0.8, family
+        if u["points"] < report_module.UNCERTAINTY_MIN_POINTS:
+            assert u["relative"] >= report_module.MEMORY_MARGIN.value, family
+            assert u["covered"] == u["points"], family
+    assert summary["test"]["uncertainty"] == uncertainty["memory"]
+
+
+def test_a_family_with_few_test_points_states_the_widened_margin(monkeypatch):
+    import advisor.engine as engine
+
+    monkeypatch.setattr(
+        engine, "TEST_UNCERTAINTY", {"full": {"relative": 0.1929, "points": 1, "covered": 1}}
+    )
+    assert engine.memory_uncertainty("full_finetune") == (0.1929, 1)
+    stated = engine._memory_uncertainty_assumption("full_finetune")
+    assert stated.value.startswith("+-19%: the calibration margin, widened to cover the 1 ")

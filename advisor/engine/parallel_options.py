@@ -1,0 +1,184 @@
+"""The time of a training option under its parallel layout, and the tensor x data parallel
+options: which tensor-parallel degree a node gets and why.
+
+`ParallelPlanning` is a mixin for recommend.Evaluation, which supplies the request's terms
+(shape, wl, tokens, pinned_tp) and the sizing it shares with every strategy (plan, breakdown,
+search_for). Tensor parallelism is a recipe knob: for each degree the node allows
+(tensor_parallel.degrees) the option is sized like any other strategy, and the degree that
+fits with headroom in the fewest GPU hours wins; the tensor-parallel collectives
+(tensor_parallel.py) and CPU offload's host traffic (offload.py) are part of those hours.
+"""
+
+from __future__ import annotations
+
+import math
+
+from advisor.engine import offload
+from advisor.engine import tensor_parallel as tp_layout
+from advisor.engine.compute import scaling_efficiency, training_gpu_hours
+from advisor.engine.frameworks import Framework
+from advisor.engine.memory import lora_trainable_params
+from advisor.engine.models import EstimateRequest, Recipe
+from advisor.engine.options import NodeFacts, gb, trusted
+from advisor.engine.recipe import Choice
+
+
+class ParallelPlanning:
+    """Mixin for recommend.Evaluation (see the module docstring)."""
+
+    def training_hours(self, f: NodeFacts, k: int, strategy: str, choice: Choice) -> float:
+        """GPU hours of `k` GPUs with the recipe `choice` under the layout `strategy`."""
+        _, tp, dp = tp_layout.split(strategy, k)
+        if tp > 1:
+            # The gradient all-reduce over the data-parallel ranks (none within one group),
+            # then the tensor-parallel collectives of every layer.
+            eff = scaling_efficiency(f.node, k, "zero1") if dp > 1 else 1.0
+            eff *= self.tp_efficiency(f, tp, choice)
+        else:
+            eff = scaling_efficiency(f.node, k, strategy)
+        # The recipe's recomputation and micro-batch size set the FLOPs and utilisation.
+        hours = training_gpu_hours(
+            self.shape,
+            self.wl,
+            self.tokens,
+            f.peak,
+            f.util.for_recipe(choice.level) * choice.efficiency,
+            eff,
+            choice.flops_per_token,
+        )
+        if strategy == "zero3_offload":
+            hours += self.offload_hours(f, k, choice)
+        return hours
+
+    def tp_efficiency(self, f: NodeFacts, tp: int, choice: Choice) -> float:
+        """Share of the GPU time left to compute after `tp`-way collectives on the node."""
+        bandwidth, _ = tp_layout.bus_bandwidth(f.node, f.acc)
+        achieved = f.peak * 1e12 * f.util.for_recipe(choice.level) * choice.efficiency
+        return tp_layout.efficiency(
+            self.shape, self.wl, tp, choice.level, choice.flops_per_token, achieved, bandwidth
+        )
+
+    def offload_hours(self, f: NodeFacts, k: int, choice: Choice) -> float:
+        """GPU hours the `k` GPUs wait on the host link and the CPU optimizer (offload.py)."""
+        shape, wl = self.shape, self.wl
+        trainable = lora_trainable_params(shape, wl) if wl.adapters else shape.params_total
+        steps = self.tokens / max(choice.global_batch * wl.seq_len, 1)
+        cores = offload.cores_per_gpu(f.node.cpu_cores, f.node.gpus_per_node)
+        per_step = offload.seconds_per_step(
+            trainable, shape.params_total, k, choice.accumulation, cores
+        )
+        return steps * per_step * k / 3600
+
+    def tensor_parallel_terms(
+        self, request: EstimateRequest, framework: Framework
+    ) -> tuple[bool, int | None]:
+        """(whether training tries tensor x data parallel, the pinned degree or None): only
+        for libraries that train with it, unless the researcher pinned tensor_parallel 1; a
+        pinned degree is the only one tried."""
+        tried = self.training and framework.tensor_parallel_training
+        tried = tried and request.tensor_parallel != 1
+        return tried, request.tensor_parallel if tried else None
+
+    def plan_layout(
+        self, f: NodeFacts, strategy: str, allowed: tuple[int, ...], reasons: list[str]
+    ) -> tuple:
+        """(GPU count, recipe, GPU hours, fewest that fit, fewest with headroom, breakdown,
+        Recipe, the recipe's reasons, ruled out): training's tensor parallelism picks its
+        degree here; every other strategy is sized as it is."""
+        ruled_out = False
+        if self.training and strategy == "tensor_parallel":
+            planned = self.plan_tensor_parallel(f, reasons)
+            if planned is not None:
+                return (*planned, False)
+            ruled_out = True
+            allowed = (f.counts[-1],)
+            reasons.append(self.no_tensor_parallel(f))
+        n, choice, gpu_hours, n_fit, n_head = self.plan(f, strategy, allowed, reasons)
+        breakdown, recipe, recipe_reasons = self.breakdown(strategy, n, choice, f.extra)
+        return n, choice, gpu_hours, n_fit, n_head, breakdown, recipe, recipe_reasons, ruled_out
+
+    def plan_tensor_parallel(self, f: NodeFacts, reasons: list[str]) -> tuple | None:
+        """(GPU count, recipe, GPU hours, fewest that fit, fewest with headroom, breakdown,
+        Recipe, the recipe's reasons) for the best tensor-parallel degree on the node: fits,
+        then headroom, then fewest GPU hours, fewest GPUs, smallest degree. None when the
+        node allows no degree (one GPU per node, heads that do not split, a pinned degree
+        larger than the node)."""
+        shape = self.shape
+        best = None
+        for tp in tp_layout.degrees(f.node.gpus_per_node, self.pinned_tp):
+            # Megatron splits whole attention heads and whole key/value groups.
+            if shape.num_attention_heads % tp or shape.num_kv_heads % tp:
+                continue
+            allowed = tuple(k for k in f.several if k % tp == 0)
+            if not allowed:
+                continue
+            key = tp_layout.layout_key(tp)
+            why: list[str] = []
+            n, choice, hours, n_fit, n_head = self.plan(f, key, allowed, why)
+            breakdown, recipe, recipe_why = self.breakdown(key, n, choice, f.extra)
+            need = breakdown.total_bytes
+            # Where nothing fits, the degree that comes closest is the one worth showing.
+            cost = (hours or 0.0) if need <= f.capacity else float(need)
+            rank = (need > f.capacity, need > f.headroom_limit, cost, n, tp)
+            if best is None or rank < best[0]:
+                planned = (n, choice, hours, n_fit, n_head, breakdown, recipe, recipe_why)
+                best = (rank, tp, why, planned)
+        if best is None:
+            return None
+        _, tp, why, planned = best
+        n, choice, hours, n_fit, n_head, breakdown, recipe, recipe_why = planned
+        reasons.extend(why)
+        said = self.tensor_parallel_reason(f, tp, n, choice, breakdown.total_bytes)
+        recipe_why = [said, *recipe_why]
+        recipe = trusted(Recipe, {**recipe.__dict__, "reasons": recipe_why})
+        return n, choice, hours, n_fit, n_head, breakdown, recipe, recipe_why
+
+    def tensor_parallel_reason(
+        self, f: NodeFacts, tp: int, n: int, choice: Choice, need: int
+    ) -> str:
+        """Why this degree: what it makes fit, against ZeRO-3 on the same GPUs, and what its
+        collectives cost on this node's link."""
+        dp = n // tp
+        layout = f"tensor parallel {tp} within the node" + (
+            f" x {dp} data parallel" if dp > 1 else ""
+        )
+        search = self.search_for(f.extra)
+        per_rank = math.ceil(search.global_batch / n)
+        accumulation = max(1, math.ceil(per_rank / choice.micro))
+        zero3 = search.step_total(
+            "zero3", n, choice.level, choice.optimizer, choice.micro, accumulation
+        )
+        zero3 += f.extra
+        if need <= f.capacity < zero3:
+            said = (
+                f"{layout} makes it fit {n} x {f.capacity_gb} without offload; ZeRO-3 on the "
+                f"same GPUs with the same recipe (micro-batch {choice.micro}, "
+                f"{choice.level} checkpointing) would need {gb(zero3)} per GPU"
+            )
+        else:
+            said = (
+                f"{layout}: weights, gradients and optimizer state split {tp} ways, "
+                f"activations with sequence parallelism ({gb(need)} per GPU)"
+            )
+        if f.peak:
+            bandwidth, source = tp_layout.bus_bandwidth(f.node, f.acc)
+            cost = 1 - self.tp_efficiency(f, tp, choice)
+            said += (
+                f"; its all-reduces over {source} ({bandwidth / 1e9:.0f} GB/s) take about "
+                f"{cost:.0%} of the GPU time (in the GPU hours)"
+            )
+        return said + "."
+
+    def no_tensor_parallel(self, f: NodeFacts) -> str:
+        gpn = f.node.gpus_per_node
+        if self.pinned_tp:
+            return (
+                f"tensor parallel {self.pinned_tp} needs {self.pinned_tp} GPUs in one node that "
+                f"split the {self.shape.num_attention_heads} attention heads evenly; "
+                f"{f.node.name} has {gpn} per node."
+            )
+        return (
+            f"tensor parallelism needs at least 2 GPUs in one node that split the "
+            f"{self.shape.num_attention_heads} attention heads evenly; {f.node.name} has "
+            f"{gpn} per node."
+        )

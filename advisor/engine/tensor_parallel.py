@@ -1,0 +1,143 @@
+"""Tensor parallelism within a node as a training recipe knob: the degrees tried, the layout
+keys that the memory model and the recipe search share, and what its communication costs.
+
+Megatron-style tensor parallelism (Shoeybi et al. 2019, arXiv:1909.08053 section 3) splits
+every attention and MLP block over t GPUs of one node: weights, gradients and optimizer state
+are 1/t per GPU, the embeddings and the LM head are split along the vocabulary
+(vocab-parallel), and each layer does 2 all-reduces of the s*b*h activations in the forward
+pass and 2 in the backward. With sequence parallelism (Korthikanti et al. 2022,
+arXiv:2205.05198 section 4.2.2) the all-reduces become all-gather + reduce-scatter pairs that
+move the same bytes, and the activations the norms and dropouts keep are split too: a layer
+keeps s*b*h*(34 + 5*a*s/h)/t bytes instead of s*b*h*(10 + 24/t + 5*a*s/(h*t)) (their
+equations 2 and 4; memory.training_activations_per_layer generalises both). The remaining
+n/t GPUs are data parallel with the optimizer state and master weights sharded over them (the
+distributed optimizer of Megatron, `--use-distributed-optimizer`; ZeRO stage 1).
+
+Time: the collectives sit on the critical path (Megatron overlaps them with the GEMMs only with
+Transformer Engine's `--tp-comm-overlap`, off by default), so each token costs every GPU of the
+group the collective time on top of its share of the FLOPs. The link is the node's
+`intra_node_interconnect`; the catalog has no bandwidth for it, so the measured all-reduce bus
+bandwidth comes from the table below, per link kind and, for NVLink, per GPU generation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from advisor.engine.constants import Constant
+
+if TYPE_CHECKING:
+    from advisor.engine.memory import Workload
+    from advisor.engine.models import AcceleratorSpec, NodeTypeSpec
+    from advisor.engine.shape import ModelShape
+
+STRATEGY = "tensor_parallel"
+MAX_DEGREE = 8  # an NVLink/NVSwitch domain of today's nodes; beyond it TP crosses InfiniBand
+LAYOUT_PREFIX = STRATEGY + "/"
+
+# Measured NCCL all-reduce bus bandwidth per GPU (nccl-tests' busbw: the per-GPU link rate a
+# ring all-reduce reaches for large messages), bytes/s.
+NVLINK_BUS_BANDWIDTH = {
+    # 8 x A100-SXM4 (NVLink 3, 600 GB/s per GPU both ways): all_reduce_perf busbw ~200 GB/s
+    # (github.com/NVIDIA/nccl-tests/issues/149); 4-GPU HGX boards with direct links likewise
+    # ~208 GB/s (nccl-tests/issues/178).
+    "a100": 200e9,
+    # H100 PCIe cards joined by NVLink bridges in pairs: busbw ~116 GB/s
+    # (github.com/NVIDIA/nccl/issues/1161).
+    "h100-80-pcie": 116e9,
+    # H100/H200/GH200 SXM: NVLink 4 has 18 links per GPU against A100's 12 (900 vs 600 GB/s):
+    # the A100 measurement scaled by the link count, no direct measurement in hand.
+    "h100": 300e9,
+    "h200": 300e9,
+    "gh200": 300e9,
+    # V100-SXM2: NVLink 2 has 6 links at 25 GB/s per direction, half of A100's 12 x 25:
+    # the A100 measurement halved.
+    "v100": 100e9,
+}
+NVLINK_DEFAULT = Constant(
+    "NVLink all-reduce bandwidth (unmeasured GPU)",
+    100e9,
+    "bytes/s per GPU",
+    "the V100 figure (the slowest NVLink generation in NVLINK_BUS_BANDWIDTH), for NVLink-class "
+    "links without a measurement (Xe Link, Infinity Fabric)",
+    "tensor parallelism's all-reduces are priced at the slowest measured NVLink",
+)
+PCIE_BUS_BANDWIDTH = Constant(
+    "PCIe all-reduce bandwidth",
+    20e9,
+    "bytes/s per GPU",
+    "nccl-tests all_reduce_perf between A100s whose traffic crosses PCIe host bridges: busbw "
+    "drops from ~200 to ~20 GB/s (github.com/NVIDIA/nccl-tests/issues/178); PCIe 4.0 x16 is "
+    "32 GB/s per direction before protocol overhead",
+    "without NVLink every all-reduce goes through the PCIe switches and the CPU",
+)
+
+
+def layout_key(tp: int) -> str:
+    """The name the memory model and the recipe search give `tp`-way TP x data parallel."""
+    return f"{LAYOUT_PREFIX}{tp}"
+
+
+def split(strategy: str, n: int) -> tuple[str, int, int]:
+    """(strategy as options name it, tensor-parallel degree, data-parallel degree) of a layout
+    key on `n` GPUs. Inference's plain "tensor_parallel" splits the model over all `n`."""
+    if strategy.startswith(LAYOUT_PREFIX):
+        tp = int(strategy[len(LAYOUT_PREFIX) :])
+        return STRATEGY, tp, max(n // tp, 1)
+    if strategy == STRATEGY:
+        return STRATEGY, n, 1
+    return strategy, 1, (1 if strategy == "single" else n)
+
+
+def degrees(gpus_per_node: int, pinned: int | None = None) -> tuple[int, ...]:
+    """Tensor-parallel degrees worth trying on a node: the divisors of its GPU count above 1,
+    up to MAX_DEGREE (a pinned degree only, when it fits in the node)."""
+    found = tuple(t for t in range(2, min(gpus_per_node, MAX_DEGREE) + 1) if gpus_per_node % t == 0)
+    if pinned is not None:
+        return (pinned,) if pinned in found else ()
+    return found
+
+
+def bus_bandwidth(node: NodeTypeSpec, acc: AcceleratorSpec) -> tuple[float, str]:
+    """(all-reduce bytes/s per GPU within the node, where the figure comes from)."""
+    link = node.intra_node_interconnect
+    if link == "pcie":
+        return PCIE_BUS_BANDWIDTH.value, "PCIe (nccl-tests/issues/178)"
+    if link == "nvlink":
+        for prefix in sorted(NVLINK_BUS_BANDWIDTH, key=len, reverse=True):
+            if acc.name.startswith(prefix):
+                return NVLINK_BUS_BANDWIDTH[prefix], f"NVLink, {prefix.upper()} measurement"
+    return NVLINK_DEFAULT.value, f"{link}, priced as V100 NVLink (no measurement)"
+
+
+def comm_seconds_per_token(
+    shape: ModelShape, wl: Workload, tp: int, level: str, bandwidth: float
+) -> float:
+    """GPU-seconds of tensor-parallel collectives per trained token, summed over the t GPUs.
+
+    Per layer 2 collectives forward and 2 backward, each of h activations per token; full
+    recomputation runs the forward, and its 2 collectives, again. A ring all-reduce keeps each
+    GPU busy for 2(t-1)/t x the message over the bus bandwidth (nccl-tests' definition of
+    busbw), and all t GPUs of the group wait for it."""
+    if tp <= 1:
+        return 0.0
+    collectives = 6 if level == "full" else 4
+    message = shape.hidden_size * wl.act_bytes
+    per_gpu = shape.total_layers * collectives * 2 * (tp - 1) / tp * message / bandwidth
+    return per_gpu * tp
+
+
+def efficiency(
+    shape: ModelShape,
+    wl: Workload,
+    tp: int,
+    level: str,
+    flops_per_token: float,
+    achieved_flops: float,
+    bandwidth: float,
+) -> float:
+    """Share of the GPU time that is compute when `tp`-way tensor parallelism adds its
+    collectives: compute / (compute + communication), per token."""
+    compute = flops_per_token / achieved_flops
+    comm = comm_seconds_per_token(shape, wl, tp, level, bandwidth)
+    return compute / (compute + comm) if compute > 0 else 1.0
