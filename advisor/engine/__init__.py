@@ -27,6 +27,7 @@ from advisor.engine.models import (
     MemoryBreakdown,
     Recommendation,
 )
+from advisor.engine.parallel_options import layout_assumptions
 from advisor.engine.recommend import evaluate, rank, trusted
 from advisor.engine.shape import ModelShape
 from advisor.engine.slurm import sbatch_script
@@ -360,6 +361,8 @@ def _assumptions(
                 "training step: activations peak after forward, gradients after backward)",
             )
         )
+    if wl.training and best is not None:
+        out.extend(layout_assumptions(best.option, best.node, best.accelerator))
     if not wl.training and kv_cache_copies(shape, wl) > 1:
         out.append(
             c.LEGACY_KV_CACHE_COPIES.assumption(

@@ -18,7 +18,14 @@ from advisor.engine import tensor_parallel as tp_layout
 from advisor.engine.compute import scaling_efficiency, training_gpu_hours
 from advisor.engine.frameworks import Framework
 from advisor.engine.memory import lora_trainable_params
-from advisor.engine.models import EstimateRequest, Recipe
+from advisor.engine.models import (
+    AcceleratorSpec,
+    Assumption,
+    EstimateRequest,
+    NodeTypeSpec,
+    Option,
+    Recipe,
+)
 from advisor.engine.options import NodeFacts, gb, trusted
 from advisor.engine.recipe import Choice
 
@@ -182,3 +189,25 @@ class ParallelPlanning:
             f"{self.shape.num_attention_heads} attention heads evenly; {f.node.name} has "
             f"{gpn} per node."
         )
+
+
+def layout_assumptions(option: Option, node: NodeTypeSpec, acc: AcceleratorSpec) -> list:
+    """What the recommended option's parallel layout assumes about time: the tensor-parallel
+    link, or CPU offload's host link and CPU optimizer."""
+    recipe = option.recipe
+    out: list[Assumption] = []
+    if option.strategy == "tensor_parallel" and recipe is not None and recipe.tp > 1:
+        bandwidth, where = tp_layout.bus_bandwidth(node, acc)
+        out.append(
+            Assumption.model_construct(
+                name="Tensor-parallel all-reduces",
+                value=f"{bandwidth / 1e9:.0f} GB/s per GPU ({where}); per layer and token 4 "
+                "collectives of the hidden state (6 with full recomputation), on the critical "
+                "path (no communication overlap)",
+                source=tp_layout.SOURCE,
+            )
+        )
+    if option.strategy == "zero3_offload":
+        out.append(offload.HOST_LINK.assumption(f"{offload.HOST_LINK.value / 1e9:.0f} GB/s"))
+        out.append(offload.CPU_ADAM_PARAMS_PER_CORE.assumption())
+    return out

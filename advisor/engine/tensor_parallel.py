@@ -54,6 +54,16 @@ NVLINK_BUS_BANDWIDTH = {
     # the A100 measurement halved.
     "v100": 100e9,
 }
+SOURCE = (
+    "Shoeybi et al. 2019 (arXiv:1909.08053) section 3: 2 all-reduces forward and 2 backward per "
+    "layer; Korthikanti et al. 2022 (arXiv:2205.05198) equations 2 and 4 (sequence "
+    "parallelism); NCCL all-reduce bus bandwidth measured with nccl-tests: 8 x A100-SXM4 "
+    "~200 GB/s (github.com/NVIDIA/nccl-tests/issues/149), NVLink-bridged H100 PCIe ~116 GB/s "
+    "(github.com/NVIDIA/nccl/issues/1161), across PCIe ~20 GB/s "
+    "(github.com/NVIDIA/nccl-tests/issues/178); H100/H200 SXM and V100 scaled from A100 by "
+    "their NVLink link counts"
+)
+_MEASURED = frozenset({"a100", "h100-80-pcie"})
 NVLINK_DEFAULT = Constant(
     "NVLink all-reduce bandwidth (unmeasured GPU)",
     100e9,
@@ -106,7 +116,8 @@ def bus_bandwidth(node: NodeTypeSpec, acc: AcceleratorSpec) -> tuple[float, str]
     if link == "nvlink":
         for prefix in sorted(NVLINK_BUS_BANDWIDTH, key=len, reverse=True):
             if acc.name.startswith(prefix):
-                return NVLINK_BUS_BANDWIDTH[prefix], f"NVLink, {prefix.upper()} measurement"
+                how = "measured" if prefix in _MEASURED else "scaled from A100 by link count"
+                return NVLINK_BUS_BANDWIDTH[prefix], f"NVLink, {prefix.upper()} {how}"
     return NVLINK_DEFAULT.value, f"{link}, priced as V100 NVLink (no measurement)"
 
 

@@ -11,7 +11,6 @@ from django.urls import reverse
 from pytest_django.asserts import assertContains, assertNotContains
 
 from advisor import flowchart
-from advisor.models import AdvisorSession
 from tests.support import walks
 
 pytestmark = pytest.mark.django_db
@@ -25,19 +24,8 @@ def default_catalog(db):
 
 
 def walk_to_result(client, answers):
-    client.post(reverse("advisor:start"))
-    advisor_session = AdvisorSession.objects.get()
     # The Turing chart asks about Azure first; a later ("azure", ...) in `answers` changes it.
-    first = [("azure", "no")] if advisor_session.current_step == "azure" else []
-    for step, value in [*first, *answers]:
-        response = client.post(
-            reverse("advisor:step", kwargs={"session_id": advisor_session.id, "step": step}),
-            {"answer": value},
-        )
-        assert response.status_code == 302, (step, response.content[:300])
-    assert response["Location"] == f"/a/{advisor_session.id}/result/"
-    advisor_session.refresh_from_db()
-    return advisor_session, client.get(response["Location"])
+    return walks.walk_to_result(client, answers, azure_first=True)
 
 
 def test_lora_7b_in_bf16_is_routed_past_v100s_to_an_a100_class_system(client, default_catalog):
@@ -203,7 +191,7 @@ def test_lancaster_and_uva_charts_route_with_their_catalogs(
 def test_result_links_to_the_allocation_request_form_when_that_app_is_installed(
     client, default_catalog
 ):
-    from django.urls import NoReverseMatch, reverse
+    from django.urls import NoReverseMatch
 
     advisor_session, page = walk_to_result(client, LORA_7B)
     try:

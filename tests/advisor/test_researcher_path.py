@@ -38,18 +38,7 @@ def walk(client, answers, chart="default"):
         from advisor import flow_services
 
         flow_services.active_flowchart_set(chart=chart)
-    client.post(reverse("advisor:start"))
-    advisor_session = AdvisorSession.objects.get()
-    response = None
-    for step, value in answers:
-        response = client.post(
-            reverse("advisor:step", kwargs={"session_id": advisor_session.id, "step": step}),
-            {"answer": value},
-        )
-        assert response.status_code == 302, (step, response.content[:300])
-    assert response["Location"] == f"/a/{advisor_session.id}/result/"
-    advisor_session.refresh_from_db()
-    return advisor_session, client.get(response["Location"])
+    return walks.walk_to_result(client, answers)
 
 
 @pytest.fixture

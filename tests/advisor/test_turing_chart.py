@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from django.core.management import call_command
-from django.urls import reverse
 from django.utils.html import escape
 from pytest_django.asserts import assertContains, assertNotContains
 
@@ -50,20 +49,6 @@ def default_catalog(db):
     call_command("load_catalog", "default", verbosity=0)
 
 
-def walk_to_result(client, answers):
-    client.post(reverse("advisor:start"))
-    advisor_session = AdvisorSession.objects.get()
-    for step, value in answers:
-        response = client.post(
-            reverse("advisor:step", kwargs={"session_id": advisor_session.id, "step": step}),
-            {"answer": value},
-        )
-        assert response.status_code == 302, (step, response.content[:300])
-    assert response["Location"] == f"/a/{advisor_session.id}/result/"
-    advisor_session.refresh_from_db()
-    return advisor_session, client.get(response["Location"])
-
-
 def never(node, answers):
     return Decision("no", "decided no")
 
@@ -92,7 +77,7 @@ def test_work_without_a_gpu_that_needs_azure_reaches_the_azure_request():
 
 
 def test_a_web_service_is_priced_per_month_on_an_always_on_vm(client, default_catalog):
-    advisor_session, page = walk_to_result(client, HOSTING_7B)
+    advisor_session, page = walks.walk_to_result(client, HOSTING_7B)
     assertContains(page, "Submit a brief Azure request")
     assertContains(page, "An always-on virtual machine")
     # 7B in bf16 is 14 GB of weights: the cheapest priced VM that holds it with margin is a
@@ -113,7 +98,7 @@ def test_a_web_service_is_priced_per_month_on_an_always_on_vm(client, default_ca
 
 
 def test_notebooks_are_never_sent_to_a_system_closed_to_the_turing(client, default_catalog):
-    advisor_session, page = walk_to_result(client, NOTEBOOKS)
+    advisor_session, page = walks.walk_to_result(client, NOTEBOOKS)
     rec = advisor_session.estimate_result["recommendation"]
     assert rec["system"] != "baskerville"
     assert "baskerville" not in advisor_session.estimate_request["constraints"]["systems"]
@@ -127,11 +112,11 @@ def test_notebooks_are_never_sent_to_a_system_closed_to_the_turing(client, defau
 
 
 def test_fp16_and_bf16_branches_weigh_the_same_systems_and_say_which(client, default_catalog):
-    _, fp16 = walk_to_result(client, LORA_7B_FP16)
+    _, fp16 = walks.walk_to_result(client, LORA_7B_FP16)
     client.cookies.clear()
     AdvisorSession.objects.all().delete()
     bf16_answers = [(s, "bf16" if s == "precision" else v) for s, v in LORA_7B_FP16]
-    _, bf16 = walk_to_result(client, bf16_answers)
+    _, bf16 = walks.walk_to_result(client, bf16_answers)
     for page in (fp16, bf16):
         sentence = page.context["systems_sentence"]
         assert "COSMA8" in sentence
@@ -146,7 +131,7 @@ def test_the_project_pays_so_the_result_shows_a_cost(client, default_catalog):
     answers = [("azure", "yes"), ("who_pays", "project")] + [
         a for a in LORA_7B_FP16[1:] if a[0] != "notebooks"
     ]
-    advisor_session, page = walk_to_result(client, answers)
+    advisor_session, page = walks.walk_to_result(client, answers)
     assertContains(page, "Submit a brief Azure request")
     assertContains(page, 'id="cost"')
     assertContains(page, '<th scope="col">Cost</th>', html=True)

@@ -133,6 +133,8 @@ def test_offload_loses_to_full_checkpointing_when_both_fit():
     assert zero3.recipe.offload == "none"
     assert cpu.recipe.offload == "optimizer_and_weights"
     assert zero3.gpu_hours < cpu.gpu_hours
+    assumed = {a.name for a in offloaded.assumptions}
+    assert {"Host link bandwidth (CPU offload)", "DeepSpeedCPUAdam update rate"} <= assumed
     assert run(**common).recommendation.strategy != "zero3_offload"
 
 
@@ -180,3 +182,12 @@ def test_tensor_and_data_parallel_groups_each_hold_nccl_buffers():
     one_group = model.per_gpu("tensor_parallel/4", 4)["cuda_context"]
     two_groups = model.per_gpu("tensor_parallel/4", 8)["cuda_context"]
     assert two_groups - one_group == int(NCCL_BUFFERS.value)
+
+
+def test_a_tensor_parallel_recommendation_states_its_link_assumption():
+    result = run(framework="torchtune", num_gpus=8, accelerator="h100-80-sxm5", tensor_parallel=8)
+    assert result.recommendation.recipe.tp == 8
+    named = {a.name: a for a in result.assumptions}
+    assumed = named["Tensor-parallel all-reduces"]
+    assert "300 GB/s per GPU (NVLink, H100 scaled from A100 by link count)" in assumed.value
+    assert "nccl-tests" in assumed.source

@@ -78,3 +78,27 @@ def between(answers: Answers, first: str | None = None, last: str | None = None)
     start = steps.index(first) if first else 0
     end = steps.index(last) + 1 if last else len(steps)
     return answers[start:end]
+
+
+def walk_to_result(client, answers: Answers, *, azure_first: bool = False):
+    """Start a session with Django's test client and post each answer (every one must be
+    accepted: a redirect); returns (the session, the result page). With `azure_first`, the
+    Turing chart's opening question (Azure? No) is answered first when the chart asks it."""
+    # Imported here: the benches import this module before Django is set up.
+    from django.urls import reverse
+
+    from advisor.models import AdvisorSession
+
+    client.post(reverse("advisor:start"))
+    advisor_session = AdvisorSession.objects.get()
+    first = [("azure", "no")] if azure_first and advisor_session.current_step == "azure" else []
+    response = None
+    for step, value in [*first, *answers]:
+        response = client.post(
+            reverse("advisor:step", kwargs={"session_id": advisor_session.id, "step": step}),
+            {"answer": value},
+        )
+        assert response.status_code == 302, (step, response.content[:300])
+    assert response["Location"] == f"/a/{advisor_session.id}/result/"
+    advisor_session.refresh_from_db()
+    return advisor_session, client.get(response["Location"])
