@@ -132,9 +132,17 @@ def engine_catalog(*, include_retired: bool = False, profile: str | None = None)
     they are not recommended). One query while the catalog is unchanged; CatalogSpec is frozen,
     so callers share the cached object safely.
     """
+    return engine_catalog_stamped(include_retired=include_retired, profile=profile)[0]
+
+
+def engine_catalog_stamped(
+    *, include_retired: bool = False, profile: str | None = None
+) -> tuple[CatalogSpec, str | None]:
+    """`engine_catalog()` and the version stamp it was built at (None: no stamp yet), for what
+    is cached on the catalog's version (the advisor's rendered pages)."""
     stamp = catalog_version()
     if stamp is None:  # nothing ever written, or the tables were emptied without the ORM
-        return _build(include_retired=include_retired, profile=profile)
+        return _build(include_retired=include_retired, profile=profile), None
     at = (connection.alias + ":" + str(connection.settings_dict["NAME"]), stamp)
     key = (include_retired, profile)
     built = _built.get(at, {})
@@ -146,7 +154,7 @@ def engine_catalog(*, include_retired: bool = False, profile: str | None = None)
                 _built.clear()
                 _built[at] = {}
             _built[at][key] = spec
-    return spec
+    return spec, stamp
 
 
 def engine_catalog_forget() -> None:

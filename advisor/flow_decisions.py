@@ -16,7 +16,7 @@ from advisor.chart_walk import AnswerError, Decision, answer_fields
 from advisor.engine import estimate
 from advisor.engine.models import CatalogSpec, EstimateRequest, EstimateResult, Option
 from advisor.engine.words import STRATEGY_NAMES, plural
-from advisor.engine_catalog import engine_catalog
+from advisor.engine_catalog import engine_catalog_stamped
 from advisor.flow_requests import estimate_request_for
 from advisor.flowchart import Flowchart, Node
 from advisor.selectors import hf_model_lookup_metadata, local_model_config
@@ -61,11 +61,17 @@ class CatalogReader:
 
     def __init__(self, catalog: CatalogSpec | None = None) -> None:
         self._catalog = catalog
+        # The version stamp the catalog was read at; None when given or not read (`was_read`).
+        self.stamp: str | None = None
 
     def __call__(self) -> CatalogSpec:
         if self._catalog is None:
-            self._catalog = engine_catalog()
+            self._catalog, self.stamp = engine_catalog_stamped()
         return self._catalog
+
+    @property
+    def was_read(self) -> bool:
+        return self._catalog is not None
 
 
 # The checks that size the work need the catalog; the model-size check asks the lookups only.

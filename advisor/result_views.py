@@ -26,7 +26,15 @@ from advisor.flow_results import (
 from advisor.flow_services import FlowState
 from advisor.memory_svg import COMPONENTS, MemoryBar, memory_chart_svg
 from advisor.models import AdvisorSession
-from advisor.view_helpers import chart_gone, flow_url, journey, load_session, page
+from advisor.view_helpers import (
+    cacheable_page,
+    cached_page,
+    chart_gone,
+    flow_url,
+    journey,
+    load_session,
+    page_cache_key,
+)
 from catalog.templatetags.catalog_format import gigabytes
 
 # --- The result -------------------------------------------------------------------------------
@@ -131,6 +139,20 @@ def _state_at_outcome(advisor_session: AdvisorSession) -> FlowState:
 @chart_gone
 def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpResponse:
     advisor_session = load_session(request, session_id)
+    sort = request.GET.get("sort", "rank")
+    # Kept: the page in each of its sorts. Any other query string is allowed but not kept, so
+    # made-up addresses cannot fill the cache.
+    keep = set(request.GET) <= {"sort"} and len(request.GET.getlist("sort")) <= 1
+    if sort not in ALTERNATIVE_SORTS:
+        sort, keep = "rank", False
+    stored = advisor_session.estimate_result or {}
+    error = stored.get("error", "") if isinstance(stored, dict) else ""
+    # A failed estimate is tried again on every visit (below), so its page is never kept.
+    keep = keep and not error
+    cache_key = page_cache_key(request, advisor_session, "result", sort, embed) if keep else None
+    cached = cached_page(request, cache_key)
+    if cached is not None:
+        return cached
     state = _state_at_outcome(advisor_session)
     if not state.path.outcome:
         return redirect(
@@ -142,8 +164,9 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
     context = _outcome_context(request, advisor_session, state, result, embed=embed)
     context["estimate_error"] = error
     if result is not None:
-        context.update(_estimate_context(request, advisor_session, state, result))
-    return page(request, "advisor/result.html", context)
+        context.update(_estimate_context(advisor_session, state, result, sort=sort))
+    state.catalog  # noqa: B018 - the page shows catalog names: kept with the catalog's stamp
+    return cacheable_page(request, "advisor/result.html", context, cache_key=cache_key, state=state)
 
 
 def _outcome_context(
@@ -199,13 +222,10 @@ def _outcome_context(
 
 
 def _estimate_context(
-    request: HttpRequest, advisor_session: AdvisorSession, state: FlowState, result: EstimateResult
+    advisor_session: AdvisorSession, state: FlowState, result: EstimateResult, *, sort: str
 ) -> dict[str, Any]:
     """The estimate: recommendation, alternatives (sorted by a column), memory, justification."""
     systems, accelerators, capacity = _names(state.catalog)
-    sort = request.GET.get("sort", "rank")
-    if sort not in ALTERNATIVE_SORTS:
-        sort = "rank"
     alternatives = _alternatives(result, sort)
     shown = ([result.recommendation] if result.recommendation else []) + alternatives[:3]
     rec = result.recommendation

@@ -9,12 +9,19 @@ from typing import TYPE_CHECKING, Any
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.cache import patch_vary_headers
 
 from advisor import flow_services
+from advisor.chart_walk import answer_fields
 from advisor.embedding import allowed_origins
-from advisor.flowchart import FlowchartError, Node
+from advisor.engine import ENGINE_VERSION
+from advisor.flow_decisions import model_lookup_for
+from advisor.flowchart import CHARTS_DIR, FlowchartError, Node, load_chart
 from advisor.models import AdvisorSession
-from web.partials import render_page
+from catalog.selectors import catalog_version
+from web.page_cache import CSRF_PLACEHOLDER, cache_read, cache_write, page_key, with_csrf_token
+from web.partials import HTMX_HEADERS, render_page, wants_partial
 
 if TYPE_CHECKING:
     from advisor.flow_services import FlowState
@@ -40,6 +47,80 @@ def page(
     if context["embed"]:
         context.setdefault("embed_origins", allowed_origins())
     return render_page(request, template, context, status=status, partial=partial)
+
+
+def cacheable_page(
+    request: HttpRequest,
+    template: str,
+    context: dict,
+    *,
+    cache_key: str | None,
+    partial: str | None = None,
+    state: FlowState | None = None,
+) -> HttpResponse:
+    """`page`, rendered for the page cache and kept under `cache_key` (None: not kept).
+
+    Kept with the catalog's version stamp when `state` read the catalog (a page that read none
+    does not depend on it; one read at an unknown stamp is not kept).
+    """
+    context = {**context, "csrf_token": CSRF_PLACEHOLDER}
+    response = page(request, template, context, partial=partial)
+    html = response.content.decode()
+    reader = state.catalog_reader if state is not None else None
+    read = reader is not None and reader.was_read
+    if cache_key is not None and response.status_code == 200 and not (read and not reader.stamp):
+        cache_write(cache_key, (reader.stamp if read else None, html))
+    response.content = with_csrf_token(request, html)
+    return response
+
+
+def cached_page(request: HttpRequest, cache_key: str | None, *, partial: str | None = None):
+    """The page `cacheable_page` kept under `cache_key` with this visitor's CSRF token, or None
+    (not kept, or the catalog changed since: one one-row query, for pages that read it)."""
+    entry = cache_read(cache_key) if cache_key else None
+    if not isinstance(entry, tuple) or len(entry) != 2:
+        return None
+    stamp, html = entry
+    if stamp is not None and stamp != catalog_version():
+        return None
+    response = HttpResponse(with_csrf_token(request, html))
+    if partial:
+        patch_vary_headers(response, HTMX_HEADERS)
+    return response
+
+
+def page_cache_key(
+    request: HttpRequest, advisor_session: AdvisorSession, *parts: Any
+) -> str | None:
+    """The page cache key of a page about `advisor_session`: everything it is rendered from
+    besides `parts` (the page, its step, its sort...), the visitor (web.page_cache.page_key)
+    and the catalog (whose stamp `cacheable_page` keeps beside the page: not every page reads
+    it).
+
+    The session's answers and stored estimate (every write moves `updated_at`), the chart
+    file's version, the engine's version, today's date (deadlines are counted from it), the
+    address links are built on, and the htmx headers (a swap gets the step alone, with the
+    tab's title). A model answer adds its Hub lookup's state: the checks on the path and the
+    lookup card read it.
+    """
+    chart = load_chart(advisor_session.chart)
+    model_id = answer_fields(chart, advisor_session.answers).get("model_id")
+    lookup = model_lookup_for(str(model_id)) if model_id else None
+    return page_key(
+        request,
+        str(advisor_session.pk),
+        advisor_session.updated_at.isoformat() if advisor_session.updated_at else None,
+        advisor_session.chart,
+        (CHARTS_DIR / f"{advisor_session.chart}.yaml").stat().st_mtime_ns,
+        ENGINE_VERSION,
+        timezone.localdate().isoformat(),
+        request.scheme,
+        request.get_host(),
+        bool(getattr(request, "htmx", False)),
+        wants_partial(request),
+        (lookup.pk, lookup.status, lookup.updated_at.isoformat()) if lookup else None,
+        *parts,
+    )
 
 
 def problem(

@@ -25,11 +25,14 @@ from advisor.forms import StepForm
 from advisor.models import AdvisorSession
 from advisor.view_helpers import (
     SESSION_KEY,
+    cacheable_page,
+    cached_page,
     chart_gone,
     flow_url,
     journey,
     load_session,
     page,
+    page_cache_key,
     problem,
     remember,
 )
@@ -179,6 +182,13 @@ def _earlier_answers(state: FlowState, step: str) -> dict[str, Any]:
 @chart_gone
 def flow_step(request: HttpRequest, session_id, step: str, embed: bool = False) -> HttpResponse:
     advisor_session = load_session(request, session_id)
+    cache_key = None
+    if request.method == "GET" and not request.GET:  # a query string: not kept (any is allowed)
+        # The question as shown before is shown again while nothing it depends on has changed.
+        cache_key = page_cache_key(request, advisor_session, "step", step, embed)
+        cached = cached_page(request, cache_key, partial="advisor-step")
+        if cached is not None:
+            return cached
     state = flow_services.advisor_session_state(advisor_session=advisor_session)
     node = state.chart.node(step)
     if node is None or node.kind != "question":
@@ -235,7 +245,15 @@ def flow_step(request: HttpRequest, session_id, step: str, embed: bool = False) 
             initial={"answer": initial} if initial is not None else None, node=node, earlier=earlier
         )
     context = _step_context(request, advisor_session, state, node, form, embed=embed)
-    return page(request, "advisor/flow.html", context, partial="advisor-step")
+    # Only a GET's page is kept: a POST's shows this visitor's rejected answer and its errors.
+    return cacheable_page(
+        request,
+        "advisor/flow.html",
+        context,
+        partial="advisor-step",
+        cache_key=cache_key,
+        state=state,
+    )
 
 
 def _after_answer(request, advisor_session, state, *, embed: bool) -> HttpResponse:

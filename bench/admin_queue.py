@@ -10,16 +10,15 @@ superuser would load it and prints the median of several runs and the number of 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
-import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.bench_django import bench_staff, django_ready  # noqa: E402
 
 
 def main() -> None:
@@ -28,36 +27,18 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
 
-    if not os.environ.get("DATABASE_URL"):
-        os.environ["SQLITE_PATH"] = str(Path(tempfile.mkdtemp()) / "bench.sqlite3")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ.setdefault("DJANGO_LOG_LEVEL", "WARNING")
-
-    import django
-
-    django.setup()
-    from django.conf import settings
+    django_ready()
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
     from django.db import connection
     from django.test import Client
-    from django.test.utils import (
-        CaptureQueriesContext,
-        override_settings,
-        setup_test_environment,
-    )
+    from django.test.utils import CaptureQueriesContext, override_settings
     from django.utils import timezone
 
     from allocations.models import AllocationRequest, Status
     from tests.allocations.factories import estimate_request, estimate_result
 
-    setup_test_environment()  # allows the test client's host and keeps e-mail in memory
-    settings.DEBUG = False  # time what production serves (no debug cursor on every query)
-    call_command("migrate", verbosity=0)
     users = get_user_model().objects
-    staff = users.filter(username="bench-staff").first() or users.create_superuser(
-        "bench-staff", "staff@example.ac.uk", "bench-only"
-    )
+    staff = bench_staff()
     researchers = [
         users.get_or_create(
             username=f"bench-researcher-{i}",

@@ -11,16 +11,16 @@ admin's usage overview for 50 approved requests and prints the figures.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
-import tempfile
 import time
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.bench_django import bench_staff, django_ready  # noqa: E402
+
 ACCOUNTS = 50
 
 
@@ -54,33 +54,19 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
 
-    if not os.environ.get("DATABASE_URL"):
-        os.environ["SQLITE_PATH"] = str(Path(tempfile.mkdtemp()) / "bench.sqlite3")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ.setdefault("DJANGO_LOG_LEVEL", "WARNING")
-
-    import django
-
-    django.setup()
-    from django.conf import settings
+    django_ready()
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
     from django.db import connection
     from django.test import Client
-    from django.test.utils import CaptureQueriesContext, setup_test_environment
+    from django.test.utils import CaptureQueriesContext
     from django.urls import reverse
 
     from allocations.models import AllocationRequest, Status
     from allocations.usage_services import usage_import
     from tests.allocations.factories import estimate_request, estimate_result
 
-    setup_test_environment()
-    settings.DEBUG = False
-    call_command("migrate", verbosity=0)
     users = get_user_model().objects
-    staff = users.filter(username="bench-staff").first() or users.create_superuser(
-        "bench-staff", "staff@example.ac.uk", "bench-only"
-    )
+    staff = bench_staff()
     researcher = users.filter(username="bench-researcher").first() or users.create_user(
         "bench-researcher", "r@example.ac.uk", "bench-only"
     )

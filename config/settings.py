@@ -155,6 +155,10 @@ if CACHE_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
+# Rendered advisor pages (web/page_cache.py) are keyed on everything they are rendered from,
+# so an entry is never stale, only unused: the timeout bounds the memory they hold.
+PAGE_CACHE_SECONDS = env_int("PAGE_CACHE_SECONDS", default=60 * 60)
+
 # --- Auth -------------------------------------------------------------------------------------
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -129,20 +129,12 @@ def test_confidential_data_goes_to_the_trusted_research_environment(client, turi
 
 def test_uva_sensitive_data_is_sized_on_rio_itself(client):
     call_command("load_catalog", "uva", verbosity=0)
-    answers = [
-        ("work_kind", "lora"),
-        ("model", ""),
-        ("model_params", "7"),
-        ("precision", "bf16"),
-        ("framework_training", "not_sure"),
-        ("batch_size", "4"),
-        ("seq_len", "2048"),
-        ("dataset_tokens", "20"),
-        ("epochs", "1"),
-        ("num_gpus", ""),
-        ("project_plan", "single"),
-        ("data_sensitivity", "restricted"),
-    ]
+    answers = walks.between(
+        walks.changed(
+            walks.LORA_7B, epochs="1", project_plan="single", data_sensitivity="restricted"
+        ),
+        last="data_sensitivity",
+    )
     advisor_session, page = walk(client, answers, chart="uva")
     assertContains(page, "Use Rio, UVA&#x27;s high-security cluster")
     rec = advisor_session.estimate_result["recommendation"]

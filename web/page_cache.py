@@ -1,0 +1,66 @@
+"""Rendered pages kept in the configured cache (Redis in production, local memory in dev),
+keyed on exactly what they were rendered from, with the visitor's CSRF token put back on
+every request.
+
+A view caches a page only under a key naming everything its HTML depends on (`page_key`): the
+content's inputs and the visitor's own bits the page shows (who is signed in, the address the
+sign-in link returns to). Pages with messages waiting are never kept, since showing them uses
+them up. The CSRF token never enters the cache: pages are rendered with a placeholder in its
+place, and each response gets the requesting visitor's own token (`with_csrf_token`). The
+cache only saves work: when it is down or evicts an entry, the page is rendered afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Hashable
+from typing import Any
+
+from django.conf import settings
+from django.contrib.messages import get_messages
+from django.core.cache import cache
+from django.http import HttpRequest
+from django.middleware.csrf import get_token
+
+logger = logging.getLogger(__name__)
+
+# Rendered as the CSRF token (`{% csrf_token %}` and `{{ csrf_token }}`) in a page meant for the
+# cache; replaced by the visitor's token in every response built from it.
+CSRF_PLACEHOLDER = "csrf-token-placeholder-for-cached-pages"
+_KEY_PREFIX = "page:v1:"
+
+
+def page_key(request: HttpRequest, *parts: Hashable) -> str | None:
+    """The cache key of a page rendered from `parts` for this visitor, or None when the page
+    must not be kept (messages are waiting to be shown)."""
+    if len(get_messages(request)):
+        return None
+    user = request.user
+    visitor = (user.pk, user.get_username()) if user.is_authenticated else None
+    digest = hashlib.sha256(repr((visitor, request.get_full_path(), parts)).encode()).hexdigest()
+    return _KEY_PREFIX + digest
+
+
+def cache_read(key: str) -> Any:
+    """The cached entry, or None (not cached, or the cache is unreachable)."""
+    try:
+        return cache.get(key)
+    except Exception:  # noqa: BLE001 - any cache failure is a miss, never an error page
+        logger.warning("page cache read failed; rendering afresh", exc_info=True)
+        return None
+
+
+def cache_write(key: str, entry: Any) -> None:
+    try:
+        cache.set(key, entry, timeout=settings.PAGE_CACHE_SECONDS)
+    except Exception:  # noqa: BLE001 - losing the cache costs speed only
+        logger.warning("page cache write failed", exc_info=True)
+
+
+def with_csrf_token(request: HttpRequest, html: str) -> str:
+    """A page rendered with the placeholder, with this visitor's CSRF token in its place (and
+    the CSRF cookie set on the response, as `{% csrf_token %}` would)."""
+    if CSRF_PLACEHOLDER not in html:
+        return html
+    return html.replace(CSRF_PLACEHOLDER, get_token(request))
