@@ -236,9 +236,26 @@ def calibration_benchmarks() -> list[BenchmarkSpec]:
     return out
 
 
+# Inter-node bandwidth per node of eight GPUs, as the published runs had it: one NIC per GPU
+# in NVIDIA's reference nodes. DGX A100: eight 200 Gbit/s HDR ports (DGX A100 user guide);
+# DGX H100: eight 400 Gbit/s NDR ports (DGX H100 user guide); DGX-1 (V100): four 100 Gbit/s
+# EDR ports. Meta's clusters match (Llama 2 paper section 2.2.1: 200 Gbps end-points per GPU
+# on RSC and the RoCE cluster; llm-foundry's H100 table: 1600 Gbps RoCE per node).
+VALIDATION_INTER_NODE_GBIT_S = {"v100": 400.0, "a100": 1600.0, "h100": 3200.0}
+VALIDATION_INTER_NODE_DEFAULT_GBIT_S = 1600.0
+
+
+def validation_inter_node_gbit_s(name: str) -> float:
+    for family, gbit in VALIDATION_INTER_NODE_GBIT_S.items():
+        if family in name:
+            return gbit
+    return VALIDATION_INTER_NODE_DEFAULT_GBIT_S
+
+
 def validation_catalog(accelerators: dict[str, AcceleratorSpec]) -> CatalogSpec:
     """One generous system per accelerator, so capacity limits never decide an estimate; the
-    shared benchmarks (calibration data) set utilisation as they do in the app."""
+    shared benchmarks (calibration data) set utilisation as they do in the app. Nodes of eight
+    GPUs with NVLink and one NIC per GPU, like the clusters the published runs used."""
     systems = []
     for name in sorted(accelerators):
         node = NodeTypeSpec(
@@ -248,7 +265,7 @@ def validation_catalog(accelerators: dict[str, AcceleratorSpec]) -> CatalogSpec:
             accelerator=name,
             intra_node_interconnect="nvlink",
             inter_node_interconnect="infiniband",
-            inter_node_gbit_s=200,
+            inter_node_gbit_s=validation_inter_node_gbit_s(name),
         )
         systems.append(
             SystemSpec(

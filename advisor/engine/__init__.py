@@ -12,8 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from advisor.engine import constants as c
-from advisor.engine import ranking, words
-from advisor.engine.compute import training_flops_per_token
+from advisor.engine import ranking, scale_cost, words
+from advisor.engine.compute import peak_tflops, training_flops_per_token, training_layout
 from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import framework_for
 from advisor.engine.justification import draft
@@ -28,6 +28,7 @@ from advisor.engine.models import (
     Recommendation,
 )
 from advisor.engine.parallel_options import layout_assumptions
+from advisor.engine.recipe import micro_batch_efficiency
 from advisor.engine.recommend import evaluate, rank, trusted
 from advisor.engine.shape import ModelShape
 from advisor.engine.slurm import sbatch_script
@@ -318,6 +319,38 @@ def _memory_uncertainty_assumption(task: str) -> Assumption:
     )
 
 
+def _layout_detail(best, shape: ModelShape, wl: Workload) -> str:
+    """What the recommended training option's layout costs per optimizer step, in words."""
+    option = best.option if best is not None else None
+    if option is None or option.recipe is None or not option.utilisation:
+        return ""
+    peak = peak_tflops(best.accelerator, option.compute_dtype) if option.compute_dtype else None
+    if not peak:
+        return ""
+    recipe = option.recipe
+    recompute = recipe.checkpointing == "full"
+    # As recommend.Evaluation.hours works it out: the recipe's utilisation and micro-batch.
+    util = best.utilisation.for_recipe(recipe.checkpointing) if best.utilisation else None
+    util = (util or option.utilisation) * micro_batch_efficiency(recipe.micro_batch * wl.seq_len)
+    cost = training_layout(
+        shape,
+        wl,
+        best.node,
+        best.accelerator,
+        option.num_gpus,
+        option.strategy,
+        global_batch=recipe.global_batch,
+        micro=recipe.micro_batch,
+        flops_per_token=training_flops_per_token(
+            shape, replace(wl, gradient_checkpointing=recompute)
+        ),
+        achieved_tflops=peak * util,
+        recompute=recompute,
+        tp=recipe.tp,
+    )
+    return scale_cost.describe(cost, option.strategy, option.num_gpus)
+
+
 def _assumptions(
     request: EstimateRequest, shape: ModelShape, wl: Workload, framework, assumed: bool, best=None
 ) -> list[Assumption]:
@@ -480,13 +513,16 @@ def _assumptions(
                 source=library.source,
             )
         )
-    out.append(
-        Assumption.model_construct(
-            name="Scaling efficiency",
-            value=", ".join(f"{k} {v:.0%}" for k, v in c.SCALING_EFFICIENCY.items()),
-            source=c.SCALING_SOURCE,
+    if wl.training:
+        out.append(scale_cost.assumption(_layout_detail(best, shape, wl)))
+    else:
+        out.append(
+            Assumption.model_construct(
+                name="Scaling efficiency",
+                value=", ".join(f"{k} {v:.0%}" for k, v in c.SCALING_EFFICIENCY.items()),
+                source=c.SCALING_SOURCE,
+            )
         )
-    )
     out.append(c.CONTINGENCY.assumption(f"{c.CONTINGENCY.value:.0%}"))
     out.append(c.GPU_HOURS_MARGIN.assumption(f"+-{c.GPU_HOURS_MARGIN.value:.0%}"))
     return out

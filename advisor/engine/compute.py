@@ -2,7 +2,10 @@
 
 Achieved throughput = dense peak for the compute precision (never the sparse figure, never a
 precision the accelerator lacks) x utilisation (advisor/engine/speed.py: the nearest catalog
-benchmark, else a documented default per generation) x scaling efficiency of the interconnect.
+benchmark, else a documented default per generation) x the share of each step the GPUs compute:
+for training the parallel layout's time model (scale_cost.py: gradient exchange against the
+compute of each optimizer step, tensor-parallel all-reduces, pipeline bubble); for inference
+the scaling efficiency of the interconnect.
 """
 
 from __future__ import annotations
@@ -10,8 +13,15 @@ from __future__ import annotations
 import math
 
 from advisor.engine import constants as c
-from advisor.engine.memory import Workload, base_weight_bytes, kv_cache_bytes
+from advisor.engine import tensor_parallel as tp_layout
+from advisor.engine.memory import (
+    Workload,
+    base_weight_bytes,
+    kv_cache_bytes,
+    lora_trainable_params,
+)
 from advisor.engine.models import AcceleratorSpec, NodeTypeSpec
+from advisor.engine.scale_cost import LayoutCost, StepModel, training_layout_cost
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import decode_speed
 
@@ -55,6 +65,69 @@ def scaling_efficiency(node: NodeTypeSpec, n: int, strategy: str) -> float:
         eff *= c.ZERO3_COMM_FACTOR.value
     # CPU offload's own time (host link, CPU optimizer step) is added per step: offload.py.
     return eff
+
+
+def training_step_model(shape: ModelShape, wl: Workload) -> StepModel:
+    """The layout model for a training estimate (scale_cost.py): what its exchange moves.
+    PyTorch DDP all-reduces the gradients of the fp32 master weights under autocast (4 bytes);
+    DeepSpeed ZeRO and FSDP reduce in the 16-bit compute type (2 bytes). Adapter training
+    exchanges the adapters' gradients only, but ZeRO-3 / FSDP gather every stored weight, the
+    frozen (perhaps quantised) base included."""
+    fp32 = wl.compute_dtype == "fp32"
+    trainable = lora_trainable_params(shape, wl) if wl.adapters else shape.params_total
+    return StepModel(
+        params=float(trainable),
+        grad_bytes=4.0 if fp32 else 2.0,
+        ddp_grad_bytes=4.0 if fp32 or wl.mixed_precision else 2.0,
+        weight_bytes=base_weight_bytes(shape, wl.weight_format)[0] if wl.adapters else None,
+        seq_len=wl.seq_len,
+        layers=max(shape.total_layers, 1),
+        hidden=max(shape.hidden_size, 1),
+    )
+
+
+def training_layout(
+    shape: ModelShape,
+    wl: Workload,
+    node: NodeTypeSpec,
+    acc: AcceleratorSpec,
+    n: int,
+    strategy: str,
+    *,
+    global_batch: int,
+    micro: int,
+    flops_per_token: float,
+    achieved_tflops: float,
+    recompute: bool,
+    tp: int | None = None,
+) -> LayoutCost:
+    """The data-parallel side of a training option's layout per optimizer step, with its
+    parts (scale_cost.py; `training_step_model(...).efficiency` is the same figure, faster).
+    Tensor-parallel collectives are tensor_parallel.py's, priced with the option's recipe."""
+    model = training_step_model(shape, wl)
+    strategy, split_tp, _ = tp_layout.split(strategy, n)
+    tp = tp or split_tp  # an option's recipe states its degree; a layout key names it
+    if tp > 1:
+        strategy = "zero1"  # the data-parallel ranks of a TP layout (parallel_options.py)
+    return training_layout_cost(
+        params=model.params,
+        grad_bytes_per_param=model.grad_bytes_for(strategy),
+        weight_bytes=model.weight_bytes,
+        strategy=strategy,
+        n=n,
+        node=node,
+        accelerator=acc.name,
+        global_batch=global_batch,
+        micro=micro,
+        seq_len=wl.seq_len,
+        flops_per_token=flops_per_token,
+        achieved_flops=achieved_tflops * 1e12,
+        layers=model.layers,
+        hidden=model.hidden,
+        recompute=recompute,
+        tp=tp,
+        tp_collectives=False,
+    )
 
 
 def training_flops_per_token(shape: ModelShape, wl: Workload) -> float:

@@ -15,7 +15,7 @@ import math
 
 from advisor.engine import offload
 from advisor.engine import tensor_parallel as tp_layout
-from advisor.engine.compute import scaling_efficiency, training_gpu_hours
+from advisor.engine.compute import training_gpu_hours
 from advisor.engine.frameworks import Framework
 from advisor.engine.memory import lora_trainable_params
 from advisor.engine.models import (
@@ -35,23 +35,28 @@ class ParallelPlanning:
 
     def training_hours(self, f: NodeFacts, k: int, strategy: str, choice: Choice) -> float:
         """GPU hours of `k` GPUs with the recipe `choice` under the layout `strategy`."""
-        _, tp, dp = tp_layout.split(strategy, k)
-        if tp > 1:
-            # The gradient all-reduce over the data-parallel ranks (none within one group),
-            # then the tensor-parallel collectives of every layer.
-            eff = scaling_efficiency(f.node, k, "zero1") if dp > 1 else 1.0
-            eff *= self.tp_efficiency(f, tp, choice)
-        else:
-            eff = scaling_efficiency(f.node, k, strategy)
+        _, tp, _ = tp_layout.split(strategy, k)
         # The recipe's recomputation and micro-batch size set the FLOPs and utilisation.
+        util = f.util.for_recipe(choice.level) * choice.efficiency
+        # The data-parallel exchange against each optimizer step's compute (scale_cost.py;
+        # a TP layout's data-parallel ranks shard the optimizer, Megatron's zero1), then the
+        # tensor-parallel collectives of every layer.
+        eff = self.step_model.efficiency(
+            f.node,
+            f.acc.name,
+            k,
+            "zero1" if tp > 1 else strategy,
+            global_batch=choice.global_batch,
+            micro=choice.micro,
+            flops_per_token=choice.flops_per_token,
+            achieved_flops=f.peak * util * 1e12,
+            recompute=choice.level == "full",
+            tp=tp,
+        )
+        if tp > 1:
+            eff *= self.tp_efficiency(f, tp, choice)
         hours = training_gpu_hours(
-            self.shape,
-            self.wl,
-            self.tokens,
-            f.peak,
-            f.util.for_recipe(choice.level) * choice.efficiency,
-            eff,
-            choice.flops_per_token,
+            self.shape, self.wl, self.tokens, f.peak, util, eff, choice.flops_per_token
         )
         if strategy == "zero3_offload":
             hours += self.offload_hours(f, k, choice)

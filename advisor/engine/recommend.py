@@ -21,6 +21,7 @@ from advisor.engine.compute import (
     inference_gpu_hours,
     peak_tflops,
     scaling_efficiency,
+    training_step_model,
 )
 from advisor.engine.frameworks import cuda_context_bytes, framework_for
 from advisor.engine.layouts import (
@@ -149,6 +150,8 @@ class Evaluation(OptionWriting, ParallelPlanning):
         self.sized: dict[tuple, tuple] = {}
         self.per_accelerator: dict[str, AcceleratorFacts] = {}
         self.hours_memo: dict[tuple[str, int, float], float] = {}
+        # The data-parallel exchange per optimizer step (scale_cost.py), for training_hours.
+        self.step_model = training_step_model(shape, wl) if self.training else None
         self.layouts: dict[tuple, tuple] = {}
 
     # --- shared per accelerator, per layout, per recipe ---

@@ -39,6 +39,11 @@ def test_a_staff_charge_rate_reaches_the_engine_and_changes_the_ranking(default_
     before = estimate(request, engine_catalog())
     assert before.recommendation.accelerator == "a100-80-sxm4"
     assert "cloud-equivalent default" in before.recommendation.charge.source
+    # From here GPT-3 1.3B's own global batch, 1M tokens (Brown et al. 2020, table 2.1): with
+    # one sequence per GPU the gradient exchange over Stanage's PCIe H100 nodes, not the rate,
+    # would set the time (advisor/engine/scale_cost.py). At the default rates no H100 PCIe.
+    request = request.model_copy(update={"batch_size": 512})
+    assert estimate(request, engine_catalog()).recommendation.accelerator != "h100-80-pcie"
     # The data file's default for the H100 PCIe (an Azure price) is replaced by staff's rate.
     ChargeRate.objects.update_or_create(
         profile=default_profile,
@@ -110,9 +115,10 @@ def test_a_gpu_without_a_rate_is_charged_unknown_never_zero(default_profile):
 
 
 def test_staff_change_a_rate_in_the_admin_and_the_ranking_follows(admin_client, default_profile):
-    """The profile's admin page edits a default rate; the next estimate ranks by it."""
-    request = EstimateRequest(config=GPT3_1_3B, task="pretrain", tokens=26 * 10**9)
-    assert estimate(request, engine_catalog()).recommendation.accelerator == "a100-80-sxm4"
+    """The profile's admin page edits a default rate; the next estimate ranks by it (GPT-3
+    1.3B's own global batch, as above, so the rate rather than the gradient exchange decides)."""
+    request = EstimateRequest(config=GPT3_1_3B, task="pretrain", tokens=26 * 10**9, batch_size=512)
+    assert estimate(request, engine_catalog()).recommendation.accelerator != "h100-80-pcie"
     url = reverse("admin:catalog_profile_change", args=[default_profile.pk])
     page = admin_client.get(url)
     form = page.context["adminform"].form

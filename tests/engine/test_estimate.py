@@ -273,11 +273,14 @@ def test_default_utilisation_follows_the_gpu_generation():
     bare = CatalogSpec(accelerators=catalog().accelerators, systems=catalog().systems)
 
     def options(flash_attention: bool) -> dict[str, object]:
+        # Llama 2's global batch (4M tokens): with one sequence per GPU the gradient exchange,
+        # not the chip, would set the time of the multi-node options (scale_cost.py).
         request = EstimateRequest(
             config=LLAMA2_7B,
             task="pretrain",
             precision="fp16",
             tokens=10**9,
+            batch_size=2048,
             flash_attention=flash_attention,
         )
         return {o.accelerator: o for o in estimate(request, bare).options}
