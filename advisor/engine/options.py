@@ -317,7 +317,10 @@ class OptionWriting:
                 (
                     wall is not None and wall > self.target,  # misses the deadline
                     charged is None,
-                    charged or 0.0,
+                    # An unknown charge never wins; among unknown ones, fewer GPU hours do.
+                    charged
+                    if charged is not None
+                    else (costs.requested if costs.requested is not None else math.inf),
                     acc.memory_gb,
                     acc.bf16_tflops or acc.fp16_tflops or 0.0,
                     f.queue,

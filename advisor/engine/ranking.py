@@ -152,6 +152,14 @@ def why_first(best, runner_up, tie_order: tuple[str, ...]) -> str:
         if name == "deadline":
             return f"Meets the wall-time target; the next option ({other}) would not."
         if name == "cost":
+            if _money(fa) == "unknown":
+                hours_a, hours_b = fa.requested_gpu_hours, fb.requested_gpu_hours
+                figures = (
+                    f" ({hours_a:,.0f} against {hours_b:,.0f})"
+                    if hours_a is not None and hours_b is not None
+                    else ""
+                )
+                return f"No known price here or on {other}; it needs fewer GPU hours{figures}."
             if fb.charge is None or fb.charge.total is None:
                 return (
                     f"Its charge is known ({_money(fa)}); the next option ({other}) has no "
