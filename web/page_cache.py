@@ -12,11 +12,15 @@ cache only saves work: when it is down or evicts an entry, the page is rendered 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
+import os
 from collections.abc import Hashable
+from pathlib import Path
 from typing import Any
 
+import django
 from django.conf import settings
 from django.contrib.messages import get_messages
 from django.core.cache import cache
@@ -31,15 +35,52 @@ CSRF_PLACEHOLDER = "csrf-token-placeholder-for-cached-pages"
 _KEY_PREFIX = "page:v1:"
 
 
+# The project's own code and templates, and the static files' manifest (their hashed names):
+# a page kept by one release is never shown by another (Redis outlives a deploy). Dependencies
+# and what only tests or tools read are left out.
+_CODE_SUFFIXES = (".py", ".html", ".yaml", ".json")
+_NOT_CODE = {
+    ".venv",
+    ".git",
+    ".cache",
+    "tests",
+    "bench",
+    "docs",
+    "scripts",
+    "node_modules",
+    "__pycache__",
+    "test-artifacts",
+    "staticfiles",  # collected copies: only its manifest counts (below)
+}
+
+
+@functools.cache
+def code_version() -> str:
+    """A digest of the project's code and templates, read once per process."""
+    digest = hashlib.sha256(django.get_version().encode())
+    root = Path(settings.BASE_DIR)
+    for directory, subdirectories, files in os.walk(root):
+        subdirectories[:] = sorted(d for d in subdirectories if d not in _NOT_CODE)
+        for name in sorted(files):
+            if name.endswith(_CODE_SUFFIXES):
+                path = Path(directory) / name
+                digest.update(str(path.relative_to(root)).encode())
+                digest.update(path.read_bytes())
+    manifest = Path(settings.STATIC_ROOT or root / "staticfiles") / "staticfiles.json"
+    if manifest.is_file():
+        digest.update(manifest.read_bytes())
+    return digest.hexdigest()
+
+
 def page_key(request: HttpRequest, *parts: Hashable) -> str | None:
-    """The cache key of a page rendered from `parts` for this visitor, or None when the page
-    must not be kept (messages are waiting to be shown)."""
+    """The cache key of a page rendered from `parts` for this visitor by this release, or None
+    when the page must not be kept (messages are waiting to be shown)."""
     if len(get_messages(request)):
         return None
     user = request.user
     visitor = (user.pk, user.get_username()) if user.is_authenticated else None
-    digest = hashlib.sha256(repr((visitor, request.get_full_path(), parts)).encode()).hexdigest()
-    return _KEY_PREFIX + digest
+    kept = (code_version(), visitor, request.get_full_path(), parts)
+    return _KEY_PREFIX + hashlib.sha256(repr(kept).encode()).hexdigest()
 
 
 def cache_read(key: str) -> Any:

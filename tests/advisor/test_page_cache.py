@@ -211,3 +211,24 @@ class BrokenCache:
             raise RuntimeError("cache unavailable")
 
         return fail
+
+
+def test_a_page_is_rendered_once_then_kept_until_the_next_release(
+    client, default_catalog, monkeypatch
+):
+    from advisor import view_helpers
+    from web import page_cache
+
+    advisor_session = _walk(client, _halfway())
+    rendered = []
+    render = view_helpers.page
+    monkeypatch.setattr(
+        view_helpers, "page", lambda *args, **kwargs: rendered.append(1) or render(*args, **kwargs)
+    )
+    for _ in range(3):
+        assert client.get(_step_url(advisor_session)).status_code == 200
+    assert len(rendered) == 1
+    # Redis outlives a deploy: another release's code or templates render the page afresh.
+    monkeypatch.setattr(page_cache, "code_version", lambda: "the next release")
+    assert client.get(_step_url(advisor_session)).status_code == 200
+    assert len(rendered) == 2
