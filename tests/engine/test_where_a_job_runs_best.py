@@ -246,3 +246,21 @@ def test_every_tie_breaker_can_lead(tie):
     result = run(catalog, config=GPT3_1_3B, task="pretrain", tokens=10**9)
     assert result.recommendation is not None
     assert result.why_first
+
+
+def test_without_any_charge_rate_fewer_gpu_hours_rank_first():
+    """A profile whose file gives no rates: every HPC charge is unknown (never 0), and the
+    ranking still prefers the option needing fewer GPU hours, saying why in words."""
+    catalog = default_catalog()
+    no_rates = catalog.model_copy(
+        update={"ranking": catalog.ranking.model_copy(update={"charge_rates": []})}
+    )
+    result = run(no_rates, config=GPT3_1_3B, task="pretrain", tokens=10**9, system="stanage")
+    ranked = sorted((o for o in result.options if o.eligible), key=lambda o: o.rank)
+    assert all(o.charge.total is None for o in ranked)
+    assert all("no charge rate for the" in o.charge.source for o in ranked)
+    rec = result.recommendation
+    same_group = [o for o in ranked if o.headroom == rec.headroom and o.strategy != "zero3_offload"]
+    assert rec.requested_gpu_hours == min(o.requested_gpu_hours for o in same_group)
+    assert rec.accelerator == "h100-80-pcie"  # fewer hours, though the A100 is the smaller GPU
+    assert result.why_first.startswith("No known price here or on NVIDIA A100 80GB SXM4")
