@@ -118,8 +118,9 @@ def ranking_policy_spec(profile) -> RankingPolicySpec:
                 rate_per_gpu_hour=rate.rate_per_gpu_hour,
                 currency=profile.charge_currency,
                 source=rate.source,
+                as_of=rate.as_of,
             )
-            for rate in profile.charge_rates.all()
+            for rate in sorted(profile.charge_rates.all(), key=lambda r: r.accelerator.name)
         ],
     )
 

@@ -36,10 +36,11 @@ class ChargeRateInline(admin.TabularInline):
     model = ChargeRate
     extra = 1
     autocomplete_fields = ["accelerator"]
+    fields = ["accelerator", "rate_per_gpu_hour", "source", "as_of"]
     verbose_name = _("charge rate per GPU hour")
     verbose_name_plural = _(
-        "charge rates per GPU hour (HPC systems without a price; otherwise the engine uses the "
-        "Azure price of the nearest GPU)"
+        "charge rates per GPU hour (HPC systems without a price; the data file's defaults are "
+        "cloud-equivalent list prices; a GPU without a rate is charged 'unknown', never 0)"
     )
 
 

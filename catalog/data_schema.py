@@ -35,12 +35,14 @@ from catalog_schema import (
     AcceleratorSpec,
     BenchmarkSpec,
     CatalogSpec,
+    ChargeRateSpec,
     DataSensitivity,
     Frozen,
     InterNodeInterconnect,
     IntraNodeInterconnect,
     NodeTypeSpec,
     PartitionSpec,
+    RankingPolicySpec,
     SystemKind,
     SystemSpec,
     SystemStatus,
@@ -229,10 +231,31 @@ class BenchmarkIn(_In, BenchmarkSpec):
     source: Source
 
 
+class ChargeRateIn(_In, ChargeRateSpec):
+    """The notional rate per GPU hour of an accelerator on the profile's HPC systems that have
+    no price of their own (a staff-set rate's default; staff change it in the admin)."""
+
+    # In the profile's charge_currency; the engine's spec carries the source as one text.
+    not_in_file: ClassVar[frozenset[str]] = frozenset({"currency"})
+
+    accelerator: Key
+    rate_per_gpu_hour: float = Field(ge=0, allow_inf_nan=False)
+    # What the rate is, in words: "cloud-equivalent default: Azure Standard_ND96asr_v4 ...".
+    basis: str = Field(min_length=1, max_length=200)
+    source: Source
+    as_of: dt.date  # when the rate was set or its price read (a file states it)
+
+    def spec_source(self) -> str:
+        """The text the engine shows as the rate's source: its basis and source keys."""
+        return f"{self.basis} ({self.source})"
+
+
 class ProfileIn(_In):
     name: Key
     title: str = Field(min_length=1, max_length=200)
     description: str = ""
+    # The currency of the file's charge_rates (Profile.charge_currency).
+    charge_currency: str = Field(default="USD", min_length=1, max_length=10)
 
 
 class CatalogFile(_In):
@@ -246,6 +269,9 @@ class CatalogFile(_In):
     accelerators: list[AcceleratorIn] = Field(min_length=1)
     systems: list[SystemIn] = Field(min_length=1)
     benchmarks: list[BenchmarkIn] = Field(default_factory=list)
+    # One per accelerator at most; accelerators without one are charged "unknown" on HPC
+    # systems without a price.
+    charge_rates: list[ChargeRateIn] = Field(default_factory=list)
 
     def to_spec(
         self,
@@ -285,6 +311,19 @@ class CatalogFile(_In):
             accelerators=[_spec(by_name[name], AcceleratorSpec) for name in sorted(used)],
             systems=systems,
             benchmarks=[_spec(bench, BenchmarkSpec) for bench in benchmarks],
+            ranking=self.ranking_spec(),
+        )
+
+    def ranking_spec(self) -> RankingPolicySpec:
+        """The profile's ranking policy as engine_catalog() builds it after loading the file:
+        the default tie-breaker order, the file's charge rates by accelerator name."""
+        currency = self.profile.charge_currency
+        return RankingPolicySpec(
+            currency=currency,
+            charge_rates=[
+                _spec(rate, ChargeRateSpec, currency=currency, source=rate.spec_source())
+                for rate in sorted(self.charge_rates, key=lambda r: r.accelerator)
+            ],
         )
 
 
@@ -329,9 +368,12 @@ def _entry_label(raw: Any, loc: tuple[Any, ...]) -> str:
         if isinstance(item, int):
             parts[-1] = f"{parts[-1]}[{item}]" if parts else f"[{item}]"
             node = node[item] if isinstance(node, list) and item < len(node) else None
-            # Top-level entries carry their name, so the message says which one.
-            if depth == 1 and isinstance(node, dict) and isinstance(node.get("name"), str):
-                parts[-1] += f" ({node['name']})"
+            # Top-level entries carry their name (a charge rate: its accelerator), so the
+            # message says which one.
+            key = "accelerator" if loc[0] == "charge_rates" else "name"
+            label = node.get(key) if isinstance(node, dict) else None
+            if depth == 1 and isinstance(label, str):
+                parts[-1] += f" ({label})"
         else:
             parts.append(str(item))
             node = node.get(item) if isinstance(node, dict) else None
@@ -413,6 +455,14 @@ def _cross_check(doc: CatalogFile, raw: Any, path: Path) -> None:
                         (*loc, "node_types", k),
                         f"unknown node type {name!r} (not in this system's node_types)",
                     )
+    unique_charge_rates(doc, raw, path)
+    for i, rate in enumerate(doc.charge_rates):
+        loc = ("charge_rates", i)
+        cited(rate.source, (*loc, "source"))
+        if rate.accelerator not in accelerators:
+            raise _fail(
+                path, raw, (*loc, "accelerator"), f"unknown accelerator {rate.accelerator!r}"
+            )
     for i, bench in enumerate(doc.benchmarks):
         loc = ("benchmarks", i)
         cited(bench.source, (*loc, "source"))
@@ -422,6 +472,19 @@ def _cross_check(doc: CatalogFile, raw: Any, path: Path) -> None:
             )
         if bench.system is not None and bench.system not in systems:
             raise _fail(path, raw, (*loc, "system"), f"unknown system {bench.system!r}")
+
+
+def unique_charge_rates(doc: CatalogFile, raw: Any, path: Path) -> None:
+    seen: set[str] = set()
+    for index, rate in enumerate(doc.charge_rates):
+        if rate.accelerator in seen:
+            raise _fail(
+                path,
+                raw,
+                ("charge_rates", index, "accelerator"),
+                f"a second charge rate for {rate.accelerator!r} (one per accelerator)",
+            )
+        seen.add(rate.accelerator)
 
 
 def _nul_location(value: Any, loc: tuple) -> tuple | None:

@@ -94,8 +94,8 @@ class Profile(models.Model):
     charge_currency = models.CharField(
         max_length=10,
         default="USD",
-        help_text="Currency of the charge rates below and of the engine's cloud-equivalent "
-        "defaults (USD, from Azure list prices).",
+        help_text="Currency of the charge rates below (the data files' cloud-equivalent "
+        "defaults are Azure list prices in USD).",
     )
 
     objects = CatalogManager()
@@ -459,8 +459,8 @@ class Benchmark(models.Model):
 
 class ChargeRate(models.Model):
     """What the institute counts per GPU hour on an accelerator, for the profile's HPC systems
-    that have no price of their own. Without one the engine charges the cloud-equivalent
-    default (the Azure price of the nearest GPU; advisor/engine/ranking.py)."""
+    that have no price of their own. The data file gives defaults (catalog/data/README.md,
+    "Charge rates"); staff change them here. Without one the charge is "unknown", never 0."""
 
     profile = models.ForeignKey(Profile, on_delete=models.CASCADE, related_name="charge_rates")
     accelerator = models.ForeignKey(
@@ -469,6 +469,9 @@ class ChargeRate(models.Model):
     rate_per_gpu_hour = models.FloatField(help_text="In the profile's charge currency.")
     source = models.CharField(
         max_length=300, help_text="Where the rate comes from: a published charge, a decision."
+    )
+    as_of = models.DateField(
+        null=True, blank=True, help_text="When the rate was set or its price was read."
     )
 
     objects = CatalogManager()

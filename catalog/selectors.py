@@ -11,6 +11,7 @@ from catalog.models import (
     Accelerator,
     Benchmark,
     CatalogVersion,
+    ChargeRate,
     NodeType,
     Partition,
     Profile,
@@ -111,9 +112,9 @@ def catalog_rows(*, include_retired: bool = False, profile: str | None = None) -
     }
     used |= {b.accelerator_id for b in benchmarks}
     accelerators = list(Accelerator.objects.filter(pk__in=used).order_by("name"))
-    chosen = (
-        Profile.objects.filter(pk=chosen.pk).prefetch_related("charge_rates__accelerator").first()
-    )
+    # The rates with their accelerators in one query (every profile file gives some).
+    rates = Prefetch("charge_rates", queryset=ChargeRate.objects.select_related("accelerator"))
+    chosen = Profile.objects.filter(pk=chosen.pk).prefetch_related(rates).first()
     return CatalogRows(
         systems=systems, benchmarks=benchmarks, accelerators=accelerators, profile=chosen
     )

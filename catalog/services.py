@@ -21,6 +21,7 @@ from catalog.models import (
     Accelerator,
     Benchmark,
     BenchmarkSourceKind,
+    ChargeRate,
     NodeType,
     Partition,
     Profile,
@@ -234,7 +235,11 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool, reset: bool) -> Load
     profile = up.save(
         Profile,
         {"name": doc.profile.name},
-        {"title": doc.profile.title, "description": doc.profile.description},
+        {
+            "title": doc.profile.title,
+            "description": doc.profile.description,
+            "charge_currency": doc.profile.charge_currency,
+        },
         where="profile",
     )
     # Which file and when, and (asked for explicitly) activation: facts of this load, not data
@@ -327,6 +332,8 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool, reset: bool) -> Load
         where="benchmarks",
     )
 
+    _write_charge_rates(doc, up, profile=profile, accelerators=accelerators)
+
     summary.counts = {
         "systems": len(doc.systems),
         "accelerators": len(doc.accelerators),
@@ -335,3 +342,27 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool, reset: bool) -> Load
         "benchmarks": len(doc.benchmarks),
     }
     return summary
+
+
+def _write_charge_rates(
+    doc: CatalogFile, up: _Upserter, *, profile: Profile, accelerators: dict[str, Accelerator]
+) -> None:
+    """The profile's charge rates by accelerator; without reset a rate staff changed stays."""
+    for i, rate in enumerate(doc.charge_rates):
+        accelerator = accelerators[rate.accelerator]
+        up.save(
+            ChargeRate,
+            {"profile": profile, "accelerator": accelerator},
+            {
+                "rate_per_gpu_hour": rate.rate_per_gpu_hour,
+                "source": rate.spec_source(),
+                "as_of": rate.as_of,
+            },
+            where=f"charge_rates[{i}] ({rate.accelerator})",
+        )
+    up.delete(
+        profile.charge_rates.exclude(
+            accelerator__name__in=[rate.accelerator for rate in doc.charge_rates]
+        ),
+        where="charge_rates",
+    )

@@ -8,6 +8,7 @@ catalog's rows with `Spec.model_validate(row, from_attributes=True)`.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
@@ -146,21 +147,24 @@ class BenchmarkSpec(Frozen):
 
 class ChargeRateSpec(Frozen):
     """What the institute charges (or counts) per GPU hour on an accelerator, for HPC systems
-    that have no price of their own."""
+    that have no price of their own: a published charge, a committee's decision, or the
+    documented cloud-equivalent default a profile's data file gives (catalog/data/README.md)."""
 
     accelerator: str
     rate_per_gpu_hour: float = Field(ge=0)
     currency: str = ""
     source: str = ""
+    as_of: dt.date | None = None  # when the rate was set or its price read
 
 
 class RankingPolicySpec(Frozen):
     """A profile's ranking: the order of the tie-breakers after "feasible and supported", and
-    the notional charge rates for HPC GPU hours."""
+    the notional charge rates for HPC GPU hours (an accelerator without one is charged
+    "unknown", never 0)."""
 
     tie_breakers: list[TieBreaker] = Field(default_factory=lambda: list(DEFAULT_TIE_BREAKERS))
     charge_rates: list[ChargeRateSpec] = Field(default_factory=list)
-    currency: str = "USD"  # of the engine's cloud-equivalent defaults and the staff rates
+    currency: str = "USD"  # of the profile's charge rates
 
 
 class CatalogSpec(Frozen):

@@ -158,7 +158,8 @@ def estimate_shape(
         flops_per_token=flops,
     )
     uncertainty = _uncertainty(memory.total_bytes, best.option.gpu_hours if best else None, wl.task)
-    return EstimateResult.model_construct(
+    return _built(
+        EstimateResult,
         params_total=shape.params_total,
         params_active=shape.params_active,
         params_source=shape.source,
@@ -177,10 +178,19 @@ def estimate_shape(
         assumptions=_assumptions(request, shape, wl, framework, assumed, best),
         uncertainty=uncertainty,
         engine_version=ENGINE_VERSION,
-        framework=FrameworkInfo.model_construct(
-            key=framework.key, name=framework.name, assumed=assumed, source=framework.source
+        framework=_built(
+            FrameworkInfo,
+            key=framework.key,
+            name=framework.name,
+            assumed=assumed,
+            source=framework.source,
         ),
     )
+
+
+def _built(cls, **fields):
+    """A result model from fields the engine computed, every one given (models.trusted)."""
+    return trusted(cls, fields)
 
 
 def _other_choice(cand, best) -> bool:
@@ -304,14 +314,16 @@ def _memory_uncertainty_assumption(task: str) -> Assumption:
     if not points:
         return c.MEMORY_MARGIN.assumption(f"+-{m:.0%} (no test points for this kind of work)")
     if points < MIN_TEST_POINTS:
-        return Assumption.model_construct(
+        return _built(
+            Assumption,
             name="Memory uncertainty",
             value=f"+-{m:.0%}: the calibration margin, widened to cover the {points} published "
             "measurement(s) of this kind of work that the engine was never tuned on (too few "
             "to read an 80% figure from)",
             source="docs/accuracy.md, test points (advisor/engine/uncertainty.json)",
         )
-    return Assumption.model_construct(
+    return _built(
+        Assumption,
         name="Memory uncertainty",
         value=f"+-{m:.0%}: covers 80% of the {points} published measurements of this kind of "
         "work that the engine was never tuned on",
@@ -355,13 +367,15 @@ def _assumptions(
     request: EstimateRequest, shape: ModelShape, wl: Workload, framework, assumed: bool, best=None
 ) -> list[Assumption]:
     out = [
-        Assumption.model_construct(
+        _built(
+            Assumption,
             name="Library",
             value=framework.name
             + (" (you did not say which library; this is the most common one)" if assumed else ""),
             source=framework.source,
         ),
-        Assumption.model_construct(
+        _built(
+            Assumption,
             name="Parameters",
             value=f"{shape.params_total:,} total, {shape.params_active:,} active",
             source=shape.source,
@@ -370,7 +384,8 @@ def _assumptions(
         c.CUDA_CONTEXT_LEGACY.assumption(f"{c.CUDA_CONTEXT_LEGACY.value / 2**20:.0f} MiB"),
         c.NCCL_BUFFERS.assumption(f"{c.NCCL_BUFFERS.value / 2**20:.0f} MiB on multi-GPU jobs"),
         c.ALLOCATOR_FRAGMENTATION.assumption(f"{c.ALLOCATOR_FRAGMENTATION.value:.0%}"),
-        Assumption.model_construct(
+        _built(
+            Assumption,
             name="GPU capacity",
             value="vendor GB x 1e9 bytes: about 7% below the GiB the card has, which absorbs "
             "ECC and driver reservations",
@@ -381,7 +396,8 @@ def _assumptions(
     if wl.training:
         phase = best.option.memory.peak_phase if best is not None else ""
         out.append(
-            Assumption.model_construct(
+            _built(
+                Assumption,
                 name="Peak of a step",
                 value=(f"at the {PHASES[phase]}; " if phase in PHASES else "")
                 + "the larger of the end of the forward pass and the optimizer step, not the "
@@ -437,7 +453,8 @@ def _assumptions(
         out.append(c.MICROBATCH_SATURATION_TOKENS.assumption())
         if wl.adapters:
             out.append(
-                Assumption.model_construct(
+                _built(
+                    Assumption,
                     name="LoRA",
                     value=f"rank {wl.lora_rank}"
                     + (" (default)" if request.lora_rank is None else "")
@@ -465,7 +482,8 @@ def _assumptions(
             util = best.utilisation if best is not None else None
             if util is not None:
                 out.append(
-                    Assumption.model_construct(
+                    _built(
+                        Assumption,
                         name="Utilisation (recommended option)",
                         value=f"{util.value:.0%} of the dense peak, applied to the FLOPs "
                         "executed (recomputation included)",
@@ -473,7 +491,8 @@ def _assumptions(
                     )
                 )
             out.append(
-                Assumption.model_construct(
+                _built(
+                    Assumption,
                     name="Utilisation (every option)",
                     value="the nearest catalog benchmark on the same accelerator or "
                     "generation, moved to this model by the per-layer roofline; else the "
@@ -490,7 +509,8 @@ def _assumptions(
         out.append(c.ZERO3_LIVE_LAYERS.assumption())
     else:
         out.append(
-            Assumption.model_construct(
+            _built(
+                Assumption,
                 name="Generation",
                 value=f"prompt {wl.seq_len:,} + {wl.new_tokens:,} generated tokens per request"
                 + (" (default)" if request.new_tokens is None else "")
@@ -501,7 +521,8 @@ def _assumptions(
         out.append(c.MFU_PREFILL.assumption(f"{c.MFU_PREFILL.value:.0%}"))
         library = decode_speed(wl.decode_framework)
         out.append(
-            Assumption.model_construct(
+            _built(
+                Assumption,
                 name="Decoding speed",
                 value=f"{library.bandwidth_fraction:.0%} of the memory bandwidth per step"
                 + (
@@ -517,7 +538,8 @@ def _assumptions(
         out.append(scale_cost.assumption(_layout_detail(best, shape, wl)))
     else:
         out.append(
-            Assumption.model_construct(
+            _built(
+                Assumption,
                 name="Scaling efficiency",
                 value=", ".join(f"{k} {v:.0%}" for k, v in c.SCALING_EFFICIENCY.items()),
                 source=c.SCALING_SOURCE,

@@ -227,6 +227,8 @@ class Option(_Frozen):
     supported: bool = True  # the software the job needs runs on this system's accelerators
     software_reasons: list[str] = Field(default_factory=list)
     recipe: Recipe | None = None
+    # The site's own words on queue wait (SystemSpec.queue_guidance), when it gives any.
+    queue_guidance: str | None = None
 
 
 class Recommendation(Option):

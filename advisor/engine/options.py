@@ -40,6 +40,13 @@ class Costs(NamedTuple):
     charged: float | None  # at the charge rate the ranking uses
 
 
+# Why a limited system's option sits below the available ones (ranking.RankKey.limited).
+LIMITED_RANKS_AFTER = (
+    "Options on fully available systems are ranked before it; it is offered for when none of "
+    "them can run the job."
+)
+
+
 def gb(value: float) -> str:
     return f"{value / 1e9:.1f} GB"
 
@@ -203,6 +210,7 @@ class OptionWriting:
             )
         if f.limited is not None:
             reasons.append(f.limited)
+            reasons.append(LIMITED_RANKS_AFTER)
         if requested is not None and f.trial and requested <= f.trial:
             reasons.append(
                 f"{requested:.0f} GPU hours fit within {f.system.display_name}'s trial "
@@ -269,6 +277,7 @@ class OptionWriting:
             "supported": f.supported,
             "software_reasons": f.software_reasons,
             "recipe": recipe,
+            "queue_guidance": system.queue_guidance or None,
         }
         sort_key = self.rank_key(f, strategy, n, need, costs, headroom, eligible)
         return Candidate(
@@ -308,7 +317,10 @@ class OptionWriting:
                 (
                     wall is not None and wall > self.target,  # misses the deadline
                     charged is None,
-                    charged or 0.0,
+                    # An unknown charge never wins; among unknown ones, fewer GPU hours do.
+                    charged
+                    if charged is not None
+                    else (costs.requested if costs.requested is not None else math.inf),
                     acc.memory_gb,
                     acc.bf16_tflops or acc.fp16_tflops or 0.0,
                     f.queue,

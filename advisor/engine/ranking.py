@@ -7,15 +7,13 @@ unknown never wins) -> smallest sufficient GPU class -> shortest expected queue 
 Staff reorder the tie-breakers per profile (RankingPolicySpec.tie_breakers).
 
 The charge rate of an option: the VM size's or system's own price where it has one (cloud, or
-an HPC service that publishes a charge); else the rate staff set for the accelerator in the
-profile; else, for HPC only, the cloud-equivalent default below (the Azure price per GPU hour of
-the nearest GPU Azure sells). A cloud VM size without a price is "unknown", never 0.
+an HPC service that publishes a charge); else the profile's rate for the accelerator
+(RankingPolicySpec.charge_rates: defaults from the catalog's data file, with their source and
+date, which staff change in the admin); else "unknown", never 0 (an unknown charge never wins).
 """
 
 from __future__ import annotations
 
-import functools
-import math
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import NamedTuple
@@ -23,52 +21,11 @@ from typing import NamedTuple
 from advisor.engine.models import (
     DEFAULT_TIE_BREAKERS,
     AcceleratorSpec,
+    ChargeRateSpec,
     NodeTypeSpec,
     RankingPolicySpec,
     SystemSpec,
 )
-
-AZURE_PRICES = (
-    "Azure pay-as-you-go Linux prices, East US, USD per VM hour divided by its GPUs "
-    "(../shared/catalog-facts.md section 2c, source AZ-PRICE: azure.microsoft.com/pricing/"
-    "details/virtual-machines/linux/ and the Retail Prices API, read from pinned snapshots; "
-    "approximate)"
-)
-
-
-@dataclass(frozen=True, slots=True)
-class CloudEquivalent:
-    label: str
-    peak_tflops: float  # dense 16-bit
-    memory_gb: float
-    usd_per_gpu_hour: float
-
-
-# The GPUs Azure sells by the hour with a verified price (catalog-facts 2c). An HPC GPU without a
-# staff-set rate is charged as the nearest of these (dense 16-bit peak, then memory).
-CLOUD_EQUIVALENTS = (
-    CloudEquivalent("NVIDIA T4 16GB (Standard_NC4as_T4_v3)", 65, 16, 0.526),
-    CloudEquivalent("NVIDIA V100 16GB (Standard_NC6s_v3, retired 2025-09)", 112, 16, 3.06),
-    CloudEquivalent("NVIDIA A100 40GB SXM4 (Standard_ND96asr_v4)", 312, 40, 3.40),
-    CloudEquivalent("NVIDIA A100 80GB PCIe (Standard_NC24ads_A100_v4)", 312, 80, 3.673),
-    CloudEquivalent("NVIDIA H100 80GB SXM5 (Standard_ND96isr_H100_v5)", 989.4, 80, 12.29),
-)
-CLOUD_EQUIVALENT_CURRENCY = "USD"
-
-
-def cloud_equivalent(acc: AcceleratorSpec) -> CloudEquivalent:
-    peak = max(acc.bf16_tflops or 0, acc.fp16_tflops or 0, acc.fp16_nontensor_tflops or 0, 1)
-    return _nearest_priced(float(peak), float(max(acc.memory_gb, 1)))
-
-
-@functools.lru_cache(maxsize=256)
-def _nearest_priced(peak: float, mem: float) -> CloudEquivalent:
-    return min(
-        CLOUD_EQUIVALENTS,
-        key=lambda ref: (
-            abs(math.log(peak / ref.peak_tflops)) + 0.5 * abs(math.log(mem / ref.memory_gb))
-        ),
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +39,7 @@ def charge_rate(
     system: SystemSpec,
     node: NodeTypeSpec,
     acc: AcceleratorSpec,
-    staff_rates: dict[str, tuple[float, str, str]],
+    profile_rates: dict[str, ChargeRateSpec],
     policy_currency: str,
 ) -> Rate:
     if node.price_per_gpu_hour is not None:
@@ -91,17 +48,18 @@ def charge_rate(
         return Rate(system.price_per_gpu_hour, system.currency, f"{system.display_name}'s price")
     if system.kind == "cloud":
         return Rate(None, system.currency, f"no price for {node.name} in the catalog")
-    staff = staff_rates.get(acc.name)
-    if staff is not None:
-        value, currency, source = staff
-        return Rate(value, currency or policy_currency, source or "the profile's charge rate")
-    ref = cloud_equivalent(acc)
-    return Rate(
-        ref.usd_per_gpu_hour,
-        CLOUD_EQUIVALENT_CURRENCY,
-        f"cloud-equivalent default: {ref.label} at {ref.usd_per_gpu_hour:g} USD per GPU hour "
-        "(staff can set the profile's rate in the admin)",
-    )
+    rate = profile_rates.get(acc.name)
+    if rate is None:
+        return Rate(
+            None,
+            policy_currency,
+            f"no charge rate for the {acc.display_name} in the catalog (staff can set the "
+            "profile's rate in the admin)",
+        )
+    source = rate.source or "the profile's charge rate"
+    if rate.as_of is not None:
+        source += f", as of {rate.as_of.isoformat()}"
+    return Rate(rate.rate_per_gpu_hour, rate.currency or policy_currency, source)
 
 
 class RankKey(NamedTuple):
@@ -194,6 +152,14 @@ def why_first(best, runner_up, tie_order: tuple[str, ...]) -> str:
         if name == "deadline":
             return f"Meets the wall-time target; the next option ({other}) would not."
         if name == "cost":
+            if _money(fa) == "unknown":
+                hours_a, hours_b = fa.requested_gpu_hours, fb.requested_gpu_hours
+                figures = (
+                    f" ({hours_a:,.0f} against {hours_b:,.0f})"
+                    if hours_a is not None and hours_b is not None
+                    else ""
+                )
+                return f"No known price here or on {other}; it needs fewer GPU hours{figures}."
             if fb.charge is None or fb.charge.total is None:
                 return (
                     f"Its charge is known ({_money(fa)}); the next option ({other}) has no "

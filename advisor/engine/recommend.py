@@ -86,9 +86,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
         policy = policy or RankingPolicySpec()
         self.currency = policy.currency
         self.pick_ties = ranking.tie_picker(ranking.order(policy))
-        self.staff_rates = {
-            r.accelerator: (r.rate_per_gpu_hour, r.currency, r.source) for r in policy.charge_rates
-        }
+        self.profile_rates = {rate.accelerator: rate for rate in policy.charge_rates}
         self.accelerators = accelerators
         self.generations = {name: generation(acc) for name, acc in accelerators.items()}
         self.distances = (
@@ -342,7 +340,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
             supported,
             software_reasons,
             software.PLATFORM_CHANGES.get(gen.platform),
-            ranking.charge_rate(system, node, acc, self.staff_rates, self.currency),
+            ranking.charge_rate(system, node, acc, self.profile_rates, self.currency),
             dtype,
             capacity,
             headroom_limit,

@@ -13,6 +13,7 @@ from django.core.management.base import CommandError
 from catalog.models import (
     Accelerator,
     Benchmark,
+    ChargeRate,
     NodeType,
     Partition,
     Profile,
@@ -23,7 +24,7 @@ from tests.catalog.conftest import DATA
 
 pytestmark = pytest.mark.django_db
 
-MODELS = [Profile, Accelerator, System, NodeType, Partition, ToolingSupport, Benchmark]
+MODELS = [Profile, Accelerator, System, NodeType, Partition, ToolingSupport, Benchmark, ChargeRate]
 
 
 def load(target: str | None = None, *options: str) -> str:
@@ -244,6 +245,16 @@ def _break(doc: dict, how: str) -> dict:
         jade2["node_types"][0]["gpu_per_node"] = 8
     elif how == "unknown source":
         jade2["source"] = "JADE-DOCS, NOWHERE"
+    elif how == "negative rate":
+        doc["charge_rates"][0]["rate_per_gpu_hour"] = -1
+    elif how == "rate for an unknown accelerator":
+        doc["charge_rates"][0]["accelerator"] = "v100-64-imaginary"
+    elif how == "rate without a date":
+        del doc["charge_rates"][0]["as_of"]
+    elif how == "two rates for one accelerator":
+        doc["charge_rates"].append(copy.deepcopy(doc["charge_rates"][0]))
+    elif how == "rate without a source":
+        doc["charge_rates"][0]["source"] = "NOWHERE"
     return doc
 
 
@@ -271,6 +282,27 @@ def _break(doc: dict, how: str) -> dict:
         (
             "unknown source",
             "systems[0] (jade2).source: unknown source key 'NOWHERE' (add it to 'sources')",
+        ),
+        (
+            "negative rate",
+            "charge_rates[0] (a100-40-sxm4).rate_per_gpu_hour: Input should be greater than "
+            "or equal to 0",
+        ),
+        (
+            "rate for an unknown accelerator",
+            "charge_rates[0] (v100-64-imaginary).accelerator: unknown accelerator "
+            "'v100-64-imaginary'",
+        ),
+        ("rate without a date", "charge_rates[0] (a100-40-sxm4).as_of: Field required"),
+        (
+            "two rates for one accelerator",
+            "charge_rates[9] (a100-40-sxm4).accelerator: a second charge rate for "
+            "'a100-40-sxm4' (one per accelerator)",
+        ),
+        (
+            "rate without a source",
+            "charge_rates[0] (a100-40-sxm4).source: unknown source key 'NOWHERE' (add it to "
+            "'sources')",
         ),
     ],
 )

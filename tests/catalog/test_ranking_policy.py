@@ -44,11 +44,15 @@ def test_a_staff_charge_rate_reaches_the_engine_and_changes_the_ranking(default_
     # would set the time (advisor/engine/scale_cost.py). At the default rates no H100 PCIe.
     request = request.model_copy(update={"batch_size": 512})
     assert estimate(request, engine_catalog()).recommendation.accelerator != "h100-80-pcie"
-    ChargeRate.objects.create(
+    # The data file's default for the H100 PCIe (an Azure price) is replaced by staff's rate.
+    ChargeRate.objects.update_or_create(
         profile=default_profile,
         accelerator=Accelerator.objects.get(name="h100-80-pcie"),
-        rate_per_gpu_hour=1.0,
-        source="Research computing committee, 2026-11",
+        defaults={
+            "rate_per_gpu_hour": 1.0,
+            "source": "Research computing committee, 2026-11",
+            "as_of": None,
+        },
     )
     after = estimate(request, engine_catalog())  # the catalog version changed: rebuilt
     assert after.recommendation.accelerator == "h100-80-pcie"
@@ -77,3 +81,83 @@ def test_the_profile_admin_edits_rates_and_order(admin_client, default_profile):
     assert "Ranking: what the job costs the institute" in page.content.decode()
     assert "charge rates per gpu hour" in page.content.decode().lower()
     assert 'name="charge_rates-0-rate_per_gpu_hour"' in page.content.decode()
+
+
+def test_the_data_files_default_rates_are_loaded_with_source_and_date(default_profile):
+    """The cloud-equivalent defaults are catalog data (catalog/data/default.json), not code:
+    loaded per profile with their basis, source keys and date, and shown with the charge."""
+    rate = ChargeRate.objects.get(profile=default_profile, accelerator__name="a100-80-sxm4")
+    assert rate.rate_per_gpu_hour == 3.673
+    assert rate.as_of.isoformat() == "2026-11-25"
+    assert rate.source.startswith("cloud-equivalent default: Azure pay-as-you-go price per GPU")
+    assert rate.source.endswith("(AZ-NCA100, AZ-PRICE)")
+    request = EstimateRequest(config=GPT3_1_3B, task="pretrain", tokens=26 * 10**9)
+    charge = estimate(request, engine_catalog()).recommendation.charge
+    assert charge.rate_per_gpu_hour == 3.673
+    assert charge.source == rate.source + ", as of 2026-11-25"
+
+
+def test_a_gpu_without_a_rate_is_charged_unknown_never_zero(default_profile):
+    """Staff remove the A100 rates: those options' charges are unknown (not 0), and a GPU
+    whose charge is known ranks first."""
+    a100_rates = ChargeRate.objects.filter(
+        profile=default_profile, accelerator__name__startswith="a100"
+    )
+    a100_rates.delete()
+    request = EstimateRequest(config=GPT3_1_3B, task="pretrain", tokens=26 * 10**9)
+    result = estimate(request, engine_catalog())
+    a100 = [o for o in result.options if o.accelerator.startswith("a100") and o.system != "azure"]
+    assert a100
+    assert all(o.charge.total is None and o.charge.rate_per_gpu_hour is None for o in a100)
+    assert all("no charge rate for the" in o.charge.source for o in a100)
+    assert result.recommendation.charge.total is not None
+    assert result.recommendation.charge.total > 0
+
+
+def test_staff_change_a_rate_in_the_admin_and_the_ranking_follows(admin_client, default_profile):
+    """The profile's admin page edits a default rate; the next estimate ranks by it (GPT-3
+    1.3B's own global batch, as above, so the rate rather than the gradient exchange decides)."""
+    request = EstimateRequest(config=GPT3_1_3B, task="pretrain", tokens=26 * 10**9, batch_size=512)
+    assert estimate(request, engine_catalog()).recommendation.accelerator != "h100-80-pcie"
+    url = reverse("admin:catalog_profile_change", args=[default_profile.pk])
+    page = admin_client.get(url)
+    form = page.context["adminform"].form
+    data = {
+        name: value
+        for name, value in form.initial.items()
+        if name in ("name", "title", "description", "charge_currency")
+    }
+    data["tie_breakers"] = "[]"
+    data["is_active"] = "on"
+    rates = list(default_profile.charge_rates.order_by("accelerator__name"))
+    data.update(
+        {
+            "charge_rates-TOTAL_FORMS": str(len(rates)),
+            "charge_rates-INITIAL_FORMS": str(len(rates)),
+            "charge_rates-MIN_NUM_FORMS": "0",
+            "charge_rates-MAX_NUM_FORMS": "1000",
+        }
+    )
+    formset = page.context["inline_admin_formsets"][0].formset
+    for i, subform in enumerate(formset.forms[: len(rates)]):
+        rate = subform.instance
+        data.update(
+            {
+                f"charge_rates-{i}-id": str(rate.pk),
+                f"charge_rates-{i}-profile": str(default_profile.pk),
+                f"charge_rates-{i}-accelerator": str(rate.accelerator_id),
+                f"charge_rates-{i}-rate_per_gpu_hour": str(rate.rate_per_gpu_hour),
+                f"charge_rates-{i}-source": rate.source,
+                f"charge_rates-{i}-as_of": rate.as_of.isoformat() if rate.as_of else "",
+            }
+        )
+        if rate.accelerator.name == "h100-80-pcie":
+            data[f"charge_rates-{i}-rate_per_gpu_hour"] = "1"
+            data[f"charge_rates-{i}-source"] = "Research computing committee"
+            data[f"charge_rates-{i}-as_of"] = "2026-11-26"
+    response = admin_client.post(url, data)
+    assert response.status_code == 302, response.context and response.context["errors"]
+    after = estimate(request, engine_catalog()).recommendation
+    assert after.accelerator == "h100-80-pcie"
+    assert after.charge.rate_per_gpu_hour == 1.0
+    assert after.charge.source == "Research computing committee, as of 2026-11-26"

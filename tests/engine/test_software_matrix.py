@@ -5,10 +5,13 @@ GPU; the options say why one is ruled out, with the source and its date."""
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from pathlib import Path
 
-from advisor.engine import estimate
+import pytest
+
+from advisor.engine import estimate, software
 from advisor.engine.models import EstimateRequest
 from bench.engine_rankings import catalog_from_file
 
@@ -78,3 +81,47 @@ def test_vllm_runs_on_mi210_but_not_on_mi100():
     assert not any("vLLM" in r for o in mi210 for r in o.software_reasons)
     assert all(any("vLLM" in r for r in o.software_reasons) for o in mi100)
     assert not any(o.supported for o in mi100)
+
+
+@pytest.mark.parametrize("platform", ["cuda", "rocm", "xpu"])
+@pytest.mark.parametrize("tool", [software.VLLM, software.COMPILE])
+def test_vllm_and_torch_compile_have_a_cited_dated_row_per_vendor(platform, tool):
+    cell = software.PLATFORM_MATRIX[(platform, tool)]
+    assert cell.supported is not None
+    assert re.search(r"as of \d{4}-\d{2}|\(pytorch\.org, \d{4}-\d{2}\)", cell.source)
+
+
+def test_an_unsloth_recipe_is_rejected_where_staff_mark_torch_compile_unsupported():
+    """Unsloth's kernels need Triton (torch.compile's backend); a system whose tooling matrix
+    says torch.compile does not run there is ruled out with the reason and its source."""
+    catalog = default_catalog()
+    systems = [
+        s.model_copy(
+            update={
+                "tooling": {**s.tooling, software.COMPILE: False},
+                "tooling_sources": {
+                    **s.tooling_sources,
+                    software.COMPILE: "Stanage support ticket, 2026-11",
+                },
+            }
+        )
+        if s.name == "stanage"
+        else s
+        for s in catalog.systems
+    ]
+    result = estimate(
+        EstimateRequest(
+            config=LLAMA_2_7B, task="lora", tokens=10**7, framework="unsloth", system="stanage"
+        ),
+        catalog.model_copy(update={"systems": systems}),
+    )
+    stanage = [o for o in result.options if o.system == "stanage"]
+    assert stanage
+    assert not any(o.supported or o.eligible for o in stanage)
+    for option in stanage:
+        (reason,) = option.software_reasons
+        assert reason.startswith(
+            "Unsloth's kernels and torch.compile need Triton for the GPU; not supported on this "
+            "system's NVIDIA"
+        )
+        assert reason.endswith("GPUs (Stanage support ticket, 2026-11).")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from advisor.engine import estimate
-from advisor.engine.models import ChargeRateSpec, EstimateRequest, RankingPolicySpec
+from advisor.engine.models import ChargeRateSpec, EstimateRequest
 from bench.engine_rankings import catalog_from_file
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
@@ -199,20 +199,17 @@ def test_staff_charge_rates_and_tie_breaker_order_change_the_ranking():
     # would set the time (scale_cost.py). At the default rates an A100 still wins.
     request["batch_size"] = 512
     assert run(**request).recommendation.accelerator != "h100-80-pcie"
-    # The institute counts its H100 PCIe hours as cheap: Stanage's H100 now wins on cost.
+    # The institute counts its H100 PCIe hours as cheap: Stanage's H100 now wins on cost. The
+    # data file's other rates (cloud-equivalent defaults) stay.
+    policy = default_catalog().ranking
+    rates = [r for r in policy.charge_rates if r.accelerator != "h100-80-pcie"]
+    rates.append(
+        ChargeRateSpec(
+            accelerator="h100-80-pcie", rate_per_gpu_hour=1.0, currency="USD", source="test rate"
+        )
+    )
     cheap_h100 = default_catalog().model_copy(
-        update={
-            "ranking": RankingPolicySpec(
-                charge_rates=[
-                    ChargeRateSpec(
-                        accelerator="h100-80-pcie",
-                        rate_per_gpu_hour=1.0,
-                        currency="USD",
-                        source="test rate",
-                    )
-                ]
-            )
-        }
+        update={"ranking": policy.model_copy(update={"charge_rates": rates})}
     )
     cheap = run(cheap_h100, **request)
     assert cheap.recommendation.accelerator == "h100-80-pcie"
@@ -220,7 +217,7 @@ def test_staff_charge_rates_and_tie_breaker_order_change_the_ranking():
     assert cheap.recommendation.charge.rate_per_gpu_hour == 1.0
     # Fewest GPUs first: the profile's order is stated in the objective.
     fewest = default_catalog().model_copy(
-        update={"ranking": RankingPolicySpec(tie_breakers=["gpus", "cost"])}
+        update={"ranking": policy.model_copy(update={"tie_breakers": ["gpus", "cost"]})}
     )
     result = run(fewest, **request)
     assert result.objective.startswith(
@@ -244,8 +241,26 @@ def test_alternatives_come_from_the_engine_one_per_system_and_gpu():
 @pytest.mark.parametrize("tie", ["deadline", "cost", "gpu_class", "queue", "gpus"])
 def test_every_tie_breaker_can_lead(tie):
     catalog = default_catalog().model_copy(
-        update={"ranking": RankingPolicySpec(tie_breakers=[tie])}
+        update={"ranking": default_catalog().ranking.model_copy(update={"tie_breakers": [tie]})}
     )
     result = run(catalog, config=GPT3_1_3B, task="pretrain", tokens=10**9)
     assert result.recommendation is not None
     assert result.why_first
+
+
+def test_without_any_charge_rate_fewer_gpu_hours_rank_first():
+    """A profile whose file gives no rates: every HPC charge is unknown (never 0), and the
+    ranking still prefers the option needing fewer GPU hours, saying why in words."""
+    catalog = default_catalog()
+    no_rates = catalog.model_copy(
+        update={"ranking": catalog.ranking.model_copy(update={"charge_rates": []})}
+    )
+    result = run(no_rates, config=GPT3_1_3B, task="pretrain", tokens=10**9, system="stanage")
+    ranked = sorted((o for o in result.options if o.eligible), key=lambda o: o.rank)
+    assert all(o.charge.total is None for o in ranked)
+    assert all("no charge rate for the" in o.charge.source for o in ranked)
+    rec = result.recommendation
+    same_group = [o for o in ranked if o.headroom == rec.headroom and o.strategy != "zero3_offload"]
+    assert rec.requested_gpu_hours == min(o.requested_gpu_hours for o in same_group)
+    assert rec.accelerator == "h100-80-pcie"  # fewer hours, though the A100 is the smaller GPU
+    assert result.why_first.startswith("No known price here or on NVIDIA A100 80GB SXM4")
