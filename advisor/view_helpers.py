@@ -99,9 +99,9 @@ def page_cache_key(
 
     The session's answers and stored estimate (every write moves `updated_at`), the chart
     file's version, the engine's version, today's date (deadlines are counted from it), the
-    address links are built on, and the htmx headers (a swap gets the step alone, with the
-    tab's title). A model answer adds its Hub lookup's state: the checks on the path and the
-    lookup card read it.
+    address links are built on, the origins allowed to frame the embed, and the htmx headers
+    (a swap gets the step alone, with the tab's title). A model answer adds its Hub lookup's
+    state: the checks on the path and the lookup card read it.
     """
     chart = load_chart(advisor_session.chart)
     model_id = answer_fields(chart, advisor_session.answers).get("model_id")
@@ -116,6 +116,7 @@ def page_cache_key(
         timezone.localdate().isoformat(),
         request.scheme,
         request.get_host(),
+        tuple(allowed_origins()),  # the embed chrome names them (settings, not code)
         bool(getattr(request, "htmx", False)),
         wants_partial(request),
         (lookup.pk, lookup.status, lookup.updated_at.isoformat()) if lookup else None,

@@ -161,3 +161,34 @@ def test_staff_change_a_rate_in_the_admin_and_the_ranking_follows(admin_client, 
     assert after.accelerator == "h100-80-pcie"
     assert after.charge.rate_per_gpu_hour == 1.0
     assert after.charge.source == "Research computing committee, as of 2026-11-26"
+
+
+def test_upgrading_a_database_loaded_without_rates_gives_it_the_files_defaults(default_profile):
+    """A catalog loaded before the data files carried rates has none; migration 0009 fills the
+    profile's defaults from its file once, so HPC charges are not all 'unknown' after upgrade.
+    A profile where staff set any rate keeps exactly what staff set."""
+    from importlib import import_module
+
+    from django.apps import apps
+
+    fill = import_module("catalog.migrations.0009_default_charge_rates").fill_default_rates
+    ChargeRate.objects.filter(profile=default_profile).delete()
+    request = EstimateRequest(config=GPT3_1_3B, task="pretrain", tokens=26 * 10**9)
+    # Without rates every HPC charge is unknown, so only the priced cloud can win.
+    assert estimate(request, engine_catalog()).recommendation.system == "azure"
+
+    fill(apps, None)
+
+    rate = ChargeRate.objects.get(profile=default_profile, accelerator__name="a100-80-sxm4")
+    assert (rate.rate_per_gpu_hour, rate.as_of.isoformat()) == (3.673, "2026-11-25")
+    after = estimate(request, engine_catalog()).recommendation  # the stamp was replaced
+    assert (after.system, after.accelerator) != ("azure", "a100-40-sxm4")
+    assert after.charge.source.startswith("cloud-equivalent default")
+
+    ChargeRate.objects.filter(profile=default_profile).exclude(pk=rate.pk).delete()
+    rate.rate_per_gpu_hour = 1.5
+    rate.save()
+    fill(apps, None)
+    assert list(
+        ChargeRate.objects.filter(profile=default_profile).values_list("rate_per_gpu_hour")
+    ) == [(1.5,)]
