@@ -51,18 +51,7 @@ def estimate_shape(
     warnings = list(warnings or [])
     wl = build_workload(request, shape)
     warnings.extend(_input_warnings(request, shape, wl))
-    accelerators = {a.name: a for a in catalog.accelerators}
-    candidates = rank(
-        evaluate(
-            request,
-            shape,
-            wl,
-            catalog.systems,
-            accelerators,
-            measured(catalog.benchmarks, accelerators),
-            catalog.ranking,
-        )
-    )
+    candidates = _ranked(request, shape, wl, catalog)
     tie_order = ranking.order(catalog.ranking)
     eligible = [cand for cand in candidates if cand.eligible]
     best = eligible[0] if eligible else None
@@ -81,29 +70,13 @@ def estimate_shape(
     if best is not None:
         # Everything below describes the recipe the recommendation runs.
         wl = _recipe_workload(wl, best.option.recipe)
-        reasons = _recommendation_reasons(best, candidates, wl, framework, why)
-        # The best option's fields, already complete, with the longer reasons.
-        recommendation = trusted(Recommendation, {**best.option.__dict__, "reasons": reasons})
-        slurm_script = sbatch_script(
-            option=best.option,
-            system=best.system,
-            node=best.node,
-            partition=best.partition,
-            model_name=model_name,
-            task=wl.task,
-            platform=generation(best.accelerator).platform,
-            framework=framework,
+        recommendation, slurm_script = _recommended(
+            best, candidates, wl, framework, why, model_name
         )
         memory = best.option.memory
     else:
         memory = MemoryBreakdown.model_construct(**memory_per_gpu(shape, wl, "single", 1))
-        warnings.append(
-            "Nothing in the catalog fits within the constraints; see each option's reasons."
-            if catalog.systems
-            else "The catalog has no systems: load one (manage.py load_catalog) to get options."
-        )
-        if catalog.systems:
-            warnings.extend(_what_would_help(request, wl))
+        warnings.extend(_nothing_fits(request, catalog, wl))
     flops = training_flops_per_token(shape, wl) if wl.training else 2 * shape.flop_params
     justification = draft(
         request=request,
@@ -146,6 +119,52 @@ def estimate_shape(
             source=framework.source,
         ),
     )
+
+
+def _ranked(
+    request: EstimateRequest, shape: ModelShape, wl: Workload, catalog: CatalogSpec
+) -> list:
+    """Every system / node type / strategy in the catalog sized and ranked (recommend.py)."""
+    accelerators = {a.name: a for a in catalog.accelerators}
+    return rank(
+        evaluate(
+            request,
+            shape,
+            wl,
+            catalog.systems,
+            accelerators,
+            measured(catalog.benchmarks, accelerators),
+            catalog.ranking,
+        )
+    )
+
+
+def _recommended(best, candidates, wl: Workload, framework, why: str, model_name: str) -> tuple:
+    """(the recommendation with its longer reasons, its starter sbatch script)."""
+    reasons = _recommendation_reasons(best, candidates, wl, framework, why)
+    # The best option's fields, already complete, with the longer reasons.
+    recommendation = trusted(Recommendation, {**best.option.__dict__, "reasons": reasons})
+    slurm_script = sbatch_script(
+        option=best.option,
+        system=best.system,
+        node=best.node,
+        partition=best.partition,
+        model_name=model_name,
+        task=wl.task,
+        platform=generation(best.accelerator).platform,
+        framework=framework,
+    )
+    return recommendation, slurm_script
+
+
+def _nothing_fits(request: EstimateRequest, catalog: CatalogSpec, wl: Workload) -> list[str]:
+    """The warnings when no option is eligible: why, and what would cut memory."""
+    if not catalog.systems:
+        return ["The catalog has no systems: load one (manage.py load_catalog) to get options."]
+    return [
+        "Nothing in the catalog fits within the constraints; see each option's reasons.",
+        *_what_would_help(request, wl),
+    ]
 
 
 def _input_warnings(request: EstimateRequest, shape: ModelShape, wl: Workload) -> list[str]:
