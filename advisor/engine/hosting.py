@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 
 from advisor.engine.constants import MEMORY_MARGIN
-from advisor.engine.models import AcceleratorSpec, Assumption, SystemSpec
+from advisor.engine.models import AcceleratorSpec, Assumption, NodeTypeSpec, SystemSpec
 from advisor.engine.words import gigabytes
 
 HOURS_PER_MONTH = 730
@@ -87,67 +87,94 @@ def hosting_plan(
     if months <= 0:
         raise ValueError("The service must stay up for some time: give at least one month.")
     by_name = {a.name: a for a in accelerators}
-    margin = 1 + MEMORY_MARGIN.value
     options: list[HostingVm] = []
     for node in system.node_types:
         acc = by_name.get(node.accelerator)
         if node.status == "retired" or acc is None or node.gpus_per_node < 1:
             continue
-        gpus = node.gpus_per_node
-        capacity = acc.memory_gb * 1e9 * gpus
-        need = (weights_and_working_bytes + per_gpu_overhead_bytes * gpus) * margin
-        fits = need <= capacity
-        price = (
-            node.price_per_gpu_hour * gpus if node.price_per_gpu_hour is not None else None
-        ) or (system.price_per_gpu_hour * gpus if system.price_per_gpu_hour is not None else None)
-        per_month = price * HOURS_PER_MONTH if price is not None else None
-        total = per_month * months if per_month is not None else None
-        if gpus == 1:
-            gpu_words, hold, have = f"One {acc.display_name} GPU", "holds", "has"
-        else:
-            gpu_words, hold, have = f"{gpus} {acc.display_name} GPUs", "hold", "have"
-        if fits:
-            reason = (
-                f"{gpu_words} ({gigabytes(capacity)}) {hold} the {gigabytes(need)} needed, "
-                "margin included."
-            )
-        else:
-            reason = (
-                f"{gpu_words} {have} {gigabytes(capacity)}, less than the {gigabytes(need)} needed."
-            )
-        if per_month is not None:
-            reason += f" {_money(per_month, system.currency)} a month."
-        else:
-            reason += " Price unknown: ask the cloud team for a quote."
         options.append(
-            HostingVm(
-                name=node.name,
-                accelerator=acc.name,
-                gpus=gpus,
-                memory_bytes=capacity,
-                fits=fits,
-                price_per_hour=price,
-                price_per_month=per_month,
-                total_price=total,
-                currency=system.currency,
-                reason=reason,
+            _hosting_vm(
+                system, node, acc, weights_and_working_bytes, per_gpu_overhead_bytes, months
             )
         )
-
-    def order(vm: HostingVm):
-        # Fitting first; among them a known price before an unknown one (an unknown price is
-        # never taken for cheap), then the cheapest, then the smallest VM.
-        return (
-            not vm.fits,
-            vm.price_per_month is None,
-            vm.price_per_month if vm.price_per_month is not None else 0.0,
-            vm.memory_bytes,
-            vm.name,
-        )
-
-    options.sort(key=order)
+    options.sort(key=_vm_order)
     chosen = options[0] if options and options[0].fits else None
-    assumptions = [
+    return HostingPlan(
+        system=system.name,
+        months=months,
+        need_bytes=int(weights_and_working_bytes),
+        vm=chosen,
+        options=options,
+        assumptions=_hosting_assumptions(weights_and_working_bytes, per_gpu_overhead_bytes, months),
+    )
+
+
+def _hosting_vm(
+    system: SystemSpec,
+    node: NodeTypeSpec,
+    acc: AcceleratorSpec,
+    weights_and_working_bytes: int,
+    per_gpu_overhead_bytes: int,
+    months: float,
+) -> HostingVm:
+    """One VM size: whether the service fits on its GPUs (margin included) and its price."""
+    margin = 1 + MEMORY_MARGIN.value
+    gpus = node.gpus_per_node
+    capacity = acc.memory_gb * 1e9 * gpus
+    need = (weights_and_working_bytes + per_gpu_overhead_bytes * gpus) * margin
+    fits = need <= capacity
+    price = (node.price_per_gpu_hour * gpus if node.price_per_gpu_hour is not None else None) or (
+        system.price_per_gpu_hour * gpus if system.price_per_gpu_hour is not None else None
+    )
+    per_month = price * HOURS_PER_MONTH if price is not None else None
+    total = per_month * months if per_month is not None else None
+    if gpus == 1:
+        gpu_words, hold, have = f"One {acc.display_name} GPU", "holds", "has"
+    else:
+        gpu_words, hold, have = f"{gpus} {acc.display_name} GPUs", "hold", "have"
+    if fits:
+        reason = (
+            f"{gpu_words} ({gigabytes(capacity)}) {hold} the {gigabytes(need)} needed, "
+            "margin included."
+        )
+    else:
+        reason = (
+            f"{gpu_words} {have} {gigabytes(capacity)}, less than the {gigabytes(need)} needed."
+        )
+    if per_month is not None:
+        reason += f" {_money(per_month, system.currency)} a month."
+    else:
+        reason += " Price unknown: ask the cloud team for a quote."
+    return HostingVm(
+        name=node.name,
+        accelerator=acc.name,
+        gpus=gpus,
+        memory_bytes=capacity,
+        fits=fits,
+        price_per_hour=price,
+        price_per_month=per_month,
+        total_price=total,
+        currency=system.currency,
+        reason=reason,
+    )
+
+
+def _vm_order(vm: HostingVm):
+    # Fitting first; among them a known price before an unknown one (an unknown price is
+    # never taken for cheap), then the cheapest, then the smallest VM.
+    return (
+        not vm.fits,
+        vm.price_per_month is None,
+        vm.price_per_month if vm.price_per_month is not None else 0.0,
+        vm.memory_bytes,
+        vm.name,
+    )
+
+
+def _hosting_assumptions(
+    weights_and_working_bytes: int, per_gpu_overhead_bytes: int, months: float
+) -> list[Assumption]:
+    return [
         Assumption(
             name="Hours in a month",
             value=f"{HOURS_PER_MONTH} hours: the VM runs all the time, pay-as-you-go",
@@ -167,14 +194,6 @@ def hosting_plan(
             source=MEMORY_MARGIN.source,
         ),
     ]
-    return HostingPlan(
-        system=system.name,
-        months=months,
-        need_bytes=int(weights_and_working_bytes),
-        vm=chosen,
-        options=options,
-        assumptions=assumptions,
-    )
 
 
 def months_text(months: float) -> str:
