@@ -81,6 +81,38 @@ def check_request(request: EstimateRequest, catalog: CatalogSpec | None = None) 
         if value is not None and value > limit:
             errors.append((field, f"{value:,} is beyond any real workload (limit {limit:,})."))
 
+    errors.extend(_combination_errors(request))
+    errors.extend(_tensor_parallel_errors(request))
+    if request.micro_batch is not None and request.micro_batch > request.batch_size:
+        errors.append(
+            (
+                "micro_batch",
+                f"micro_batch {request.micro_batch} is larger than the global batch "
+                f"{request.batch_size}; the micro-batch is the part of the batch one GPU "
+                "processes at a time.",
+            )
+        )
+    if catalog is not None:
+        errors.extend(_catalog_errors(request, catalog))
+    if errors:
+        raise RequestError(errors)
+
+    if request.lora_rank is not None and task not in ("lora", "qlora"):
+        warnings.append(f"lora_rank is ignored for {task}.")
+    if task == "inference" and request.gradient_checkpointing:
+        warnings.append("gradient_checkpointing is ignored for inference.")
+    if task == "lora" and precision == "int4":
+        warnings.append("LoRA on a 4-bit base model is QLoRA; estimated as QLoRA.")
+    if precision == "fp32" and task != "inference" and request.mixed_precision:
+        warnings.append("fp32 training: mixed_precision does not apply; everything is fp32.")
+    return warnings
+
+
+def _combination_errors(request: EstimateRequest) -> list[tuple[str, str]]:
+    """Fields that contradict each other: the model given twice, a precision the task
+    cannot train in, a training strategy for inference, a library of the other kind."""
+    errors: list[tuple[str, str]] = []
+    task, precision = request.task, request.precision
     if request.config is not None and request.params is not None:
         errors.append(("params", "Give either config or params, not both."))
     if task == "qlora" and precision == "fp32":
@@ -123,49 +155,33 @@ def check_request(request: EstimateRequest, catalog: CatalogSpec | None = None) 
                     f"choose one of: not_sure, {others}.",
                 )
             )
-    errors.extend(_tensor_parallel_errors(request))
-    if request.micro_batch is not None and request.micro_batch > request.batch_size:
+    return errors
+
+
+def _catalog_errors(request: EstimateRequest, catalog: CatalogSpec) -> list[tuple[str, str]]:
+    """Systems and accelerators the catalog does not know."""
+    errors: list[tuple[str, str]] = []
+    systems = {s.name for s in catalog.systems}
+    accelerators = {a.name for a in catalog.accelerators}
+    if request.system is not None and request.system not in systems:
         errors.append(
             (
-                "micro_batch",
-                f"micro_batch {request.micro_batch} is larger than the global batch "
-                f"{request.batch_size}; the micro-batch is the part of the batch one GPU "
-                "processes at a time.",
+                "system",
+                f"Unknown system {request.system!r}; known: {', '.join(sorted(systems))}.",
             )
         )
-    if catalog is not None:
-        systems = {s.name for s in catalog.systems}
-        accelerators = {a.name for a in catalog.accelerators}
-        if request.system is not None and request.system not in systems:
-            errors.append(
-                (
-                    "system",
-                    f"Unknown system {request.system!r}; known: {', '.join(sorted(systems))}.",
-                )
+    if request.accelerator is not None and request.accelerator not in accelerators:
+        errors.append(
+            (
+                "accelerator",
+                f"Unknown accelerator {request.accelerator!r}; known: "
+                f"{', '.join(sorted(accelerators))}.",
             )
-        if request.accelerator is not None and request.accelerator not in accelerators:
-            errors.append(
-                (
-                    "accelerator",
-                    f"Unknown accelerator {request.accelerator!r}; known: "
-                    f"{', '.join(sorted(accelerators))}.",
-                )
-            )
-        for name in request.constraints.systems or []:
-            if name not in systems:
-                errors.append(("constraints.systems", f"Unknown system {name!r}."))
-    if errors:
-        raise RequestError(errors)
-
-    if request.lora_rank is not None and task not in ("lora", "qlora"):
-        warnings.append(f"lora_rank is ignored for {task}.")
-    if task == "inference" and request.gradient_checkpointing:
-        warnings.append("gradient_checkpointing is ignored for inference.")
-    if task == "lora" and precision == "int4":
-        warnings.append("LoRA on a 4-bit base model is QLoRA; estimated as QLoRA.")
-    if precision == "fp32" and task != "inference" and request.mixed_precision:
-        warnings.append("fp32 training: mixed_precision does not apply; everything is fp32.")
-    return warnings
+        )
+    for name in request.constraints.systems or []:
+        if name not in systems:
+            errors.append(("constraints.systems", f"Unknown system {name!r}."))
+    return errors
 
 
 def _tensor_parallel_errors(request: EstimateRequest) -> list[tuple[str, str]]:
