@@ -43,21 +43,14 @@ def _hours(value: float | None, unit: str = "GPU hours") -> str:
     return f"less than 0.1 {unit}" if value is not None and value <= 0 else hours(value, unit)
 
 
-def draft(
-    *,
-    request: EstimateRequest,
-    shape: ModelShape,
-    wl: Workload,
-    model_name: str,
-    option: Option | None,
-    system: SystemSpec | None,
-    accelerator: AcceleratorSpec | None,
-    flops_per_token: float | None,
+def _setup_sentence(
+    request: EstimateRequest, shape: ModelShape, wl: Workload, model_name: str
 ) -> str:
+    """What will be run: the method, the model, the precision and the batch."""
     method = TASK_WORDS[wl.task]
     if wl.adapters:
         method += f" with rank {wl.lora_rank} adapters"
-    parts = [
+    return (
         f"We will run {method} of {model_name} ({parameters(shape.params_total)}"
         + (
             f", {_params(shape.params_active)} active per token"
@@ -73,7 +66,47 @@ def draft(
         + f" of {plural(wl.seq_len, 'token')}"
         + (f" generating {plural(wl.new_tokens, 'token')} each" if wl.task == "inference" else "")
         + "."
+    )
+
+
+def _memory_sentence(option: Option, accelerator: AcceleratorSpec) -> str:
+    """Memory per GPU by component against the GPU's capacity, and the layout."""
+    mem = option.memory
+    pieces = [
+        ("weights", mem.weights),
+        ("gradients", mem.gradients),
+        ("optimizer states", mem.optimizer_states),
+        ("activations", mem.activations),
+        ("logits", mem.logits),
+        ("KV cache", mem.kv_cache),
+        ("quantisation", mem.quantization),
+        ("CUDA context", mem.cuda_context),
+        ("allocator reserve", mem.allocator_reserve),
     ]
+    listed = ", ".join(f"{name} {gigabytes(value)}" for name, value in pieces if value)
+    return (
+        f"Memory per GPU comes to {gigabytes(mem.total_bytes)} ({listed}) against the "
+        f"{accelerator.memory_gb:g} GB of {with_article(accelerator.display_name)}, using "
+        + (
+            "a single GPU."
+            if option.strategy == "single" and option.num_gpus == 1
+            else f"{plural(option.num_gpus, 'GPU')} {strategy_words(option.strategy)}."
+        )
+    )
+
+
+def draft(
+    *,
+    request: EstimateRequest,
+    shape: ModelShape,
+    wl: Workload,
+    model_name: str,
+    option: Option | None,
+    system: SystemSpec | None,
+    accelerator: AcceleratorSpec | None,
+    flops_per_token: float | None,
+) -> str:
+    parts = [_setup_sentence(request, shape, wl, model_name)]
     if request.tokens is not None:
         epochs = f" for {plural(request.epochs, 'epoch')}" if wl.training else ""
         parts.append(f"The data set is {plural(request.tokens, 'token')}{epochs}.")
@@ -83,29 +116,8 @@ def draft(
             "see the rejected options for what would have to change."
         )
         return " ".join(parts)
-    mem = option.memory
-    if mem is not None:
-        pieces = [
-            ("weights", mem.weights),
-            ("gradients", mem.gradients),
-            ("optimizer states", mem.optimizer_states),
-            ("activations", mem.activations),
-            ("logits", mem.logits),
-            ("KV cache", mem.kv_cache),
-            ("quantisation", mem.quantization),
-            ("CUDA context", mem.cuda_context),
-            ("allocator reserve", mem.allocator_reserve),
-        ]
-        listed = ", ".join(f"{name} {gigabytes(value)}" for name, value in pieces if value)
-        parts.append(
-            f"Memory per GPU comes to {gigabytes(mem.total_bytes)} ({listed}) against the "
-            f"{accelerator.memory_gb:g} GB of {with_article(accelerator.display_name)}, using "
-            + (
-                "a single GPU."
-                if option.strategy == "single" and option.num_gpus == 1
-                else f"{plural(option.num_gpus, 'GPU')} {strategy_words(option.strategy)}."
-            )
-        )
+    if option.memory is not None:
+        parts.append(_memory_sentence(option, accelerator))
     recipe = option.recipe
     if recipe is not None and wl.training:
         optimizer = OPTIMIZER_WORDS.get(recipe.optimizer or "", recipe.optimizer)
