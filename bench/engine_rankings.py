@@ -42,7 +42,7 @@ from advisor.engine.models import (  # noqa: E402
     EstimateRequest,
 )
 from catalog.benchmark_file import benchmark_file_read  # noqa: E402
-from catalog.data_schema import validate_catalog_file  # noqa: E402
+from catalog.data_file import validate_catalog_file  # noqa: E402
 from tests.engine.catalog_fixture import catalog  # noqa: E402
 
 DEFAULT_CATALOG = ROOT / "catalog" / "data" / "default.json"

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from catalog.data_schema import BenchmarkIn, CatalogFileError, display_path
+from catalog.data_file import display_path
+from catalog.data_schema import BenchmarkIn, CatalogFileError
 
 MAX_SOURCE = 300  # Benchmark.source
 

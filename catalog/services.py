@@ -10,12 +10,11 @@ from django.db import transaction
 from django.db.models import Model
 from django.utils import timezone
 
+from catalog.data_file import display_path, validate_catalog_file
 from catalog.data_schema import (
     BenchmarkIn,
     CatalogFile,
     CatalogFileError,
-    display_path,
-    validate_catalog_file,
 )
 from catalog.models import (
     Accelerator,

@@ -16,7 +16,7 @@ from django.db import transaction
 from advisor.engine.models import CatalogSpec
 from advisor.engine_catalog import engine_catalog, engine_catalog_forget
 from catalog.benchmark_file import benchmark_file_read
-from catalog.data_schema import validate_catalog_file
+from catalog.data_file import validate_catalog_file
 from catalog.models import Accelerator, CatalogVersion, NodeType, Partition, System, Tool
 from tests.catalog.conftest import DATA
 

@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from advisor.engine.models import CatalogSpec
-from catalog.data_schema import validate_catalog_file
+from catalog.data_file import validate_catalog_file
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "engine_catalog.json"
 
