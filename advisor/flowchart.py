@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 CHARTS_DIR = Path(__file__).resolve().parent / "flowcharts"
 STEP_ID = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
@@ -248,6 +248,12 @@ class Flowchart(_Strict):
     source: str = ""
     start: str
     nodes: list[Node]
+    # The file version it was parsed from (load_chart): what a page rendered from it is keyed on.
+    _file_version: int = PrivateAttr(default=0)
+
+    @property
+    def file_version(self) -> int:
+        return self._file_version
 
     @model_validator(mode="after")
     def _graph(self) -> Flowchart:
@@ -454,7 +460,9 @@ def load_chart(key: str) -> Flowchart:
 @functools.lru_cache(maxsize=32)
 def _load_file(path: str, mtime_ns: int) -> Flowchart:
     file = Path(path)
-    return parse_chart(file.read_text(encoding="utf-8"), name=file.name)
+    chart = parse_chart(file.read_text(encoding="utf-8"), name=file.name)
+    chart._file_version = mtime_ns
+    return chart
 
 
 def parse_chart(text: str, *, name: str = "<chart>") -> Flowchart:

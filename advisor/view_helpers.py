@@ -17,7 +17,7 @@ from advisor.chart_walk import answer_fields
 from advisor.embedding import allowed_origins
 from advisor.engine import ENGINE_VERSION
 from advisor.flow_decisions import model_lookup_for
-from advisor.flowchart import CHARTS_DIR, FlowchartError, Node, load_chart
+from advisor.flowchart import FlowchartError, Node, load_chart
 from advisor.models import AdvisorSession
 from catalog.selectors import catalog_version
 from web.page_cache import CSRF_PLACEHOLDER, cache_read, cache_write, page_key, with_csrf_token
@@ -111,7 +111,7 @@ def page_cache_key(
         str(advisor_session.pk),
         advisor_session.updated_at.isoformat() if advisor_session.updated_at else None,
         advisor_session.chart,
-        (CHARTS_DIR / f"{advisor_session.chart}.yaml").stat().st_mtime_ns,
+        chart.file_version,
         ENGINE_VERSION,
         timezone.localdate().isoformat(),
         request.scheme,
