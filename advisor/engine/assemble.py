@@ -231,11 +231,8 @@ def _recommendation_reasons(best, candidates, wl: Workload, framework, why: str)
     reasons = [
         f"Fits: {opt.memory_per_gpu_bytes / 1e9:.1f} GB per GPU of the {acc.memory_gb:g} GB "
         f"on {words.with_article(acc.display_name)} ({free:.0%} headroom), "
-        + (
-            "on a single GPU."
-            if opt.strategy == "single" and opt.num_gpus == 1
-            else f"{words.plural(opt.num_gpus, 'GPU')} {words.strategy_words(opt.strategy)}."
-        )
+        + ("on " if opt.strategy == "single" and opt.num_gpus == 1 else "")
+        + f"{words.gpus_and_strategy(opt.num_gpus, opt.strategy)}."
     ]
     if framework.preallocates and not wl.training:
         reserved = opt.capacity_bytes * framework.preallocates

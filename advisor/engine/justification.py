@@ -9,11 +9,11 @@ from advisor.engine.recipe import LEVEL_WORDS, OPTIMIZER_WORDS
 from advisor.engine.shape import ModelShape
 from advisor.engine.words import (
     gigabytes,
+    gpus_and_strategy,
     hours,
     parameters,
     plural,
     quantity,
-    strategy_words,
     whole_hours,
     with_article,
 )
@@ -87,11 +87,7 @@ def _memory_sentence(option: Option, accelerator: AcceleratorSpec) -> str:
     return (
         f"Memory per GPU comes to {gigabytes(mem.total_bytes)} ({listed}) against the "
         f"{accelerator.memory_gb:g} GB of {with_article(accelerator.display_name)}, using "
-        + (
-            "a single GPU."
-            if option.strategy == "single" and option.num_gpus == 1
-            else f"{plural(option.num_gpus, 'GPU')} {strategy_words(option.strategy)}."
-        )
+        f"{gpus_and_strategy(option.num_gpus, option.strategy)}."
     )
 
 

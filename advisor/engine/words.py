@@ -94,3 +94,10 @@ def parameters(count: int) -> str:
 
 def strategy_words(strategy: str) -> str:
     return STRATEGY_WORDS.get(strategy, strategy.replace("_", " "))
+
+
+def gpus_and_strategy(num_gpus: int, strategy: str) -> str:
+    """'a single GPU', or '4 GPUs' followed by the strategy in words."""
+    if strategy == "single" and num_gpus == 1:
+        return "a single GPU"
+    return f"{plural(num_gpus, 'GPU')} {strategy_words(strategy)}"
