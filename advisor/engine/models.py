@@ -48,6 +48,7 @@ FrameworkName = Literal[
     "deepspeed",
     "megatron",
     "transformers",
+    "transformers_legacy",
     "litgpt",
     "vllm",
     "tgi",

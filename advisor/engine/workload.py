@@ -336,5 +336,6 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         quantises_head=framework.quantises_head,
         keeps_gradients=framework.keeps_gradients and training,
         decode_framework=framework.key,
+        tuple_kv_cache=framework.tuple_kv_cache and not training,
         framework_autocast=framework.autocast,
     )
