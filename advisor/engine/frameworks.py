@@ -66,6 +66,9 @@ class Framework:
     # on it; True for Lightning's BitsandbytesPrecision (LitGPT), which replaces every
     # nn.Linear; None where it depends on the user's code (the engine takes the larger layout).
     quantises_head: bool | None = None
+    # True: generate() rebuilds a tuple KV cache with torch.cat every step, so the previous
+    # step's cache is still alive when the new one is complete (transformers before 4.36).
+    tuple_kv_cache: bool = False
 
     @property
     def chunked_loss(self) -> bool:
@@ -221,6 +224,22 @@ INFERENCE_FRAMEWORKS = {
         checkpoint_levels=("none",),
         launcher="python",
         source="transformers generate(): a contiguous KV cache grown per token (DynamicCache)",
+        quantises_head=False,
+    ),
+    "transformers_legacy": Framework(
+        key="transformers_legacy",
+        name="Hugging Face Transformers generate(), version 4.35 or older (tuple KV cache)",
+        kind="inference",
+        checkpointing={},
+        pure_bf16=True,
+        checkpoint_levels=("none",),
+        launcher="python",
+        tuple_kv_cache=True,
+        source="transformers v4.35 models/llama/modeling_llama.py LlamaAttention.forward: "
+        "`key_states = torch.cat([past_key_value[0], key_states], dim=2)`, "
+        "`past_key_value = (key_states, value_states)`: each step returns a new tuple cache "
+        "while generate() holds the previous one; v4.36 introduced DynamicCache "
+        "(cache_utils.py), which replaces each layer's tensors in place of the old ones",
         quantises_head=False,
     ),
     "litgpt": Framework(

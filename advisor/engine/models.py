@@ -48,6 +48,7 @@ FrameworkName = Literal[
     "deepspeed",
     "megatron",
     "transformers",
+    "transformers_legacy",
     "litgpt",
     "vllm",
     "tgi",
@@ -126,6 +127,12 @@ class EstimateRequest(_Frozen):
     # None: AdamW unless only 8-bit AdamW makes the job fit (the recipe search decides).
     optimizer: Optimizer | None = None
     framework: FrameworkName | None = None
+    # Training: step each parameter inside backward as soon as its gradient exists
+    # (torchtune optimizer_in_bwd; needs no gradient accumulation); None: the library's default.
+    optimizer_in_backward: bool | None = None
+    # Training: checkpointed activations copied to CPU memory (torchtune
+    # enable_activation_offloading, Unsloth's checkpointing); None: the library's default.
+    activation_offloading: bool | None = None
     lora_rank: int | None = Field(default=None, ge=1)
     # Module names LoRA adapts ("q_proj", "v_proj", ...); None: every linear layer of a block,
     # as the QLoRA paper recommends.

@@ -136,13 +136,16 @@ LOGITS_REMOTE_CODE_BYTES = Constant(
     "when the library casts the model itself (DeepSpeed fp16/bf16)",
 )
 LEGACY_KV_CACHE_COPIES = Constant(
-    "KV cache copies alive (model's own code)",
+    "KV cache copies alive (tuple cache: model's own code, transformers <= 4.35)",
     2,
     "caches at the end of a generation step",
     "modeling_qwen.py QWenAttention.forward (copy in alibaba/MNN, path as above): "
     "`key = torch.cat((past_key, key), dim=1)`; `present = (key, value)`: every step builds a "
     "new tuple cache while generate() still holds the previous step's past_key_values until "
-    "the forward returns. transformers' own models since v4.36 use DynamicCache, which "
+    "the forward returns. transformers' own models did the same up to v4.35 (v4.35 "
+    "models/llama/modeling_llama.py LlamaAttention.forward: `key_states = torch.cat("
+    "[past_key_value[0], key_states], dim=2)`; `past_key_value = (key_states, value_states)`); "
+    "transformers' own models since v4.36 use DynamicCache, which "
     "replaces each layer's tensors as it goes (transformers cache_utils.DynamicCache.update), "
     "so only about one cache is alive",
     "a tuple cache rebuilt by torch.cat keeps the old and the new cache at the peak",
