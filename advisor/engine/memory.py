@@ -36,6 +36,7 @@ from advisor.engine.memory_terms import (
 from advisor.engine.shape import ModelShape
 from advisor.engine.tensor_parallel import LAYOUT_PREFIX as TP_LAYOUT
 from advisor.engine.tensor_parallel import split as split_layout
+from advisor.engine.tensor_parallel import stage_share, stages
 
 # Per trainable parameter: (gradients, optimizer states incl. fp32 master weights) in bytes.
 # Full training keeps the ZeRO paper's accounting; LoRA adapters are fp32 under mixed precision
@@ -277,6 +278,15 @@ class MemoryModel:
         _, constants, workspace = self.base
         if self.wl.state_mode == "mixed" and not self.wl.adapters:
             grads *= 2
+        # Pipeline stages hold their share of the layers (the fullest stage: the layers' share
+        # plus an embedding). Activations do not shrink: under 1F1B the first stage keeps p
+        # micro-batches in flight of its L/p layers, one micro-batch's worth of all L layers
+        # (Korthikanti et al. 2022, arXiv:2205.05198 section 4.2.3).
+        shape = self.shape
+        share = stage_share(
+            shape.params_total, shape.params_embedding or shape.params_lm_head, stages(key)
+        )
+        weights, grads, optim = weights * share, grads * share, optim * share
         flow = self._flow(tp, True, level, sequence_parallel=True)
         # Each NCCL communicator keeps its own buffers (NCCL_BUFFSIZE per channel and peer):
         # the tensor-parallel group's, and the data-parallel group's when there is one.

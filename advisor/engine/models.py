@@ -147,6 +147,9 @@ class EstimateRequest(_Frozen):
     # Tensor-parallel degree within a node for training; None: the recipe search decides
     # (only for libraries that train with tensor parallelism), 1: never.
     tensor_parallel: int | None = Field(default=None, ge=1, le=8)
+    # Pipeline stages for training (Megatron-style); None: the recipe search adds stages only
+    # where tensor parallelism alone does not fit (libraries with pipeline parallelism only).
+    pipeline_parallel: int | None = Field(default=None, ge=1, le=16)
     num_gpus: int | None = Field(default=None, ge=1)
     system: str | None = None
     accelerator: str | None = None
@@ -194,6 +197,7 @@ class Recipe(_Frozen):
     strategy: Strategy
     offload: Literal["none", "optimizer_and_weights"] = "none"
     tp: int = 1  # tensor-parallel degree within a node
+    pp: int = 1  # pipeline stages (Megatron-style, across nodes)
     compute_factor: float = 1.0  # time relative to the same step without recomputation
     reasons: list[str] = Field(default_factory=list)
 

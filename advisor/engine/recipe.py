@@ -23,6 +23,7 @@ from advisor.engine.memory import MemoryModel, Workload
 from advisor.engine.models import EstimateRequest
 from advisor.engine.shape import ModelShape
 from advisor.engine.tensor_parallel import split as split_layout
+from advisor.engine.tensor_parallel import stages
 from advisor.engine.words import plural
 
 LEVEL_WORDS = {
@@ -343,6 +344,7 @@ class RecipeSearch:
             "strategy": name,
             "offload": "optimizer_and_weights" if strategy == "zero3_offload" else "none",
             "tp": tp,
+            "pp": stages(strategy),
             "compute_factor": round(choice.time_factor, 3),
             "reasons": reasons,
         }
