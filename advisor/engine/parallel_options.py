@@ -223,6 +223,11 @@ class ParallelPlanning:
                 f"; its all-reduces over {source} ({bandwidth / 1e9:.0f} GB/s) take about "
                 f"{cost:.0%} of the GPU time (in the GPU hours)"
             )
+        if self.framework.tensor_parallel_last_resort:
+            said += (
+                f"; this is {self.framework.name}'s Megatron-DeepSpeed layout (pretrain_gpt.py), "
+                "a different code base from DeepSpeed under the Transformers Trainer"
+            )
         if pp > 1:
             idle = tp_layout.bubble(pp, choice.accumulation)
             said += (
