@@ -38,7 +38,7 @@ class ParallelPlanning:
     def training_hours(self, f: NodeFacts, k: int, strategy: str, choice: Choice) -> float:
         """GPU hours of `k` GPUs with the recipe `choice` under the layout `strategy`."""
         _, tp, _ = tp_layout.split(strategy, k)
-        pp = tp_layout.stages(strategy)
+        pp = tp_layout.stages(strategy) if tp > 1 else 1
         # The recipe's recomputation and micro-batch size set the FLOPs and utilisation.
         util = f.util.for_recipe(choice.level) * choice.efficiency
         # The data-parallel exchange against each optimizer step's compute (scale_cost.py;
