@@ -89,6 +89,8 @@ PHASES = {
 
 
 _SIXTEEN_BIT_PARAM_STRATEGIES = frozenset({"zero1", "zero2", "zero3", "fsdp", "zero3_offload"})
+# Layouts whose gradients are reduce-scattered: each exists whole until it is reduced.
+_SHARDED_GRADIENTS = frozenset({"zero2", "zero3", "fsdp", "zero3_offload"})
 
 
 def memory_per_gpu(shape: ModelShape, wl: Workload, strategy: str, n: int) -> dict[str, int]:
@@ -135,9 +137,13 @@ class MemoryModel:
             self._states, self._flows = like._states, like._flows
         else:
             self.base = quantised_base_bytes(shape, wl)  # weights, constants, workspace
-            self.gathered = (
-                c.ZERO3_LIVE_LAYERS.value * shape.params_per_layer * c.BYTES[wl.compute_dtype]
-            )
+            # The unit computing and the one prefetched: layers, except where the embedding
+            # or LM head (a unit of its own, or the root's) is larger than a layer.
+            layer = shape.params_per_layer
+            largest = max(layer, shape.vocab_size * shape.hidden_size)
+            self.gathered = ((c.ZERO3_LIVE_LAYERS.value - 1) * layer + largest) * c.BYTES[
+                wl.compute_dtype
+            ]
             self._states: dict[str, tuple] = {}
             self._flows: dict[tuple[int, bool, str, bool], tuple[float, float, float]] = {}
         self._linear: dict[tuple[str, int, str, str], tuple[float, float]] = {}
@@ -298,17 +304,21 @@ class MemoryModel:
             context,
         )
 
-    def _first_gradient(self, grads: float) -> float:
+    def _first_gradient(self, grads: float, strategy: str = "single", optimizer: str = "") -> float:
         """Gradient bytes that exist when backward starts with all activations still alive:
         the LM head's weight gradient, the first one backward writes (its share of the
-        trainable parameters). Adapters leave the head frozen."""
+        trainable parameters). Adapters leave the head frozen. Under sharded gradients
+        (ZeRO-2/3, FSDP) it is whole until it is reduce-scattered."""
         shape, wl = self.shape, self.wl
         if not wl.training or wl.keeps_gradients or wl.optimizer_in_backward:
             return grads
         if wl.adapters:
             return 0.0
         head = shape.vocab_size * shape.hidden_size
-        return grads * min(1.0, head / max(shape.params_total, 1))
+        share = min(1.0, head / max(shape.params_total, 1))
+        if strategy in _SHARDED_GRADIENTS:
+            return self._state(optimizer)[1] * share
+        return grads * share
 
     def linear(self, strategy: str, n: int, level: str, optimizer: str) -> tuple[float, float]:
         """(fixed bytes, bytes per sample of micro-batch): total = fixed + micro x per-sample
@@ -344,7 +354,8 @@ class MemoryModel:
                 grads, workspace = layout[1], layout[4]
                 frag = 1 + c.ALLOCATOR_FRAGMENTATION.value
                 without_grads = fixed - grads * frag
-                forward_fixed = without_grads + self._first_gradient(grads) * frag
+                first = self._first_gradient(grads, strategy, optimizer)
+                forward_fixed = without_grads + first * frag
                 optimizer_step = without_grads - workspace * frag + grads * frag
             found = self._phases[key] = (fixed, per_sample, forward_fixed, optimizer_step)
         fixed, per_sample, forward_fixed, optimizer_step = found
@@ -376,7 +387,7 @@ class MemoryModel:
         activations, logits, kv = (x * micro for x in flow)
         phase = "inference" if not wl.training else "forward"
         if wl.training and accumulation == 1 and not wl.keeps_gradients:
-            first = self._first_gradient(grads)
+            first = self._first_gradient(grads, strategy, optimizer)
             forward = first + activations + logits + kv + workspace
             if grads > forward:  # the optimizer step holds more than the forward pass
                 phase, activations, logits, kv, workspace = "optimizer", 0.0, 0.0, 0.0, 0.0

@@ -1,16 +1,21 @@
-"""Knobs a researcher can pin that the library otherwise sets: stepping the optimizer inside
-backward and offloading checkpointed activations (torchtune's optimizer_in_bwd and
-enable_activation_offloading)."""
+"""Knobs a researcher can pin that the library otherwise sets (stepping the optimizer inside
+backward, offloading checkpointed activations: torchtune's optimizer_in_bwd and
+enable_activation_offloading), and what a sharded layout keeps whole."""
 
 import json
 from pathlib import Path
 
 from advisor.engine import estimate
+from advisor.engine.architecture import architecture_from_config
+from advisor.engine.memory import MemoryModel
 from advisor.engine.models import EstimateRequest
+from advisor.engine.shape import shape_from_architecture
+from advisor.engine.workload import build_workload
 from tests.engine.catalog_fixture import catalog
 
 CONFIGS = Path(__file__).parent / "configs"
 LLAMA32_1B = json.loads((CONFIGS / "meta-llama__Llama-3.2-1B" / "config.json").read_text())
+LLAMA2_7B = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
 
 
 def _one_gpu(seq_len=4096, **knobs):
@@ -51,3 +56,27 @@ def test_offloading_checkpointed_activations_keeps_fewer_layer_inputs_on_the_gpu
     offloaded = _one_gpu(activation_offloading=True, micro_batch=8)
     assert offloaded.memory.activations < kept.memory.activations
     assert offloaded.memory.weights == kept.memory.weights
+
+
+def _sharded_head_share(config):
+    request = EstimateRequest(
+        config=config, task="full_finetune", precision="bf16", framework="torchtune"
+    )
+    shape = shape_from_architecture(architecture_from_config(config))
+    parts = MemoryModel(shape, build_workload(request, shape)).per_gpu(
+        "zero3_offload", 8, micro=1, accumulation=1
+    )
+    return shape, parts
+
+
+def test_a_sharded_job_gathers_the_lm_head_whole_when_it_outgrows_a_layer():
+    """Llama 3.2's 128,256-token head is larger than one of its layers: FSDP gathers it, and
+    its gradient is whole until reduce-scattered, whatever the GPU count."""
+    shape, parts = _sharded_head_share(LLAMA32_1B)
+    head = shape.vocab_size * shape.hidden_size
+    assert head > shape.params_per_layer
+    assert parts["weights"] == (shape.params_per_layer + head) * 2
+    assert parts["gradients"] == head * 2
+    # Llama 2's 32,000-token head is smaller than a layer: two layers are gathered.
+    shape, parts = _sharded_head_share(LLAMA2_7B)
+    assert parts["weights"] == 2 * shape.params_per_layer * 2
