@@ -52,12 +52,26 @@ class Framework:
     # Trains with tensor parallelism within a node (tensor_parallel.py); the recipe search
     # gives tp > 1 only to these.
     tensor_parallel_training: bool = False
+    # Tensor parallelism is another code base for this library's users (DeepSpeed with the
+    # HF Trainer -> Megatron-DeepSpeed): offered only where no ZeRO stage fits on the GPUs.
+    tensor_parallel_last_resort: bool = False
+    # Trains with pipeline stages as well (1F1B; tensor_parallel.py's bubble): Megatron-LM and
+    # Megatron-DeepSpeed.
+    pipeline_parallel_training: bool = False
+    # Data-parallel strategies the library offers; None: every one (DeepSpeed ZeRO, FSDP).
+    # Megatron-LM shards only the optimizer (--use-distributed-optimizer), never weights.
+    data_parallel: tuple[str, ...] | None = None
+    # What the library does instead of the strategies it lacks (for the option's reason).
+    shards_instead: str = ""
     source: str
     # Whether a 4-bit base keeps the LM head 4-bit too: False for transformers' bitsandbytes
     # integration (get_keys_to_not_convert keeps the output layer 16-bit) and the stacks built
     # on it; True for Lightning's BitsandbytesPrecision (LitGPT), which replaces every
     # nn.Linear; None where it depends on the user's code (the engine takes the larger layout).
     quantises_head: bool | None = None
+    # True: generate() rebuilds a tuple KV cache with torch.cat every step, so the previous
+    # step's cache is still alive when the new one is complete (transformers before 4.36).
+    tuple_kv_cache: bool = False
 
     @property
     def chunked_loss(self) -> bool:
@@ -163,6 +177,9 @@ TRAINING_FRAMEWORKS = {
         launcher="deepspeed",
         # Megatron-DeepSpeed: Megatron's tensor parallelism with DeepSpeed's ZeRO stage 1.
         tensor_parallel_training=True,
+        # Megatron-DeepSpeed's --pipeline-model-parallel-size (DeepSpeed's PipelineModule).
+        pipeline_parallel_training=True,
+        tensor_parallel_last_resort=True,
         source="Megatron-DeepSpeed (--tensor-model-parallel-size with ZeRO stage 1); "
         "DeepSpeed config docs: bf16/fp16 modes keep fp32 master weights in the "
         "optimizer (ZeRO paper accounting); activation_checkpointing is off unless "
@@ -185,7 +202,14 @@ TRAINING_FRAMEWORKS = {
         autocast=False,
         launcher="torchrun",
         tensor_parallel_training=True,
+        pipeline_parallel_training=True,
+        # No ZeRO-3 / FSDP: data-parallel ranks keep whole (tensor- and pipeline-split)
+        # weights and share the optimizer state (--use-distributed-optimizer).
+        data_parallel=("single", "ddp"),
+        shards_instead="it splits weights with tensor and pipeline parallelism and shards "
+        "the optimizer state over data-parallel ranks (--use-distributed-optimizer)",
         source="Megatron-LM arguments (--tensor-model-parallel-size, --sequence-parallel, "
+        "--pipeline-model-parallel-size, "
         "--use-distributed-optimizer; Shoeybi et al. 2019, arXiv:1909.08053; "
         "--recompute-granularity selective|full; Korthikanti et al. 2022, arXiv:2205.05198 "
         "section 4 for selective recomputation); "
@@ -204,6 +228,22 @@ INFERENCE_FRAMEWORKS = {
         checkpoint_levels=("none",),
         launcher="python",
         source="transformers generate(): a contiguous KV cache grown per token (DynamicCache)",
+        quantises_head=False,
+    ),
+    "transformers_legacy": Framework(
+        key="transformers_legacy",
+        name="Hugging Face Transformers generate(), version 4.35 or older (tuple KV cache)",
+        kind="inference",
+        checkpointing={},
+        pure_bf16=True,
+        checkpoint_levels=("none",),
+        launcher="python",
+        tuple_kv_cache=True,
+        source="transformers v4.35 models/llama/modeling_llama.py LlamaAttention.forward: "
+        "`key_states = torch.cat([past_key_value[0], key_states], dim=2)`, "
+        "`past_key_value = (key_states, value_states)`: each step returns a new tuple cache "
+        "while generate() holds the previous one; v4.36 introduced DynamicCache "
+        "(cache_utils.py), which replaces each layer's tensors in place of the old ones",
         quantises_head=False,
     ),
     "litgpt": Framework(

@@ -55,6 +55,8 @@ class Workload:
     keeps_gradients: bool = False
     # The library that generates (frameworks.py key): its decoding speed (speed.decode_speed).
     decode_framework: str = "transformers"
+    # generate() rebuilds a tuple KV cache each step (frameworks.Framework.tuple_kv_cache).
+    tuple_kv_cache: bool = False
     # Whether 16-bit training runs under torch.autocast (False: DeepSpeed's and Megatron's
     # fp16/bf16 modes cast the model itself, frameworks.Framework.autocast).
     framework_autocast: bool = True
@@ -366,7 +368,9 @@ def kv_cache_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
 
 
 def kv_cache_copies(shape: ModelShape, wl: Workload) -> float:
-    """Caches alive at the peak of generation: two where the model's own code returns a new
-    tuple cache each step (old and new alive together), else one (constants/memory.py)."""
-    legacy = shape.remote_code and wl.new_tokens > 0 and wl.decode_framework == "transformers"
+    """Caches alive at the peak of generation: two where the model's own code or a
+    transformers before 4.36 returns a new tuple cache each step (old and new alive
+    together), else one (constants/memory.py)."""
+    own_code = shape.remote_code and wl.decode_framework == "transformers"
+    legacy = wl.new_tokens > 0 and (wl.tuple_kv_cache or own_code)
     return c.LEGACY_KV_CACHE_COPIES.value if legacy else 1.0

@@ -74,6 +74,7 @@ def _layout_detail(best, shape: ModelShape, wl: Workload) -> str:
         achieved_tflops=peak * util,
         recompute=recompute,
         tp=recipe.tp,
+        pp=recipe.pp,
     )
     return scale_cost.describe(cost, option.strategy, option.num_gpus)
 
@@ -131,8 +132,11 @@ def _memory_assumptions(
     if not wl.training and kv_cache_copies(shape, wl) > 1:
         out.append(
             c.LEGACY_KV_CACHE_COPIES.assumption(
-                "2 KV caches at the peak: the model runs its own code (config.json auto_map, "
-                "trust_remote_code=True), which rebuilds a tuple cache every step"
+                "2 KV caches at the peak: transformers 4.35 or older rebuilds a tuple cache "
+                "every step"
+                if wl.tuple_kv_cache
+                else "2 KV caches at the peak: the model runs its own code (config.json "
+                "auto_map, trust_remote_code=True), which rebuilds a tuple cache every step"
             )
         )
     if wl.weight_format == "int4":

@@ -104,4 +104,31 @@ def test_qwen_7b_generating_1024_tokens_at_batch_64_does_not_fit_80gb():
     assert not any(o.fits for o in a100)
     assert all(o.memory.total_bytes > 80e9 for o in a100)
     names = [a.name for a in result.assumptions]
-    assert "KV cache copies alive (model's own code)" in names
+    assert "KV cache copies alive (tuple cache: model's own code, transformers <= 4.35)" in names
+
+
+def _llama_generation(framework: str, batch: int = 16):
+    return estimate(
+        EstimateRequest(
+            config=LLAMA2_7B,
+            task="inference",
+            precision="fp16",
+            batch_size=batch,
+            seq_len=512,
+            new_tokens=512,
+            num_gpus=1,
+            framework=framework,
+        ),
+        catalog(),
+    )
+
+
+def test_transformers_before_4_36_keeps_two_kv_caches_and_says_so():
+    """transformers 4.35's Llama rebuilt a tuple cache with torch.cat each step (optimum's
+    GPTQ benchmark ran on it): the researcher who names that stack gets one more cache."""
+    current, legacy = _llama_generation("transformers"), _llama_generation("transformers_legacy")
+    one_cache = next(o for o in current.options if o.num_gpus == 1).memory.kv_cache
+    two = next(o for o in legacy.options if o.num_gpus == 1).memory.kv_cache
+    assert two == 2 * one_cache
+    assert any("transformers 4.35 or older" in a.value for a in legacy.assumptions)
+    assert not any("transformers 4.35 or older" in a.value for a in current.assumptions)

@@ -94,12 +94,20 @@ DDP_BUCKET_COPY = Constant(
     "DDP's default keeps gradients twice: in the parameters and in the all-reduce buckets",
 )
 ZERO3_LIVE_LAYERS = Constant(
-    "ZeRO-3 / FSDP gathered layers",
+    "ZeRO-3 / FSDP gathered units",
     2,
-    "transformer layers of full 16-bit weights at a time",
+    "units of full 16-bit weights at a time: transformer layers, or the embedding / LM head "
+    "where that unit is larger than a layer",
     "FSDP gathers one unit and prefetches the next (forward/backward prefetch); DeepSpeed "
-    "stage-3 prefetch bucket works the same way (PyTorch FSDP docs; DeepSpeed ZeRO docs)",
-    "sharded weights must be gathered whole for the layer that computes",
+    "stage-3 prefetch bucket works the same way (PyTorch FSDP docs; DeepSpeed ZeRO docs). "
+    "The embedding and the LM head are units too: torchtune's llama3_1/70B_full.yaml shards "
+    "them on their own (custom_sharded_layers: ['tok_embeddings', 'output']), and FSDP2's root "
+    "unit, which holds whatever is not wrapped, is not resharded after forward (torch "
+    "fully_shard docs, reshard_after_forward). With a 128,256-token vocabulary the LM head "
+    "(1.05 B parameters for Llama 3.1 70B) is larger than a layer (0.86 B). Its gradient is "
+    "whole on every rank until it is reduce-scattered (FSDP FULL_SHARD: 'after backward "
+    "computation, reduce-scatter gradients'), so backward starts with it alive",
+    "sharded weights must be gathered whole for the unit that computes",
 )
 
 # --- Activations -------------------------------------------------------------------------------
@@ -136,13 +144,16 @@ LOGITS_REMOTE_CODE_BYTES = Constant(
     "when the library casts the model itself (DeepSpeed fp16/bf16)",
 )
 LEGACY_KV_CACHE_COPIES = Constant(
-    "KV cache copies alive (model's own code)",
+    "KV cache copies alive (tuple cache: model's own code, transformers <= 4.35)",
     2,
     "caches at the end of a generation step",
     "modeling_qwen.py QWenAttention.forward (copy in alibaba/MNN, path as above): "
     "`key = torch.cat((past_key, key), dim=1)`; `present = (key, value)`: every step builds a "
     "new tuple cache while generate() still holds the previous step's past_key_values until "
-    "the forward returns. transformers' own models since v4.36 use DynamicCache, which "
+    "the forward returns. transformers' own models did the same up to v4.35 (v4.35 "
+    "models/llama/modeling_llama.py LlamaAttention.forward: `key_states = torch.cat("
+    "[past_key_value[0], key_states], dim=2)`; `past_key_value = (key_states, value_states)`); "
+    "transformers' own models since v4.36 use DynamicCache, which "
     "replaces each layer's tensors as it goes (transformers cache_utils.DynamicCache.update), "
     "so only about one cache is alive",
     "a tuple cache rebuilt by torch.cat keeps the old and the new cache at the peak",
