@@ -1073,6 +1073,15 @@ def _fit_rows(outcomes: list[Outcome]) -> list[str]:
     return rows
 
 
+def _layout(option: Option) -> str:
+    """The strategy, with the tensor-parallel degree and pipeline stages where there are any
+    ("tensor_parallel 4x4": TP 4 x PP 4)."""
+    recipe = option.recipe
+    if recipe is None or option.strategy != "tensor_parallel" or recipe.tp <= 1:
+        return option.strategy
+    return f"{option.strategy} {recipe.tp}" + (f"x{recipe.pp}" if recipe.pp > 1 else "")
+
+
 def _gpu_hour_rows(outcomes: list[Outcome]) -> list[str]:
     rows = _header(
         "Point",
@@ -1082,7 +1091,7 @@ def _gpu_hour_rows(outcomes: list[Outcome]) -> list[str]:
         "Error",
         "requested_gpu_hours",
         "Error",
-        "Engine's job (GPUs, strategy, fits)",
+        "Engine's job (GPUs, strategy TP x PP, fits)",
         "Lowest gpu_hours on this GPU (GPUs, strategy)",
         "Error",
         "Target compares",
@@ -1092,9 +1101,9 @@ def _gpu_hour_rows(outcomes: list[Outcome]) -> list[str]:
         if o.error:
             job = "error"
         elif o.option is not None:
-            job = f"{o.option.num_gpus}, {o.option.strategy}, {_fit_word(o.option.fits)}"
+            job = f"{o.option.num_gpus}, {_layout(o.option)}, {_fit_word(o.option.fits)}"
         if o.lowest is not None:
-            lowest = f"{_hours(o.lowest.gpu_hours)} ({o.lowest.num_gpus}, {o.lowest.strategy})"
+            lowest = f"{_hours(o.lowest.gpu_hours)} ({o.lowest.num_gpus}, {_layout(o.lowest)})"
         elif o.option is not None:
             lowest = "no job fits"
         rows.append(

@@ -52,6 +52,14 @@ class Framework:
     # Trains with tensor parallelism within a node (tensor_parallel.py); the recipe search
     # gives tp > 1 only to these.
     tensor_parallel_training: bool = False
+    # Trains with pipeline stages as well (1F1B; tensor_parallel.py's bubble): Megatron-LM and
+    # Megatron-DeepSpeed.
+    pipeline_parallel_training: bool = False
+    # Data-parallel strategies the library offers; None: every one (DeepSpeed ZeRO, FSDP).
+    # Megatron-LM shards only the optimizer (--use-distributed-optimizer), never weights.
+    data_parallel: tuple[str, ...] | None = None
+    # What the library does instead of the strategies it lacks (for the option's reason).
+    shards_instead: str = ""
     source: str
     # Whether a 4-bit base keeps the LM head 4-bit too: False for transformers' bitsandbytes
     # integration (get_keys_to_not_convert keeps the output layer 16-bit) and the stacks built
@@ -166,6 +174,8 @@ TRAINING_FRAMEWORKS = {
         launcher="deepspeed",
         # Megatron-DeepSpeed: Megatron's tensor parallelism with DeepSpeed's ZeRO stage 1.
         tensor_parallel_training=True,
+        # Megatron-DeepSpeed's --pipeline-model-parallel-size (DeepSpeed's PipelineModule).
+        pipeline_parallel_training=True,
         source="Megatron-DeepSpeed (--tensor-model-parallel-size with ZeRO stage 1); "
         "DeepSpeed config docs: bf16/fp16 modes keep fp32 master weights in the "
         "optimizer (ZeRO paper accounting); activation_checkpointing is off unless "
@@ -188,7 +198,14 @@ TRAINING_FRAMEWORKS = {
         autocast=False,
         launcher="torchrun",
         tensor_parallel_training=True,
+        pipeline_parallel_training=True,
+        # No ZeRO-3 / FSDP: data-parallel ranks keep whole (tensor- and pipeline-split)
+        # weights and share the optimizer state (--use-distributed-optimizer).
+        data_parallel=("single", "ddp"),
+        shards_instead="it splits weights with tensor and pipeline parallelism and shards "
+        "the optimizer state over data-parallel ranks (--use-distributed-optimizer)",
         source="Megatron-LM arguments (--tensor-model-parallel-size, --sequence-parallel, "
+        "--pipeline-model-parallel-size, "
         "--use-distributed-optimizer; Shoeybi et al. 2019, arXiv:1909.08053; "
         "--recompute-granularity selective|full; Korthikanti et al. 2022, arXiv:2205.05198 "
         "section 4 for selective recomputation); "

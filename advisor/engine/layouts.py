@@ -7,6 +7,7 @@ from __future__ import annotations
 from advisor.engine import constants as c
 from advisor.engine.memory import Workload
 from advisor.engine.models import EstimateRequest, NodeTypeSpec, PartitionSpec, SystemSpec
+from advisor.engine.words import STRATEGY_NAMES
 
 TRAINING_STRATEGIES = ("single", "ddp", "zero2", "zero3", "zero3_offload")
 # Tensor x data parallel, for libraries that train with tensor parallelism: tried before
@@ -53,10 +54,16 @@ def counts_for(node: NodeTypeSpec, partition: PartitionSpec | None, limit: int |
 
 
 def strategies_for(
-    request: EstimateRequest, wl: Workload, system: SystemSpec, tensor_parallel: bool = False
+    request: EstimateRequest,
+    wl: Workload,
+    system: SystemSpec,
+    tensor_parallel: bool = False,
+    library: tuple[str, str, tuple[str, ...] | None] | None = None,
 ) -> list[tuple[str, str | None]]:
     """(strategy, why it is unavailable or None). `tensor_parallel`: the library trains with
-    tensor parallelism and the researcher did not rule it out."""
+    tensor parallelism and the researcher did not rule it out. `library`: (its name, what it
+    shards instead, the data-parallel strategies it offers or None for all): a library without
+    ZeRO / FSDP (Megatron-LM) is not offered them, and says so when one is asked for."""
     if wl.task == "inference":
         return [("single", None), ("tensor_parallel", None)]
     tooling = system.tooling
@@ -72,9 +79,14 @@ def strategies_for(
         wanted = list(WITH_TENSOR_PARALLEL if tensor_parallel else TRAINING_STRATEGIES)
         if deepspeed is False and fsdp is not False:
             wanted = [("fsdp" if s == "zero3" else s) for s in wanted if s != "zero3_offload"]
+    offered = None if library is None else library[2]
+    if offered is not None and request.strategy is None:
+        wanted = [s for s in wanted if s in offered or s == "tensor_parallel"]
     out = []
     for strategy in wanted:
         why = None
+        if offered is not None and strategy not in offered and strategy != "tensor_parallel":
+            why = f"{library[0]} has no {STRATEGY_NAMES.get(strategy, strategy)} ({library[1]})"
         if strategy.startswith("zero") and deepspeed is False:
             why = f"DeepSpeed is not supported on {system.display_name}"
         if strategy == "fsdp" and fsdp is False:

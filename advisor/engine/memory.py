@@ -36,6 +36,7 @@ from advisor.engine.memory_terms import (
 from advisor.engine.shape import ModelShape
 from advisor.engine.tensor_parallel import LAYOUT_PREFIX as TP_LAYOUT
 from advisor.engine.tensor_parallel import split as split_layout
+from advisor.engine.tensor_parallel import stage_share, stages
 
 # Per trainable parameter: (gradients, optimizer states incl. fp32 master weights) in bytes.
 # Full training keeps the ZeRO paper's accounting; LoRA adapters are fp32 under mixed precision
@@ -88,6 +89,8 @@ PHASES = {
 
 
 _SIXTEEN_BIT_PARAM_STRATEGIES = frozenset({"zero1", "zero2", "zero3", "fsdp", "zero3_offload"})
+# Layouts whose gradients are reduce-scattered: each exists whole until it is reduced.
+_SHARDED_GRADIENTS = frozenset({"zero2", "zero3", "fsdp", "zero3_offload"})
 
 
 def memory_per_gpu(shape: ModelShape, wl: Workload, strategy: str, n: int) -> dict[str, int]:
@@ -134,9 +137,13 @@ class MemoryModel:
             self._states, self._flows = like._states, like._flows
         else:
             self.base = quantised_base_bytes(shape, wl)  # weights, constants, workspace
-            self.gathered = (
-                c.ZERO3_LIVE_LAYERS.value * shape.params_per_layer * c.BYTES[wl.compute_dtype]
-            )
+            # The unit computing and the one prefetched: layers, except where the embedding
+            # or LM head (a unit of its own, or the root's) is larger than a layer.
+            layer = shape.params_per_layer
+            largest = max(layer, shape.vocab_size * shape.hidden_size)
+            self.gathered = ((c.ZERO3_LIVE_LAYERS.value - 1) * layer + largest) * c.BYTES[
+                wl.compute_dtype
+            ]
             self._states: dict[str, tuple] = {}
             self._flows: dict[tuple[int, bool, str, bool], tuple[float, float, float]] = {}
         self._linear: dict[tuple[str, int, str, str], tuple[float, float]] = {}
@@ -271,6 +278,15 @@ class MemoryModel:
         _, constants, workspace = self.base
         if self.wl.state_mode == "mixed" and not self.wl.adapters:
             grads *= 2
+        # Pipeline stages hold their share of the layers (the fullest stage: the layers' share
+        # plus an embedding). Activations do not shrink: under 1F1B the first stage keeps p
+        # micro-batches in flight of its L/p layers, one micro-batch's worth of all L layers
+        # (Korthikanti et al. 2022, arXiv:2205.05198 section 4.2.3).
+        shape = self.shape
+        share = stage_share(
+            shape.params_total, shape.params_embedding or shape.params_lm_head, stages(key)
+        )
+        weights, grads, optim = weights * share, grads * share, optim * share
         flow = self._flow(tp, True, level, sequence_parallel=True)
         # Each NCCL communicator keeps its own buffers (NCCL_BUFFSIZE per channel and peer):
         # the tensor-parallel group's, and the data-parallel group's when there is one.
@@ -286,17 +302,21 @@ class MemoryModel:
             context,
         )
 
-    def _first_gradient(self, grads: float) -> float:
+    def _first_gradient(self, grads: float, strategy: str = "single", optimizer: str = "") -> float:
         """Gradient bytes that exist when backward starts with all activations still alive:
         the LM head's weight gradient, the first one backward writes (its share of the
-        trainable parameters). Adapters leave the head frozen."""
+        trainable parameters). Adapters leave the head frozen. Under sharded gradients
+        (ZeRO-2/3, FSDP) it is whole until it is reduce-scattered."""
         shape, wl = self.shape, self.wl
         if not wl.training or wl.keeps_gradients or wl.optimizer_in_backward:
             return grads
         if wl.adapters:
             return 0.0
         head = shape.vocab_size * shape.hidden_size
-        return grads * min(1.0, head / max(shape.params_total, 1))
+        share = min(1.0, head / max(shape.params_total, 1))
+        if strategy in _SHARDED_GRADIENTS:
+            return self._state(optimizer)[1] * share
+        return grads * share
 
     def linear(self, strategy: str, n: int, level: str, optimizer: str) -> tuple[float, float]:
         """(fixed bytes, bytes per sample of micro-batch): total = fixed + micro x per-sample
@@ -332,7 +352,8 @@ class MemoryModel:
                 grads, workspace = layout[1], layout[4]
                 frag = 1 + c.ALLOCATOR_FRAGMENTATION.value
                 without_grads = fixed - grads * frag
-                forward_fixed = without_grads + self._first_gradient(grads) * frag
+                first = self._first_gradient(grads, strategy, optimizer)
+                forward_fixed = without_grads + first * frag
                 optimizer_step = without_grads - workspace * frag + grads * frag
             found = self._phases[key] = (fixed, per_sample, forward_fixed, optimizer_step)
         fixed, per_sample, forward_fixed, optimizer_step = found
@@ -364,7 +385,7 @@ class MemoryModel:
         activations, logits, kv = (x * micro for x in flow)
         phase = "inference" if not wl.training else "forward"
         if wl.training and accumulation == 1 and not wl.keeps_gradients:
-            first = self._first_gradient(grads)
+            first = self._first_gradient(grads, strategy, optimizer)
             forward = first + activations + logits + kv + workspace
             if grads > forward:  # the optimizer step holds more than the forward pass
                 phase, activations, logits, kv, workspace = "optimizer", 0.0, 0.0, 0.0, 0.0

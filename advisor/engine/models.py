@@ -127,6 +127,12 @@ class EstimateRequest(_Frozen):
     # None: AdamW unless only 8-bit AdamW makes the job fit (the recipe search decides).
     optimizer: Optimizer | None = None
     framework: FrameworkName | None = None
+    # Training: step each parameter inside backward as soon as its gradient exists
+    # (torchtune optimizer_in_bwd; needs no gradient accumulation); None: the library's default.
+    optimizer_in_backward: bool | None = None
+    # Training: checkpointed activations copied to CPU memory (torchtune
+    # enable_activation_offloading, Unsloth's checkpointing); None: the library's default.
+    activation_offloading: bool | None = None
     lora_rank: int | None = Field(default=None, ge=1)
     # Module names LoRA adapts ("q_proj", "v_proj", ...); None: every linear layer of a block,
     # as the QLoRA paper recommends.
@@ -141,6 +147,9 @@ class EstimateRequest(_Frozen):
     # Tensor-parallel degree within a node for training; None: the recipe search decides
     # (only for libraries that train with tensor parallelism), 1: never.
     tensor_parallel: int | None = Field(default=None, ge=1, le=8)
+    # Pipeline stages for training (Megatron-style); None: the recipe search adds stages only
+    # where tensor parallelism alone does not fit (libraries with pipeline parallelism only).
+    pipeline_parallel: int | None = Field(default=None, ge=1, le=16)
     num_gpus: int | None = Field(default=None, ge=1)
     system: str | None = None
     accelerator: str | None = None
@@ -188,6 +197,7 @@ class Recipe(_Frozen):
     strategy: Strategy
     offload: Literal["none", "optimizer_and_weights"] = "none"
     tp: int = 1  # tensor-parallel degree within a node
+    pp: int = 1  # pipeline stages (Megatron-style, across nodes)
     compute_factor: float = 1.0  # time relative to the same step without recomputation
     reasons: list[str] = Field(default_factory=list)
 

@@ -38,11 +38,14 @@ class ParallelPlanning:
     def training_hours(self, f: NodeFacts, k: int, strategy: str, choice: Choice) -> float:
         """GPU hours of `k` GPUs with the recipe `choice` under the layout `strategy`."""
         _, tp, _ = tp_layout.split(strategy, k)
+        pp = tp_layout.stages(strategy)
         # The recipe's recomputation and micro-batch size set the FLOPs and utilisation.
         util = f.util.for_recipe(choice.level) * choice.efficiency
         # The data-parallel exchange against each optimizer step's compute (scale_cost.py;
-        # a TP layout's data-parallel ranks shard the optimizer, Megatron's zero1), then the
-        # tensor-parallel collectives of every layer.
+        # a TP layout's data-parallel ranks shard the optimizer, Megatron's zero1; each holds
+        # 1 / (tp x pp) of the parameters), then the tensor-parallel collectives of every
+        # layer, then the pipeline bubble: (p - 1) / m of the compute with m micro-batches
+        # per pipeline per step.
         eff = self.step_model.efficiency(
             f.node,
             f.acc.name,
@@ -53,10 +56,12 @@ class ParallelPlanning:
             flops_per_token=choice.flops_per_token,
             achieved_flops=f.peak * util * 1e12,
             recompute=choice.level == "full",
-            tp=tp,
+            tp=tp * pp,
         )
         if tp > 1:
             eff *= self.tp_efficiency(f, tp, choice)
+        if pp > 1:
+            eff /= 1 + tp_layout.bubble(pp, choice.accumulation)
         hours = training_gpu_hours(
             self.shape, self.wl, self.tokens, f.peak, util, eff, choice.flops_per_token
         )
@@ -127,44 +132,71 @@ class ParallelPlanning:
         then headroom, then fewest GPU hours, fewest GPUs, smallest degree. None when the
         node allows no degree (one GPU per node, heads that do not split, a pinned degree
         larger than the node)."""
-        shape = self.shape
         best = None
         for tp in tp_layout.degrees(f.node.gpus_per_node, self.pinned_tp):
-            # Megatron splits whole attention heads and whole key/value groups.
-            if shape.num_attention_heads % tp or shape.num_kv_heads % tp:
+            if not self.splits_over(tp):
                 continue
-            allowed = tuple(k for k in f.several if k % tp == 0)
-            if not allowed:
-                continue
-            key = tp_layout.layout_key(tp)
-            why: list[str] = []
-            n, choice, hours, n_fit, n_head = self.plan(f, key, allowed, why)
-            breakdown, recipe, recipe_why = self.breakdown(key, n, choice, f.extra)
-            need = breakdown.total_bytes
-            # Where nothing fits, the degree that comes closest is the one worth showing.
-            cost = (hours or 0.0) if need <= f.capacity else float(need)
-            rank = (need > f.capacity, need > f.headroom_limit, cost, n, tp)
-            if best is None or rank < best[0]:
-                planned = (n, choice, hours, n_fit, n_head, breakdown, recipe, recipe_why)
-                best = (rank, tp, why, planned)
+            for pp in self.pipeline_depths():
+                found = self.plan_degrees(f, tp, pp)
+                if found is None:
+                    continue
+                if best is None or found[0] < best[0]:
+                    best = found
+                if not found[0][1] and self.pinned_pp is None:
+                    break  # fits with headroom: more stages only add a bubble
         if best is None:
             return None
-        _, tp, why, planned = best
+        _, tp, pp, why, planned = best
         n, choice, hours, n_fit, n_head, breakdown, recipe, recipe_why = planned
         reasons.extend(why)
-        said = self.tensor_parallel_reason(f, tp, n, choice, breakdown.total_bytes)
+        said = self.tensor_parallel_reason(f, tp, n, choice, breakdown.total_bytes, pp)
         recipe_why = [said, *recipe_why]
         recipe = trusted(Recipe, {**recipe.__dict__, "reasons": recipe_why})
         return n, choice, hours, n_fit, n_head, breakdown, recipe, recipe_why
 
+    def splits_over(self, tp: int) -> bool:
+        """Megatron splits whole attention heads and whole key/value groups; a single
+        key/value head (multi-query attention) is kept whole on every rank, as BigCode's
+        Megatron-LM fork trained StarCoder (TP 4, arXiv:2305.06161 section 5)."""
+        shape = self.shape
+        kv = shape.num_kv_heads
+        return not shape.num_attention_heads % tp and (kv == 1 or not kv % tp)
+
+    def pipeline_depths(self) -> tuple[int, ...]:
+        """Stage counts tried, fewest first: 1 only, unless the library trains with pipeline
+        parallelism (then the pinned count, or 1 and the depths that split the layers)."""
+        if not self.framework.pipeline_parallel_training:
+            return (1,)
+        if self.pinned_pp is not None:
+            return (self.pinned_pp,)
+        return (1, *tp_layout.pipeline_depths(self.shape.total_layers))
+
+    def plan_degrees(self, f: NodeFacts, tp: int, pp: int) -> tuple | None:
+        """(rank, tp, pp, reasons, planned) of `tp` x `pp` on the node, or None when no
+        allowed GPU count holds whole pipelines. Rank: fits, then headroom, then fewest GPU
+        hours (where nothing fits, the least memory), fewest GPUs, smallest degrees."""
+        allowed = tuple(k for k in f.several if k % (tp * pp) == 0)
+        if not allowed:
+            return None
+        key = tp_layout.layout_key(tp, pp)
+        why: list[str] = []
+        n, choice, hours, n_fit, n_head = self.plan(f, key, allowed, why)
+        breakdown, recipe, recipe_why = self.breakdown(key, n, choice, f.extra)
+        need = breakdown.total_bytes
+        cost = (hours or 0.0) if need <= f.capacity else float(need)
+        rank = (need > f.capacity, need > f.headroom_limit, cost, n, tp, pp)
+        return rank, tp, pp, why, (n, choice, hours, n_fit, n_head, breakdown, recipe, recipe_why)
+
     def tensor_parallel_reason(
-        self, f: NodeFacts, tp: int, n: int, choice: Choice, need: int
+        self, f: NodeFacts, tp: int, n: int, choice: Choice, need: int, pp: int = 1
     ) -> str:
         """Why this degree: what it makes fit, against ZeRO-3 on the same GPUs, and what its
-        collectives cost on this node's link."""
-        dp = n // tp
-        layout = f"tensor parallel {tp} within the node" + (
-            f" x {dp} data parallel" if dp > 1 else ""
+        collectives (and pipeline bubble) cost."""
+        dp = n // (tp * pp)
+        layout = (
+            f"tensor parallel {tp} within the node"
+            + (f" x {pp} pipeline stages" if pp > 1 else "")
+            + (f" x {dp} data parallel" if dp > 1 else "")
         )
         search = self.search_for(f.extra)
         per_rank = math.ceil(search.global_batch / n)
@@ -191,15 +223,22 @@ class ParallelPlanning:
                 f"; its all-reduces over {source} ({bandwidth / 1e9:.0f} GB/s) take about "
                 f"{cost:.0%} of the GPU time (in the GPU hours)"
             )
+        if pp > 1:
+            idle = tp_layout.bubble(pp, choice.accumulation)
+            said += (
+                f"; the {pp}-stage pipeline idles (p - 1) / m = {pp - 1}/{choice.accumulation}"
+                f" of the compute ({idle:.0%}, in the GPU hours; {choice.accumulation} "
+                "micro-batches per pipeline per step)"
+            )
         return said + "."
 
     def no_tensor_parallel(self, f: NodeFacts) -> str:
         gpn = f.node.gpus_per_node
         heads, kv_heads = self.shape.num_attention_heads, self.shape.num_kv_heads
-        # Megatron splits whole key/value groups too (plan_tensor_parallel): with one key/value
-        # head (multi-query attention, e.g. StarCoder) no degree above 1 works on any node.
+        # Megatron splits whole key/value groups too (splits_over); a single key/value head
+        # (multi-query attention) is kept whole on every rank.
         split = f"{heads} attention heads" + (
-            f" and {plural(kv_heads, 'key/value head')}" if kv_heads != heads else ""
+            f" and {plural(kv_heads, 'key/value head')}" if kv_heads not in (1, heads) else ""
         )
         if self.pinned_tp:
             return (

@@ -23,6 +23,7 @@ from advisor.engine.memory import MemoryModel, Workload
 from advisor.engine.models import EstimateRequest
 from advisor.engine.shape import ModelShape
 from advisor.engine.tensor_parallel import split as split_layout
+from advisor.engine.tensor_parallel import stages
 from advisor.engine.words import plural
 
 LEVEL_WORDS = {
@@ -141,6 +142,14 @@ class RecipeSearch:
             found = self._per_rank[key] = (max(1, math.ceil(self.global_batch / dp)), dp)
         return found
 
+    def _pinned(self, per_rank: int) -> int | None:
+        """The micro-batch the recipe may not change: the researcher's, or the whole batch
+        per rank where the optimizer steps inside backward (torchtune refuses gradient
+        accumulation with optimizer_in_bwd: each gradient is applied and freed at once)."""
+        if self.wl.optimizer_in_backward and self.pinned_micro is None:
+            return per_rank
+        return self.pinned_micro
+
     def _divisors_of(self, value: int) -> list[int]:
         found = self._divisors.get(value)
         if found is None:
@@ -209,7 +218,7 @@ class RecipeSearch:
             self._cache[key] = found
             return found
         per_rank, _ = self.per_rank(strategy, n)
-        pinned = self.pinned_micro
+        pinned = self._pinned(per_rank)
         seq = self.wl.seq_len
         saturation = c.MICROBATCH_SATURATION_TOKENS.value
         top = pinned or per_rank
@@ -253,8 +262,8 @@ class RecipeSearch:
         if found is None:
             # Compared from the memory model, and only the leanest (the first of equals,
             # optimizer before level) becomes a Choice.
-            micro = self.pinned_micro or 1
             per_rank, _ = self.per_rank(strategy, n)
+            micro = self._pinned(per_rank) or 1
             accumulation = max(1, math.ceil(per_rank / micro))
             step_total = self.step_total
             least = picked = None
@@ -335,6 +344,7 @@ class RecipeSearch:
             "strategy": name,
             "offload": "optimizer_and_weights" if strategy == "zero3_offload" else "none",
             "tp": tp,
+            "pp": stages(strategy),
             "compute_factor": round(choice.time_factor, 3),
             "reasons": reasons,
         }

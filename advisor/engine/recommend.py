@@ -138,6 +138,12 @@ class Evaluation(OptionWriting, ParallelPlanning):
         self.legacy_extra = cuda_context_bytes(framework, True) - context
         self.context, self.framework = context, framework
         self.tp_training, self.pinned_tp = self.tensor_parallel_terms(request, framework)
+        self.pinned_pp = request.pipeline_parallel
+        self.library_strategies = (
+            (framework.name, framework.shards_instead, framework.data_parallel)
+            if training and framework.data_parallel is not None
+            else None
+        )
         search = RecipeSearch(shape, wl, request, framework, MemoryModel(shape, wl, context))
         # Those stacks are PyTorch 1.x, whose zero_grad() zeroed gradients in place instead of
         # freeing them: gradients coexist with activations (memory.py), a second search for
@@ -281,8 +287,9 @@ class Evaluation(OptionWriting, ParallelPlanning):
         for system in systems:
             sys_reasons = system_rejections(self.request, system)
             strategies = strategies_for(
-                self.request, self.wl, system, tensor_parallel=self.tp_training
-            )
+                self.request, self.wl, system, tensor_parallel=self.tp_training,
+                library=self.library_strategies,
+            )  # fmt: skip
             partitions = partitions_by_node(system) if system.partitions else {}
             for node in system.node_types:
                 acc = self.accelerators.get(node.accelerator)

@@ -175,7 +175,8 @@ def _recipe_lines(recipe: Recipe | None, framework: Framework, task: str) -> lis
         f"{recipe.global_batch}; "
         f"activation checkpointing {recipe.checkpointing}; optimizer {recipe.optimizer}"
         + (
-            f"; tensor parallel {recipe.tp} within each node (sequence parallel)."
+            f"; tensor parallel {recipe.tp} within each node (sequence parallel)"
+            + (f" x {recipe.pp} pipeline stages." if recipe.pp > 1 else ".")
             if recipe.tp > 1 and recipe.strategy == "tensor_parallel"
             else "."
         ),
@@ -208,6 +209,8 @@ def _train_args(recipe: Recipe | None, framework: Framework) -> str:
                 f"--tensor-model-parallel-size {recipe.tp} --sequence-parallel"
                 + (" --use-distributed-optimizer" if framework.key == "megatron" else "")
             )
+        if recipe.pp > 1:
+            args.append(f"--pipeline-model-parallel-size {recipe.pp}")
         return " " + " ".join(args)
     args = [
         f"--per_device_train_batch_size {recipe.micro_batch}",

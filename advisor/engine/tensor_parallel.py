@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 
 STRATEGY = "tensor_parallel"
 MAX_DEGREE = 8  # an NVLink/NVSwitch domain of today's nodes; beyond it TP crosses InfiniBand
+# Deepest pipeline tried: Megatron-LM's published GPT-3 175B and 530B layouts use 8 to 35
+# stages (Narayanan et al. 2021, arXiv:2104.04473 table 1); 16 covers 70B-class models, which
+# fit on 80 GB GPUs with 2 to 8.
+MAX_STAGES = 16
 LAYOUT_PREFIX = STRATEGY + "/"
 
 # Measured NCCL all-reduce bus bandwidth per GPU (nccl-tests' busbw: the per-GPU link rate a
@@ -83,20 +87,57 @@ PCIE_BUS_BANDWIDTH = Constant(
 )
 
 
-def layout_key(tp: int) -> str:
-    """The name the memory model and the recipe search give `tp`-way TP x data parallel."""
-    return f"{LAYOUT_PREFIX}{tp}"
+def layout_key(tp: int, pp: int = 1) -> str:
+    """The name the memory model and the recipe search give `tp`-way TP x `pp` pipeline
+    stages x data parallel ("tensor_parallel/8", "tensor_parallel/8x4")."""
+    return f"{LAYOUT_PREFIX}{tp}" + (f"x{pp}" if pp > 1 else "")
+
+
+def _degrees(strategy: str) -> tuple[int, int]:
+    tp, _, pp = strategy[len(LAYOUT_PREFIX) :].partition("x")
+    return int(tp), int(pp or 1)
 
 
 def split(strategy: str, n: int) -> tuple[str, int, int]:
     """(strategy as options name it, tensor-parallel degree, data-parallel degree) of a layout
     key on `n` GPUs. Inference's plain "tensor_parallel" splits the model over all `n`."""
     if strategy.startswith(LAYOUT_PREFIX):
-        tp = int(strategy[len(LAYOUT_PREFIX) :])
-        return STRATEGY, tp, max(n // tp, 1)
+        tp, pp = _degrees(strategy)
+        return STRATEGY, tp, max(n // (tp * pp), 1)
     if strategy == STRATEGY:
         return STRATEGY, n, 1
     return strategy, 1, (1 if strategy == "single" else n)
+
+
+def stages(strategy: str) -> int:
+    """Pipeline stages of a layout key (1: no pipeline)."""
+    return _degrees(strategy)[1] if strategy.startswith(LAYOUT_PREFIX) else 1
+
+
+def pipeline_depths(layers: int) -> tuple[int, ...]:
+    """Pipeline stage counts worth trying: powers of two up to MAX_STAGES that split the
+    layers evenly (Megatron-LM asserts num_layers % pipeline_model_parallel_size == 0 unless
+    told how to split them unevenly)."""
+    return tuple(p for p in (2, 4, 8, 16) if p <= MAX_STAGES and layers % p == 0)
+
+
+def stage_share(params: float, embedding_params: float, pp: int) -> float:
+    """Share of the model's parameters on the fullest pipeline stage: the transformer layers
+    split evenly, the input embedding on the first stage and the LM head on the last
+    (Megatron-LM places them so; tied embeddings keep a copy on both)."""
+    if pp <= 1 or params <= 0:
+        return 1.0
+    body = max(params - 2 * embedding_params, 0.0)
+    return min(1.0, (body / pp + embedding_params) / params)
+
+
+def bubble(pp: int, micro_batches: int) -> float:
+    """Idle time of a 1F1B pipeline schedule relative to its compute: (p - 1) / m with p
+    stages and m micro-batches per pipeline per optimizer step (Narayanan et al. 2021,
+    arXiv:2104.04473 section 2.2.1)."""
+    if pp <= 1:
+        return 0.0
+    return (pp - 1) / max(micro_batches, 1)
 
 
 def degrees(gpus_per_node: int, pinned: int | None = None) -> tuple[int, ...]:

@@ -331,11 +331,20 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         ),
         lora_dropout=request.lora_dropout is None or request.lora_dropout > 0,
         logits_per_entry=framework.logits_bytes if training else None,
-        checkpoint_offload=framework.offloads_checkpoints and training,
-        optimizer_in_backward=framework.optimizer_in_backward and training,
+        checkpoint_offload=_pinned_or(request.activation_offloading, framework.offloads_checkpoints)
+        and training,
+        optimizer_in_backward=_pinned_or(
+            request.optimizer_in_backward, framework.optimizer_in_backward
+        )
+        and training,
         quantises_head=framework.quantises_head,
         keeps_gradients=framework.keeps_gradients and training,
         decode_framework=framework.key,
         tuple_kv_cache=framework.tuple_kv_cache and not training,
         framework_autocast=framework.autocast,
     )
+
+
+def _pinned_or(pinned: bool | None, default: bool) -> bool:
+    """The researcher's value where given, else the library's default."""
+    return default if pinned is None else pinned

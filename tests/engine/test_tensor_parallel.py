@@ -194,29 +194,136 @@ def test_a_tensor_parallel_recommendation_states_its_link_assumption():
     assert "nccl-tests" in assumed.source
 
 
-def test_tensor_parallel_ruled_out_by_a_single_key_value_head_carries_no_gpu_hours():
-    """StarCoder has one key/value head (multi-query attention): no tensor-parallel degree
-    splits it, so training's tensor-parallel options are ruled out and say why. They used to
+def test_tensor_parallel_ruled_out_by_heads_that_do_not_split_carries_no_gpu_hours():
+    """GPT-2 XL has 25 attention heads: tensor parallel 2 (pinned; the model fits one GPU, so
+    it is otherwise not tried) does not split them, so training's tensor-parallel options are
+    ruled out and say why. They used to
     be priced as tensor parallel over every GPU allowed (the inference layout), an impossible
     layout with GPU hours, wall time and a charge; now they carry none of those and do not
     claim to fit."""
-    result = run("bigcode__starcoder", framework="torchtune")
+    result = run(
+        "openai-community__gpt2-xl", framework="torchtune", seq_len=1024, tensor_parallel=2
+    )
     tp = [o for o in result.options if o.strategy == "tensor_parallel"]
     assert tp, "torchtune trains with tensor parallelism, so the layout is tried"
     for option in tp:
         assert not option.eligible
         assert not option.fits
         assert not option.headroom
-        assert "48 attention heads and 1 key/value head evenly" in " ".join(option.reasons)
+        assert "25 attention heads evenly" in " ".join(option.reasons)
         assert option.gpu_hours is None
         assert option.requested_gpu_hours is None
         assert option.wall_hours is None
         assert option.cost is None
         assert option.charge.total is None
         assert option.recipe is None
-    assert all(o.recipe.tp == 1 for o in result.options if o.recipe is not None)
-    assert result.recommendation is not None
-    assert result.recommendation.strategy != "tensor_parallel"
     # What the API returns: the ruled-out options survive the JSON round trip unpriced.
     again = type(result).model_validate_json(result.model_dump_json())
     assert all(o.gpu_hours is None for o in again.options if o.strategy == "tensor_parallel")
+
+
+def test_a_single_key_value_head_is_kept_whole_so_starcoder_trains_tensor_parallel():
+    """StarCoder has one key/value head (multi-query attention). BigCode trained it with
+    tensor parallel 4 in their Megatron-LM fork, which keeps that head whole on every rank
+    (arXiv:2305.06161 section 5): the engine offers tensor-parallel training for it and
+    prices it, instead of ruling every degree out."""
+    result = run("bigcode__starcoder", framework="megatron", num_gpus=8)
+    tp = [o for o in result.options if o.strategy == "tensor_parallel" and o.fits]
+    assert tp, "a tensor-parallel layout fits"
+    assert all(o.recipe.tp > 1 and o.gpu_hours for o in tp)
+
+
+# --- Pipeline parallelism and Megatron's layouts (issue 14) ---
+
+
+def cluster(gpus: int = 512, accelerator: str = "a100-80-sxm4"):
+    """The default catalog's accelerators with one system of 8-GPU NVLink nodes, enough of
+    them for `gpus`, as the published pre-training runs had (DGX A100: 8 x 200 Gbit/s)."""
+    from advisor.engine.models import CatalogSpec, NodeTypeSpec, PartitionSpec, SystemSpec
+
+    base = default_catalog()
+    node = NodeTypeSpec(
+        name="dgx",
+        count=gpus // 8,
+        gpus_per_node=8,
+        accelerator=accelerator,
+        intra_node_interconnect="nvlink",
+        inter_node_interconnect="infiniband",
+        inter_node_gbit_s=1600.0,
+    )
+    system = SystemSpec(
+        name="cluster",
+        display_name="Cluster",
+        node_types=[node],
+        partitions=[PartitionSpec(name="gpu", node_types=["dgx"])],
+    )
+    return CatalogSpec(accelerators=base.accelerators, systems=[system], benchmarks=[])
+
+
+def pretrain_70b(**fields):
+    """Llama 2 70B pre-training as Meta ran it: 4M-token batches of 4,096-token sequences,
+    flash attention, no activation recomputation."""
+    request = {
+        "task": "pretrain",
+        "batch_size": 1024,
+        "micro_batch": 1,
+        "seq_len": 4096,
+        "tokens": 2_000_000_000_000,
+        "flash_attention": True,
+        "gradient_checkpointing": False,
+        "num_gpus": 512,
+        **fields,
+    }
+    return estimate(EstimateRequest(config=config(LLAMA2_70B), **request), cluster())
+
+
+def test_70b_pretraining_on_512_a100s_fits_with_pipeline_parallel():
+    """Without recomputation a 70B model's activations alone outgrow an 80 GB GPU under
+    ZeRO-3; Megatron-LM splits the layers over pipeline stages as well as tensor-parallel
+    ranks, and the engine now offers that layout: it fits, names its stages, prices the
+    bubble and puts the stages in the sbatch script."""
+    result = pretrain_70b(framework="megatron")
+    best = result.recommendation
+    assert best is not None
+    assert best.fits
+    assert best.strategy == "tensor_parallel"
+    assert best.num_gpus == 512
+    assert best.recipe.tp > 1
+    assert best.recipe.pp > 1
+    why = " ".join(best.recipe.reasons)
+    assert f"{best.recipe.pp} pipeline stages" in why
+    assert "pipeline idles (p - 1) / m" in why
+    assert f"--pipeline-model-parallel-size {best.recipe.pp}" in result.slurm_script
+
+
+def test_the_pipeline_bubble_is_in_the_gpu_hours():
+    """Four stages with 8 micro-batches per pipeline idle 3/8 of the compute; the same job
+    split over tensor-parallel ranks alone does not. A researcher comparing the two sees the
+    bubble in the GPU hours."""
+    small_batch = {"batch_size": 64, "num_gpus": 64, "framework": "megatron", "tensor_parallel": 8}
+    deep = pretrain_70b(pipeline_parallel=4, **small_batch)
+    flat = pretrain_70b(pipeline_parallel=2, **small_batch)
+    deep_tp = [o for o in deep.options if o.strategy == "tensor_parallel"][0]
+    flat_tp = [o for o in flat.options if o.strategy == "tensor_parallel"][0]
+    assert (deep_tp.recipe.pp, flat_tp.recipe.pp) == (4, 2)
+    # dp 2 with 4 stages: 32 micro-batches per pipeline (3/32); dp 4 with 2: 16 (1/16).
+    assert deep_tp.gpu_hours > flat_tp.gpu_hours
+    assert "3/32" in " ".join(deep_tp.recipe.reasons)
+
+
+def test_megatron_is_offered_tensor_and_pipeline_layouts_not_zero3():
+    """Megatron-LM has no ZeRO-3 or FSDP: it splits weights with tensor and pipeline
+    parallelism and shards only the optimizer. A 70B full fine-tune with framework
+    "megatron" used to get ZeRO-3 on 32 x A100 40GB; now it gets a tensor(-and-pipeline)
+    layout, and asking for ZeRO-3 says why not."""
+    result = run(framework="megatron", task="full_finetune", num_gpus=32)
+    strategies = {o.strategy for o in result.options}
+    assert not strategies & {"zero2", "zero3", "fsdp", "zero3_offload"}
+    best = result.recommendation
+    assert best is not None
+    assert best.strategy == "tensor_parallel"
+    asked = run(framework="megatron", task="full_finetune", num_gpus=32, strategy="zero3")
+    zero3 = [o for o in asked.options if o.strategy == "zero3"]
+    assert zero3
+    assert not any(o.eligible for o in zero3)
+    assert "Megatron-LM / NeMo has no ZeRO stage 3" in " ".join(zero3[0].reasons)

@@ -94,12 +94,20 @@ DDP_BUCKET_COPY = Constant(
     "DDP's default keeps gradients twice: in the parameters and in the all-reduce buckets",
 )
 ZERO3_LIVE_LAYERS = Constant(
-    "ZeRO-3 / FSDP gathered layers",
+    "ZeRO-3 / FSDP gathered units",
     2,
-    "transformer layers of full 16-bit weights at a time",
+    "units of full 16-bit weights at a time: transformer layers, or the embedding / LM head "
+    "where that unit is larger than a layer",
     "FSDP gathers one unit and prefetches the next (forward/backward prefetch); DeepSpeed "
-    "stage-3 prefetch bucket works the same way (PyTorch FSDP docs; DeepSpeed ZeRO docs)",
-    "sharded weights must be gathered whole for the layer that computes",
+    "stage-3 prefetch bucket works the same way (PyTorch FSDP docs; DeepSpeed ZeRO docs). "
+    "The embedding and the LM head are units too: torchtune's llama3_1/70B_full.yaml shards "
+    "them on their own (custom_sharded_layers: ['tok_embeddings', 'output']), and FSDP2's root "
+    "unit, which holds whatever is not wrapped, is not resharded after forward (torch "
+    "fully_shard docs, reshard_after_forward). With a 128,256-token vocabulary the LM head "
+    "(1.05 B parameters for Llama 3.1 70B) is larger than a layer (0.86 B). Its gradient is "
+    "whole on every rank until it is reduce-scattered (FSDP FULL_SHARD: 'after backward "
+    "computation, reduce-scatter gradients'), so backward starts with it alive",
+    "sharded weights must be gathered whole for the unit that computes",
 )
 
 # --- Activations -------------------------------------------------------------------------------

@@ -1,0 +1,82 @@
+"""Knobs a researcher can pin that the library otherwise sets (stepping the optimizer inside
+backward, offloading checkpointed activations: torchtune's optimizer_in_bwd and
+enable_activation_offloading), and what a sharded layout keeps whole."""
+
+import json
+from pathlib import Path
+
+from advisor.engine import estimate
+from advisor.engine.architecture import architecture_from_config
+from advisor.engine.memory import MemoryModel
+from advisor.engine.models import EstimateRequest
+from advisor.engine.shape import shape_from_architecture
+from advisor.engine.workload import build_workload
+from tests.engine.catalog_fixture import catalog
+
+CONFIGS = Path(__file__).parent / "configs"
+LLAMA32_1B = json.loads((CONFIGS / "meta-llama__Llama-3.2-1B" / "config.json").read_text())
+LLAMA2_7B = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
+
+
+def _one_gpu(seq_len=4096, **knobs):
+    request = EstimateRequest(
+        config=LLAMA32_1B,
+        task="full_finetune",
+        precision="bf16",
+        batch_size=8,
+        seq_len=seq_len,
+        gradient_checkpointing=True,
+        optimizer="adamw",
+        framework="torchtune",
+        num_gpus=1,
+        **knobs,
+    )
+    result = estimate(request, catalog())
+    return next(o for o in result.options if o.num_gpus == 1 and o.accelerator == "a100-80-sxm4")
+
+
+def test_stepping_the_optimizer_in_backward_frees_the_gradients_and_never_accumulates():
+    # Short sequences: the optimizer step, with every gradient alive, is the peak.
+    plain = _one_gpu(seq_len=256, optimizer_in_backward=False)
+    fused = _one_gpu(seq_len=256, optimizer_in_backward=True)
+    assert plain.memory.peak_phase == "optimizer"
+    # Only the largest gradient (the 128,256 x 2,048 embedding, 16-bit) exists at a time.
+    assert fused.memory.gradients == 128256 * 2048 * 2
+    assert plain.memory.gradients > 4 * fused.memory.gradients
+    assert fused.memory.total_bytes < plain.memory.total_bytes
+    # torchtune refuses gradient accumulation with optimizer_in_bwd: the whole batch per GPU
+    # goes through at once.
+    long = _one_gpu(optimizer_in_backward=True)
+    assert long.recipe.grad_accumulation == 1
+    assert long.recipe.micro_batch == 8
+
+
+def test_offloading_checkpointed_activations_keeps_fewer_layer_inputs_on_the_gpu():
+    kept = _one_gpu(activation_offloading=False, micro_batch=8)
+    offloaded = _one_gpu(activation_offloading=True, micro_batch=8)
+    assert offloaded.memory.activations < kept.memory.activations
+    assert offloaded.memory.weights == kept.memory.weights
+
+
+def _sharded_head_share(config):
+    request = EstimateRequest(
+        config=config, task="full_finetune", precision="bf16", framework="torchtune"
+    )
+    shape = shape_from_architecture(architecture_from_config(config))
+    parts = MemoryModel(shape, build_workload(request, shape)).per_gpu(
+        "zero3_offload", 8, micro=1, accumulation=1
+    )
+    return shape, parts
+
+
+def test_a_sharded_job_gathers_the_lm_head_whole_when_it_outgrows_a_layer():
+    """Llama 3.2's 128,256-token head is larger than one of its layers: FSDP gathers it, and
+    its gradient is whole until reduce-scattered, whatever the GPU count."""
+    shape, parts = _sharded_head_share(LLAMA32_1B)
+    head = shape.vocab_size * shape.hidden_size
+    assert head > shape.params_per_layer
+    assert parts["weights"] == (shape.params_per_layer + head) * 2
+    assert parts["gradients"] == head * 2
+    # Llama 2's 32,000-token head is smaller than a layer: two layers are gathered.
+    shape, parts = _sharded_head_share(LLAMA2_7B)
+    assert parts["weights"] == 2 * shape.params_per_layer * 2
