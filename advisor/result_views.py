@@ -30,9 +30,10 @@ from advisor.view_helpers import (
     cacheable_page,
     cached_page,
     chart_gone,
+    decode_estimate,
     flow_url,
     journey,
-    load_session,
+    load_page_session,
     page_cache_key,
 )
 from catalog.templatetags.catalog_format import gigabytes
@@ -138,21 +139,20 @@ def _state_at_outcome(advisor_session: AdvisorSession) -> FlowState:
 @require_GET
 @chart_gone
 def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpResponse:
-    advisor_session = load_session(request, session_id)
+    advisor_session = load_page_session(request, session_id)
     sort = request.GET.get("sort", "rank")
     # Kept: the page in each of its sorts. Any other query string is allowed but not kept, so
     # made-up addresses cannot fill the cache.
     keep = set(request.GET) <= {"sort"} and len(request.GET.getlist("sort")) <= 1
     if sort not in ALTERNATIVE_SORTS:
         sort, keep = "rank", False
-    stored = advisor_session.estimate_result or {}
-    error = stored.get("error", "") if isinstance(stored, dict) else ""
     # A failed estimate is tried again on every visit (below), so its page is never kept.
-    keep = keep and not error
+    keep = keep and not advisor_session.estimate_error
     cache_key = page_cache_key(request, advisor_session, "result", sort, embed) if keep else None
-    cached = cached_page(request, cache_key)
+    cached = cached_page(request, cache_key, advisor_session=advisor_session)
     if cached is not None:
         return cached
+    decode_estimate(advisor_session)
     state = _state_at_outcome(advisor_session)
     if not state.path.outcome:
         return redirect(

@@ -4,8 +4,14 @@ journey so far, and the problem page for what cannot be shown."""
 from __future__ import annotations
 
 import functools
+import json
+import uuid
 from typing import TYPE_CHECKING, Any
 
+from django.db import connections
+from django.db.models import Subquery, TextField
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -19,6 +25,7 @@ from advisor.engine import ENGINE_VERSION
 from advisor.flow_decisions import model_lookup_for
 from advisor.flowchart import FlowchartError, Node, load_chart
 from advisor.models import AdvisorSession
+from catalog.models import CatalogVersion
 from catalog.selectors import catalog_version
 from web.page_cache import CSRF_PLACEHOLDER, cache_read, cache_write, page_key, with_csrf_token
 from web.partials import HTMX_HEADERS, render_page, wants_partial
@@ -74,14 +81,21 @@ def cacheable_page(
     return response
 
 
-def cached_page(request: HttpRequest, cache_key: str | None, *, partial: str | None = None):
+def cached_page(
+    request: HttpRequest,
+    cache_key: str | None,
+    *,
+    partial: str | None = None,
+    advisor_session: AdvisorSession | None = None,
+):
     """The page `cacheable_page` kept under `cache_key` with this visitor's CSRF token, or None
-    (not kept, or the catalog changed since: one one-row query, for pages that read it)."""
+    (not kept, or the catalog changed since). The catalog's stamp comes with a session read by
+    `load_page_session`, else from its own one-row query (pages that read the catalog only)."""
     entry = cache_read(cache_key) if cache_key else None
     if not isinstance(entry, tuple) or len(entry) != 2:
         return None
     stamp, html = entry
-    if stamp is not None and stamp != catalog_version():
+    if stamp is not None and stamp != _catalog_stamp(advisor_session):
         return None
     response = HttpResponse(with_csrf_token(request, html))
     if partial:
@@ -163,8 +177,66 @@ def chart_gone(view):
     return wrapped
 
 
-def load_session(request: HttpRequest, session_id) -> AdvisorSession:
-    advisor_session = get_object_or_404(AdvisorSession, pk=session_id)
+def _catalog_stamp(advisor_session: AdvisorSession | None) -> str | None:
+    if advisor_session is not None and hasattr(advisor_session, "catalog_stamp_now"):
+        return advisor_session.catalog_stamp_now
+    return catalog_version()
+
+
+def load_page_session(request: HttpRequest, session_id) -> AdvisorSession:
+    """`load_session` for a page the page cache may answer, in one query: the catalog's stamp
+    comes along, and the stored estimate (tens of kB of JSON) as text, with its error message
+    read in the database. A page answered from the cache never decodes the estimate; one that
+    is rendered calls `decode_estimate` first."""
+    sql, params, placeholder = _page_session_sql(connections[AdvisorSession.objects.db].vendor)
+    value = AdvisorSession._meta.pk.get_db_prep_value(
+        AdvisorSession._meta.pk.to_python(session_id), connections[AdvisorSession.objects.db]
+    )
+    params = [value if index == placeholder else p for index, p in enumerate(params)]
+    found = list(AdvisorSession.objects.raw(sql, params))
+    if not found:
+        raise Http404("No such advisor session.")
+    return load_session(request, session_id, found=found[0])
+
+
+_PLACEHOLDER_ID = uuid.UUID(int=0)
+
+
+@functools.cache
+def _page_session_sql(vendor: str) -> tuple[str, tuple, int]:
+    """The SQL of `load_page_session`'s query, compiled once per process (per database kind):
+    Django compiles a queryset on every call, and this one's annotations cost more to compile
+    than the query takes to run. Returns the SQL, its parameters and which one is the id."""
+    rows = (
+        AdvisorSession.objects.defer("estimate_result")
+        .annotate(
+            estimate_text=Cast("estimate_result", TextField()),
+            estimate_error=KT("estimate_result__error"),
+            catalog_stamp_now=Subquery(
+                CatalogVersion.objects.filter(pk=CatalogVersion.SINGLETON).values("stamp")[:1]
+            ),
+        )
+        .filter(pk=_PLACEHOLDER_ID)
+        .order_by()
+    )
+    sql, params = rows.query.sql_with_params()
+    prepared = AdvisorSession._meta.pk.get_db_prep_value(
+        _PLACEHOLDER_ID, connections[AdvisorSession.objects.db]
+    )
+    return sql, tuple(params), list(params).index(prepared)
+
+
+def decode_estimate(advisor_session: AdvisorSession) -> None:
+    """Give a session read by `load_page_session` its stored estimate (no query)."""
+    if "estimate_result" in advisor_session.get_deferred_fields():
+        text = advisor_session.estimate_text
+        advisor_session.estimate_result = json.loads(text) if text is not None else None
+
+
+def load_session(
+    request: HttpRequest, session_id, *, found: AdvisorSession | None = None
+) -> AdvisorSession:
+    advisor_session = found or get_object_or_404(AdvisorSession, pk=session_id)
     user = request.user
     if advisor_session.user_id is not None and (
         not user.is_authenticated or user.pk != advisor_session.user_id

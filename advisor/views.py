@@ -28,8 +28,10 @@ from advisor.view_helpers import (
     cacheable_page,
     cached_page,
     chart_gone,
+    decode_estimate,
     flow_url,
     journey,
+    load_page_session,
     load_session,
     page,
     page_cache_key,
@@ -181,14 +183,19 @@ def _earlier_answers(state: FlowState, step: str) -> dict[str, Any]:
 @vary_on_headers("HX-Request")
 @chart_gone
 def flow_step(request: HttpRequest, session_id, step: str, embed: bool = False) -> HttpResponse:
-    advisor_session = load_session(request, session_id)
     cache_key = None
     if request.method == "GET" and not request.GET:  # a query string: not kept (any is allowed)
         # The question as shown before is shown again while nothing it depends on has changed.
+        advisor_session = load_page_session(request, session_id)
         cache_key = page_cache_key(request, advisor_session, "step", step, embed)
-        cached = cached_page(request, cache_key, partial="advisor-step")
+        cached = cached_page(
+            request, cache_key, partial="advisor-step", advisor_session=advisor_session
+        )
         if cached is not None:
             return cached
+        decode_estimate(advisor_session)
+    else:
+        advisor_session = load_session(request, session_id)
     state = flow_services.advisor_session_state(advisor_session=advisor_session)
     node = state.chart.node(step)
     if node is None or node.kind != "question":

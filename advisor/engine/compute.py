@@ -100,11 +100,14 @@ def training_layout(
     achieved_tflops: float,
     recompute: bool,
     tp: int | None = None,
+    pp: int = 1,
 ) -> LayoutCost:
     """The data-parallel side of a training option's layout per optimizer step, with its
     parts (scale_cost.py; `training_step_model(...).efficiency` is the same figure, faster).
-    Tensor-parallel collectives are tensor_parallel.py's, priced with the option's recipe."""
+    Tensor-parallel collectives are tensor_parallel.py's, priced with the option's recipe;
+    `pp` pipeline stages add their bubble."""
     model = training_step_model(shape, wl)
+    strategy_key = strategy
     strategy, split_tp, _ = tp_layout.split(strategy, n)
     tp = tp or split_tp  # an option's recipe states its degree; a layout key names it
     if tp > 1:
@@ -126,6 +129,7 @@ def training_layout(
         hidden=model.hidden,
         recompute=recompute,
         tp=tp,
+        pp=max(pp, tp_layout.stages(strategy_key)),
         tp_collectives=False,
     )
 

@@ -52,6 +52,9 @@ class Framework:
     # Trains with tensor parallelism within a node (tensor_parallel.py); the recipe search
     # gives tp > 1 only to these.
     tensor_parallel_training: bool = False
+    # Tensor parallelism is another code base for this library's users (DeepSpeed with the
+    # HF Trainer -> Megatron-DeepSpeed): offered only where no ZeRO stage fits on the GPUs.
+    tensor_parallel_last_resort: bool = False
     # Trains with pipeline stages as well (1F1B; tensor_parallel.py's bubble): Megatron-LM and
     # Megatron-DeepSpeed.
     pipeline_parallel_training: bool = False
@@ -176,6 +179,7 @@ TRAINING_FRAMEWORKS = {
         tensor_parallel_training=True,
         # Megatron-DeepSpeed's --pipeline-model-parallel-size (DeepSpeed's PipelineModule).
         pipeline_parallel_training=True,
+        tensor_parallel_last_resort=True,
         source="Megatron-DeepSpeed (--tensor-model-parallel-size with ZeRO stage 1); "
         "DeepSpeed config docs: bf16/fp16 modes keep fp32 master weights in the "
         "optimizer (ZeRO paper accounting); activation_checkpointing is off unless "

@@ -282,11 +282,13 @@ class MemoryModel:
         # plus an embedding). Activations do not shrink: under 1F1B the first stage keeps p
         # micro-batches in flight of its L/p layers, one micro-batch's worth of all L layers
         # (Korthikanti et al. 2022, arXiv:2205.05198 section 4.2.3).
-        shape = self.shape
-        share = stage_share(
-            shape.params_total, shape.params_embedding or shape.params_lm_head, stages(key)
-        )
-        weights, grads, optim = weights * share, grads * share, optim * share
+        pp = stages(key)
+        if pp > 1:
+            shape = self.shape
+            share = stage_share(
+                shape.params_total, shape.params_embedding or shape.params_lm_head, pp
+            )
+            weights, grads, optim = weights * share, grads * share, optim * share
         flow = self._flow(tp, True, level, sequence_parallel=True)
         # Each NCCL communicator keeps its own buffers (NCCL_BUFFSIZE per channel and peer):
         # the tensor-parallel group's, and the data-parallel group's when there is one.

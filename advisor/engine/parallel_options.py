@@ -38,7 +38,7 @@ class ParallelPlanning:
     def training_hours(self, f: NodeFacts, k: int, strategy: str, choice: Choice) -> float:
         """GPU hours of `k` GPUs with the recipe `choice` under the layout `strategy`."""
         _, tp, _ = tp_layout.split(strategy, k)
-        pp = tp_layout.stages(strategy)
+        pp = tp_layout.stages(strategy) if tp > 1 else 1
         # The recipe's recomputation and micro-batch size set the FLOPs and utilisation.
         util = f.util.for_recipe(choice.level) * choice.efficiency
         # The data-parallel exchange against each optimizer step's compute (scale_cost.py;
@@ -222,6 +222,11 @@ class ParallelPlanning:
             said += (
                 f"; its all-reduces over {source} ({bandwidth / 1e9:.0f} GB/s) take about "
                 f"{cost:.0%} of the GPU time (in the GPU hours)"
+            )
+        if self.framework.tensor_parallel_last_resort:
+            said += (
+                f"; this is {self.framework.name}'s Megatron-DeepSpeed layout (pretrain_gpt.py), "
+                "a different code base from DeepSpeed under the Transformers Trainer"
             )
         if pp > 1:
             idle = tp_layout.bubble(pp, choice.accumulation)

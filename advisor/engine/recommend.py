@@ -139,6 +139,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
         self.context, self.framework = context, framework
         self.tp_training, self.pinned_tp = self.tensor_parallel_terms(request, framework)
         self.pinned_pp = request.pipeline_parallel
+        self.tp_last_resort = framework.tensor_parallel_last_resort
         self.library_strategies = (
             (framework.name, framework.shards_instead, framework.data_parallel)
             if training and framework.data_parallel is not None
@@ -386,6 +387,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
             if self.free_choice and (
                 (strategy == "tensor_parallel" and single_fits)
                 or (strategy == "zero3_offload" and fits_elsewhere)
+                or (strategy == "tensor_parallel" and fits_elsewhere and self.tp_last_resort)
             ):
                 continue
             cand = self.option(f, strategy, unavailable, allowed)

@@ -74,6 +74,7 @@ def _layout_detail(best, shape: ModelShape, wl: Workload) -> str:
         achieved_tflops=peak * util,
         recompute=recompute,
         tp=recipe.tp,
+        pp=recipe.pp,
     )
     return scale_cost.describe(cost, option.strategy, option.num_gpus)
 

@@ -186,6 +186,10 @@ class _Measured:
     log_params: float | None
     log_seq: float | None
     log_batch: float | None
+    # The measured model's roofline factor on the chip it was measured on (None: unknown
+    # chip or size): a 125M row from an A100 80GB (2.0 TB/s) moves to an A100 40GB (1.6 TB/s)
+    # with the 40GB card's slower elementwise work, not as if it had been measured there.
+    own_roofline: float | None = None
 
 
 _INDEX: dict[int, tuple[list[BenchmarkSpec], tuple[_Measured, ...]]] = {}
@@ -228,6 +232,9 @@ def measured(
                 math.log(bench.params) if bench.params else None,
                 math.log(bench.seq_len) if bench.seq_len else None,
                 math.log(bench.batch_size) if bench.batch_size else None,
+                _roofline(width, layer_params, acc)
+                if acc is not None and width is not None and layer_params is not None
+                else None,
             )
         )
     if len(_INDEX) > 64:
@@ -404,7 +411,10 @@ def describe(detail: tuple, factors: tuple) -> str:
             for m in rows
         )
         if rows[0].width is not None:
-            text += f"; moved to this model's width by the per-layer roofline ({job:.2f})"
+            text += (
+                "; moved to this model's width and this chip's memory bandwidth by the "
+                f"per-layer roofline ({job:.2f})"
+            )
     else:
         gen, const, width = detail
         text = (
@@ -419,12 +429,16 @@ def describe(detail: tuple, factors: tuple) -> str:
 
 def _transfer(m: _Measured, job: float, acc: AcceleratorSpec, *, recompute: bool = True) -> float:
     """The measurement's utilisation moved to the job: divided by the measured model's
-    roofline factor on this accelerator and multiplied by the job's. Of executed FLOPs for a
-    job that recomputes activations, its MFU for one that does not (`Utilisation.for_recipe`)."""
+    roofline factor on the chip it was measured on and multiplied by the job's on this one.
+    Of executed FLOPs for a job that recomputes activations, its MFU for one that does not
+    (`Utilisation.for_recipe`)."""
     base = m.executed if recompute else m.mfu
     if m.width is None or m.layer_params is None:
         return base
-    return base * job / _roofline(m.width, m.layer_params, acc)
+    own = m.own_roofline
+    if own is None:  # the measured chip is not in the catalog: as if measured on this one
+        own = _roofline(m.width, m.layer_params, acc)
+    return base * job / own
 
 
 def default_for(gen: Generation, acc: AcceleratorSpec, flash_attention: bool):

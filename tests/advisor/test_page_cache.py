@@ -232,3 +232,26 @@ def test_a_page_is_rendered_once_then_kept_until_the_next_release(
     monkeypatch.setattr(page_cache, "code_version", lambda: "the next release")
     assert client.get(_step_url(advisor_session)).status_code == 200
     assert len(rendered) == 2
+
+
+def test_a_failed_estimate_is_tried_again_on_every_visit_never_kept(
+    client, default_catalog, monkeypatch
+):
+    from advisor import flow_services
+
+    advisor_session, _ = walk_to_result(client)
+    url = reverse("advisor:result", kwargs={"session_id": advisor_session.id})
+
+    def refuse(*args, **kwargs):
+        raise ValueError("the engine cannot size this")
+
+    monkeypatch.setattr(flow_services, "estimate", refuse)
+    AdvisorSession.objects.filter(pk=advisor_session.pk).update(
+        estimate_result={"error": "the engine cannot size this"}
+    )
+    for _ in range(2):
+        assert "We could not estimate this workload" in client.get(url).content.decode()
+    monkeypatch.undo()
+    page = client.get(url).content.decode()
+    assert "We could not estimate this workload" not in page
+    assert "GPU hours to request" in page

@@ -66,6 +66,13 @@ def test_the_result_page_takes_at_most_three_queries(
         response = client.get(url)
     assert response.status_code == 200
     assert b"GPU hours to request" in response.content
+    # Again, from the page cache: the browser's session and the advisor session, which brings
+    # the catalog's stamp along.
+    with django_assert_max_num_queries(2):
+        again = client.get(url)
+    assert again.content.count(b"GPU hours to request") == response.content.count(
+        b"GPU hours to request"
+    )
 
 
 def test_an_answer_saved_meanwhile_elsewhere_is_not_overwritten(client, halfway):

@@ -71,3 +71,34 @@ def test_the_checkpointed_job_reproduces_the_checkpointed_run():
     recomputed = option_on_128_a100s(checkpointing=True)
     assert recomputed.recipe.checkpointing == "full"
     assert abs(recomputed.gpu_hours / measured_hours - 1) < 0.08
+
+
+def test_a_small_model_measured_on_an_a100_80gb_runs_slower_on_an_a100_40gb():
+    """llm-foundry measured MPT-125M on A100 80GB cards (2,039 GB/s). A 124M model spends much
+    of each layer on memory traffic, so on an A100 40GB (1,555 GB/s, the same 312 TFLOP/s)
+    it reaches a lower share of the peak. The measurement used to be moved to the job's chip
+    as if it had been taken there, giving both cards the same utilisation."""
+    catalog = catalog_from_file()
+    only = [b for b in catalog.benchmarks if b.name == "llmfoundry-mpt-125m-8xa100-80-sxm4"]
+    catalog = catalog.model_copy(update={"benchmarks": only})
+    gpt2 = json.loads((CONFIGS / "openai-community__gpt2" / "config.json").read_text())
+    utilisation = {}
+    for chip in ("a100-80-sxm4", "a100-40-sxm4"):
+        request = EstimateRequest(
+            config=gpt2,
+            task="pretrain",
+            seq_len=1024,
+            batch_size=480,
+            micro_batch=12,
+            tokens=TOKENS,
+            flash_attention=True,
+            strategy="ddp",
+            num_gpus=8,
+            accelerator=chip,
+        )
+        result = estimate(request, catalog)
+        option = next(
+            o for o in result.options if o.accelerator == chip and o.num_gpus == 8 and o.gpu_hours
+        )
+        utilisation[chip] = option.utilisation
+    assert utilisation["a100-40-sxm4"] < 0.95 * utilisation["a100-80-sxm4"]

@@ -294,6 +294,8 @@ def test_70b_pretraining_on_512_a100s_fits_with_pipeline_parallel():
     assert f"{best.recipe.pp} pipeline stages" in why
     assert "pipeline idles (p - 1) / m" in why
     assert f"--pipeline-model-parallel-size {best.recipe.pp}" in result.slurm_script
+    named = {a.name: a for a in result.assumptions}
+    assert "pipeline bubble" in named["Parallel layout"].value
 
 
 def test_the_pipeline_bubble_is_in_the_gpu_hours():
@@ -327,3 +329,21 @@ def test_megatron_is_offered_tensor_and_pipeline_layouts_not_zero3():
     assert zero3
     assert not any(o.eligible for o in zero3)
     assert "Megatron-LM / NeMo has no ZeRO stage 3" in " ".join(zero3[0].reasons)
+
+
+def test_deepspeed_gets_megatron_deepspeed_layouts_only_where_no_zero_stage_fits():
+    """Tensor parallelism under DeepSpeed means Megatron-DeepSpeed, another code base than
+    DeepSpeed with the Transformers Trainer: a 70B full fine-tune that ZeRO-3 fits on 32 x
+    80 GB is not offered it; a 70B pre-training without recomputation, which no ZeRO stage
+    fits, is, and the option says which code base it means."""
+    fits_with_zero = run(
+        framework="deepspeed", num_gpus=32, accelerator="a100-80-sxm4", batch_size=32
+    )
+    a100 = [o for o in fits_with_zero.options if o.accelerator == "a100-80-sxm4"]
+    assert any(o.fits and o.strategy.startswith("zero") for o in a100)
+    assert not [o for o in a100 if o.strategy == "tensor_parallel"]
+    only_layout = pretrain_70b(framework="deepspeed")
+    best = only_layout.recommendation
+    assert best is not None
+    assert best.strategy == "tensor_parallel"
+    assert "Megatron-DeepSpeed" in " ".join(best.recipe.reasons)
