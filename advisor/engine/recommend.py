@@ -114,6 +114,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
             flash_attention=wl.flash_attention,
             training=training,
             framework=request.framework,
+            quantization=request.quantization,
         )
         self.tokens = None
         if request.tokens is not None:

@@ -144,6 +144,14 @@ def _combination_errors(request: EstimateRequest) -> list[tuple[str, str]]:
                 "with tensor parallelism, which the engine chooses.",
             )
         )
+    if request.quantization == "gptq" and (task != "inference" or request.precision != "int4"):
+        errors.append(
+            (
+                "quantization",
+                "GPTQ is modelled for 4-bit inference (precision int4, task inference); "
+                "QLoRA quantises with bitsandbytes.",
+            )
+        )
     if request.framework not in (None, "not_sure"):
         profile = FRAMEWORKS[request.framework]
         wanted = "inference" if task == "inference" else "training"
@@ -381,6 +389,7 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         keeps_gradients=framework.keeps_gradients and training,
         decode_framework=framework.key,
         tuple_kv_cache=framework.tuple_kv_cache and not training,
+        quant_method=request.quantization or "bitsandbytes",
         framework_autocast=framework.autocast,
     )
 
