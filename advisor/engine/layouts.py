@@ -5,6 +5,7 @@ candidates from these."""
 from __future__ import annotations
 
 from advisor.engine import constants as c
+from advisor.engine.frameworks import Framework
 from advisor.engine.memory import Workload
 from advisor.engine.models import EstimateRequest, NodeTypeSpec, PartitionSpec, SystemSpec
 from advisor.engine.words import STRATEGY_NAMES
@@ -58,18 +59,18 @@ def strategies_for(
     wl: Workload,
     system: SystemSpec,
     tensor_parallel: bool = False,
-    library: tuple[str, str, tuple[str, ...] | None] | None = None,
+    library: Framework | None = None,
 ) -> list[tuple[str, str | None]]:
     """(strategy, why it is unavailable or None). `tensor_parallel`: the library trains with
-    tensor parallelism and the researcher did not rule it out. `library`: (its name, what it
-    shards instead, the data-parallel strategies it offers or None for all): a library without
-    ZeRO / FSDP (Megatron-LM) is not offered them, and says so when one is asked for."""
+    tensor parallelism and the researcher did not rule it out. `library`: the training
+    library; one without ZeRO / FSDP (Megatron-LM, `Framework.data_parallel`) is not offered
+    them, and says so when one is asked for."""
     if wl.task == "inference":
         return [("single", None), ("tensor_parallel", None)]
     tooling = system.tooling
     deepspeed = tooling.get("deepspeed", tooling.get("DeepSpeed"))
     fsdp = tooling.get("fsdp", tooling.get("FSDP"))
-    if (request.tensor_parallel or 1) > 1:
+    if (request.tensor_parallel or 1) > 1 or (request.pipeline_parallel or 1) > 1:
         wanted = ["tensor_parallel"]  # a pinned degree: tensor x data parallel only
     elif request.strategy is not None:
         wanted = [request.strategy]
@@ -79,14 +80,15 @@ def strategies_for(
         wanted = list(WITH_TENSOR_PARALLEL if tensor_parallel else TRAINING_STRATEGIES)
         if deepspeed is False and fsdp is not False:
             wanted = [("fsdp" if s == "zero3" else s) for s in wanted if s != "zero3_offload"]
-    offered = None if library is None else library[2]
+    offered = None if library is None else library.data_parallel
     if offered is not None and request.strategy is None:
         wanted = [s for s in wanted if s in offered or s == "tensor_parallel"]
     out = []
     for strategy in wanted:
         why = None
         if offered is not None and strategy not in offered and strategy != "tensor_parallel":
-            why = f"{library[0]} has no {STRATEGY_NAMES.get(strategy, strategy)} ({library[1]})"
+            why = f"{library.name} has no {STRATEGY_NAMES.get(strategy, strategy)}"
+            why += f" ({library.shards_instead})"
         if strategy.startswith("zero") and deepspeed is False:
             why = f"DeepSpeed is not supported on {system.display_name}"
         if strategy == "fsdp" and fsdp is False:

@@ -200,6 +200,13 @@ class MemoryModel:
         found = self._states[optimizer] = (weights, grads, optim, amp_states)
         return found
 
+    def offloaded_bytes(self, optimizer: str) -> float:
+        """What CPU offload keeps in host memory for the whole model: its weights,
+        gradients and optimizer states (with the fp32 master copy) as the GPU would hold them
+        unsharded (offload.host_bytes_per_node splits them per node)."""
+        weights, grads, optim, _ = self._state(optimizer)
+        return weights + grads + optim
+
     def _flow(
         self, tp: int, sixteen_bit_params: bool, level: str, sequence_parallel: bool = False
     ) -> tuple[float, float, float]:

@@ -57,6 +57,8 @@ class Workload:
     decode_framework: str = "transformers"
     # generate() rebuilds a tuple KV cache each step (frameworks.Framework.tuple_kv_cache).
     tuple_kv_cache: bool = False
+    # How 4-bit weights are stored: "bitsandbytes" (NF4/FP4) or "gptq".
+    quant_method: str = "bitsandbytes"
     # Whether 16-bit training runs under torch.autocast (False: DeepSpeed's and Megatron's
     # fp16/bf16 modes cast the model itself, frameworks.Framework.autocast).
     framework_autocast: bool = True
@@ -107,7 +109,7 @@ def _short(name: str) -> str:
 
 
 def base_weight_bytes(
-    shape: ModelShape, weight_format: str, double_quant: bool = False
+    shape: ModelShape, weight_format: str, double_quant: bool = False, method: str = ""
 ) -> tuple[float, float]:
     """(bytes of the stored weights, bytes of the quantisation constants)."""
     total = shape.params_total
@@ -117,6 +119,8 @@ def base_weight_bytes(
         if weight_format == "int8":
             rows = _quantised_rows(shape)
             return linear * 1 + kept * 2, rows * c.INT8_ROW_SCALE.value
+        if method == "gptq":
+            return linear * 0.5 + kept * 2, linear * c.GPTQ_GROUP_CONSTANTS.value
         per_weight = (c.NF4_DOUBLE_QUANT if double_quant else c.NF4_CONSTANTS).value
         return linear * 0.5 + kept * 2, linear * per_weight
     return total * c.BYTES[weight_format], 0.0
@@ -134,10 +138,14 @@ def quantised_base_bytes(shape: ModelShape, wl: Workload) -> tuple[float, float,
     saves. Where the library's choice is unknown, the larger of the two layouts is what the GPU
     must hold.
     """
-    weights, constants = base_weight_bytes(shape, wl.weight_format, wl.double_quant)
+    weights, constants = base_weight_bytes(
+        shape, wl.weight_format, wl.double_quant, wl.quant_method
+    )
     workspace = dequant_workspace_bytes(shape, wl)
     head = shape.vocab_size * shape.hidden_size
-    if wl.weight_format != "int4" or not head or wl.quantises_head is False:
+    # GPTQ checkpoints leave the LM head in 16-bit (optimum's GPTQQuantizer skips lm_head).
+    gptq = wl.quant_method == "gptq"
+    if wl.weight_format != "int4" or not head or wl.quantises_head is False or gptq:
         return weights, constants, workspace
     per_weight = (c.NF4_DOUBLE_QUANT if wl.double_quant else c.NF4_CONSTANTS).value
     head_weights = weights - shape.params_lm_head * 2 + head * 0.5
@@ -157,6 +165,8 @@ def _quantised_rows(shape: ModelShape) -> int:
 
 
 def dequant_workspace_bytes(shape: ModelShape, wl: Workload) -> float:
+    if wl.weight_format == "int4" and wl.quant_method == "gptq":
+        return c.GPTQ_DEQUANT_LAYERS.value * shape.largest_linear * 2
     if wl.weight_format == "int4":
         return c.DEQUANT_WORKSPACE_LAYERS.value * shape.largest_linear * 2
     if wl.weight_format == "int8":

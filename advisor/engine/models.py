@@ -143,6 +143,10 @@ class EstimateRequest(_Frozen):
     # 4-bit NF4 double quantisation of the constants; None: on for QLoRA (the paper's recipe),
     # off for int4 inference (transformers' BitsAndBytesConfig default).
     double_quant: bool | None = None
+    # How int4 inference weights are stored; None: bitsandbytes (NF4/FP4, quantised at load).
+    # "gptq": a GPTQ checkpoint (AutoGPTQ / optimum), 4-bit weights packed with one fp16 scale
+    # and one 4-bit zero point per group of 128 inputs.
+    quantization: Literal["bitsandbytes", "gptq"] | None = None
     strategy: RequestStrategy | None = None
     # Tensor-parallel degree within a node for training; None: the recipe search decides
     # (only for libraries that train with tensor parallelism), 1: never.

@@ -74,3 +74,12 @@ def cores_per_gpu(cpu_cores: int | None, gpus_per_node: int) -> float:
     if not cpu_cores:
         return CORES_PER_GPU_DEFAULT.value
     return cpu_cores / max(gpus_per_node, 1)
+
+
+def host_bytes_per_node(offloaded: float, gpus: int, gpus_per_node: int) -> float:
+    """Host memory one node needs for the offloaded states: the whole model's `offloaded`
+    bytes (16-bit parameters, gradients, optimizer states and master weights; ZeRO-Offload
+    section 4 keeps all of them in CPU memory) split over the job's GPUs, as many shards per
+    node as the node serves."""
+    gpus = max(gpus, 1)
+    return offloaded * min(gpus, max(gpus_per_node, 1)) / gpus

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from advisor.engine import ranking
+from advisor.engine import offload, ranking
 from advisor.engine.layouts import STRATEGY_COMPLEXITY
 from advisor.engine.models import (
     AcceleratorSpec,
@@ -118,6 +118,10 @@ class NodeFacts:
             return self.one
         if strategy == "tensor_parallel":
             return self.within_node
+        if strategy == "zero3_offload":
+            # Offload serves one GPU too: states that no GPU holds live in CPU memory
+            # (ZeRO-Offload, arXiv:2101.06840: a 13B model on one V100).
+            return self.one + self.several
         return self.several
 
 
@@ -147,6 +151,8 @@ class OptionWriting:
         """(fits, fits with headroom), saying why not in `reasons`."""
         fits = need <= f.capacity
         headroom = need <= f.headroom_limit
+        if strategy == "zero3_offload" and not self.host_holds_offload(f, n, choice, reasons):
+            return False, False
         if not fits:
             reasons.append(
                 f"needs {gb(need)} per GPU even on {plural(n, 'GPU')} "
@@ -169,6 +175,26 @@ class OptionWriting:
                 f"{n_head} recommended for headroom."
             )
         return fits, headroom
+
+    def host_holds_offload(self, f: NodeFacts, n: int, choice: Choice, reasons: list[str]) -> bool:
+        """Whether each node's CPU memory holds its share of the offloaded states; says why
+        not. A node type without a memory figure in the catalog is not ruled out: the reason
+        says what it would need."""
+        offloaded = self.search_for(f.extra).model.offloaded_bytes(choice.optimizer)
+        host = offload.host_bytes_per_node(offloaded, n, f.node.gpus_per_node)
+        if not f.node.ram_gb:
+            reasons.append(
+                f"CPU offload on {plural(n, 'GPU')} keeps {gb(host)} in each node's memory; "
+                f"the catalog does not say how much {f.node.name} has."
+            )
+            return True
+        if host <= f.node.ram_gb * 1e9:
+            return True
+        reasons.append(
+            f"CPU offload on {plural(n, 'GPU')} keeps {gb(host)} of weights, gradients and "
+            f"optimizer states in each node's memory; {f.node.name} has {f.node.ram_gb:g} GB."
+        )
+        return False
 
     def costs(self, f: NodeFacts, n: int, gpu_hours: float | None, reasons: list[str]) -> Costs:
         """GPU hours, contingency, wall time, price and charge of `n` GPUs on the node."""

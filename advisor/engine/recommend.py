@@ -114,6 +114,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
             flash_attention=wl.flash_attention,
             training=training,
             framework=request.framework,
+            quantization=request.quantization,
         )
         self.tokens = None
         if request.tokens is not None:
@@ -140,11 +141,6 @@ class Evaluation(OptionWriting, ParallelPlanning):
         self.tp_training, self.pinned_tp = self.tensor_parallel_terms(request, framework)
         self.pinned_pp = request.pipeline_parallel
         self.tp_last_resort = framework.tensor_parallel_last_resort
-        self.library_strategies = (
-            (framework.name, framework.shards_instead, framework.data_parallel)
-            if training and framework.data_parallel is not None
-            else None
-        )
         search = RecipeSearch(shape, wl, request, framework, MemoryModel(shape, wl, context))
         # Those stacks are PyTorch 1.x, whose zero_grad() zeroed gradients in place instead of
         # freeing them: gradients coexist with activations (memory.py), a second search for
@@ -289,7 +285,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
             sys_reasons = system_rejections(self.request, system)
             strategies = strategies_for(
                 self.request, self.wl, system, tensor_parallel=self.tp_training,
-                library=self.library_strategies,
+                library=self.framework if self.training else None,
             )  # fmt: skip
             partitions = partitions_by_node(system) if system.partitions else {}
             for node in system.node_types:

@@ -139,7 +139,10 @@ def _memory_assumptions(
                 "auto_map, trust_remote_code=True), which rebuilds a tuple cache every step"
             )
         )
-    if wl.weight_format == "int4":
+    if wl.weight_format == "int4" and wl.quant_method == "gptq":
+        out.append(c.GPTQ_GROUP_CONSTANTS.assumption(f"{c.GPTQ_GROUP_CONSTANTS.value:.4f} B/param"))
+        out.append(c.GPTQ_DEQUANT_LAYERS.assumption())
+    elif wl.weight_format == "int4":
         nf4 = c.NF4_DOUBLE_QUANT if wl.double_quant else c.NF4_CONSTANTS
         default = " (default)" if request.double_quant is None else ""
         out.append(nf4.assumption(f"{nf4.value:.4f} B/param{default}"))

@@ -140,11 +140,13 @@ def needs(
     flash_attention: bool,
     training: bool,
     framework: str | None = None,
+    quantization: str | None = None,
 ) -> tuple[str, ...]:
     """The tools a job needs whatever the strategy (strategies add DeepSpeed/FSDP); the
-    library the request names (`framework`) adds its own."""
+    library the request names (`framework`) adds its own. A GPTQ checkpoint needs its own
+    kernels, not bitsandbytes."""
     out = []
-    if task == "qlora" or weight_format == "int4":
+    if task == "qlora" or (weight_format == "int4" and quantization != "gptq"):
         out.append(BNB_4BIT)
     if weight_format == "int8" or (training and optimizer == "adamw_8bit"):
         out.append(BNB_8BIT)

@@ -83,6 +83,7 @@ def check_request(request: EstimateRequest, catalog: CatalogSpec | None = None) 
 
     errors.extend(_combination_errors(request))
     errors.extend(_tensor_parallel_errors(request))
+    errors.extend(_pipeline_parallel_errors(request))
     if request.micro_batch is not None and request.micro_batch > request.batch_size:
         errors.append(
             (
@@ -143,6 +144,14 @@ def _combination_errors(request: EstimateRequest) -> list[tuple[str, str]]:
                 "with tensor parallelism, which the engine chooses.",
             )
         )
+    if request.quantization == "gptq" and (task != "inference" or request.precision != "int4"):
+        errors.append(
+            (
+                "quantization",
+                "GPTQ is modelled for 4-bit inference (precision int4, task inference); "
+                "QLoRA quantises with bitsandbytes.",
+            )
+        )
     if request.framework not in (None, "not_sure"):
         profile = FRAMEWORKS[request.framework]
         wanted = "inference" if task == "inference" else "training"
@@ -182,6 +191,45 @@ def _catalog_errors(request: EstimateRequest, catalog: CatalogSpec) -> list[tupl
         if name not in systems:
             errors.append(("constraints.systems", f"Unknown system {name!r}."))
     return errors
+
+
+def _pipeline_parallel_errors(request: EstimateRequest) -> list[tuple[str, str]]:
+    """Pinned pipeline stages: training only, with a library that trains with them, inside a
+    tensor-parallel layout (tensor_parallel not 1), whole pipelines on a pinned GPU count."""
+    pp = request.pipeline_parallel
+    if pp is None or pp == 1:
+        return []
+    if request.task == "inference":
+        return [("pipeline_parallel", "pipeline stages are for training; leave it empty.")]
+    profile, _ = framework_for(request.framework, True)
+    if not profile.pipeline_parallel_training:
+        able = ", ".join(k for k, f in FRAMEWORKS.items() if f.pipeline_parallel_training)
+        return [
+            (
+                "pipeline_parallel",
+                f"{profile.name} does not train with pipeline stages; name a library that "
+                f"does (framework: {able}) or leave pipeline_parallel empty.",
+            )
+        ]
+    if request.tensor_parallel == 1 or request.strategy is not None:
+        return [
+            (
+                "pipeline_parallel",
+                "pipeline stages come with tensor parallelism and its own data parallelism "
+                "(Megatron's layout); leave tensor_parallel and strategy empty, or pin a "
+                "tensor-parallel degree above 1.",
+            )
+        ]
+    whole = pp * (request.tensor_parallel or 1)
+    if request.num_gpus is not None and request.num_gpus % whole:
+        return [
+            (
+                "pipeline_parallel",
+                f"{whole} GPUs per pipeline (tensor parallel x stages) do not divide "
+                f"num_gpus {request.num_gpus}.",
+            )
+        ]
+    return []
 
 
 def _tensor_parallel_errors(request: EstimateRequest) -> list[tuple[str, str]]:
@@ -341,6 +389,7 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         keeps_gradients=framework.keeps_gradients and training,
         decode_framework=framework.key,
         tuple_kv_cache=framework.tuple_kv_cache and not training,
+        quant_method=request.quantization or "bitsandbytes",
         framework_autocast=framework.autocast,
     )
 

@@ -113,7 +113,14 @@ def test_small_job_suggests_trial_access():
 
 
 def test_nothing_fits_says_so():
-    result = run(config=LLAMA2_70B, task="full_finetune", tokens=10**8, constraints={"max_gpus": 1})
+    # 70B on one GPU fits only with CPU offload, whose ~1.1 TB of states the 1.9 TB Azure VM
+    # holds; keeping to the institute's own systems (at most 1 TB per node) nothing fits.
+    result = run(
+        config=LLAMA2_70B,
+        task="full_finetune",
+        tokens=10**8,
+        constraints={"max_gpus": 1, "needs_cloud": False},
+    )
     assert result.recommendation is None
     assert "Nothing in the catalog fits within the constraints; see each option's reasons." in (
         result.warnings
@@ -121,6 +128,29 @@ def test_nothing_fits_says_so():
     assert "LoRA or QLoRA trains adapters only and needs far less memory." in result.warnings
     assert result.slurm_script is None
     assert "No system in the catalog meets the constraints" in result.justification
+
+
+def test_cpu_offload_on_one_gpu_is_ruled_out_where_the_node_cannot_hold_the_states():
+    result = run(
+        config=LLAMA2_70B,
+        task="full_finetune",
+        tokens=10**8,
+        strategy="zero3_offload",
+        constraints={"max_gpus": 1},
+    )
+    offload = [o for o in result.options if o.strategy == "zero3_offload" and o.num_gpus == 1]
+    short = [o for o in offload if any("optimizer states in each node" in r for r in o.reasons)]
+    assert short
+    assert not any(o.fits for o in short)
+    # 69.0 B parameters x (16-bit weights 2 + gradients 2 + fp32 master and Adam moments 12).
+    assert any("keeps 1103.6 GB" in r for r in short[0].reasons)
+    azure = next(o for o in offload if o.accelerator == "h100-80-sxm5")  # 1,900 GB per VM
+    assert azure.fits
+    assert not any("CPU offload on" in r for r in azure.reasons)
+    unknown = next(o for o in offload if o.system == "jade2")  # no memory figure in the catalog
+    assert any("the catalog does not say how much" in r for r in unknown.reasons)
+    assert result.recommendation.strategy == "zero3_offload"
+    assert result.recommendation.system == "azure"
 
 
 def test_slurm_script_for_baskerville_a100_80_uses_the_constraint_and_launcher():

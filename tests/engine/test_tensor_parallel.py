@@ -347,3 +347,26 @@ def test_deepspeed_gets_megatron_deepspeed_layouts_only_where_no_zero_stage_fits
     assert best is not None
     assert best.strategy == "tensor_parallel"
     assert "Megatron-DeepSpeed" in " ".join(best.recipe.reasons)
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"framework": "torchtune"}, "does not train with pipeline stages"),
+        ({"framework": "megatron", "tensor_parallel": 1}, "come with tensor parallelism"),
+        ({"framework": "megatron", "num_gpus": 6}, "do not divide num_gpus 6"),
+    ],
+)
+def test_pinned_pipeline_stages_that_cannot_run_are_a_clear_error(fields, says):
+    with pytest.raises(EstimateError) as err:
+        run(pipeline_parallel=4, **fields)
+    assert "pipeline_parallel" in str(err.value.errors)
+    assert says in str(err.value.errors)
+
+
+def test_pinned_pipeline_stages_are_the_layout_even_where_one_gpu_would_do():
+    """A researcher who pins pipeline stages gets that layout, not a quieter single-GPU
+    option that would silently ignore the pin."""
+    result = run("meta-llama__Llama-2-7b-hf", framework="megatron", pipeline_parallel=2, num_gpus=8)
+    assert {o.strategy for o in result.options} == {"tensor_parallel"}
+    assert all(o.recipe.pp == 2 for o in result.options if o.recipe is not None)

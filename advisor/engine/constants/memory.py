@@ -198,6 +198,27 @@ INT8_ROW_SCALE = Constant(
     "fp32 scale per row",
     "row-wise absmax scales beside the int8 weights",
 )
+GPTQ_GROUP_CONSTANTS = Constant(
+    "GPTQ scales and zero points",
+    (2 + 0.5) / 128,
+    "bytes per quantised parameter (group size 128)",
+    "AutoGPTQ / optimum QuantLinear buffers: qweight int32 packing eight 4-bit weights, "
+    "scales fp16 [in/group, out], qzeros int32 packing eight 4-bit zero points [in/group, "
+    "out/8], g_idx int32 [in] (under 0.1 % of the weights, not counted); group_size 128 is "
+    "TheBloke's and optimum's default (GPTQConfig(bits=4, group_size=128))",
+    "a GPTQ checkpoint with group size 128",
+)
+GPTQ_DEQUANT_LAYERS = Constant(
+    "GPTQ kernel workspace",
+    1,
+    "copy of the largest quantised linear layer in fp16",
+    "AutoGPTQ's exllama kernel allocates one fp16 buffer the size of the largest quantised "
+    "layer (max_dq_buffer_size) plus a small temp_state (max_input_length x the widest layer "
+    "x 2 bytes); its cuda-old kernel dequantises a layer to fp16 for inputs of 128 rows or "
+    "more (kernel_switch_threshold) and multiplies with torch.matmul",
+    "the kernels dequantise one layer at a time",
+)
+
 DEQUANT_WORKSPACE_LAYERS = Constant(
     "Dequantisation workspace",
     2,
