@@ -201,19 +201,23 @@ class ParallelPlanning:
         search = self.search_for(f.extra)
         per_rank = math.ceil(search.global_batch / n)
         accumulation = max(1, math.ceil(per_rank / choice.micro))
-        zero3 = search.step_total(
-            "zero3", n, choice.level, choice.optimizer, choice.micro, accumulation
-        )
-        zero3 += f.extra
-        if need <= f.capacity < zero3:
+        # Against the library's own alternative: ZeRO-3, or DDP where it has none (Megatron).
+        offered = self.framework.data_parallel
+        other = "ZeRO-3" if offered is None or "zero3" in offered else "DDP"
+        alone = search.step_total(
+            other.lower().replace("-", ""), n, choice.level, choice.optimizer, choice.micro,
+            accumulation,
+        )  # fmt: skip
+        alone += f.extra
+        if need <= f.capacity < alone:
             said = (
-                f"{layout} makes it fit {n} x {f.capacity_gb} without offload; ZeRO-3 on the "
-                f"same GPUs with the same recipe (micro-batch {choice.micro}, "
-                f"{choice.level} checkpointing) would need {gb(zero3)} per GPU"
+                f"{layout} makes it fit {n} x {f.capacity_gb} without offload; "
+                f"{other} on the same GPUs with the same recipe (micro-batch "
+                f"{choice.micro}, {choice.level} checkpointing) would need {gb(alone)} per GPU"
             )
         else:
             said = (
-                f"{layout}: weights, gradients and optimizer state split {tp} ways, "
+                f"{layout}: weights, gradients and optimizer state split {tp * pp} ways, "
                 f"activations with sequence parallelism ({gb(need)} per GPU)"
             )
         if f.peak:
