@@ -3,6 +3,7 @@
 Run (PostgreSQL on 127.0.0.1, wrk installed: `apt-get install wrk`, which bin/dev does as root):
 
     .venv/bin/python bench/page_throughput.py            # 10 s per page, 4 workers, 32 clients
+    .venv/bin/python bench/page_throughput.py --cache-url redis://127.0.0.1:6379/15  # as deployed
 
 It creates (or reuses) the database `allocation_triage_bench`, migrates it, loads the default
 catalog and walks two advisor sessions (one halfway, one to its result) with Django's test
@@ -69,13 +70,17 @@ class Figures:
     errors: int
 
 
-def _environment(database_url: str) -> dict[str, str]:
-    """Production settings (DEBUG off) over plain HTTP on the loopback, no Redis."""
+def _environment(database_url: str, cache_url: str = "") -> dict[str, str]:
+    """Production settings (DEBUG off) over plain HTTP on the loopback; the cache is Redis at
+    `cache_url` as in production (pages and anonymous sessions shared by the workers), else
+    each worker's own memory (sessions then read from the database)."""
     env = {
         key: value
         for key, value in os.environ.items()
         if key not in ("CELERY_BROKER_URL", "CACHE_URL")
     }
+    if cache_url:
+        env["CACHE_URL"] = cache_url
     env.update(
         {
             "DJANGO_SETTINGS_MODULE": "config.settings",
@@ -238,6 +243,11 @@ def _wrk(url: str, *, cookie: str, connections: int, threads: int, seconds: int)
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL"))
+    parser.add_argument(
+        "--cache-url",
+        default=os.environ.get("BENCH_CACHE_URL", ""),
+        help="a Redis cache, as production has (redis://127.0.0.1:6379/N; emptied by the run)",
+    )
     parser.add_argument("--seconds", type=int, default=10, help="measured seconds per page")
     parser.add_argument("--warmup", type=int, default=3, help="unmeasured seconds per page")
     parser.add_argument("--workers", type=int, default=4)
@@ -253,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     gunicorn = Path(sys.executable).with_name("gunicorn")
     database_url = args.database_url or DEFAULT_DATABASE
     _ensure_database(database_url)
-    env = _environment(database_url)
+    env = _environment(database_url, args.cache_url)
     pages = _prepare(env)
     cpu = _cpu_per_request(pages, requests=args.cpu_requests)
 
@@ -314,6 +324,7 @@ def _report(figures: dict[str, Figures], args) -> int:
     print(
         f"gunicorn {args.workers} sync workers, wrk {args.connections} connections, "
         f"{args.seconds} s per page after {args.warmup} s warm-up, PostgreSQL, DEBUG off, "
+        f"cache {'Redis' if args.cache_url else 'per worker (memory)'}, "
         f"machine load {', '.join(f'{n:.1f}' for n in os.getloadavg())}"
     )
     print(f"{'page':<16} {'req/s':>9} {'p99 ms':>9} {'of bare':>8} {'p99 x':>7} {'errors':>7}")

@@ -159,6 +159,14 @@ else:
 # so an entry is never stale, only unused: the timeout bounds the memory they hold.
 PAGE_CACHE_SECONDS = env_int("PAGE_CACHE_SECONDS", default=60 * 60)
 
+# With a shared cache, anonymous visitors' sessions are read from it instead of the database
+# (config/sessions.py: signed-in sessions always come from the database; a copy lives at most
+# SESSION_CACHE_SECONDS). A per-process cache keeps the database backend: other processes
+# would hold old copies.
+SESSION_CACHE_SECONDS = env_int("SESSION_CACHE_SECONDS", default=10 * 60)
+if CACHE_URL:
+    SESSION_ENGINE = "config.sessions"
+
 # --- Auth -------------------------------------------------------------------------------------
 
 AUTH_PASSWORD_VALIDATORS = [
