@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Prefetch, Q, QuerySet, Subquery
 
 from catalog.models import (
     Accelerator,
@@ -225,3 +225,11 @@ def secure_systems(*, profile: Profile | None) -> QuerySet[System]:
 
 def profiles_loaded() -> QuerySet[Profile]:
     return Profile.objects.order_by("name")
+
+
+def profiles_and_stamp() -> tuple[list[Profile], str | None]:
+    """The loaded profiles and the catalog's version stamp, read in one query (the stamp is
+    None before the first catalog write, or with no profile loaded)."""
+    stamp = CatalogVersion.objects.filter(pk=CatalogVersion.SINGLETON).values("stamp")[:1]
+    profiles = list(profiles_loaded().annotate(catalog_stamp=Subquery(stamp)))
+    return profiles, profiles[0].catalog_stamp if profiles else None

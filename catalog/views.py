@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse
+from django.utils import timezone
+from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
@@ -9,10 +11,11 @@ from catalog.selectors import (
     DEFAULT_SORT,
     SORT_KEYS,
     comparison_rows,
-    profiles_loaded,
+    profiles_and_stamp,
     secure_systems,
 )
-from web.partials import render_page
+from web.page_cache import CSRF_PLACEHOLDER, cache_read, cache_write, page_key, with_csrf_token
+from web.partials import HTMX_HEADERS, render_page, wants_partial
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -55,10 +58,36 @@ def _headers(*, sort: str, profile_name: str | None) -> list[dict]:
     return headers
 
 
+def _page_cache_key(request: HtmxHttpRequest, stamp: str | None) -> str | None:
+    """The page's key in the page cache (web.page_cache): it changes only with the catalog,
+    whose stamp every write replaces. Only the page's own query strings are kept, so made-up
+    addresses cannot fill the cache; before the first catalog write nothing is."""
+    if stamp is None or not set(request.GET) <= {"sort", "profile"}:
+        return None
+    if any(len(request.GET.getlist(name)) > 1 for name in request.GET):
+        return None
+    return page_key(
+        request,
+        "catalog",
+        stamp,
+        timezone.localdate().isoformat(),
+        wants_partial(request),
+        bool(getattr(request, "htmx", False)),
+    )
+
+
 @require_GET
 @vary_on_headers("HX-Request")
 def systems(request: HtmxHttpRequest) -> HttpResponse:
-    profiles = list(profiles_loaded())
+    # The stamp is read with the profiles, before the other rows: a page built from rows newer
+    # than its stamp is never shown again, since the stamp has moved on.
+    profiles, stamp = profiles_and_stamp()
+    cache_key = _page_cache_key(request, stamp)
+    html = cache_read(cache_key) if cache_key else None
+    if isinstance(html, str):
+        response = HttpResponse(with_csrf_token(request, html))
+        patch_vary_headers(response, HTMX_HEADERS)
+        return response
     requested = request.GET.get("profile")
     if requested:
         profile = next((p for p in profiles if p.name == requested), None)
@@ -76,5 +105,11 @@ def systems(request: HtmxHttpRequest) -> HttpResponse:
         "headers": _headers(sort=sort, profile_name=requested),
         "sort": sort,
         "secure_systems": secure_systems(profile=profile),
+        "csrf_token": CSRF_PLACEHOLDER,  # the visitor's own goes in below, kept or not
     }
-    return render_page(request, "catalog/systems.html", context, partial="catalog-table")
+    response = render_page(request, "catalog/systems.html", context, partial="catalog-table")
+    html = response.content.decode()
+    if cache_key is not None:
+        cache_write(cache_key, html)
+    response.content = with_csrf_token(request, html)
+    return response

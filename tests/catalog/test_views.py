@@ -12,6 +12,8 @@ from catalog.models import System
 
 pytestmark = pytest.mark.django_db
 
+CSRF_TOKEN = re.compile(r'"X-CSRFToken": "([^"]+)"')
+
 
 def row_headers(html: str) -> list[str]:
     """The system names of the table's rows, in order."""
@@ -132,3 +134,41 @@ def test_page_takes_a_fixed_number_of_queries(client, default_catalog, django_as
     # and the profile's secure environments (issue 15: listed for sensitive data).
     with django_assert_num_queries(7):
         client.get(reverse("catalog:systems") + "?sort=-fp16")
+
+
+def test_the_page_is_kept_until_the_catalog_changes(
+    client, default_catalog, django_assert_max_num_queries
+):
+    url = reverse("catalog:systems") + "?sort=-fp16"
+    first = client.get(url).content.decode()
+    with django_assert_max_num_queries(1):  # the profiles, with the catalog's stamp
+        again = client.get(url).content.decode()
+    # The same page, each response with a freshly masked CSRF token.
+    assert CSRF_TOKEN.sub("", again) == CSRF_TOKEN.sub("", first)
+    System.objects.filter(name="dawn").update(display_name="Dawn Renamed")
+    assertContains(client.get(url), "Dawn Renamed")
+    dawn = System.objects.get(name="dawn")
+    dawn.display_name = "Dawn Saved"
+    dawn.save()
+    assertContains(client.get(url), "Dawn Saved")
+
+
+def test_a_kept_page_carries_each_visitors_own_csrf_token(default_catalog):
+    from django.conf import settings
+    from django.middleware.csrf import _does_token_match
+    from django.test import Client
+
+    visitors = [Client(), Client()]
+    pages = [visitor.get(reverse("catalog:systems")).content.decode() for visitor in visitors]
+    secrets = [visitor.cookies[settings.CSRF_COOKIE_NAME].value for visitor in visitors]
+    assert secrets[0] != secrets[1]
+    for page, secret in zip(pages, secrets, strict=True):
+        assert _does_token_match(CSRF_TOKEN.search(page).group(1), secret)
+
+
+def test_the_table_and_the_whole_page_are_kept_apart(client, default_catalog):
+    url = reverse("catalog:systems")
+    assert "<html" in client.get(url).content.decode()
+    table = client.get(url, headers={"HX-Request": "true"}).content.decode()
+    assert table.lstrip().startswith('<div id="catalog-table"')
+    assert "<html" in client.get(url).content.decode()
