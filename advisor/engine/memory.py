@@ -172,6 +172,10 @@ class MemoryModel:
             if wl.adapters:
                 trainable = lora_trainable_params(shape, wl)
                 w_b, g_b, o_b = _ADAPTER_STATE[(wl.state_mode, kind)]
+                if wl.autocast:
+                    # fp32 adapters under autocast: their 16-bit casts stay cached until the
+                    # forward pass's autocast region ends, past the loss (AMP_CAST_CACHE).
+                    w_b += c.AMP_CAST_CACHE.value
                 weights += trainable * w_b
             else:
                 trainable = shape.params_total

@@ -123,23 +123,34 @@ KORTHIKANTI = Constant(
 )
 LOGITS_TRAINING_BYTES = Constant(
     "Logits and loss buffers",
-    10,
+    12,
     "bytes per (token x vocabulary entry) in 16-bit training",
-    "Hugging Face transformers causal-LM heads upcast the logits to fp32 before the "
-    "cross-entropy (2 bytes 16-bit logits + 4 fp32 copy + 4 fp32 log-softmax kept for backward)",
-    "a 32k-256k vocabulary makes the logits one of the largest tensors",
+    "The loss runs in fp32: transformers' causal-LM heads call `logits.float()`, and under "
+    "torch.autocast cross_entropy and log_softmax autocast to fp32 (PyTorch AMP docs, 'CUDA ops "
+    "that can autocast to float32'). F.cross_entropy is nll_loss(log_softmax(x)); log_softmax "
+    "saves its fp32 output for backward, nll_loss's backward returns a zero-filled fp32 "
+    "gradient of that size, and log_softmax_backward allocates the fp32 gradient of the "
+    "logits while both still exist: 3 x 4 bytes (PyTorch aten/src/ATen/native/cuda/Loss.cu "
+    "nll_loss_backward_out_cuda: `grad_input.zero_()` on a tensor of the input's shape; "
+    "log_softmax_backward_data writes a new one). The forward pass reaches the "
+    "same 12 bytes (16-bit logits and their shifted contiguous copy, the fp32 cast and the "
+    "fp32 log-softmax; transformers' own heads: fp32 logits, fp32 shifted copy, log-softmax), "
+    "as the fp32 branch of memory_terms.logits_bytes already counted",
+    "a 32k-256k vocabulary makes the logits one of the largest tensors; the 16-bit logits "
+    "are freed before backward (the Trainer drops the model outputs after the loss)",
 )
 LOGITS_REMOTE_CODE_BYTES = Constant(
     "Logits and loss buffers (model's own code, no autocast)",
-    4,
+    6,
     "bytes per (token x vocabulary entry) in 16-bit training without autocast",
     "Qwen-7B's modeling_qwen.py (QWenLMHeadModel.forward, as published with the model; copy in "
     "alibaba/MNN transformers/llm/export/llm_models/Qwen-1_8B/modeling_qwen.py): "
-    "CrossEntropyLoss on `lm_logits[..., :-1, :].contiguous()` with no `.float()`: 2 bytes of "
-    "16-bit logits + 2 of 16-bit log-softmax kept for backward, counted as "
-    "LOGITS_TRAINING_BYTES counts (the transient shifted copy left out). Under torch.autocast "
-    "cross_entropy runs in fp32 anyway (PyTorch AMP docs, 'CUDA ops that can autocast to "
-    "float32'), so there the Transformers figure applies",
+    "CrossEntropyLoss on `lm_logits[..., :-1, :].contiguous()` with no `.float()`, so the "
+    "loss runs in 16-bit: the same three tensors as LOGITS_TRAINING_BYTES at 2 bytes each "
+    "(saved 16-bit log-softmax, its gradient, the logits' gradient in backward; logits, "
+    "shifted copy and log-softmax in forward). Under torch.autocast cross_entropy runs in "
+    "fp32 anyway (PyTorch AMP docs, 'CUDA ops that can autocast to float32'), so there the "
+    "Transformers figure applies",
     "remote code written before transformers upcast the logits computes the loss in 16-bit "
     "when the library casts the model itself (DeepSpeed fp16/bf16)",
 )
