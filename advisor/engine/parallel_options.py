@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from advisor.engine import offload
+from advisor.engine import offload, scale_cost
 from advisor.engine import tensor_parallel as tp_layout
 from advisor.engine.compute import training_gpu_hours
 from advisor.engine.frameworks import Framework
@@ -62,6 +62,8 @@ class ParallelPlanning:
             eff *= self.tp_efficiency(f, tp, choice)
         if pp > 1:
             eff /= 1 + tp_layout.bubble(pp, choice.accumulation)
+        # Waiting for the slowest rank and restarting after interruptions (scale_cost.py).
+        eff *= scale_cost.scale_efficiency(k, f.util.measured_gpus)
         hours = training_gpu_hours(
             self.shape, self.wl, self.tokens, f.peak, util, eff, choice.flops_per_token
         )
@@ -73,9 +75,10 @@ class ParallelPlanning:
         """Share of the GPU time left to compute after `tp`-way collectives on the node."""
         bandwidth, _ = tp_layout.bus_bandwidth(f.node, f.acc)
         achieved = f.peak * 1e12 * f.util.for_recipe(choice.level) * choice.efficiency
-        return tp_layout.efficiency(
+        own = tp_layout.efficiency(
             self.shape, self.wl, tp, choice.level, choice.flops_per_token, achieved, bandwidth
         )
+        return tp_layout.without_measured_layout(own, self.shape.hidden_size, f.util.tp_width)
 
     def offload_hours(self, f: NodeFacts, k: int, choice: Choice) -> float:
         """GPU hours the `k` GPUs wait on the host link and the CPU optimizer (offload.py)."""
