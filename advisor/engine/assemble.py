@@ -153,6 +153,7 @@ def _recommended(best, candidates, wl: Workload, framework, why: str, model_name
         task=wl.task,
         platform=generation(best.accelerator).platform,
         framework=framework,
+        stepping=(wl.optimizer_in_backward, wl.checkpoint_offload),
     )
     return recommendation, slurm_script
 

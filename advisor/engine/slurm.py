@@ -81,9 +81,11 @@ def sbatch_script(
     task: str,
     platform: str = "cuda",
     framework: Framework | None = None,
+    stepping: tuple[bool, bool] = (False, False),
 ) -> str | None:
     """`platform` ("cuda", "rocm", "xpu"): non-NVIDIA GPUs get what to change, as comments,
-    and Intel GPUs an MPI launcher with oneCCL instead of torchrun."""
+    and Intel GPUs an MPI launcher with oneCCL instead of torchrun. `stepping`: (optimizer
+    in backward, activation offloading) as the estimate assumed them."""
     if system.scheduler.lower() != "slurm":
         return None
     gpus_per_node = min(option.num_gpus, node.gpus_per_node)
@@ -143,7 +145,7 @@ def sbatch_script(
     ):
         lines += _xpu_launcher(option, gpus_per_node, nodes)
     else:
-        lines += _launcher(option, gpus_per_node, nodes, cpus, framework, task)
+        lines += _launcher(option, gpus_per_node, nodes, cpus, framework, task, stepping)
     return "\n".join(lines) + "\n"
 
 
@@ -230,6 +232,7 @@ def _launcher(
     cpus: int,
     framework: Framework,
     task: str,
+    stepping: tuple[bool, bool] = (False, False),
 ) -> list[str]:
     strategy = option.strategy
     if task == "inference":
@@ -250,6 +253,8 @@ def _launcher(
         return ["python infer.py  # your script"]
     args = _train_args(option.recipe, framework)
     if framework.key == "torchtune":
+        # The memory the estimate assumed, in the recipe's own config keys.
+        args += f" optimizer_in_bwd={stepping[0]} enable_activation_offloading={stepping[1]}"
         recipe = "lora_finetune" if task in ("lora", "qlora") else "full_finetune"
         if strategy == "single":
             return [f"tune run {recipe}_single_device --config YOUR_CONFIG{args}"]

@@ -80,3 +80,22 @@ def test_a_sharded_job_gathers_the_lm_head_whole_when_it_outgrows_a_layer():
     # Llama 2's 32,000-token head is smaller than a layer: two layers are gathered.
     shape, parts = _sharded_head_share(LLAMA2_7B)
     assert parts["weights"] == 2 * shape.params_per_layer * 2
+
+
+def test_the_torchtune_command_carries_the_stepping_the_estimate_assumed():
+    result = estimate(
+        EstimateRequest(
+            config=LLAMA32_1B,
+            task="full_finetune",
+            precision="bf16",
+            batch_size=8,
+            seq_len=4096,
+            framework="torchtune",
+            optimizer_in_backward=True,
+            activation_offloading=True,
+            system="baskerville",
+        ),
+        catalog(),
+    )
+    assert "tune run full_finetune" in result.slurm_script
+    assert "optimizer_in_bwd=True enable_activation_offloading=True" in result.slurm_script
