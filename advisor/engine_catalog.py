@@ -136,11 +136,12 @@ def engine_catalog(*, include_retired: bool = False, profile: str | None = None)
 
 
 def engine_catalog_stamped(
-    *, include_retired: bool = False, profile: str | None = None
+    *, include_retired: bool = False, profile: str | None = None, stamp: str | None = None
 ) -> tuple[CatalogSpec, str | None]:
     """`engine_catalog()` and the version stamp it was built at (None: no stamp yet), for what
-    is cached on the catalog's version (the advisor's rendered pages)."""
-    stamp = catalog_version()
+    is cached on the catalog's version (the advisor's rendered pages). `stamp`: the stamp as
+    the caller already read it, earlier in this request (else it is read here)."""
+    stamp = stamp or catalog_version()
     if stamp is None:  # nothing ever written, or the tables were emptied without the ORM
         return _build(include_retired=include_retired, profile=profile), None
     at = (connection.alias + ":" + str(connection.settings_dict["NAME"]), stamp)

@@ -59,14 +59,16 @@ class CatalogReader:
     """The engine catalog, read at first use and then kept (for one request): a page whose path
     runs no sizing check reads none, not even the catalog's version stamp."""
 
-    def __init__(self, catalog: CatalogSpec | None = None) -> None:
+    def __init__(self, catalog: CatalogSpec | None = None, *, stamp_now: str | None = None) -> None:
         self._catalog = catalog
         # The version stamp the catalog was read at; None when given or not read (`was_read`).
         self.stamp: str | None = None
+        # The stamp as already read in this request, if it was (saves reading it again).
+        self._stamp_now = stamp_now
 
     def __call__(self) -> CatalogSpec:
         if self._catalog is None:
-            self._catalog, self.stamp = engine_catalog_stamped()
+            self._catalog, self.stamp = engine_catalog_stamped(stamp=self._stamp_now)
         return self._catalog
 
     @property

@@ -216,7 +216,10 @@ def advisor_session_state(
     of a state built earlier in the same request, so one request reads the catalog at most once;
     a path with no sizing check on it reads no catalog at all."""
     chart = load_chart(advisor_session.chart)
-    catalog = catalog_reader or CatalogReader()
+    # A session read for a page (view_helpers.load_page_session) brought the catalog's stamp.
+    catalog = catalog_reader or CatalogReader(
+        stamp_now=getattr(advisor_session, "catalog_stamp_now", None)
+    )
     cache: dict[str, Any] = {} if estimates is None else estimates
     path = walk(chart, advisor_session.answers, decider(chart, catalog, cache))
     answers = effective_answers(chart, advisor_session.answers, path)

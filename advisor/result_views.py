@@ -30,7 +30,7 @@ from advisor.view_helpers import (
     cacheable_page,
     cached_page,
     chart_gone,
-    decode_estimate,
+    complete_session,
     flow_url,
     journey,
     load_page_session,
@@ -152,7 +152,7 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
     cached = cached_page(request, cache_key, advisor_session=advisor_session)
     if cached is not None:
         return cached
-    decode_estimate(advisor_session)
+    complete_session(advisor_session)
     state = _state_at_outcome(advisor_session)
     if not state.path.outcome:
         return redirect(

@@ -4,14 +4,12 @@ journey so far, and the problem page for what cannot be shown."""
 from __future__ import annotations
 
 import functools
-import json
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from django.db import connections
-from django.db.models import Subquery, TextField
+from django.db.models import Subquery
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -184,14 +182,14 @@ def _catalog_stamp(advisor_session: AdvisorSession | None) -> str | None:
 
 
 def load_page_session(request: HttpRequest, session_id) -> AdvisorSession:
-    """`load_session` for a page the page cache may answer, in one query: the catalog's stamp
-    comes along, and the stored estimate (tens of kB of JSON) as text, with its error message
-    read in the database. A page answered from the cache never decodes the estimate; one that
-    is rendered calls `decode_estimate` first."""
-    sql, params, placeholder = _page_session_sql(connections[AdvisorSession.objects.db].vendor)
-    value = AdvisorSession._meta.pk.get_db_prep_value(
-        AdvisorSession._meta.pk.to_python(session_id), connections[AdvisorSession.objects.db]
-    )
+    """`load_session` for a page the page cache may answer, in one query reading only what the
+    page's cache key needs, with the stored estimate's error message (read in the database)
+    and the catalog's stamp. A page answered from the cache reads nothing else; one that is
+    rendered calls `complete_session` first."""
+    connection = connections[AdvisorSession.objects.db]
+    sql, params, placeholder = _page_session_sql(connection.vendor)
+    pk = AdvisorSession._meta.pk
+    value = pk.get_db_prep_value(pk.to_python(session_id), connection)
     params = [value if index == placeholder else p for index, p in enumerate(params)]
     found = list(AdvisorSession.objects.raw(sql, params))
     if not found:
@@ -199,6 +197,17 @@ def load_page_session(request: HttpRequest, session_id) -> AdvisorSession:
     return load_session(request, session_id, found=found[0])
 
 
+def complete_session(advisor_session: AdvisorSession) -> None:
+    """The rest of a session read by `load_page_session` (its answers' estimate, plan...), in
+    one query."""
+    deferred = advisor_session.get_deferred_fields()
+    if deferred:
+        advisor_session.refresh_from_db(fields=sorted(deferred))
+
+
+# What a page's cache key reads (`page_cache_key`, `load_session`); the rest (the estimate is
+# tens of kB of JSON) is read only for a page that is rendered.
+_KEY_FIELDS = ("id", "user_id", "chart", "answers", "current_step", "updated_at")
 _PLACEHOLDER_ID = uuid.UUID(int=0)
 
 
@@ -208,9 +217,8 @@ def _page_session_sql(vendor: str) -> tuple[str, tuple, int]:
     Django compiles a queryset on every call, and this one's annotations cost more to compile
     than the query takes to run. Returns the SQL, its parameters and which one is the id."""
     rows = (
-        AdvisorSession.objects.defer("estimate_result")
+        AdvisorSession.objects.only(*_KEY_FIELDS)
         .annotate(
-            estimate_text=Cast("estimate_result", TextField()),
             estimate_error=KT("estimate_result__error"),
             catalog_stamp_now=Subquery(
                 CatalogVersion.objects.filter(pk=CatalogVersion.SINGLETON).values("stamp")[:1]
@@ -224,13 +232,6 @@ def _page_session_sql(vendor: str) -> tuple[str, tuple, int]:
         _PLACEHOLDER_ID, connections[AdvisorSession.objects.db]
     )
     return sql, tuple(params), list(params).index(prepared)
-
-
-def decode_estimate(advisor_session: AdvisorSession) -> None:
-    """Give a session read by `load_page_session` its stored estimate (no query)."""
-    if "estimate_result" in advisor_session.get_deferred_fields():
-        text = advisor_session.estimate_text
-        advisor_session.estimate_result = json.loads(text) if text is not None else None
 
 
 def load_session(

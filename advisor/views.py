@@ -28,7 +28,6 @@ from advisor.view_helpers import (
     cacheable_page,
     cached_page,
     chart_gone,
-    decode_estimate,
     flow_url,
     journey,
     load_page_session,
@@ -193,7 +192,7 @@ def flow_step(request: HttpRequest, session_id, step: str, embed: bool = False) 
         )
         if cached is not None:
             return cached
-        decode_estimate(advisor_session)
+        # A question shows the answers only: the stored estimate is not read.
     else:
         advisor_session = load_session(request, session_id)
     state = flow_services.advisor_session_state(advisor_session=advisor_session)

@@ -40,6 +40,31 @@ class Costs(NamedTuple):
     charged: float | None  # at the charge rate the ranking uses
 
 
+class Sized(NamedTuple):
+    """An option's GPU count and recipe (recommend.Evaluation.plan)."""
+
+    n: int  # GPUs the option uses
+    choice: Choice  # its recipe
+    gpu_hours: float | None  # None where they cannot be estimated
+    n_fit: int | None  # the fewest GPUs that fit
+    n_head: int | None  # the fewest that fit with the memory margin to spare
+
+
+class Planned(NamedTuple):
+    """An option sized under its parallel layout (parallel_options.plan_layout): `Sized`'s
+    fields, then its memory and recipe."""
+
+    n: int
+    choice: Choice
+    gpu_hours: float | None
+    n_fit: int | None
+    n_head: int | None
+    breakdown: MemoryBreakdown
+    recipe: Recipe | None  # None: a layout ruled out before any recipe
+    recipe_reasons: list[str]
+    ruled_out: bool  # no layout fits the node (the option says why)
+
+
 # Why a limited system's option sits below the available ones (ranking.RankKey.limited).
 LIMITED_RANKS_AFTER = (
     "Options on fully available systems are ranked before it; it is offered for when none of "

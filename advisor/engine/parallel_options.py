@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from advisor.engine import offload
+from advisor.engine import offload, scale_cost
 from advisor.engine import tensor_parallel as tp_layout
 from advisor.engine.compute import training_gpu_hours
 from advisor.engine.frameworks import Framework
@@ -27,7 +27,7 @@ from advisor.engine.models import (
     Option,
     Recipe,
 )
-from advisor.engine.options import NodeFacts, gb, trusted
+from advisor.engine.options import NodeFacts, Planned, gb, trusted
 from advisor.engine.recipe import Choice
 from advisor.engine.words import plural
 
@@ -62,6 +62,8 @@ class ParallelPlanning:
             eff *= self.tp_efficiency(f, tp, choice)
         if pp > 1:
             eff /= 1 + tp_layout.bubble(pp, choice.accumulation)
+        # Waiting for the slowest rank and restarting after interruptions (scale_cost.py).
+        eff *= scale_cost.scale_efficiency(k, f.util.measured_gpus)
         hours = training_gpu_hours(
             self.shape, self.wl, self.tokens, f.peak, util, eff, choice.flops_per_token
         )
@@ -73,9 +75,10 @@ class ParallelPlanning:
         """Share of the GPU time left to compute after `tp`-way collectives on the node."""
         bandwidth, _ = tp_layout.bus_bandwidth(f.node, f.acc)
         achieved = f.peak * 1e12 * f.util.for_recipe(choice.level) * choice.efficiency
-        return tp_layout.efficiency(
+        own = tp_layout.efficiency(
             self.shape, self.wl, tp, choice.level, choice.flops_per_token, achieved, bandwidth
         )
+        return tp_layout.without_measured_layout(own, self.shape.hidden_size, f.util.tp_width)
 
     def offload_hours(self, f: NodeFacts, k: int, choice: Choice) -> float:
         """GPU hours the `k` GPUs wait on the host link and the CPU optimizer (offload.py)."""
@@ -100,20 +103,19 @@ class ParallelPlanning:
 
     def plan_layout(
         self, f: NodeFacts, strategy: str, allowed: tuple[int, ...], reasons: list[str]
-    ) -> tuple:
-        """(GPU count, recipe, GPU hours, fewest that fit, fewest with headroom, breakdown,
-        Recipe, the recipe's reasons, ruled out): training's tensor parallelism picks its
-        degree here; every other strategy is sized as it is."""
+    ) -> Planned:
+        """The option's GPU count, recipe and memory: training's tensor parallelism picks
+        its degree here; every other strategy is sized as it is."""
         if self.training and strategy == "tensor_parallel":
             planned = self.plan_tensor_parallel(f, reasons)
             if planned is not None:
-                return (*planned, False)
+                return planned
             return self.ruled_out_tensor_parallel(f, reasons)
-        n, choice, gpu_hours, n_fit, n_head = self.plan(f, strategy, allowed, reasons)
-        breakdown, recipe, recipe_reasons = self.breakdown(strategy, n, choice, f.extra)
-        return n, choice, gpu_hours, n_fit, n_head, breakdown, recipe, recipe_reasons, False
+        sized = self.plan(f, strategy, allowed, reasons)
+        breakdown, recipe, recipe_reasons = self.breakdown(strategy, sized.n, sized.choice, f.extra)
+        return Planned(*sized, breakdown, recipe, recipe_reasons, False)
 
-    def ruled_out_tensor_parallel(self, f: NodeFacts, reasons: list[str]) -> tuple:
+    def ruled_out_tensor_parallel(self, f: NodeFacts, reasons: list[str]) -> Planned:
         """`plan_layout` for a node that allows no tensor-parallel degree: the option says
         why and carries no recipe, GPU hours or cost. Sized as "tensor_parallel" over every
         GPU, as inference shards, it would price a layout training cannot run (tp = every
@@ -124,11 +126,10 @@ class ParallelPlanning:
         allowed = (f.counts[-1],)
         n, choice, _, n_fit, n_head = self.plan(untimed, "tensor_parallel", allowed, reasons)
         breakdown, _, _ = self.breakdown("tensor_parallel", n, choice, f.extra)
-        return n, choice, None, n_fit, n_head, breakdown, None, [], True
+        return Planned(n, choice, None, n_fit, n_head, breakdown, None, [], True)
 
-    def plan_tensor_parallel(self, f: NodeFacts, reasons: list[str]) -> tuple | None:
-        """(GPU count, recipe, GPU hours, fewest that fit, fewest with headroom, breakdown,
-        Recipe, the recipe's reasons) for the best tensor-parallel degree on the node: fits,
+    def plan_tensor_parallel(self, f: NodeFacts, reasons: list[str]) -> Planned | None:
+        """`plan_layout` for the best tensor-parallel degree on the node: fits,
         then headroom, then fewest GPU hours, fewest GPUs, smallest degree. None when the
         node allows no degree (one GPU per node, heads that do not split, a pinned degree
         larger than the node)."""
@@ -147,12 +148,12 @@ class ParallelPlanning:
         if best is None:
             return None
         _, tp, pp, why, planned = best
-        n, choice, hours, n_fit, n_head, breakdown, recipe, recipe_why = planned
         reasons.extend(why)
-        said = self.tensor_parallel_reason(f, tp, n, choice, breakdown.total_bytes, pp)
-        recipe_why = [said, *recipe_why]
-        recipe = trusted(Recipe, {**recipe.__dict__, "reasons": recipe_why})
-        return n, choice, hours, n_fit, n_head, breakdown, recipe, recipe_why
+        need = planned.breakdown.total_bytes
+        said = self.tensor_parallel_reason(f, tp, planned.n, planned.choice, need, pp)
+        recipe_why = [said, *planned.recipe_reasons]
+        recipe = trusted(Recipe, {**planned.recipe.__dict__, "reasons": recipe_why})
+        return planned._replace(recipe=recipe, recipe_reasons=recipe_why)
 
     def splits_over(self, tp: int) -> bool:
         """Megatron splits whole attention heads and whole key/value groups; a single
@@ -180,12 +181,12 @@ class ParallelPlanning:
             return None
         key = tp_layout.layout_key(tp, pp)
         why: list[str] = []
-        n, choice, hours, n_fit, n_head = self.plan(f, key, allowed, why)
-        breakdown, recipe, recipe_why = self.breakdown(key, n, choice, f.extra)
+        sized = self.plan(f, key, allowed, why)
+        breakdown, recipe, recipe_why = self.breakdown(key, sized.n, sized.choice, f.extra)
         need = breakdown.total_bytes
-        cost = (hours or 0.0) if need <= f.capacity else float(need)
-        rank = (need > f.capacity, need > f.headroom_limit, cost, n, tp, pp)
-        return rank, tp, pp, why, (n, choice, hours, n_fit, n_head, breakdown, recipe, recipe_why)
+        cost = (sized.gpu_hours or 0.0) if need <= f.capacity else float(need)
+        rank = (need > f.capacity, need > f.headroom_limit, cost, sized.n, tp, pp)
+        return rank, tp, pp, why, Planned(*sized, breakdown, recipe, recipe_why, False)
 
     def tensor_parallel_reason(
         self, f: NodeFacts, tp: int, n: int, choice: Choice, need: int, pp: int = 1

@@ -47,6 +47,7 @@ from advisor.engine.options import (
     Candidate,
     NodeFacts,
     OptionWriting,
+    Sized,
     gb,
     trusted,
 )
@@ -439,11 +440,10 @@ class Evaluation(OptionWriting, ParallelPlanning):
 
     def plan(
         self, f: NodeFacts, strategy: str, allowed: tuple[int, ...], reasons: list[str]
-    ) -> tuple[int, Choice, float | None, int | None, int | None]:
-        """(GPU count, recipe, GPU hours, the fewest GPUs that fit, the fewest with headroom):
-        the fewest GPUs that fit with headroom and their
-        cheapest recipe, widened to more GPUs when the run would take longer than the target.
-        Adds the reasons for the count and the memory."""
+    ) -> Sized:
+        """The fewest GPUs that fit with headroom and their cheapest recipe, widened to more
+        GPUs when the run would take longer than the target. Adds the reasons for the count
+        and the memory."""
         search = self.search_for(f.extra)
         capacity, headroom_limit = f.capacity - f.extra, f.headroom_limit - f.extra
         size_key = (strategy, allowed, capacity, f.extra)
@@ -474,7 +474,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
                     f"uses {n} GPUs to bring the wall time to about "
                     f"{gpu_hours / n:,.0f} h (target {target:g} h)."
                 )
-        return n, choice, gpu_hours, n_fit, n_head
+        return Sized(n, choice, gpu_hours, n_fit, n_head)
 
 
 def evaluate(

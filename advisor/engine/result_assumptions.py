@@ -76,7 +76,10 @@ def _layout_detail(best, shape: ModelShape, wl: Workload) -> str:
         tp=recipe.tp,
         pp=recipe.pp,
     )
-    return scale_cost.describe(cost, option.strategy, option.num_gpus)
+    measured = best.utilisation.measured_gpus if best.utilisation else option.num_gpus
+    return scale_cost.describe(cost, option.strategy, option.num_gpus) + (
+        scale_cost.describe_scale(option.num_gpus, measured)
+    )
 
 
 def _memory_assumptions(

@@ -44,6 +44,12 @@ class Utilisation:
     # For a recipe that does not recompute activations: from the measurements' MFU rather than
     # their utilisation of executed FLOPs (see `for_recipe`); None: the same as `value`.
     no_recompute: float | None = None
+    # The layout the measurement ran under, which its figure already contains: its GPU count
+    # (scale_cost.scale_efficiency; a default is read as one node's figure) and, when it ran
+    # with Megatron-style tensor parallelism, its model's width (tensor_parallel.
+    # without_measured_layout removes its collectives before the job's are added).
+    measured_gpus: int = 8
+    tp_width: float | None = None
 
     @property
     def source(self) -> str:
@@ -273,6 +279,9 @@ def job_distances(
 
 
 OTHER_CHIP_DISTANCE = 1.0  # another chip of the same generation: one step further away
+# The documented defaults are single-node figures (flash-attention's 8 x A100 table, the
+# per-generation MFUs in constants/speed.py): read as measured on one node of eight.
+DEFAULT_MEASURED_GPUS = 8
 
 
 def training_utilisation(
@@ -321,6 +330,9 @@ def training_utilisation(
         detail = (measured_rows, job)
         calibrated = True
         bench_id = measured_rows[0].bench.name
+        median_row = tied[half][1]
+        measured_gpus = max(median_row.bench.num_gpus, 1)
+        tp_width = median_row.width if median_row.bench.strategy == "tensor_parallel" else None
     else:
         const, width = default_for(gen, acc, flash_attention)
         value = const.value * job / _reference_roofline(width, acc)
@@ -329,6 +341,7 @@ def training_utilisation(
         detail = (gen, const, width)
         calibrated = False
         bench_id = None
+        measured_gpus, tp_width = DEFAULT_MEASURED_GPUS, None
     for factor, _ in factors:
         value *= factor
         no_recompute *= factor
@@ -336,7 +349,15 @@ def training_utilisation(
     value = min(max(value, low), high)
     no_recompute = min(max(no_recompute, low), high)
     return Utilisation(
-        value, calibrated, bench_id, label, detail, tuple(factors), no_recompute=no_recompute
+        value,
+        calibrated,
+        bench_id,
+        label,
+        detail,
+        tuple(factors),
+        no_recompute=no_recompute,
+        measured_gpus=measured_gpus,
+        tp_width=tp_width,
     )
 
 

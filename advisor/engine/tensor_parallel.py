@@ -193,3 +193,18 @@ def efficiency(
     compute = flops_per_token / achieved_flops
     comm = comm_seconds_per_token(shape, wl, tp, level, bandwidth)
     return compute / (compute + comm) if compute > 0 else 1.0
+
+
+def without_measured_layout(job_efficiency: float, job_width: float, measured_width: float | None):
+    """The job's tensor-parallel efficiency relative to the measurement's own, when the
+    measurement (its utilisation) was itself taken under tensor parallelism: its figure already
+    contains its collectives, so they are removed before the job's are added (otherwise they
+    count twice). Per token the collectives move L x h activations against about 12 L h^2
+    FLOPs (`comm_seconds_per_token`), so the communication-to-compute ratio scales as 1 / h
+    at one degree and link: the measured model's is the job's x job width / measured width.
+    Its degree is not published for most runs (LLaMA, Llama 3): taken as the job's. Never
+    above 1: a job is not credited beyond the compute the measurement reached."""
+    if measured_width is None or job_efficiency >= 1.0 or measured_width <= 0:
+        return job_efficiency
+    ratio = (1 / job_efficiency - 1) * job_width / measured_width
+    return min(job_efficiency * (1 + ratio), 1.0)
