@@ -162,6 +162,10 @@ class Point(_Strict):
     # engine 1.x is one: the engine was tuned against them). test: only ever compared with, never
     # used to set anything; accuracy targets and the stated uncertainty come from test points.
     role: Literal["calibration", "test"]
+    # Where the source's own figures contradict this one (a row out of line with its neighbours
+    # in the same table), what they say. The point stays in every target; the report also
+    # states the figure without such points, so a reader can judge the data and the engine apart.
+    source_conflict: str | None = None
 
     @model_validator(mode="after")
     def _kind_matches_measurement(self) -> Point:
@@ -639,6 +643,10 @@ def test_summary(outcomes: list[Outcome]) -> dict[str, Any]:
     ooms = [o for o in tests if o.point.kind == "oom"]
     fits_cases = [o for o in tests if o.point.kind == "fits"]
     engine = _method_stats(memory, lambda o: o.engine_bytes)
+    conflicted = [o for o in memory if o.point.source_conflict]
+    consistent = _method_stats(
+        [o for o in memory if not o.point.source_conflict], lambda o: o.engine_bytes
+    )
     hours = [o for o in tests if o.point.kind == "gpu_hours"]
     hours_stats = _method_stats(hours, lambda o: o.compared_gpu_hours)
     hour_errors = [e for o in hours if (e := o.rel_error(o.compared_gpu_hours)) is not None]
@@ -706,6 +714,17 @@ def test_summary(outcomes: list[Outcome]) -> dict[str, Any]:
             "engine_predicted_fitting": sum(1 for o in fits_cases if o.fits is True),
         },
         "gpu_hours": hours_stats,
+        "source_conflicts": {
+            "points": [
+                {
+                    "id": o.point.id,
+                    "error": o.rel_error(o.engine_bytes),
+                    "why": o.point.source_conflict,
+                }
+                for o in conflicted
+            ],
+            "memory_without_them": consistent,
+        },
         "uncertainty": uncertainty_by_family(memory),
         "targets": targets,
     }
@@ -793,6 +812,20 @@ def _test_section(test: dict[str, Any]) -> list[str]:
                 _pct(st["worst_over_estimate"]),
             )
         )
+    conflicts = test["source_conflicts"]
+    if conflicts["points"]:
+        rest = conflicts["memory_without_them"]
+        lines += ["", "Test points their own source contradicts (kept in every target above):"]
+        lines += [
+            f"- `{c['id']}` (engine {_pct(c['error'])}): {c['why']}" for c in conflicts["points"]
+        ]
+        lines += [
+            "",
+            f"Without them the engine's memory figures on the other {rest['points']} test "
+            f"points: median absolute error {_abs_pct(rest['median_abs_error'])}, worst "
+            f"under-estimate {_pct(rest['worst_under_estimate'])}, worst over-estimate "
+            f"{_pct(rest['worst_over_estimate'])}.",
+        ]
     gh = test["gpu_hours"]
     lines += [
         "",

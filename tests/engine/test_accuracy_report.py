@@ -303,3 +303,19 @@ def test_a_family_with_few_test_points_states_the_widened_margin(monkeypatch):
     assert engine.memory_uncertainty("full_finetune") == (0.1929, 1)
     stated = engine.memory_uncertainty_assumption("full_finetune")
     assert stated.value.startswith("+-19%: the calibration margin, widened to cover the 1 ")
+
+
+def test_a_point_its_source_contradicts_stays_in_the_targets_and_is_shown_apart(generated):
+    """A test point out of line with its own source's table (`source_conflict`) still counts in
+    every target; the report names it with the reason and gives the figures without it beside."""
+    report, summary, _ = generated
+    conflicts = summary["test"]["source_conflicts"]
+    assert conflicts["points"], "the Qwen batch-4 row is marked"
+    worst_all = summary["test"]["targets"]["memory_no_under_estimate_beyond_10pct"]["value"]
+    for point in conflicts["points"]:
+        assert f"- `{point['id']}` (engine " in report
+        assert worst_all <= point["error"]
+    rest = conflicts["memory_without_them"]
+    engine = summary["test"]["memory"]["engine"]
+    assert rest["points"] == engine["points"] - len(conflicts["points"])
+    assert rest["worst_under_estimate"] >= worst_all
