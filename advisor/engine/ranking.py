@@ -71,6 +71,9 @@ def charge_rate(
     return Rate(rate.rate_per_gpu_hour, rate.currency or policy_currency, source)
 
 
+NOT_COMPARED = ": cost not compared"
+
+
 def _priced(value: float, system: SystemSpec, source: str, policy_currency: str) -> Rate:
     """A system's own price, with what one unit of its currency is worth in the profile's."""
     currency = system.currency
@@ -89,7 +92,7 @@ def _priced(value: float, system: SystemSpec, source: str, policy_currency: str)
         if currency
         else f"{system.display_name}'s price has no currency in the catalog"
     )
-    return Rate(value, currency, source, None, why + ": cost not compared")
+    return Rate(value, currency, source, None, why + NOT_COMPARED)
 
 
 class RankKey(NamedTuple):
@@ -196,9 +199,10 @@ def why_first(best, runner_up, tie_order: tuple[str, ...]) -> str:
                 return f"{lead} here or on {other}; it needs fewer GPU hours{figures}."
             if _compared(fb) is None:
                 if fb.charge is not None and fb.charge.total is not None:
+                    why_not = fb.charge.comparison.removesuffix(NOT_COMPARED)
                     return (
                         f"Its charge is known ({_money(fa)}); the next option's ({other}) is "
-                        f"not compared: {fb.charge.comparison}."
+                        f"not comparable: {why_not}."
                     )
                 return (
                     f"Its charge is known ({_money(fa)}); the next option ({other}) has no "

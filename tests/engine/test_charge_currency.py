@@ -128,3 +128,23 @@ def test_a_priced_systems_rate_in_the_profiles_currency(currency, value, compare
     assert rate.currency == currency
     assert (None if rate.per_unit is None else rate.value * rate.per_unit) == compared
     assert rate.comparison == why
+
+
+def test_a_known_charge_beats_one_that_is_not_compared_and_says_why():
+    """Rio with its H200 alone, UVA HPC without a conversion: the H200's USD charge ranks
+    before the A100's SU charge because only the first can be compared, and the line says so."""
+    catalog = without_conversion(uva())
+    systems = []
+    for system in catalog.systems:
+        if system.name == "uva-rio":
+            h200 = [nt for nt in system.node_types if nt.accelerator == "h200-141-sxm"]
+            system = system.model_copy(update={"node_types": h200, "partitions": []})
+        systems.append(system)
+    result = estimate(FINE_TUNE_13B, catalog.model_copy(update={"systems": systems}))
+    rec = result.recommendation
+    assert (rec.system, rec.accelerator) == ("uva-rio", "h200-141-sxm")
+    assert result.why_first == (
+        f"Its charge is known ({rec.charge.total:,.2f} USD); the next option's (NVIDIA A100 "
+        "80GB SXM4 on UVA HPC (Rivanna and Afton)) is not comparable: charged in SU; no "
+        "conversion to USD in the catalog."
+    )
