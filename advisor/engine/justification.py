@@ -7,6 +7,7 @@ from advisor.engine.memory import Workload
 from advisor.engine.models import AcceleratorSpec, EstimateRequest, Option, SystemSpec
 from advisor.engine.recipe import LEVEL_WORDS, OPTIMIZER_WORDS
 from advisor.engine.shape import ModelShape
+from advisor.engine.workload import global_batch
 from advisor.engine.words import (
     gigabytes,
     gpus_and_strategy,
@@ -59,9 +60,9 @@ def _setup_sentence(
         )
         + f") in {wl.precision}, with "
         + (
-            f"a global batch of {plural(request.batch_size, 'sequence')}"
+            f"a global batch of {plural(global_batch(request), 'sequence')}"
             if wl.training
-            else f"batches of {plural(request.batch_size, 'request')}"
+            else f"batches of {plural(global_batch(request), 'request')}"
         )
         + f" of {plural(wl.seq_len, 'token')}"
         + (f" generating {plural(wl.new_tokens, 'token')} each" if wl.task == "inference" else "")

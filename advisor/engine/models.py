@@ -112,8 +112,9 @@ class EstimateRequest(_Frozen):
     precision: Precision = "bf16"
     # The global batch per optimizer step (sequences), split over data-parallel GPUs and
     # micro-batches with gradient accumulation by the recipe search; inference: concurrent
-    # requests per replica.
-    batch_size: int = Field(default=1, ge=1)
+    # requests per replica. None: not given, the task's sourced default
+    # (workload.global_batch, the one place that reads it).
+    batch_size: int | None = Field(default=None, ge=1)
     # Sequences per forward pass on one GPU; None: the recipe search chooses.
     micro_batch: int | None = Field(default=None, ge=1)
     seq_len: int = Field(default=2048, ge=1)

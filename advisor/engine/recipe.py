@@ -25,6 +25,7 @@ from advisor.engine.shape import ModelShape
 from advisor.engine.tensor_parallel import split as split_layout
 from advisor.engine.tensor_parallel import stages
 from advisor.engine.words import plural
+from advisor.engine.workload import global_batch
 
 LEVEL_WORDS = {
     "none": "no activation checkpointing",
@@ -77,7 +78,7 @@ class RecipeSearch:
     ) -> None:
         self.shape, self.wl, self.model, self.framework = shape, wl, model, framework
         self.training = wl.training
-        self.global_batch = request.batch_size
+        self.global_batch = global_batch(request)
         self.pinned_micro = request.micro_batch
         self.default_level = model.default_level
         if not self.training:

@@ -15,7 +15,9 @@ from advisor.engine.parallel_options import layout_assumptions
 from advisor.engine.recipe import micro_batch_efficiency
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import decode_speed
+from advisor.engine.words import plural
 from advisor.engine.uncertainty import memory_uncertainty_assumption
+from advisor.engine.workload import batch_default, global_batch
 
 
 def _built(cls, **fields):
@@ -28,6 +30,7 @@ def assumptions(
 ) -> list[Assumption]:
     """Everything the result's numbers assume, in the order the result page lists them."""
     out = _memory_assumptions(request, shape, wl, framework, assumed, best)
+    out.extend(_batch_assumptions(request))
     if wl.training:
         out.extend(_training_assumptions(request, shape, wl, framework, best))
         out.append(scale_cost.assumption(_layout_detail(best, shape, wl)))
@@ -80,6 +83,24 @@ def _layout_detail(best, shape: ModelShape, wl: Workload) -> str:
     return scale_cost.describe(cost, option.strategy, option.num_gpus) + (
         scale_cost.describe_scale(option.num_gpus, measured)
     )
+
+
+def _batch_assumptions(request: EstimateRequest) -> list[Assumption]:
+    """The batch the engine assumed where the researcher gave none (workload.batch_default)."""
+    if request.batch_size is not None:
+        return []
+    batch = global_batch(request)
+    _, constant = batch_default(request)
+    if request.task == "inference":
+        text = plural(batch, "request")
+    elif request.task == "pretrain":
+        text = (
+            f"{plural(batch, 'sequence')} of {plural(request.seq_len, 'token')}, "
+            f"{batch * request.seq_len:,} tokens per step"
+        )
+    else:
+        text = plural(batch, "sequence")
+    return [constant.assumption(text)]
 
 
 def _memory_assumptions(

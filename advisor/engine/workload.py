@@ -6,12 +6,14 @@ API can show it next to that field.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
 from pydantic import ValidationError
 
 from advisor.engine import constants as c
+from advisor.engine.constants.base import Constant
 from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import FRAMEWORKS, framework_for
 from advisor.engine.memory import Workload
@@ -84,7 +86,11 @@ def check_request(request: EstimateRequest, catalog: CatalogSpec | None = None) 
     errors.extend(_combination_errors(request))
     errors.extend(_tensor_parallel_errors(request))
     errors.extend(_pipeline_parallel_errors(request))
-    if request.micro_batch is not None and request.micro_batch > request.batch_size:
+    if (
+        request.batch_size is not None
+        and request.micro_batch is not None
+        and request.micro_batch > request.batch_size
+    ):
         errors.append(
             (
                 "micro_batch",
@@ -365,7 +371,7 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         precision=precision,
         weight_format=weight_format,
         compute_dtype=compute,
-        batch_size=request.micro_batch or request.batch_size,
+        batch_size=request.micro_batch or global_batch(request),
         seq_len=request.seq_len,
         new_tokens=new_tokens or 0,
         gradient_checkpointing=bool(checkpointing) and training,
@@ -392,6 +398,29 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         quant_method=request.quantization or "bitsandbytes",
         framework_autocast=framework.autocast,
     )
+
+
+def global_batch(request: EstimateRequest) -> int:
+    """The global batch per optimizer step in sequences (inference: requests served together):
+    the researcher's, else the task's default (batch_default). Every reader of the batch
+    comes through here, so a batch left out never means one sequence per step."""
+    if request.batch_size is not None:
+        return request.batch_size
+    default, _ = batch_default(request)
+    # A pinned micro-batch is part of one step: the default batch holds at least one of it.
+    return max(default, request.micro_batch or 1)
+
+
+def batch_default(request: EstimateRequest) -> tuple[int, Constant]:
+    """The batch assumed when none is given, and the constant it comes from: fine-tuning 8
+    sequences, pre-training about 2^20 tokens in whole sequences, inference one request."""
+    if request.task == "inference":
+        return int(c.DEFAULT_INFERENCE_BATCH.value), c.DEFAULT_INFERENCE_BATCH
+    if request.task == "pretrain":
+        tokens = c.DEFAULT_PRETRAIN_BATCH_TOKENS.value
+        sequences = math.ceil(tokens / request.seq_len)
+        return min(max(sequences, 1), LIMITS["batch_size"]), c.DEFAULT_PRETRAIN_BATCH_TOKENS
+    return int(c.DEFAULT_FINETUNE_BATCH.value), c.DEFAULT_FINETUNE_BATCH
 
 
 def _pinned_or(pinned: bool | None, default: bool) -> bool:

@@ -50,7 +50,9 @@ def test_a_catalog_change_between_estimates_shows_in_the_next_one():
 def test_one_request_does_not_leak_into_the_next():
     # On one GPU type, so the larger batch shows in the recommendation's memory (since issue 14
     # the cheapest option may be a smaller GPU that runs batch 8 as accumulated micro-batches).
-    small = EstimateRequest(config=LLAMA2_7B, task="lora", tokens=10**8, accelerator="a100-80-sxm4")
+    small = EstimateRequest(
+        config=LLAMA2_7B, task="lora", tokens=10**8, batch_size=1, accelerator="a100-80-sxm4"
+    )
     large = EstimateRequest(
         config=LLAMA2_7B, task="lora", tokens=10**8, batch_size=8, accelerator="a100-80-sxm4"
     )

@@ -53,6 +53,36 @@ WIDENING_EFFICIENCY_FLOOR = Constant(
     "the default one-week target is not worth doubling an allocation; a researcher's own "
     "max_wall_hours is, and widens past it (the option says at what cost)",
 )
+# --- The global batch when the researcher does not give one (workload.global_batch) -----------
+DEFAULT_FINETUNE_BATCH = Constant(
+    "Global batch (fine-tuning, not given)",
+    8,
+    "sequences per optimizer step",
+    "Hugging Face transformers TrainingArguments: per_device_train_batch_size defaults to 8 "
+    "and gradient_accumulation_steps to 1, so a Trainer run on one GPU steps on 8 sequences; "
+    "the QLoRA paper used 16, the flowchart's help suggests 8 (UVA Research Computing's LLM "
+    "guidance)",
+    "you did not give a batch; Hugging Face Trainer's default per-device batch, the global "
+    "batch of its one-GPU run",
+)
+DEFAULT_PRETRAIN_BATCH_TOKENS = Constant(
+    "Global batch (pre-training, not given)",
+    2**20,
+    "tokens per optimizer step",
+    "GPT-3 paper (Brown et al. 2020) Table 2.1: 0.5M tokens per batch at 125M parameters, "
+    "1M at 760M-1.3B, 2M at 2.7B-6.7B, 3.2M at 13B-175B; LLaMA 1 and Llama 2 papers: 4M "
+    "tokens. 2^20 tokens is the low middle of that range, divided into whole sequences",
+    "you did not give a batch; pre-training steps on about a million tokens, never one "
+    "sequence",
+)
+DEFAULT_INFERENCE_BATCH = Constant(
+    "Concurrent requests (inference, not given)",
+    1,
+    "request per replica",
+    "one request at a time, the latency-bound case: how many requests a service serves "
+    "together depends on its traffic, which only the researcher knows",
+    "you did not say how many requests are served together",
+)
 DEFAULT_LORA_RANK = 16
 DEFAULT_INFERENCE_NEW_TOKENS = 256
 MAX_GPUS_SEARCHED = 512
