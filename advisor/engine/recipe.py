@@ -79,6 +79,7 @@ class RecipeSearch:
         self.shape, self.wl, self.model, self.framework = shape, wl, model, framework
         self.training = wl.training
         self.global_batch = global_batch(request)
+        self.batch_words = "you asked for" if request.batch_size is not None else "we assumed"
         self.pinned_micro = request.micro_batch
         self.default_level = model.default_level
         if not self.training:
@@ -392,7 +393,8 @@ class RecipeSearch:
                 f"global batch {choice.global_batch} = micro-batch {choice.micro} x "
                 f"{plural(choice.accumulation, 'accumulation step')} x {plural(ranks, rank)}"
                 + (
-                    f" (you asked for {self.global_batch}: every GPU needs at least one sample)."
+                    f" ({self.batch_words} {self.global_batch}: every GPU needs at least one "
+                    "sample)."
                     if choice.global_batch > self.global_batch
                     else "."
                 )

@@ -1,0 +1,121 @@
+"""A batch the researcher leaves out (workload.global_batch): the engine assumes what
+practitioners run, says so, and keeps a batch that is given, 1 included."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+from advisor.engine import estimate
+from advisor.engine.models import EstimateRequest
+from bench.engine_rankings import catalog_from_file
+
+CONFIGS = Path(__file__).resolve().parent / "configs"
+LLAMA2_7B = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
+
+
+@cache
+def default_catalog():
+    return catalog_from_file()
+
+
+def run(**fields):
+    return estimate(EstimateRequest(**fields), default_catalog())
+
+
+def batch_assumption(result):
+    found = [a for a in result.assumptions if a.name.startswith(("Global batch", "Concurrent"))]
+    return found[0] if found else None
+
+
+def pick(result, system: str, accelerator: str, strategy: str, num_gpus: int):
+    (option,) = [
+        o
+        for o in result.options
+        if (o.system, o.accelerator, o.strategy, o.num_gpus)
+        == (system, accelerator, strategy, num_gpus)
+    ]
+    return option
+
+
+def test_lora_without_a_batch_assumes_8_sequences_and_says_so():
+    result = run(config=LLAMA2_7B, task="lora", tokens=10**8)
+    assert result.recommendation.recipe.global_batch == 8
+    assumed = batch_assumption(result)
+    assert assumed.name == "Global batch (fine-tuning, not given)"
+    assert assumed.value.startswith(
+        "8 sequences (you did not give a batch; Hugging Face Trainer's default per-device batch"
+    )
+    assert "per_device_train_batch_size defaults to 8" in assumed.source
+    assert "a global batch of 8 sequences" in result.justification
+
+
+def test_a_given_batch_of_1_is_kept_and_nothing_is_assumed():
+    result = run(config=LLAMA2_7B, task="lora", tokens=10**8, batch_size=1)
+    assert result.recommendation.recipe.global_batch == 1
+    assert batch_assumption(result) is None
+
+
+def test_pretraining_without_a_batch_steps_on_about_a_million_tokens():
+    result = run(params=1_300_000_000, task="pretrain", tokens=10**10, seq_len=4096)
+    assert result.recommendation.recipe.global_batch == 256  # 2^20 tokens / 4,096
+    assumed = batch_assumption(result)
+    assert assumed.name == "Global batch (pre-training, not given)"
+    assert assumed.value.startswith(
+        "256 sequences of 4,096 tokens, 1,048,576 tokens per step (you did not give a batch"
+    )
+    assert "GPT-3 paper" in assumed.source
+
+
+def test_pretraining_on_8_gpus_costs_about_the_gpu_hours_of_one():
+    """1.3B pre-training at the default batch: the gradient exchange once per 2^20 tokens no
+    longer dominates, on 8 NVLink A100s in one Azure ND96amsr VM or over Baskerville's
+    InfiniBand (4 GPUs per node). At batch 1 the same 8 GPUs cost 2-4 x one GPU's."""
+    one = run(params=1_300_000_000, task="pretrain", tokens=10**10, num_gpus=1)
+    eight = run(params=1_300_000_000, task="pretrain", tokens=10**10, num_gpus=8)
+    for system in ("azure", "baskerville"):
+        single = pick(one, system, "a100-80-sxm4", "single", 1)
+        for strategy in ("ddp", "zero2"):
+            wide = pick(eight, system, "a100-80-sxm4", strategy, 8)
+            assert wide.gpu_hours < 1.3 * single.gpu_hours, (system, strategy)
+
+
+def test_two_single_gpu_vms_no_longer_cost_thirty_times_one():
+    """7B pre-training with ZeRO-2 on two Azure NC24ads_A100_v4 VMs (one A100 each, no
+    cluster network): 23,578 GPU hours at batch 1 against 761 on one NC48ads VM's two GPUs;
+    at the default batch the exchange over Ethernet adds about a tenth."""
+    result = run(params=7_000_000_000, task="pretrain", tokens=10**10)
+    options = [
+        o
+        for o in result.options
+        if o.accelerator == "a100-80-pcie" and o.strategy == "zero2" and o.num_gpus == 2
+    ]
+    one_vm = [o for o in options if o.nodes == 1]
+    two_vms = [o for o in options if o.nodes == 2]
+    assert one_vm and two_vms
+    assert two_vms[0].gpu_hours < 1.3 * one_vm[0].gpu_hours
+
+
+def test_inference_without_a_batch_serves_one_request_and_says_so():
+    result = run(config=LLAMA2_7B, task="inference", tokens=10**6)
+    assumed = batch_assumption(result)
+    assert assumed.name == "Concurrent requests (inference, not given)"
+    assert assumed.value.startswith("1 request (")
+    assert "batches of 1 request" in result.justification
+
+
+def test_a_pinned_micro_batch_larger_than_the_default_makes_up_the_batch():
+    """micro_batch 16 without a batch is no contradiction: the assumed batch holds it."""
+    result = run(
+        config=LLAMA2_7B, task="lora", tokens=10**8, micro_batch=16, accelerator="a100-80-sxm4"
+    )
+    one_gpu = [o for o in result.options if o.num_gpus == 1 and o.fits]
+    assert one_gpu
+    for option in one_gpu:
+        assert (option.recipe.micro_batch, option.recipe.global_batch) == (16, 16)
+    wider = [o for o in result.options if o.num_gpus > 1 and o.fits]
+    for option in wider:
+        assert "(we assumed 16: every GPU needs at least one sample)." in " ".join(
+            option.recipe.reasons
+        )
