@@ -295,7 +295,7 @@ def estimate_inputs(request: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("Work", TASK_LABELS.get(task, str(task))))
     for key, label in (
         ("precision", "Precision"),
-        ("batch_size", "Batch size per GPU"),
+        ("batch_size", "Global batch (sequences)"),
         ("seq_len", "Sequence length"),
     ):
         if request.get(key) is not None:

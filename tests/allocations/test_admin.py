@@ -119,7 +119,7 @@ def test_request_page_shows_the_workload_the_estimate_was_for(staff_client):
         ("Model", "meta-llama/Llama-2-7b-hf"),
         ("Work", "LoRA fine-tuning"),
         ("Precision", "bf16"),
-        ("Batch size per GPU", "4"),
+        ("Global batch (sequences)", "4"),
         ("Sequence length", "2,048"),
         ("Tokens per epoch", "200,000,000"),
         ("Epochs", "3"),
