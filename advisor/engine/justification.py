@@ -7,7 +7,6 @@ from advisor.engine.memory import Workload
 from advisor.engine.models import AcceleratorSpec, EstimateRequest, Option, SystemSpec
 from advisor.engine.recipe import LEVEL_WORDS, OPTIMIZER_WORDS
 from advisor.engine.shape import ModelShape
-from advisor.engine.workload import global_batch
 from advisor.engine.words import (
     gigabytes,
     gpus_and_strategy,
@@ -18,6 +17,7 @@ from advisor.engine.words import (
     whole_hours,
     with_article,
 )
+from advisor.engine.workload import global_batch
 
 TASK_WORDS = {
     "inference": "inference",

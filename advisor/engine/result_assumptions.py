@@ -15,8 +15,8 @@ from advisor.engine.parallel_options import layout_assumptions
 from advisor.engine.recipe import micro_batch_efficiency
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import decode_speed
-from advisor.engine.words import plural
 from advisor.engine.uncertainty import memory_uncertainty_assumption
+from advisor.engine.words import plural
 from advisor.engine.workload import batch_default, global_batch
 
 

@@ -93,7 +93,8 @@ def test_two_single_gpu_vms_no_longer_cost_thirty_times_one():
     ]
     one_vm = [o for o in options if o.nodes == 1]
     two_vms = [o for o in options if o.nodes == 2]
-    assert one_vm and two_vms
+    assert one_vm
+    assert two_vms
     assert two_vms[0].gpu_hours < 1.3 * one_vm[0].gpu_hours
 
 

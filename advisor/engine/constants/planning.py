@@ -69,11 +69,10 @@ DEFAULT_PRETRAIN_BATCH_TOKENS = Constant(
     "Global batch (pre-training, not given)",
     2**20,
     "tokens per optimizer step",
-    "GPT-3 paper (Brown et al. 2020) Table 2.1: 0.5M tokens per batch at 125M parameters, "
-    "1M at 760M-1.3B, 2M at 2.7B-6.7B, 3.2M at 13B-175B; LLaMA 1 and Llama 2 papers: 4M "
-    "tokens. 2^20 tokens is the low middle of that range, divided into whole sequences",
-    "you did not give a batch; pre-training steps on about a million tokens, never one "
-    "sequence",
+    "GPT-3 paper (Brown et al. 2020) Table 2.1: 0.5M tokens per batch for the smallest "
+    "models (125M parameters) rising to 3.2M at 175B; LLaMA 1 and Llama 2 papers: 4M tokens. "
+    "2^20 tokens is the low middle of that range, divided into whole sequences",
+    "you did not give a batch; pre-training steps on about a million tokens, never one sequence",
 )
 DEFAULT_INFERENCE_BATCH = Constant(
     "Concurrent requests (inference, not given)",
