@@ -75,7 +75,10 @@ def estimate_shape(
         )
         memory = best.option.memory
     else:
-        memory = MemoryBreakdown.model_construct(**memory_per_gpu(shape, wl, "single", 1))
+        # Training: the leanest micro-batch the recipe search tries (pinned, else one
+        # sequence), not the whole global batch at once (2^20 tokens when none is given).
+        lean = replace(wl, batch_size=request.micro_batch or 1) if wl.training else wl
+        memory = MemoryBreakdown.model_construct(**memory_per_gpu(shape, lean, "single", 1))
         warnings.extend(_nothing_fits(request, catalog, wl))
     flops = training_flops_per_token(shape, wl) if wl.training else 2 * shape.flop_params
     justification = draft(
