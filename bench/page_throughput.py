@@ -9,12 +9,13 @@ It creates (or reuses) the database `allocation_triage_bench`, migrates it, load
 catalog and walks two advisor sessions (one halfway, one to its result) with Django's test
 client. Then it starts gunicorn with 4 sync workers on 127.0.0.1, serving the project's own
 URLs plus one bare view (`/bench/bare/`: a plain HttpResponse behind the same middleware), and
-drives each page with wrk (32 connections, the sessions' cookie) after a short warm-up (which
-also fills each worker's page cache: the step and result pages are then answered from it, as
-a reload or a back button is; the CPU table also gives their cost with the cache emptied). It
-prints requests/s and the 99th-percentile latency per page, and each page's share of the bare
-view's throughput and its p99 as a multiple of the bare view's p99. Loopback only; the whole
-run is bounded (about 4 x (warm-up + duration) plus setup, every step under a timeout).
+drives each page with wrk (32 connections, the cookies a returning browser sends: session and
+CSRF) after a short warm-up (which also fills each worker's page cache: the step and result
+pages are then answered from it, as a reload or a back button is; the CPU table also gives
+their cost with the cache emptied). It prints requests/s and the 99th-percentile latency per
+page, and each page's share of the bare view's throughput and its p99 as a multiple of the
+bare view's p99. Loopback only; the whole run is bounded (about 4 x (warm-up + duration) plus
+setup, every step under a timeout).
 
 Targets (issue 10): a flowchart step and the result page at least 30 % of the bare view's
 throughput, with a p99 within 3x of the bare view's.
@@ -47,11 +48,19 @@ from tests.support.walks import LORA_7B as LORA  # noqa: E402
 MEASURED = [name for name, _value in LORA].index("dataset_tokens")
 
 
+# The cookies the bench's visitors send (a Cookie header's value in Page.cookie).
+COOKIES = ("sessionid", "csrftoken")
+
+
 @dataclass(frozen=True)
 class Page:
     name: str
     path: str
     cookie: str = ""
+
+    def cookies(self) -> dict[str, str]:
+        pairs = (pair.split("=", 1) for pair in self.cookie.split("; ") if pair)
+        return dict(pairs)
 
 
 @dataclass(frozen=True)
@@ -128,13 +137,16 @@ def _prepare(env: dict[str, str]) -> list[Page]:
 
     def walk(answers) -> tuple[str, str]:
         client = Client()
+        client.get("/")  # the start page, as a browser arrives: it sets the CSRF cookie
         client.post("/")
         session = AdvisorSession.objects.order_by("-created_at").first()
         for step, value in [("azure", "no"), *answers]:  # the chart asks about Azure first
             response = client.post(f"/a/{session.id}/step/{step}/", {"answer": value})
             if response.status_code != 302:
                 raise SystemExit(f"the bench's walk stopped at {step!r}: {response.status_code}")
-        return str(session.id), f"sessionid={client.cookies['sessionid'].value}"
+        # The cookies a browser sends on a reload: the session's and the CSRF token's.
+        cookies = "; ".join(f"{name}={client.cookies[name].value}" for name in COOKIES)
+        return str(session.id), cookies
 
     halfway, halfway_cookie = walk(LORA[:MEASURED])
     done, done_cookie = walk(LORA)
@@ -166,8 +178,7 @@ def _cpu_per_request(pages: list[Page], *, requests: int) -> dict[str, CpuFigure
     figures = {}
     for page in pages:
         client = Client()
-        if page.cookie:
-            name, value = page.cookie.split("=", 1)
+        for name, value in page.cookies().items():
             client.cookies[name] = value
         first = client.get(page.path)  # warm: templates compiled, catalog built
         if first.status_code != 200:
