@@ -24,6 +24,7 @@ from advisor.engine.models import (
     BenchmarkSpec,
     CatalogSpec,
     ChargeRateSpec,
+    CurrencyValueSpec,
     NodeTypeSpec,
     PartitionSpec,
     RankingPolicySpec,
@@ -76,12 +77,26 @@ def system_spec(system: System, *, include_retired: bool = False) -> SystemSpec:
             partitions.append(partition_spec(partition, node_type_names=names))
     row = _Row(
         system,
+        currency_value=currency_value_spec(system),
         tooling={cell.tool.name: cell.supported for cell in system.tooling.all()},
         tooling_sources={cell.tool.name: cell.source for cell in system.tooling.all()},
         node_types=[node_type_spec(nt) for nt in node_types],
         partitions=partitions,
     )
     return SystemSpec.model_validate(row, from_attributes=True)
+
+
+def currency_value_spec(system: System) -> CurrencyValueSpec | None:
+    """What one unit of the system's currency is worth in another; None where staff or the
+    data file give no value (its charges are then not compared across currencies)."""
+    if system.currency_value_per_unit is None:
+        return None
+    return CurrencyValueSpec(
+        per_unit=system.currency_value_per_unit,
+        currency=system.currency_value_currency,
+        source=system.currency_value_source,
+        as_of=system.currency_value_as_of,
+    )
 
 
 def benchmark_spec(benchmark: Benchmark) -> BenchmarkSpec:

@@ -79,8 +79,20 @@ ALTERNATIVE_SORTS = {
     "rank": ("ranking", None),
     "gpu_hours": ("GPU hours", lambda o: o.requested_gpu_hours),
     "wall": ("wall time", lambda o: o.wall_hours),
-    "cost": ("charged cost", lambda o: o.charge.total if o.charge else None),
+    "cost": ("charged cost", lambda o: _compared_charge(o)),
 }
+
+
+def _compared_charge(option: Option) -> float | None:
+    """The charge the ranking compares (in the profile's currency): a charge in another
+    currency without a conversion sorts with the unknown ones, never by its bare number. A
+    result stored before charges carried that figure compares its totals, as it was ranked."""
+    charge = option.charge
+    if charge is None:
+        return None
+    if "compared_total" in charge.model_fields_set:
+        return charge.compared_total
+    return charge.total
 
 
 def _alternatives(result: EstimateResult, sort: str) -> list[Option]:

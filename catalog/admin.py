@@ -199,7 +199,23 @@ class SystemAdmin(admin.ModelAdmin):
                 ]
             },
         ),
-        (_("Price"), {"fields": ["price_per_gpu_hour", "currency", "price_note"]}),
+        (
+            _("Price"),
+            {
+                "fields": [
+                    "price_per_gpu_hour",
+                    "currency",
+                    ("currency_value_per_unit", "currency_value_currency"),
+                    ("currency_value_source", "currency_value_as_of"),
+                    "price_note",
+                ],
+                "description": _(
+                    "What one unit of the currency is worth in another (0.01 USD per Service "
+                    "Unit) lets the ranking compare this system's charges with the profile's "
+                    "charge currency; without it they are not compared."
+                ),
+            },
+        ),
         (_("Software"), {"fields": ["modules", "container"]}),
         (_("Sources"), {"fields": ["notes", "source"]}),
     ]

@@ -83,6 +83,8 @@ def _cross_check(doc: CatalogFile, raw: Any, path: Path) -> None:
             cited(system.tooling_source, (*base, "tooling_source"))
         if system.tooling and not system.tooling_source:
             raise _fail(path, raw, (*base, "tooling_source"), "a tooling matrix needs a source")
+        if system.currency_value is not None:
+            currency_value(system, raw, path, base, cited)
         unique(system.node_types, "name", (*base, "node_types"))
         unique(system.partitions, "name", (*base, "partitions"))
         node_names = set()
@@ -126,6 +128,23 @@ def _cross_check(doc: CatalogFile, raw: Any, path: Path) -> None:
             )
         if bench.system is not None and bench.system not in systems:
             raise _fail(path, raw, (*loc, "system"), f"unknown system {bench.system!r}")
+
+
+def currency_value(system, raw: Any, path: Path, base: tuple, cited) -> None:
+    """A conversion names the system's currency it converts from and another to convert to."""
+    loc = (*base, "currency_value")
+    cited(system.currency_value.source, (*loc, "source"))
+    if not system.currency:
+        raise _fail(
+            path, raw, (*base, "currency"), "a currency_value needs the currency it converts from"
+        )
+    if system.currency_value.currency == system.currency:
+        raise _fail(
+            path,
+            raw,
+            (*loc, "currency"),
+            f"converts {system.currency} to itself; give its value in another currency",
+        )
 
 
 def unique_charge_rates(doc: CatalogFile, raw: Any, path: Path) -> None:

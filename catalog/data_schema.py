@@ -33,6 +33,7 @@ from catalog_schema import (
     BenchmarkSpec,
     CatalogSpec,
     ChargeRateSpec,
+    CurrencyValueSpec,
     DataSensitivity,
     Frozen,
     InterNodeInterconnect,
@@ -156,6 +157,26 @@ class RequestFieldIn(_In):
     choices: list[str] = Field(default_factory=list)
 
 
+# An ISO 4217 code: what a conversion converts to (a system's own unit, "SU", may be anything).
+CurrencyCode = Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$")]
+
+
+class CurrencyValueIn(_In, CurrencyValueSpec):
+    """What one unit of the system's currency is worth in `currency` (0.01 USD per UVA Service
+    Unit), so its charges compare with the profile's; the engine's spec carries the source as
+    one text."""
+
+    per_unit: float = Field(gt=0, allow_inf_nan=False)
+    currency: CurrencyCode
+    # What the value is, in words: "purchased Service Units cost $0.01 each".
+    basis: str = Field(min_length=1, max_length=200)
+    source: Source
+    as_of: dt.date  # when the value was read or set (a file states it)
+
+    def spec_source(self) -> str:
+        return f"{self.basis} ({self.source})"
+
+
 class SystemIn(_In, SystemSpec):
     # The spec's per-tool sources come from the file's one `tooling_source`.
     not_in_file: ClassVar[frozenset[str]] = frozenset({"tooling_sources"})
@@ -173,6 +194,7 @@ class SystemIn(_In, SystemSpec):
     minimum_gpu_hours: float | None = Field(default=None, ge=0)
     price_per_gpu_hour: float | None = Field(default=None, ge=0)
     currency: str = Field(default="", max_length=10)
+    currency_value: CurrencyValueIn | None = None
     typical_queue_wait_hours: float | None = Field(default=None, ge=0)
     container: str = Field(default="", max_length=300)  # "" (not None), as the catalog stores it
     # Tool name -> True (supported), False (not supported), None (unknown: an empty cell).
@@ -344,9 +366,13 @@ def _system_spec(
         if names:
             partitions.append(_spec(partition, PartitionSpec, node_types=names))
     tools = sorted(system.tooling, key=lambda t: (tool_position.get(t, len(tool_position)), t))
+    value = system.currency_value
     return _spec(
         system,
         SystemSpec,
+        currency_value=None
+        if value is None
+        else _spec(value, CurrencyValueSpec, source=value.spec_source()),
         tooling={tool: system.tooling[tool] for tool in tools},
         tooling_sources=dict.fromkeys(tools, system.tooling_source),
         node_types=[_spec(nt, NodeTypeSpec) for nt in node_types],

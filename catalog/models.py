@@ -18,8 +18,9 @@ loaded. The advisor and the /catalog/ page show the active profile's systems.
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 import catalog_schema
 from catalog.versioning import (  # noqa: F401 - re-exported: Django finds models in catalog.models
@@ -220,6 +221,17 @@ class System(models.Model):
     trial_note = models.TextField(blank=True)
     price_per_gpu_hour = models.FloatField(null=True, blank=True)
     currency = models.CharField(max_length=10, blank=True)
+    # What one unit of `currency` is worth in another (0.01 USD per UVA Service Unit): the
+    # ranking compares charges in the profile's charge currency.
+    currency_value_per_unit = models.FloatField(null=True, blank=True, help_text="e.g. 0.01")
+    currency_value_currency = models.CharField(
+        max_length=3,
+        blank=True,
+        validators=[RegexValidator(r"^[A-Z]{3}$", "Give an ISO 4217 code such as USD.")],
+        help_text="The currency that value is in (ISO 4217, e.g. USD).",
+    )
+    currency_value_source = models.CharField(max_length=300, blank=True)
+    currency_value_as_of = models.DateField(null=True, blank=True)
     price_note = models.TextField(blank=True)
     typical_queue_wait_hours = models.FloatField(null=True, blank=True)
     access_route = models.TextField(blank=True)
@@ -237,6 +249,19 @@ class System(models.Model):
             _empty_or("trial_gpu_hours", gte=0, name="catalog_system_trial_gte_0"),
             _empty_or("minimum_gpu_hours", gte=0, name="catalog_system_minimum_gte_0"),
             _empty_or("price_per_gpu_hour", gte=0, name="catalog_system_price_gte_0"),
+            _empty_or("currency_value_per_unit", gt=0, name="catalog_system_currency_value_gt_0"),
+            models.CheckConstraint(
+                condition=Q(currency_value_per_unit__isnull=True, currency_value_currency="")
+                | (
+                    Q(currency_value_per_unit__isnull=False)
+                    & ~Q(currency="")
+                    & ~Q(currency_value_currency="")
+                    & ~Q(currency_value_currency=F("currency"))
+                ),
+                name="catalog_system_currency_value_complete",
+                violation_error_message="A currency value needs both the value and its "
+                "currency, the system's own currency, and a currency other than that one.",
+            ),
             models.CheckConstraint(
                 condition=Q(typical_queue_wait_hours__isnull=True)
                 | Q(typical_queue_wait_hours__gte=0),

@@ -15,6 +15,7 @@ from catalog.data_schema import (
     BenchmarkIn,
     CatalogFile,
     CatalogFileError,
+    SystemIn,
 )
 from catalog.models import (
     Accelerator,
@@ -219,6 +220,18 @@ def benchmark_row_values(
     return values
 
 
+def currency_value_row_values(sys_in: SystemIn) -> dict:
+    """The System row's currency_value_* fields from a file's nested record ("" and None for
+    a system without one)."""
+    value = sys_in.currency_value
+    return {
+        "currency_value_per_unit": value.per_unit if value else None,
+        "currency_value_currency": value.currency if value else "",
+        "currency_value_source": value.spec_source() if value else "",
+        "currency_value_as_of": value.as_of if value else None,
+    }
+
+
 def _write(doc: CatalogFile, path: Path, *, activate: bool, reset: bool) -> LoadSummary:
     summary = LoadSummary(profile=doc.profile.name, path=path, reset=reset)
     up = _Upserter(summary)
@@ -271,8 +284,10 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool, reset: bool) -> Load
                 "tooling",
                 "tooling_source",
                 "tooling_sources",
+                "currency_value",
             }
         )
+        values.update(currency_value_row_values(sys_in))
         system = up.save(System, {"name": sys_in.name}, {"profile": profile, **values}, where=where)
         systems[sys_in.name] = system
 

@@ -93,6 +93,16 @@ class PartitionSpec(Frozen):
     notes: str = ""
 
 
+class CurrencyValueSpec(Frozen):
+    """What one unit of a system's charge currency is worth in another currency (0.01 USD per
+    UVA Service Unit), so the ranking can compare its charges with the profile's."""
+
+    per_unit: float = Field(gt=0)
+    currency: str  # ISO 4217 code of the currency it converts to, e.g. "USD"
+    source: str = ""
+    as_of: dt.date | None = None  # when the value was read or set
+
+
 class SystemSpec(Frozen):
     name: str  # catalog key, e.g. "baskerville"
     display_name: str
@@ -106,7 +116,8 @@ class SystemSpec(Frozen):
     trial_gpu_hours: float | None = None
     minimum_gpu_hours: float | None = None  # the smallest allocation the site grants
     price_per_gpu_hour: float | None = None
-    currency: str = ""
+    currency: str = ""  # of the system's and its node types' prices
+    currency_value: CurrencyValueSpec | None = None  # what one unit of `currency` is worth
     typical_queue_wait_hours: float | None = None
     access_route: str = ""
     queue_guidance: str = ""

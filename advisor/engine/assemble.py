@@ -251,12 +251,19 @@ def _recommendation_reasons(best, candidates, wl: Workload, framework, why: str)
         )
     if best.system.typical_queue_wait_hours is not None:
         reasons.append(f"Typical queue wait about {best.system.typical_queue_wait_hours:g} h.")
+    charge = opt.charge
+    converted = ""  # a charge in another currency than the profile's, as the ranking saw it
+    if charge is not None and charge.compared_currency not in ("", charge.currency):
+        converted = (
+            f"; about {charge.compared_total:,.2f} {charge.compared_currency} at "
+            f"{charge.comparison}"
+        )
     if opt.cost is not None:
-        reasons.append(f"Cost about {opt.cost:,.2f} {opt.currency}.")
-    elif opt.charge is not None and opt.charge.total is not None:
+        reasons.append(f"Cost about {opt.cost:,.2f} {opt.currency}{converted}.")
+    elif charge is not None and charge.total is not None:
         reasons.append(
-            f"Charged about {opt.charge.total:,.2f} {opt.charge.currency} "
-            f"({opt.charge.rate_per_gpu_hour:g} per GPU hour: {opt.charge.source})."
+            f"Charged about {charge.total:,.2f} {charge.currency} "
+            f"({charge.rate_per_gpu_hour:g} per GPU hour: {charge.source}){converted}."
         )
     eligible = [cand for cand in candidates if cand.eligible]
     if len(eligible) > 1:

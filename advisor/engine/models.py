@@ -20,6 +20,7 @@ from catalog_schema import (
     BenchmarkSpec,  # noqa: F401 (re-exported)
     CatalogSpec,  # noqa: F401 (re-exported)
     ChargeRateSpec,  # noqa: F401 (re-exported)
+    CurrencyValueSpec,  # noqa: F401 (re-exported)
     DataSensitivity,
     NodeTypeSpec,  # noqa: F401 (re-exported)
     PartitionSpec,  # noqa: F401 (re-exported)
@@ -188,6 +189,12 @@ class Charge(_Frozen):
     currency: str = ""
     total: float | None = None  # requested GPU hours (billed GPUs on cloud) x rate
     source: str = ""  # "Azure price of the VM size", "profile rate", "cloud-equivalent default"
+    # The total in the profile's charge currency, which the ranking compares: `total` itself,
+    # or converted by the catalog's value of `currency`; None when unknown or not comparable.
+    compared_total: float | None = None
+    compared_currency: str = ""
+    # How `total` became `compared_total` ("0.01 USD per SU: ..."), or why it was not compared.
+    comparison: str = ""
 
 
 class Recipe(_Frozen):

@@ -37,7 +37,8 @@ class Costs(NamedTuple):
     requested: float | None  # GPU hours + contingency
     wall: float | None  # hours
     cost: float | None  # the price, where the system has one
-    charged: float | None  # at the charge rate the ranking uses
+    charged: float | None  # at the charge rate, in the rate's currency
+    compared: float | None  # `charged` in the profile's charge currency; None: not compared
 
 
 class Sized(NamedTuple):
@@ -161,6 +162,7 @@ class OptionWriting:
     with_contingency: float
     target: float
     pick_ties: object
+    currency: str  # the profile's charge currency, in which charges are compared
 
     def memory_reasons(
         self,
@@ -225,7 +227,7 @@ class OptionWriting:
         """GPU hours, contingency, wall time, price and charge of `n` GPUs on the node."""
         nodes = -(-n // max(f.node.gpus_per_node, 1))
         if gpu_hours is None:
-            return Costs(nodes, None, None, None, None, None, None)
+            return Costs(nodes, None, None, None, None, None, None, None)
         contingency = gpu_hours * self.contingency_rate
         requested = gpu_hours + contingency
         billed = n
@@ -236,12 +238,19 @@ class OptionWriting:
                 reasons.append(
                     f"billed for the whole {f.node.name} ({billed} GPUs) while using {n}."
                 )
-        cost = charged = None
+        cost = charged = compared = None
         if f.price is not None:
             cost = round(requested / n * billed * f.price, 2)
-        if f.rate.value is not None:
-            charged = round(requested / n * billed * f.rate.value, 2)
-        return Costs(nodes, gpu_hours, contingency, requested, gpu_hours / n, cost, charged)
+        rate = f.rate
+        if rate.value is not None:
+            charged = round(requested / n * billed * rate.value, 2)
+            if rate.per_unit is None:
+                reasons.append(rate.comparison + ".")  # ranked like an unknown charge
+            else:
+                compared = charged if rate.per_unit == 1.0 else round(charged * rate.per_unit, 2)
+        return Costs(
+            nodes, gpu_hours, contingency, requested, gpu_hours / n, cost, charged, compared
+        )
 
     def schedule_reasons(self, f: NodeFacts, costs: Costs, reasons: list[str]) -> bool:
         """The wall-time limits, availability and trial access; False when the researcher's
@@ -323,6 +332,9 @@ class OptionWriting:
                     "currency": rate.currency if rate.value is not None else "",
                     "total": charged,
                     "source": rate.source,
+                    "compared_total": costs.compared,
+                    "compared_currency": self.currency if costs.compared is not None else "",
+                    "comparison": rate.comparison,
                 },
             ),
             "supported": f.supported,
@@ -357,7 +369,7 @@ class OptionWriting:
     ) -> tuple:
         """ranking.RankKey, flattened (sorting nested tuples costs several times more): the
         profile's tie-breakers come in its order through `pick_ties`."""
-        wall, charged, acc = costs.wall, costs.charged, f.acc
+        wall, compared, acc = costs.wall, costs.compared, f.acc
         return (
             not eligible,
             f.limited is not None,
@@ -367,10 +379,11 @@ class OptionWriting:
             *self.pick_ties(
                 (
                     wall is not None and wall > self.target,  # misses the deadline
-                    charged is None,
-                    # An unknown charge never wins; among unknown ones, fewer GPU hours do.
-                    charged
-                    if charged is not None
+                    compared is None,
+                    # An unknown or not comparable charge never wins; among those, fewer GPU
+                    # hours do.
+                    compared
+                    if compared is not None
                     else (costs.requested if costs.requested is not None else math.inf),
                     acc.memory_gb,
                     acc.bf16_tflops or acc.fp16_tflops or 0.0,

@@ -10,6 +10,10 @@ The charge rate of an option: the VM size's or system's own price where it has o
 an HPC service that publishes a charge); else the profile's rate for the accelerator
 (RankingPolicySpec.charge_rates: defaults from the catalog's data file, with their source and
 date, which staff change in the admin); else "unknown", never 0 (an unknown charge never wins).
+Charges are compared in the profile's charge currency (RankingPolicySpec.currency): a price in
+another currency (UVA's Service Units) is converted by the system's `currency_value` from the
+catalog; without one it is "not compared" and ranks like an unknown charge, never as a bare
+number against another currency's.
 """
 
 from __future__ import annotations
@@ -33,6 +37,10 @@ class Rate:
     value: float | None  # None: unknown
     currency: str
     source: str
+    # Per unit of `currency`, in the profile's charge currency (1.0 in that currency itself);
+    # None: unknown, or no conversion in the catalog (`comparison` says so): not compared.
+    per_unit: float | None = 1.0
+    comparison: str = ""  # how the rate was converted, or why it was not compared
 
 
 def charge_rate(
@@ -43,9 +51,10 @@ def charge_rate(
     policy_currency: str,
 ) -> Rate:
     if node.price_per_gpu_hour is not None:
-        return Rate(node.price_per_gpu_hour, system.currency, f"price of {node.name}")
+        return _priced(node.price_per_gpu_hour, system, f"price of {node.name}", policy_currency)
     if system.price_per_gpu_hour is not None:
-        return Rate(system.price_per_gpu_hour, system.currency, f"{system.display_name}'s price")
+        source = f"{system.display_name}'s price"
+        return _priced(system.price_per_gpu_hour, system, source, policy_currency)
     if system.kind == "cloud":
         return Rate(None, system.currency, f"no price for {node.name} in the catalog")
     rate = profile_rates.get(acc.name)
@@ -60,6 +69,30 @@ def charge_rate(
     if rate.as_of is not None:
         source += f", as of {rate.as_of.isoformat()}"
     return Rate(rate.rate_per_gpu_hour, rate.currency or policy_currency, source)
+
+
+NOT_COMPARED = ": cost not compared"
+
+
+def _priced(value: float, system: SystemSpec, source: str, policy_currency: str) -> Rate:
+    """A system's own price, with what one unit of its currency is worth in the profile's."""
+    currency = system.currency
+    if currency == policy_currency:
+        return Rate(value, currency, source)
+    conversion = system.currency_value
+    if conversion is not None and conversion.currency == policy_currency:
+        how = f"{conversion.per_unit:g} {policy_currency} per {currency}"
+        if conversion.source:
+            how += f": {conversion.source}"
+        if conversion.as_of is not None:
+            how += f", as of {conversion.as_of.isoformat()}"
+        return Rate(value, currency, source, conversion.per_unit, how)
+    why = (
+        f"charged in {currency}; no conversion to {policy_currency} in the catalog"
+        if currency
+        else f"{system.display_name}'s price has no currency in the catalog"
+    )
+    return Rate(value, currency, source, None, why + NOT_COMPARED)
 
 
 class RankKey(NamedTuple):
@@ -117,7 +150,8 @@ def order(policy: RankingPolicySpec) -> tuple[str, ...]:
 
 WORDS = {
     "deadline": "those that meet your deadline",
-    "cost": "the least charged cost (GPU hours x the system's charge rate)",
+    "cost": "the least charged cost (GPU hours x the system's charge rate, compared in one "
+    "currency)",
     "gpu_class": "the smallest GPU that is enough",
     "queue": "the shortest expected queue",
     "gpus": "the fewest GPUs",
@@ -152,15 +186,24 @@ def why_first(best, runner_up, tie_order: tuple[str, ...]) -> str:
         if name == "deadline":
             return f"Meets the wall-time target; the next option ({other}) would not."
         if name == "cost":
-            if _money(fa) == "unknown":
+            if _compared(fa) is None:
                 hours_a, hours_b = fa.requested_gpu_hours, fb.requested_gpu_hours
                 figures = (
                     f" ({hours_a:,.0f} against {hours_b:,.0f})"
                     if hours_a is not None and hours_b is not None
                     else ""
                 )
-                return f"No known price here or on {other}; it needs fewer GPU hours{figures}."
-            if fb.charge is None or fb.charge.total is None:
+                # Unknown, or known but in a currency the ranking cannot compare.
+                unknown = _money(fa) == _money(fb) == "unknown"
+                lead = "No known price" if unknown else "No price to compare"
+                return f"{lead} here or on {other}; it needs fewer GPU hours{figures}."
+            if _compared(fb) is None:
+                if fb.charge is not None and fb.charge.total is not None:
+                    why_not = fb.charge.comparison.removesuffix(NOT_COMPARED)
+                    return (
+                        f"Its charge is known ({_money(fa)}); the next option's ({other}) is "
+                        f"not comparable: {why_not}."
+                    )
                 return (
                     f"Its charge is known ({_money(fa)}); the next option ({other}) has no "
                     "known price."
@@ -178,11 +221,20 @@ def why_first(best, runner_up, tie_order: tuple[str, ...]) -> str:
     return f"Equal to {other} in cost and speed; the simpler setup ({fa.strategy})."
 
 
+def _compared(option) -> float | None:
+    charge = option.charge
+    return None if charge is None else charge.compared_total
+
+
 def _money(option) -> str:
+    """The charge in its own currency, and in the compared one where it was converted."""
     charge = option.charge
     if charge is None or charge.total is None:
         return "unknown"
-    return f"{charge.total:,.2f} {charge.currency}".strip()
+    money = f"{charge.total:,.2f} {charge.currency}".strip()
+    if charge.compared_total is not None and charge.compared_currency != charge.currency:
+        money += f" (about {charge.compared_total:,.2f} {charge.compared_currency})"
+    return money
 
 
 def alternatives(options: list, recommendation, limit: int = 8) -> list:

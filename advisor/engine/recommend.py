@@ -55,6 +55,7 @@ from advisor.engine.parallel_options import ParallelPlanning
 from advisor.engine.recipe import Choice, RecipeSearch
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import Utilisation, generation, job_distances, training_utilisation
+from advisor.engine.widening import widen
 from advisor.engine.words import STRATEGY_NAMES, plural
 
 _sort_key = attrgetter("sort_key")
@@ -442,8 +443,8 @@ class Evaluation(OptionWriting, ParallelPlanning):
         self, f: NodeFacts, strategy: str, allowed: tuple[int, ...], reasons: list[str]
     ) -> Sized:
         """The fewest GPUs that fit with headroom and their cheapest recipe, widened to more
-        GPUs when the run would take longer than the target. Adds the reasons for the count
-        and the memory."""
+        GPUs while they pay when the run would take longer than the target (widening.py).
+        Adds the reasons for the count and the memory."""
         search = self.search_for(f.extra)
         capacity, headroom_limit = f.capacity - f.extra, f.headroom_limit - f.extra
         size_key = (strategy, allowed, capacity, f.extra)
@@ -456,24 +457,14 @@ class Evaluation(OptionWriting, ParallelPlanning):
             reasons.append(f.assumes)
         if f.timed:
             gpu_hours = self.hours(f, n, strategy, choice)
-            target = self.target
-            if gpu_hours / n > target and n_fit is not None:
-                # Widen to more GPUs (memory per GPU only falls) until the run fits the
-                # target. The recipe at n fits on more GPUs too; the final count gets its own.
-                first = choice
-                for k in allowed:
-                    if k > n:
-                        n = k
-                        gpu_hours = self.hours(f, k, strategy, first)
-                        if gpu_hours / k <= target:
-                            break
-                choice = search.at(strategy, n, capacity, headroom_limit)
-                if choice is not first:
-                    gpu_hours = self.hours(f, n, strategy, choice)
-                reasons.append(
-                    f"uses {n} GPUs to bring the wall time to about "
-                    f"{gpu_hours / n:,.0f} h (target {target:g} h)."
-                )
+            if gpu_hours / n > self.target and n_fit is not None:
+                n, choice, gpu_hours, said = widen(
+                    f.node, allowed, n, choice, gpu_hours, target=self.target,
+                    deadline=self.max_wall is not None,
+                    recipe_at=lambda k: search.at(strategy, k, capacity, headroom_limit),
+                    hours_at=lambda k, recipe: self.hours(f, k, strategy, recipe),
+                )  # fmt: skip
+                reasons.append(said)
         return Sized(n, choice, gpu_hours, n_fit, n_head)
 
 

@@ -48,6 +48,7 @@ from advisor.engine.constants.planning import (
     MAX_GPUS_SEARCHED,
     MEMORY_MARGIN,
     TARGET_WALL_HOURS,
+    WIDENING_EFFICIENCY_FLOOR,
 )
 from advisor.engine.constants.speed import (
     ADAPTER_UTILISATION_FACTOR,
@@ -139,6 +140,7 @@ __all__ = [
     "SELECTIVE_RECOMPUTE_ATTENTION",
     "TARGET_WALL_HOURS",
     "TRAIN_FLOPS_PER_PARAM",
+    "WIDENING_EFFICIENCY_FLOOR",
     "ZERO3_COMM_FACTOR",
     "ZERO3_LIVE_LAYERS",
     "ZERO_MIXED_ADAM",

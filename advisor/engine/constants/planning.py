@@ -41,6 +41,18 @@ TARGET_WALL_HOURS = Constant(
     "month-long single jobs impractical",
     "more GPUs rather than an impractically long run",
 )
+WIDENING_EFFICIENCY_FLOOR = Constant(
+    "Widening efficiency floor",
+    0.5,
+    "parallel efficiency against the fewest GPUs that fit (their GPU hours / the wider job's)",
+    "a policy, not a measurement: parallel efficiency T_n x n / (T_k x k) is how allocation "
+    "panels read scaling evidence for a job size (ARCHER2 technical assessment notes, Argonne "
+    "LCRC allocation request policy); NCI's usage policy takes about 75 % as a reasonable "
+    "minimum for CPU jobs, this is looser. Below 50 % more than half of every extra GPU hour "
+    "buys nothing: the job costs more than twice the GPU hours of the fitting count",
+    "the default one-week target is not worth doubling an allocation; a researcher's own "
+    "max_wall_hours is, and widens past it (the option says at what cost)",
+)
 DEFAULT_LORA_RANK = 16
 DEFAULT_INFERENCE_NEW_TOKENS = 256
 MAX_GPUS_SEARCHED = 512
