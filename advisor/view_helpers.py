@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.db import connections
@@ -187,14 +188,16 @@ def load_page_session(request: HttpRequest, session_id) -> AdvisorSession:
     and the catalog's stamp. A page answered from the cache reads nothing else; one that is
     rendered calls `complete_session` first."""
     connection = connections[AdvisorSession.objects.db]
-    sql, params, placeholder = _page_session_sql(connection.vendor)
+    query = _page_session_query(connection.vendor)
     pk = AdvisorSession._meta.pk
     value = pk.get_db_prep_value(pk.to_python(session_id), connection)
-    params = [value if index == placeholder else p for index, p in enumerate(params)]
-    found = list(AdvisorSession.objects.raw(sql, params))
-    if not found:
+    params = [value if i == query.placeholder else p for i, p in enumerate(query.params)]
+    with connection.cursor() as cursor:
+        cursor.execute(query.sql, params)
+        row = cursor.fetchone()
+    if row is None:
         raise Http404("No such advisor session.")
-    return load_session(request, session_id, found=found[0])
+    return load_session(request, session_id, found=query.session_from(row, connection))
 
 
 def complete_session(advisor_session: AdvisorSession) -> None:
@@ -211,11 +214,37 @@ _KEY_FIELDS = ("id", "user_id", "chart", "answers", "current_step", "updated_at"
 _PLACEHOLDER_ID = uuid.UUID(int=0)
 
 
+@dataclass(frozen=True)
+class _PageSessionQuery:
+    """`load_page_session`'s query, compiled once per process (per database kind): Django
+    compiles a queryset on every call, and a raw queryset maps its columns to fields on every
+    call too; each costs more CPU than the query takes to run."""
+
+    sql: str
+    params: tuple
+    placeholder: int  # which parameter is the session's id
+    columns: tuple[Any, ...]  # each column's expression: how its value is converted
+    names: tuple[str, ...]  # each column's field (attname) or annotation
+    annotations: frozenset[str]
+
+    def session_from(self, row: tuple, connection) -> AdvisorSession:
+        """The session a row describes (its other fields deferred), its annotations as
+        attributes, each value converted as Django's own queries convert it."""
+        values = {}
+        for name, column, value in zip(self.names, self.columns, row, strict=True):
+            converters = connection.ops.get_db_converters(column)
+            for convert in converters + column.get_db_converters(connection):
+                value = convert(value, column, connection)
+            values[name] = value
+        fields = [f.attname for f in AdvisorSession._meta.concrete_fields if f.attname in values]
+        found = AdvisorSession.from_db(connection.alias, fields, [values[f] for f in fields])
+        for name in self.annotations:
+            setattr(found, name, values[name])
+        return found
+
+
 @functools.cache
-def _page_session_sql(vendor: str) -> tuple[str, tuple, int]:
-    """The SQL of `load_page_session`'s query, compiled once per process (per database kind):
-    Django compiles a queryset on every call, and this one's annotations cost more to compile
-    than the query takes to run. Returns the SQL, its parameters and which one is the id."""
+def _page_session_query(vendor: str) -> _PageSessionQuery:
     rows = (
         AdvisorSession.objects.only(*_KEY_FIELDS)
         .annotate(
@@ -227,11 +256,24 @@ def _page_session_sql(vendor: str) -> tuple[str, tuple, int]:
         .filter(pk=_PLACEHOLDER_ID)
         .order_by()
     )
-    sql, params = rows.query.sql_with_params()
-    prepared = AdvisorSession._meta.pk.get_db_prep_value(
-        _PLACEHOLDER_ID, connections[AdvisorSession.objects.db]
+    connection = connections[AdvisorSession.objects.db]
+    compiler = rows.query.get_compiler(connection=connection)
+    sql, params = compiler.as_sql()
+    columns = tuple(expression for expression, _sql, _alias in compiler.select)
+    names = [""] * len(columns)
+    for index in compiler.klass_info["select_fields"]:
+        names[index] = columns[index].target.attname
+    for name, index in compiler.annotation_col_map.items():
+        names[index] = name
+    prepared = AdvisorSession._meta.pk.get_db_prep_value(_PLACEHOLDER_ID, connection)
+    return _PageSessionQuery(
+        sql=sql,
+        params=tuple(params),
+        placeholder=list(params).index(prepared),
+        columns=columns,
+        names=tuple(names),
+        annotations=frozenset(compiler.annotation_col_map),
     )
-    return sql, tuple(params), list(params).index(prepared)
 
 
 def load_session(

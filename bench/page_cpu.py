@@ -33,8 +33,7 @@ def _client(page):
     from django.test import Client
 
     client = Client()
-    if page.cookie:
-        name, value = page.cookie.split("=", 1)
+    for name, value in page.cookies().items():
         client.cookies[name] = value
     return client
 

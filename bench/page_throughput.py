@@ -9,12 +9,13 @@ It creates (or reuses) the database `allocation_triage_bench`, migrates it, load
 catalog and walks two advisor sessions (one halfway, one to its result) with Django's test
 client. Then it starts gunicorn with 4 sync workers on 127.0.0.1, serving the project's own
 URLs plus one bare view (`/bench/bare/`: a plain HttpResponse behind the same middleware), and
-drives each page with wrk (32 connections, the sessions' cookie) after a short warm-up (which
-also fills each worker's page cache: the step and result pages are then answered from it, as
-a reload or a back button is; the CPU table also gives their cost with the cache emptied). It
-prints requests/s and the 99th-percentile latency per page, and each page's share of the bare
-view's throughput and its p99 as a multiple of the bare view's p99. Loopback only; the whole
-run is bounded (about 4 x (warm-up + duration) plus setup, every step under a timeout).
+drives each page with wrk (32 connections, the cookies a returning browser sends: session and
+CSRF) after a short warm-up (which also fills each worker's page cache: the step and result
+pages are then answered from it, as a reload or a back button is; the CPU table also gives
+their cost with the cache emptied). It prints requests/s and the 99th-percentile latency per
+page, and each page's share of the bare view's throughput and its p99 as a multiple of the
+bare view's p99. Loopback only; the whole run is bounded (about 4 x (warm-up + duration) plus
+setup, every step under a timeout).
 
 Targets (issue 10): a flowchart step and the result page at least 30 % of the bare view's
 throughput, with a p99 within 3x of the bare view's.
@@ -29,7 +30,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,11 +48,19 @@ from tests.support.walks import LORA_7B as LORA  # noqa: E402
 MEASURED = [name for name, _value in LORA].index("dataset_tokens")
 
 
+# The cookies the bench's visitors send (a Cookie header's value in Page.cookie).
+COOKIES = ("sessionid", "csrftoken")
+
+
 @dataclass(frozen=True)
 class Page:
     name: str
     path: str
     cookie: str = ""
+
+    def cookies(self) -> dict[str, str]:
+        pairs = (pair.split("=", 1) for pair in self.cookie.split("; ") if pair)
+        return dict(pairs)
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,8 @@ class Figures:
     requests_per_second: float
     p99_ms: float
     errors: int
+    # CPU ms per request of each process serving it (gunicorn, PostgreSQL, Redis, wrk).
+    cpu_ms: dict[str, float] = field(default_factory=dict)
 
 
 def _environment(database_url: str, cache_url: str = "") -> dict[str, str]:
@@ -128,13 +139,16 @@ def _prepare(env: dict[str, str]) -> list[Page]:
 
     def walk(answers) -> tuple[str, str]:
         client = Client()
+        client.get("/")  # the start page, as a browser arrives: it sets the CSRF cookie
         client.post("/")
         session = AdvisorSession.objects.order_by("-created_at").first()
         for step, value in [("azure", "no"), *answers]:  # the chart asks about Azure first
             response = client.post(f"/a/{session.id}/step/{step}/", {"answer": value})
             if response.status_code != 302:
                 raise SystemExit(f"the bench's walk stopped at {step!r}: {response.status_code}")
-        return str(session.id), f"sessionid={client.cookies['sessionid'].value}"
+        # The cookies a browser sends on a reload: the session's and the CSRF token's.
+        cookies = "; ".join(f"{name}={client.cookies[name].value}" for name in COOKIES)
+        return str(session.id), cookies
 
     halfway, halfway_cookie = walk(LORA[:MEASURED])
     done, done_cookie = walk(LORA)
@@ -166,8 +180,7 @@ def _cpu_per_request(pages: list[Page], *, requests: int) -> dict[str, CpuFigure
     figures = {}
     for page in pages:
         client = Client()
-        if page.cookie:
-            name, value = page.cookie.split("=", 1)
+        for name, value in page.cookies().items():
             client.cookies[name] = value
         first = client.get(page.path)  # warm: templates compiled, catalog built
         if first.status_code != 200:
@@ -210,6 +223,39 @@ def _wait_for(url: str, *, timeout: float) -> None:
         except OSError:
             time.sleep(0.5)
     raise SystemExit(f"gunicorn did not answer {url} within {timeout:g} s")
+
+
+def _process_cpu(server_pid: int, database_url: str) -> dict[str, float]:
+    """CPU seconds so far of what serves the pages: gunicorn's processes, the bench database's
+    PostgreSQL backends, the Redis server (shared with anything else using it) and wrk (a
+    finished child). Counted from /proc, so Linux only ({} elsewhere); unlike requests/s,
+    CPU per request is little changed by other work on the machine."""
+    import resource
+
+    proc = Path("/proc")
+    if not (proc / "self" / "stat").exists():
+        return {}
+    tick = os.sysconf("SC_CLK_TCK")
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    spent = {"gunicorn": 0.0, "postgres": 0.0, "redis": 0.0}
+    spent["wrk"] = children.ru_utime + children.ru_stime
+    database = database_url.rsplit("/", 1)[1]
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().decode(errors="replace")
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        seconds = (int(stat[11]) + int(stat[12])) / tick  # utime + stime
+        if int(entry.name) == server_pid or int(stat[1]) == server_pid:
+            spent["gunicorn"] += seconds
+        elif command.startswith("postgres") and f" {database} " in command:
+            spent["postgres"] += seconds
+        elif command.startswith("redis-server"):
+            spent["redis"] += seconds
+    return spent
 
 
 _UNITS_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
@@ -288,7 +334,14 @@ def main(argv: list[str] | None = None) -> int:
             url = f"http://127.0.0.1:{port}{page.path}"
             kwargs = {"cookie": page.cookie, "connections": args.connections}
             _wrk(url, threads=args.threads, seconds=args.warmup, **kwargs)
-            figures[page.name] = _wrk(url, threads=args.threads, seconds=args.seconds, **kwargs)
+            before = _process_cpu(server.pid, database_url)
+            measured = _wrk(url, threads=args.threads, seconds=args.seconds, **kwargs)
+            requests = measured.requests_per_second * args.seconds
+            spent = {
+                name: (seconds - before.get(name, 0.0)) / requests * 1000
+                for name, seconds in _process_cpu(server.pid, database_url).items()
+            }
+            figures[page.name] = replace(measured, cpu_ms=spent)
     finally:
         server.terminate()
         try:
@@ -329,6 +382,7 @@ def _report(figures: dict[str, Figures], args) -> int:
     )
     print(f"{'page':<16} {'req/s':>9} {'p99 ms':>9} {'of bare':>8} {'p99 x':>7} {'errors':>7}")
     failed = False
+    cpu_lines = []
     for name, fig in figures.items():
         share = fig.requests_per_second / bare.requests_per_second
         multiple = fig.p99_ms / bare.p99_ms
@@ -341,6 +395,17 @@ def _report(figures: dict[str, Figures], args) -> int:
             f"{name:<16} {fig.requests_per_second:>9,.0f} {fig.p99_ms:>9.1f} {share:>8.0%} "
             f"{multiple:>6.1f}x {fig.errors:>7}{mark}"
         )
+        if fig.cpu_ms and bare.cpu_ms:
+            total, bare_total = sum(fig.cpu_ms.values()), sum(bare.cpu_ms.values())
+            parts = "  ".join(f"{part} {ms:.2f}" for part, ms in fig.cpu_ms.items())
+            cpu_lines.append(f"{name:<16} {total:>6.2f} {bare_total / total:>8.0%}   {parts}")
+    if cpu_lines:
+        # Where CPU is the limit, requests/s go as 1 / CPU per request: the share estimates the
+        # throughput share on a machine doing nothing else (other work moves it less than it
+        # moves requests/s).
+        print("\nCPU ms per request, every process serving it (share: bare view's / page's)")
+        print(f"{'page':<16} {'CPU ms':>6} {'share':>8}   by process")
+        print("\n".join(cpu_lines))
     print(
         f"targets: flowchart step and result page >= {TARGET_SHARE:.0%} of the bare view's "
         f"requests/s, p99 <= {TARGET_P99_MULTIPLE:g}x the bare view's"

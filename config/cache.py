@@ -11,7 +11,7 @@ import logging
 import time
 
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
-from django.core.cache.backends.redis import RedisCache
+from django.core.cache.backends.redis import RedisCache, RedisCacheClient
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -30,7 +30,37 @@ def _log_outage(operation: str, exc: Exception) -> None:
         logger.warning("Cache unavailable (%s answered as a miss): %s", operation, exc)
 
 
+class ReusedClientRedisCacheClient(RedisCacheClient):
+    """Django's Redis client, building one `redis.Redis` per server instead of one per call.
+
+    Django's `get_client` makes a new `redis.Redis` around the same connection pool for every
+    cache operation, and its constructor rebuilds a table of ~170 response callbacks: about
+    0.15 ms of CPU, twice on a page answered from the page cache (the session, the page). The
+    client holds nothing but the pool and those tables; it takes a connection from the pool
+    per command, so one client per pool serves every call (and every thread) as well.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._clients = {}
+
+    def get_client(self, key=None, *, write=False):
+        index = self._get_connection_pool_index(write)
+        client = self._clients.get(index)
+        if client is None:
+            if index not in self._pools:
+                self._pools[index] = self._pool_class.from_url(
+                    self._servers[index], **self._pool_options
+                )
+            client = self._clients[index] = self._client(connection_pool=self._pools[index])
+        return client
+
+
 class ResilientRedisCache(RedisCache):
+    def __init__(self, server, params):
+        super().__init__(server, params)
+        self._class = ReusedClientRedisCacheClient
+
     def _safely(self, operation: str, default, call, *args, **kwargs):
         try:
             return call(*args, **kwargs)

@@ -255,3 +255,39 @@ def test_a_failed_estimate_is_tried_again_on_every_visit_never_kept(
     page = client.get(url).content.decode()
     assert "We could not estimate this workload" not in page
     assert "GPU hours to request" in page
+
+
+def test_a_page_reads_its_session_as_the_orm_does(client, default_catalog, django_user_model):
+    """load_page_session reads the row with a precompiled query and converts it itself: each
+    field, the estimate's error and the catalog's stamp are what the ORM gives, the rest is
+    read on demand, and an unknown id is a 404."""
+    import uuid
+
+    from django.http import Http404
+
+    from advisor.view_helpers import complete_session, load_page_session
+    from catalog.selectors import catalog_version
+
+    advisor_session, _ = walk_to_result(client)
+    owner = django_user_model.objects.create_user("owner", password="not-used-here")
+    AdvisorSession.objects.filter(pk=advisor_session.pk).update(
+        user=owner, estimate_result={"error": "the engine cannot size this"}
+    )
+    request = RequestFactory().get("/")
+    request.user = owner
+    request.session = client.session
+
+    read = load_page_session(request, advisor_session.pk)
+
+    stored = AdvisorSession.objects.get(pk=advisor_session.pk)
+    for field in ("id", "user_id", "chart", "answers", "current_step", "updated_at"):
+        assert getattr(read, field) == getattr(stored, field), field
+    assert read.updated_at.tzinfo is not None
+    assert read.estimate_error == "the engine cannot size this"
+    assert read.catalog_stamp_now == catalog_version()
+    assert {"estimate_result", "project_plan"} <= read.get_deferred_fields()
+    complete_session(read)
+    assert read.estimate_result == stored.estimate_result
+    assert read.project_plan == stored.project_plan
+    with pytest.raises(Http404):
+        load_page_session(request, uuid.uuid4())

@@ -82,3 +82,22 @@ def test_the_cache_works_again_when_redis_comes_back(settings, tmp_path):
         assert cache.get("k") == "v"  # kept in the append-only file across the restart
     finally:
         server.stop()
+
+
+def test_one_redis_client_serves_every_call_and_outlives_a_restart(settings, tmp_path):
+    """The cache keeps one redis.Redis per server (Django builds one per call, ~0.15 ms each):
+    reads and writes share it, and it reconnects after Redis restarts as a new one would."""
+    server = RedisServer(tmp_path / "redis").start()
+    try:
+        settings.CACHES = _redis_cache(server.url())
+        client = cache._cache.get_client("k", write=True)
+        cache.set("k", "v", 30)
+        assert cache.get("k") == "v"
+        assert cache._cache.get_client("k") is client
+        server.stop()
+        assert cache.get("k") is None  # down: a miss
+        server.start()
+        assert cache.get("k") == "v"
+        assert cache._cache.get_client("k") is client
+    finally:
+        server.stop()
