@@ -77,6 +77,16 @@ def gb(value: float) -> str:
     return f"{value / 1e9:.1f} GB"
 
 
+def spans_without_network(node: NodeTypeSpec, nodes: int) -> bool:
+    """Whether a layout spans nodes the catalog lists with no cluster network between them
+    (`inter_node_interconnect: none`). Such options are kept, marked and ranked after the
+    others on systems of the same availability rather than rejected: the catalog also writes
+    "none" where a fabric is not verified (Azure ND96isr_H200_v5: "InfiniBand: not
+    verified"), and the engine prices "none" as front-end Ethernet
+    (scale_cost.INTER_NODE_DEFAULT_GBIT_S), not as no connection."""
+    return nodes > 1 and node.inter_node_interconnect == "none"
+
+
 @dataclass(slots=True)
 class Candidate:
     fields: dict  # Option's fields; the Option itself is built once ranked
@@ -207,8 +217,7 @@ class OptionWriting:
         """Whether each node's CPU memory holds its share of the offloaded states; says why
         not. A node type without a memory figure in the catalog is not ruled out: the reason
         says what it would need."""
-        offloaded = self.search_for(f.extra).model.offloaded_bytes(choice.optimizer)
-        host = offload.host_bytes_per_node(offloaded, n, f.node.gpus_per_node)
+        host = self.host_bytes(f, n, choice)
         if not f.node.ram_gb:
             reasons.append(
                 f"CPU offload on {plural(n, 'GPU')} keeps {gb(host)} in each node's memory; "
@@ -222,6 +231,12 @@ class OptionWriting:
             f"optimizer states in each node's memory; {f.node.name} has {f.node.ram_gb:g} GB."
         )
         return False
+
+    def host_bytes(self, f: NodeFacts, n: int, choice: Choice) -> float:
+        """Host memory each node needs for CPU offload's states on `n` GPUs with the recipe
+        `choice` (the host check and the offload sizing share it)."""
+        offloaded = self.search_for(f.extra).model.offloaded_bytes(choice.optimizer)
+        return offload.host_bytes_per_node(offloaded, n, f.node.gpus_per_node)
 
     def costs(self, f: NodeFacts, n: int, gpu_hours: float | None, reasons: list[str]) -> Costs:
         """GPU hours, contingency, wall time, price and charge of `n` GPUs on the node."""
@@ -253,10 +268,17 @@ class OptionWriting:
         )
 
     def schedule_reasons(self, f: NodeFacts, costs: Costs, reasons: list[str]) -> bool:
-        """The wall-time limits, availability and trial access; False when the researcher's
-        own wall-time limit rules the option out."""
+        """The wall-time limits, the network between the nodes, availability and trial access;
+        False when the researcher's own wall-time limit rules the option out."""
         wall, requested = costs.wall, costs.requested
         within = True
+        if spans_without_network(f.node, costs.nodes):
+            reasons.append(
+                f"needs {costs.nodes} nodes; {f.node.name} nodes have no cluster network "
+                "between them (inter-node interconnect: none), so a job may not be able to "
+                "span them, and where it can, only over their front-end Ethernet (priced as "
+                "such)."
+            )
         max_wall = self.max_wall
         if wall is not None and max_wall is not None and wall * self.with_contingency > max_wall:
             reasons.append(f"needs about {wall:.1f} h of wall time; your limit is {max_wall:g} h.")
@@ -373,6 +395,8 @@ class OptionWriting:
         return (
             not eligible,
             f.limited is not None,
+            # Nodes that may not run one job together: after all that need no such network.
+            spans_without_network(f.node, costs.nodes),
             not headroom,
             # CPU offload trades much speed for memory: only when nothing else fits.
             strategy == "zero3_offload",

@@ -12,6 +12,7 @@ fits with headroom in the fewest GPU hours wins; the tensor-parallel collectives
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
 from advisor.engine import offload, scale_cost
@@ -90,6 +91,40 @@ class ParallelPlanning:
             trainable, shape.params_total, k, choice.accumulation, cores
         )
         return steps * per_step * k / 3600
+
+    def size_for_host(
+        self,
+        f: NodeFacts,
+        allowed: tuple[int, ...],
+        sized: tuple[int | None, int | None, int, Choice],
+        recipe_at: Callable[[int], Choice],
+        reasons: list[str],
+    ) -> tuple[int | None, int | None, int, Choice]:
+        """RecipeSearch.plan's (n_fit, n_head, n, choice) for CPU offload, moved up to the
+        smallest allowed count whose nodes' memory also holds their share of the offloaded
+        states (`host_bytes`, as the host check in options.memory_reasons computes it), with
+        that count's own recipe. Unchanged where the catalog gives no memory for the node,
+        where no count fits the GPUs, or where no allowed count's nodes hold the states (the
+        host check then says why)."""
+        n_fit, n_head, n, choice = sized
+        ram = (f.node.ram_gb or 0) * 1e9
+        if not ram or n_fit is None or self.host_bytes(f, n, choice) <= ram:
+            return sized
+        for k in allowed:
+            if k <= n:
+                continue
+            recipe = recipe_at(k)
+            host = self.host_bytes(f, k, recipe)
+            if host <= ram:
+                nodes = -(-k // max(f.node.gpus_per_node, 1))
+                reasons.append(
+                    f"CPU offload uses {k} GPUs on {plural(nodes, 'node')} so that each node's "
+                    f"memory holds its share of the offloaded states ({gb(host)} of "
+                    f"{f.node.ram_gb:g} GB); on {plural(n, 'GPU')} a node would keep "
+                    f"{gb(self.host_bytes(f, n, choice))}."
+                )
+                return k, (k if n_head is not None else None), k, recipe
+        return sized
 
     def tensor_parallel_terms(
         self, request: EstimateRequest, framework: Framework

@@ -102,6 +102,8 @@ class RankKey(NamedTuple):
 
     ineligible: bool  # infeasible, unsupported, ruled out by a constraint
     limited: bool  # limited availability: only when no available system serves the job
+    # Spans nodes with no cluster network between them: it may not run at all (options.py).
+    no_network: bool
     no_headroom: bool  # fits, but within the memory margin
     offload: bool  # CPU offload: only when nothing on-GPU fits
     # The profile's tie-breakers in its order, each (name, values): deadline (misses it?),
@@ -116,12 +118,12 @@ class RankKey(NamedTuple):
     @classmethod
     def from_flat(cls, flat: tuple, tie_order: tuple[str, ...]) -> RankKey:
         ties = []
-        at = 4
+        at = 5
         for name in tie_order:
             size = TIE_BREAKER_SIZE[name]
             ties.append((name, tuple(flat[at : at + size])))
             at += size
-        return cls(*flat[:4], tuple(ties), *flat[at:])
+        return cls(*flat[:5], tuple(ties), *flat[at:])
 
 
 # The tie-breakers' values, flattened in the default order: deadline (1 value), cost (2),
@@ -175,6 +177,11 @@ def why_first(best, runner_up, tie_order: tuple[str, ...]) -> str:
     other = f"{runner_up.accelerator.display_name} on {runner_up.system.display_name}"
     if a.limited != b.limited:
         return f"Fully available, unlike the next option ({other}), whose system is limited."
+    if a.no_network != b.no_network:
+        return (
+            f"Needs no network between nodes, unlike the next option ({other}), which spans "
+            "nodes with no cluster network between them."
+        )
     if a.no_headroom != b.no_headroom:
         return f"Fits with memory to spare; the next option ({other}) is close to its capacity."
     if a.offload != b.offload:

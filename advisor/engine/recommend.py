@@ -12,6 +12,7 @@ words.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from operator import attrgetter
 
 from advisor.engine import constants as c
@@ -49,6 +50,7 @@ from advisor.engine.options import (
     OptionWriting,
     Sized,
     gb,
+    spans_without_network,
     trusted,
 )
 from advisor.engine.parallel_options import ParallelPlanning
@@ -390,7 +392,8 @@ class Evaluation(OptionWriting, ParallelPlanning):
                 continue
             cand = self.option(f, strategy, unavailable, allowed)
             out.append(cand)
-            fits = cand.fields["fits"]
+            # Nodes without a cluster network between them rank after CPU offload on one.
+            fits = cand.fields["fits"] and not spans_without_network(f.node, cand.fields["nodes"])
             fits_elsewhere = fits_elsewhere or fits
             single_fits = single_fits or (strategy == "single" and cand.headroom)
             if f.reasons and cand.headroom:
@@ -451,7 +454,10 @@ class Evaluation(OptionWriting, ParallelPlanning):
         found = self.sized.get(size_key)
         if found is None:
             found = self.sized[size_key] = search.plan(strategy, allowed, capacity, headroom_limit)
+        recipe_at = partial(search.at, strategy, capacity=capacity, headroom_limit=headroom_limit)
         n_fit, n_head, n, choice = found
+        if strategy == "zero3_offload":  # the nodes' memory must hold the offloaded states too
+            n_fit, n_head, n, choice = self.size_for_host(f, allowed, found, recipe_at, reasons)
         gpu_hours = None
         if f.assumes is not None:
             reasons.append(f.assumes)
@@ -460,8 +466,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
             if gpu_hours / n > self.target and n_fit is not None:
                 n, choice, gpu_hours, said = widen(
                     f.node, allowed, n, choice, gpu_hours, target=self.target,
-                    deadline=self.max_wall is not None,
-                    recipe_at=lambda k: search.at(strategy, k, capacity, headroom_limit),
+                    deadline=self.max_wall is not None, recipe_at=recipe_at,
                     hours_at=lambda k, recipe: self.hours(f, k, strategy, recipe),
                 )  # fmt: skip
                 reasons.append(said)

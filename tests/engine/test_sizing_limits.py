@@ -1,0 +1,119 @@
+"""Sizing limits beyond the GPUs' memory: CPU offload's count must leave each node's memory
+room for its share of the offloaded states, and a layout over nodes with no cluster network
+between them is marked and ranked after the rest."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from advisor.engine import estimate, offload
+from advisor.engine.models import EstimateRequest
+from bench.engine_rankings import catalog_from_file, requests
+from tests.engine.catalog_fixture import catalog
+
+SPANS = "so a job may not be able to span them"
+
+
+@cache
+def default_catalog():
+    return catalog_from_file()
+
+
+@cache
+def lora_70b():
+    """ "70B LoRA ckpt" of the ranking bench on the fixture catalog."""
+    return estimate(requests()["70B LoRA ckpt"], catalog())
+
+
+@cache
+def pretrain_7b():
+    """7B pretraining on 10^10 tokens: more than one A100 80GB, on the real default catalog."""
+    request = EstimateRequest(params=7_000_000_000, task="pretrain", tokens=10**10)
+    return estimate(request, default_catalog())
+
+
+def on_node(options, node: str, strategy: str):
+    """The option for `strategy` on the node type named `node` (its reasons name it)."""
+    (option,) = [
+        o for o in options if o.strategy == strategy and any(node in why for why in o.reasons)
+    ]
+    return option
+
+
+def pick(options, system: str, accelerator: str, strategy: str):
+    (option,) = [
+        o
+        for o in options
+        if (o.system, o.accelerator, o.strategy) == (system, accelerator, strategy)
+    ]
+    return option
+
+
+def test_offload_takes_the_fewest_gpus_whose_nodes_hold_the_offloaded_states():
+    """Hex's Extended 3 nodes: 3 A5000s and 128 GB each. 70B LoRA offloads 141.7 GB; on one
+    node (up to 3 GPUs) that node keeps all of it; on 6 GPUs (2 nodes) each keeps half."""
+    option = pick(lora_70b().options, "hex", "rtx-a5000-24", "zero3_offload")
+    assert (option.num_gpus, option.nodes) == (6, 2)
+    assert option.fits
+    assert option.eligible
+    (said,) = [why for why in option.reasons if why.startswith("CPU offload uses")]
+    assert said == (
+        "CPU offload uses 6 GPUs on 2 nodes so that each node's memory holds its share of the "
+        "offloaded states (70.8 GB of 128 GB); on 1 GPU a node would keep 141.7 GB."
+    )
+    # The host check's own formula agrees: a whole node's share on 3 GPUs is too much.
+    assert offload.host_bytes_per_node(141.7e9, 3, 3) > 128e9
+    assert offload.host_bytes_per_node(141.7e9, 6, 3) <= 128e9
+    assert not any("in each node's memory" in why for why in option.reasons)
+
+
+def test_offload_that_the_node_already_holds_keeps_its_count():
+    """COSMA8's composable A100 node has 4,096 GB: one GPU, as before, and nothing said."""
+    found = estimate(requests()["70B LoRA ckpt"], default_catalog()).options
+    option = pick(found, "cosma8", "a100-40-sxm4", "zero3_offload")
+    assert option.num_gpus == 1
+    assert option.eligible
+    assert not any(why.startswith("CPU offload uses") for why in option.reasons)
+
+
+def test_a_layout_over_vms_without_a_cluster_network_is_marked_and_ranked_after():
+    """7B ZeRO-2 on two single-GPU NC24ads_A100_v4 VMs (Ethernet only, no InfiniBand): still
+    offered, but it says so, and every option on a fully available system that needs no such
+    network ranks first, CPU offload on one of the same VMs included."""
+    options = pretrain_7b().options
+    spread = on_node(options, "Standard_NC24ads_A100_v4", "zero2")
+    assert (spread.num_gpus, spread.nodes) == (2, 2)
+    assert spread.eligible
+    (said,) = [why for why in spread.reasons if why.startswith("needs 2 nodes")]
+    assert said == (
+        "needs 2 nodes; Standard_NC24ads_A100_v4 nodes have no cluster network between them "
+        "(inter-node interconnect: none), so a job may not be able to span them, and where it "
+        "can, only over their front-end Ethernet (priced as such)."
+    )
+    # Limited systems (Baskerville) still come last, as test_where_a_job_runs_best pins.
+    eligible = [
+        o for o in options if o.eligible and not any("limited availability" in w for w in o.reasons)
+    ]
+    marked = [o.rank for o in eligible if any(SPANS in why for why in o.reasons)]
+    unmarked = [o.rank for o in eligible if o.rank not in marked]
+    assert marked
+    assert max(unmarked) < min(marked)
+    alone = on_node(options, "Standard_NC24ads_A100_v4", "zero3_offload")
+    assert (alone.num_gpus, alone.nodes) == (1, 1)
+    assert alone.eligible
+    assert alone.rank < spread.rank
+
+
+def test_one_vm_of_the_same_kind_is_not_marked():
+    """Four A100s in one NC96ads_A100_v4 VM need no network between VMs."""
+    option = on_node(pretrain_7b().options, "Standard_NC96ads_A100_v4", "zero2")
+    assert (option.num_gpus, option.nodes) == (4, 1)
+    assert option.eligible
+    assert not any(SPANS in why for why in option.reasons)
+
+
+def test_nodes_with_an_ethernet_network_are_not_marked():
+    """Hex's nodes talk over 1 GbE: slow, priced as such, but a network."""
+    option = pick(lora_70b().options, "hex", "rtx-a5000-24", "zero3_offload")
+    assert option.nodes == 2
+    assert not any(SPANS in why for why in option.reasons)
