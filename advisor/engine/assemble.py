@@ -19,7 +19,8 @@ from advisor.engine.models import (
     MemoryBreakdown,
     Recommendation,
 )
-from advisor.engine.recommend import evaluate, rank, trusted
+from advisor.engine.options import rank
+from advisor.engine.recommend import evaluate, trusted
 from advisor.engine.result_assumptions import assumptions
 from advisor.engine.shape import ModelShape
 from advisor.engine.slurm import sbatch_script

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import NamedTuple
 
 from advisor.engine import offload, ranking
@@ -421,3 +422,21 @@ class OptionWriting:
             f.system.name,
             acc.name,
         )
+
+
+_sort_key = attrgetter("sort_key")
+
+
+def rank(candidates: list[Candidate]) -> list[Candidate]:
+    """The order of each candidate's `sort_key` (ranking.RankKey, flattened; built in
+    evaluate): feasible and supported, available, headroom, no offload, then the profile's
+    tie-breakers (by default deadline, charged cost, GPU class, queue, GPUs)."""
+    ordered = sorted(candidates, key=_sort_key)
+    position = 0
+    for cand in ordered:
+        fields = cand.fields
+        if cand.eligible:
+            position += 1
+            fields["rank"] = position
+        cand.option = trusted(Option, fields)
+    return ordered

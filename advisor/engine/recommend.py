@@ -5,7 +5,7 @@ counts and strategies from layouts.py) the recipe search finds the fewest GPUs t
 headroom and the cheapest recipe there (`Evaluation.plan`, recipe.py); memory per GPU never
 grows with more GPUs, so a scan that stops at the first count that fits is enough. Then the
 option's costs (`costs`), the reasons a researcher reads, and its ranking key (`candidate`,
-ranking.RankKey flattened); `rank` sorts. Rejections keep their numbers and say why in plain
+ranking.RankKey flattened); `options.rank` sorts. Rejections keep their numbers and say why in plain
 words.
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import partial
-from operator import attrgetter
 
 from advisor.engine import constants as c
 from advisor.engine import ranking, software
@@ -37,7 +36,6 @@ from advisor.engine.models import (
     EstimateRequest,
     MemoryBreakdown,
     NodeTypeSpec,
-    Option,
     PartitionSpec,
     RankingPolicySpec,
     Recipe,
@@ -59,8 +57,6 @@ from advisor.engine.shape import ModelShape
 from advisor.engine.speed import Utilisation, generation, job_distances, training_utilisation
 from advisor.engine.widening import widen
 from advisor.engine.words import STRATEGY_NAMES, plural
-
-_sort_key = attrgetter("sort_key")
 
 
 class Evaluation(OptionWriting, ParallelPlanning):
@@ -484,18 +480,3 @@ def evaluate(
 ) -> list[Candidate]:
     """Every system / node type / strategy sized for `request`, unranked (see Evaluation)."""
     return Evaluation(request, shape, wl, accelerators, measured, policy).candidates(systems)
-
-
-def rank(candidates: list[Candidate]) -> list[Candidate]:
-    """The order of each candidate's `sort_key` (ranking.RankKey, flattened; built in
-    evaluate): feasible and supported, available, headroom, no offload, then the profile's
-    tie-breakers (by default deadline, charged cost, GPU class, queue, GPUs)."""
-    ordered = sorted(candidates, key=_sort_key)
-    position = 0
-    for cand in ordered:
-        fields = cand.fields
-        if cand.eligible:
-            position += 1
-            fields["rank"] = position
-        cand.option = trusted(Option, fields)
-    return ordered
