@@ -307,13 +307,17 @@ def measurement_compare(
 
     differences = []
     w = report.workload
-    for key, label, measured in (
-        ("task", "task", w.task),
-        ("precision", "precision", w.precision),
-        ("batch_size", "micro-batch", w.micro_batch_size),
-        ("seq_len", "sequence length", w.seq_len),
+    # The request's batch_size is the global batch of one optimizer step; the run reports its
+    # micro-batch, accumulation and ranks, so each is compared with its own counterpart.
+    recipe = rec.get("recipe") or {}
+    measured_global = w.micro_batch_size * w.gradient_accumulation_steps * w.world_size
+    for label, measured, wanted in (
+        ("task", w.task, request.get("task")),
+        ("precision", w.precision, request.get("precision")),
+        ("micro-batch", w.micro_batch_size, recipe.get("micro_batch")),
+        ("global batch", measured_global, request.get("batch_size")),
+        ("sequence length", w.seq_len, request.get("seq_len")),
     ):
-        wanted = request.get(key)
         if wanted is not None and wanted != measured:
             differences.append(f"{label} {measured} (the estimate assumed {wanted})")
     if est_gpus and report.device.count and est_gpus != report.device.count:
@@ -329,14 +333,15 @@ def measurement_compare(
         requested=requested_gpu_hours,
     )
     described = ", ".join(
-        str(request[key]) if not label else f"{label} {request[key]}"
-        for key, label in (
-            ("task", ""),
-            ("precision", ""),
-            ("batch_size", "micro-batch"),
-            ("seq_len", "sequence"),
+        str(value) if not label else f"{label} {value}"
+        for label, value in (
+            ("", request.get("task")),
+            ("", request.get("precision")),
+            ("micro-batch", recipe.get("micro_batch")),
+            ("global batch", request.get("batch_size")),
+            ("sequence", request.get("seq_len")),
         )
-        if request.get(key) is not None
+        if value is not None
     )
     if rec.get("accelerator"):
         described = f"{described} on {est_gpus or 1} × {rec['accelerator']}".strip()

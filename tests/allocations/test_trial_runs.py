@@ -24,6 +24,7 @@ from allocations.trial_runs import (
     MAX_FILE_BYTES,
     TrialRunInvalid,
     accelerator_guess,
+    measurement_compare,
     trial_run_parse,
 )
 from catalog.models import Benchmark, BenchmarkSourceKind, System
@@ -268,7 +269,31 @@ def test_a_gpu_measurement_changes_the_displayed_comparison(client, cpu_run_json
         "asked for."
     ) in text
     assert "21.4 / 23.1 GB" in text  # measured allocated / reserved beside the estimate
-    assert "lora, bf16, micro-batch 4, sequence 2048 on 1 × a100-40-sxm4" in text
+    assert "lora, bf16, global batch 4, sequence 2048 on 1 × a100-40-sxm4" in text
+
+
+def test_a_run_is_compared_batch_for_batch_with_the_estimate(cpu_run_json):
+    """The estimate's batch is the global batch of a step and its recipe says the micro-batch;
+    a run that splits the same global batch differently differs only in its micro-batch."""
+    snapshot = {
+        "request": {"task": "lora", "precision": "bf16", "batch_size": 8, "seq_len": 2048},
+        "result": {"recommendation": {"num_gpus": 1, "recipe": {"micro_batch": 2}}},
+    }
+
+    def differences(**workload) -> str:
+        raw = gpu_run(cpu_run_json, tokens_per_second=1000.0, **workload)
+        report = trial_run_parse(raw)
+        compared = measurement_compare(report=report, snapshot=snapshot, requested_gpu_hours=None)
+        return compared.estimated_workload + " | " + "; ".join(compared.same_setup)
+
+    same_split = differences(micro_batch_size=2, gradient_accumulation_steps=4)
+    assert "micro-batch 2, global batch 8" in same_split
+    assert "(the estimate assumed" not in same_split
+    other_split = differences(micro_batch_size=4, gradient_accumulation_steps=2)
+    assert "micro-batch 4 (the estimate assumed 2)" in other_split
+    assert "global batch" not in other_split.split(" | ")[1]
+    smaller = differences(micro_batch_size=4, gradient_accumulation_steps=1)
+    assert "global batch 4 (the estimate assumed 8)" in smaller
 
 
 def test_a_bad_file_changes_nothing_and_says_what_is_wrong(client, cpu_run_json):
