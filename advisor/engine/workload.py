@@ -207,16 +207,9 @@ def _pipeline_parallel_errors(request: EstimateRequest) -> list[tuple[str, str]]
         return []
     if request.task == "inference":
         return [("pipeline_parallel", "pipeline stages are for training; leave it empty.")]
-    profile, _ = framework_for(request.framework, True)
-    if not profile.pipeline_parallel_training:
-        able = ", ".join(k for k, f in FRAMEWORKS.items() if f.pipeline_parallel_training)
-        return [
-            (
-                "pipeline_parallel",
-                f"{profile.name} does not train with pipeline stages; name a library that "
-                f"does (framework: {able}) or leave pipeline_parallel empty.",
-            )
-        ]
+    refused = _library_refuses(request, "pipeline_parallel", "pipeline stages")
+    if refused:
+        return refused
     if request.tensor_parallel == 1 or request.strategy is not None:
         return [
             (
@@ -252,16 +245,9 @@ def _tensor_parallel_errors(request: EstimateRequest) -> list[tuple[str, str]]:
                 "leave tensor_parallel empty.",
             )
         ]
-    profile, _ = framework_for(request.framework, True)
-    if not profile.tensor_parallel_training:
-        able = ", ".join(k for k, f in FRAMEWORKS.items() if f.tensor_parallel_training)
-        return [
-            (
-                "tensor_parallel",
-                f"{profile.name} does not train with tensor parallelism; name a library that "
-                f"does (framework: {able}) or leave tensor_parallel empty.",
-            )
-        ]
+    refused = _library_refuses(request, "tensor_parallel", "tensor parallelism")
+    if refused:
+        return refused
     if request.strategy is not None:
         return [
             (
@@ -426,3 +412,20 @@ def batch_default(request: EstimateRequest) -> tuple[int, Constant]:
 def _pinned_or(pinned: bool | None, default: bool) -> bool:
     """The researcher's value where given, else the library's default."""
     return default if pinned is None else pinned
+
+
+def _library_refuses(request: EstimateRequest, field: str, words: str) -> list[tuple[str, str]]:
+    """The error for a parallel layout (`field`: pipeline_parallel or tensor_parallel) that the
+    request's training library does not run, naming the libraries that do."""
+    profile, _ = framework_for(request.framework, True)
+    capability = f"{field}_training"
+    if getattr(profile, capability):
+        return []
+    able = ", ".join(k for k, f in FRAMEWORKS.items() if getattr(f, capability))
+    return [
+        (
+            field,
+            f"{profile.name} does not train with {words}; name a library that does "
+            f"(framework: {able}) or leave {field} empty.",
+        )
+    ]
