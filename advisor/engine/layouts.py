@@ -80,6 +80,9 @@ def strategies_for(
         wanted = list(WITH_TENSOR_PARALLEL if tensor_parallel else TRAINING_STRATEGIES)
         if deepspeed is False and fsdp is not False:
             wanted = [("fsdp" if s == "zero3" else s) for s in wanted if s != "zero3_offload"]
+        if request.num_gpus not in (None, 1):
+            # A pinned multi-GPU count rules out a one-GPU job (as a pinned strategy does).
+            wanted = [s for s in wanted if s != "single"]
     offered = None if library is None else library.data_parallel
     if offered is not None and request.strategy is None:
         wanted = [s for s in wanted if s in offered or s == "tensor_parallel"]

@@ -117,3 +117,13 @@ def test_nodes_with_an_ethernet_network_are_not_marked():
     option = pick(lora_70b().options, "hex", "rtx-a5000-24", "zero3_offload")
     assert option.nodes == 2
     assert not any(SPANS in why for why in option.reasons)
+
+
+def test_a_pinned_gpu_count_offers_no_one_gpu_job():
+    """A researcher who pins 8 GPUs is not shown one-GPU jobs labelled with 8 GPUs and "one GPU
+    needs more than the 8 GPUs allowed here"; the multi-GPU layouts are sized on 8."""
+    request = EstimateRequest(params=1_300_000_000, task="pretrain", tokens=10**10, num_gpus=8)
+    options = estimate(request, default_catalog()).options
+    assert options
+    assert not [o for o in options if o.strategy == "single"]
+    assert {o.num_gpus for o in options if o.eligible} == {8}
