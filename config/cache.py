@@ -42,17 +42,13 @@ class ReusedClientRedisCacheClient(RedisCacheClient):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._clients = {}
+        self._clients = {}  # id(pool) -> the one client around that pool
 
     def get_client(self, key=None, *, write=False):
-        index = self._get_connection_pool_index(write)
-        client = self._clients.get(index)
+        pool = self._get_connection_pool(write)  # Django's: one pool per server, kept
+        client = self._clients.get(id(pool))
         if client is None:
-            if index not in self._pools:
-                self._pools[index] = self._pool_class.from_url(
-                    self._servers[index], **self._pool_options
-                )
-            client = self._clients[index] = self._client(connection_pool=self._pools[index])
+            client = self._clients[id(pool)] = self._client(connection_pool=pool)
         return client
 
 
