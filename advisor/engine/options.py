@@ -78,6 +78,11 @@ def gb(value: float) -> str:
     return f"{value / 1e9:.1f} GB"
 
 
+def nodes_for(node: NodeTypeSpec, n: int) -> int:
+    """How many of the node type's nodes `n` GPUs occupy."""
+    return -(-n // max(node.gpus_per_node, 1))
+
+
 def spans_without_network(node: NodeTypeSpec, nodes: int) -> bool:
     """Whether a layout spans nodes the catalog lists with no cluster network between them
     (`inter_node_interconnect: none`). Such options are kept, marked and ranked after the
@@ -241,7 +246,7 @@ class OptionWriting:
 
     def costs(self, f: NodeFacts, n: int, gpu_hours: float | None, reasons: list[str]) -> Costs:
         """GPU hours, contingency, wall time, price and charge of `n` GPUs on the node."""
-        nodes = -(-n // max(f.node.gpus_per_node, 1))
+        nodes = nodes_for(f.node, n)
         if gpu_hours is None:
             return Costs(nodes, None, None, None, None, None, None, None)
         contingency = gpu_hours * self.contingency_rate

@@ -28,7 +28,7 @@ from advisor.engine.models import (
     Option,
     Recipe,
 )
-from advisor.engine.options import NodeFacts, Planned, gb, trusted
+from advisor.engine.options import NodeFacts, Planned, gb, nodes_for, trusted
 from advisor.engine.recipe import Choice
 from advisor.engine.words import plural
 
@@ -108,7 +108,10 @@ class ParallelPlanning:
         host check then says why)."""
         n_fit, n_head, n, choice = sized
         ram = (f.node.ram_gb or 0) * 1e9
-        if not ram or n_fit is None or self.host_bytes(f, n, choice) <= ram:
+        if not ram or n_fit is None:
+            return sized
+        needed = self.host_bytes(f, n, choice)
+        if needed <= ram:
             return sized
         for k in allowed:
             if k <= n:
@@ -116,12 +119,11 @@ class ParallelPlanning:
             recipe = recipe_at(k)
             host = self.host_bytes(f, k, recipe)
             if host <= ram:
-                nodes = -(-k // max(f.node.gpus_per_node, 1))
                 reasons.append(
-                    f"CPU offload uses {k} GPUs on {plural(nodes, 'node')} so that each node's "
-                    f"memory holds its share of the offloaded states ({gb(host)} of "
-                    f"{f.node.ram_gb:g} GB); on {plural(n, 'GPU')} a node would keep "
-                    f"{gb(self.host_bytes(f, n, choice))}."
+                    f"CPU offload uses {k} GPUs on {plural(nodes_for(f.node, k), 'node')} so "
+                    "that each node's memory holds its share of the offloaded states "
+                    f"({gb(host)} of {f.node.ram_gb:g} GB); on {plural(n, 'GPU')} a node "
+                    f"would keep {gb(needed)}."
                 )
                 return k, (k if n_head is not None else None), k, recipe
         return sized

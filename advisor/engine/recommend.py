@@ -5,8 +5,8 @@ counts and strategies from layouts.py) the recipe search finds the fewest GPUs t
 headroom and the cheapest recipe there (`Evaluation.plan`, recipe.py); memory per GPU never
 grows with more GPUs, so a scan that stops at the first count that fits is enough. Then the
 option's costs (`costs`), the reasons a researcher reads, and its ranking key (`candidate`,
-ranking.RankKey flattened); `options.rank` sorts. Rejections keep their numbers and say why in plain
-words.
+ranking.RankKey flattened); `options.rank` sorts. Rejections keep their numbers and say why
+in plain words.
 """
 
 from __future__ import annotations

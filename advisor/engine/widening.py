@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 from advisor.engine import constants as c
 from advisor.engine.models import NodeTypeSpec
+from advisor.engine.options import nodes_for
 from advisor.engine.recipe import Choice
 from advisor.engine.words import plural
 
@@ -55,10 +56,9 @@ def widen(
     """The smallest of the `allowed` counts above `n` whose own recipe (`recipe_at`) brings
     the wall time (`hours_at` / count) within `target`, or the widest that still pays (see
     the module docstring). `deadline`: the target is the researcher's max_wall_hours."""
-    gpn = max(node.gpus_per_node, 1)
     reach = allowed
     if node.inter_node_interconnect == "none":
-        most = -(-n // gpn) * gpn  # the nodes the fitting count already uses
+        most = nodes_for(node, n) * max(node.gpus_per_node, 1)  # the fitting count's nodes
         reach = tuple(k for k in allowed if k <= most)
     floor = c.WIDENING_EFFICIENCY_FLOOR.value
     best = paying = Widened(n, choice, gpu_hours, "")
