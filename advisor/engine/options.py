@@ -268,7 +268,9 @@ class OptionWriting:
             if rate.per_unit is None:
                 reasons.append(rate.comparison + ".")  # ranked like an unknown charge
             else:
-                compared = charged if rate.per_unit == 1.0 else round(charged * rate.per_unit, 2)
+                # Not rounded again: at 0.01 USD per Service Unit, 8.90 and 9.49 SU both round
+                # to 0.09 USD, and the ranking would read the cheaper as a tie.
+                compared = charged * rate.per_unit
         return Costs(
             nodes, gpu_hours, contingency, requested, gpu_hours / n, cost, charged, compared
         )
@@ -360,7 +362,7 @@ class OptionWriting:
                     "currency": rate.currency if rate.value is not None else "",
                     "total": charged,
                     "source": rate.source,
-                    "compared_total": costs.compared,
+                    "compared_total": None if costs.compared is None else round(costs.compared, 2),
                     "compared_currency": self.currency if costs.compared is not None else "",
                     "comparison": rate.comparison,
                 },

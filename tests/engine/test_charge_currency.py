@@ -4,6 +4,7 @@ cost $0.01 each, so about $0.51), Rio's H200 a cloud-equivalent 12.29 USD."""
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from pathlib import Path
 
@@ -18,8 +19,10 @@ from advisor.engine.models import (
     SystemSpec,
 )
 from advisor.engine.ranking import charge_rate
+from bench.engine_rankings import catalog_from_file
 from catalog.data_file import validate_catalog_file
 
+CONFIGS = Path(__file__).resolve().parent / "configs"
 UVA_FILE = Path(__file__).resolve().parents[2] / "catalog" / "data" / "uva.json"
 NOT_COMPARED = "charged in SU; no conversion to USD in the catalog: cost not compared."
 # Fits one node of A100 80GB with room to spare; Rio's H200s fit it too.
@@ -148,3 +151,24 @@ def test_a_known_charge_beats_one_that_is_not_compared_and_says_why():
         "80GB SXM4 on UVA HPC (Rivanna and Afton)) is not comparable: charged in SU; no "
         "conversion to USD in the catalog."
     )
+
+
+def test_charges_that_round_to_the_same_cent_after_conversion_still_rank_by_their_su():
+    """BERT-base fine-tuning on UVA HPC costs 8.90 SU on an RTX A6000 and 9.16 to 9.49 SU on the
+    A100s: all about 0.09 USD. The ranking compares the unrounded conversion, so the cheaper
+    A6000 wins (rounded to the cent, the tie went to the A100 40GB, a flagship card)."""
+    bert_config = json.loads(
+        (CONFIGS / "google-bert__bert-base-uncased" / "config.json").read_text()
+    )
+    bert = EstimateRequest(
+        config=bert_config, task="full_finetune", seq_len=512, tokens=100_000_000
+    )
+    # With the shared benchmarks, as the app loads them (bin/dev, load_benchmarks).
+    result = estimate(bert, catalog_from_file(UVA_FILE))
+    rec = result.options[0]
+    a100 = best(result, "uva-hpc", "a100-40-sxm4")
+    assert rec.charge.compared_total == a100.charge.compared_total  # both shown as 0.09 USD
+    assert rec.charge.total < a100.charge.total
+    assert result.options.index(rec) < result.options.index(a100)
+    assert rec.accelerator not in ("a100-40-sxm4", "a100-80-sxm4")
+    assert result.why_first.startswith(f"Cheapest to run: {rec.charge.total:,.2f} SU (about 0.09")
