@@ -179,7 +179,11 @@ def inference_gpu_hours(
         * wl.seq_len
         * (2 * n_flop + 4 * shape.num_layers * shape.attn_dim * wl.seq_len)
     )
-    prefill = prefill_flops / rate
+    # Eager PyTorch launches each layer's kernels from the host: a small forward pass (an
+    # encoder reading one short sequence) waits for the host, not the GPU. Launches run ahead
+    # of the GPU, so the two overlap: the slower sets the time.
+    library = decode_speed(wl.decode_framework)
+    prefill = max(prefill_flops / rate, library.per_layer_overhead_s * shape.num_layers)
     decode = 0.0
     if wl.new_tokens:
         weights, _ = base_weight_bytes(shape, wl.weight_format)
@@ -187,7 +191,6 @@ def inference_gpu_hours(
         kv = kv_cache_bytes(shape, mid)
         # Per library (speed.DECODE_SPEED): the share of the bandwidth bound its kernels reach
         # and the host time per layer and step that no CUDA graph hides.
-        library = decode_speed(wl.decode_framework)
         bandwidth = acc.memory_bandwidth_gb_s * 1e9 * library.bandwidth_fraction * n * eff
         step_memory = (weights + kv) / bandwidth
         step_compute = 2 * n_flop * wl.batch_size / rate

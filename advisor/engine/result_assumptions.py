@@ -9,7 +9,7 @@ from advisor.engine import constants as c
 from advisor.engine import scale_cost
 from advisor.engine.compute import peak_tflops, training_flops_per_token, training_layout
 from advisor.engine.memory import PHASES, Workload
-from advisor.engine.memory_terms import kv_cache_copies
+from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES, kv_cache_copies
 from advisor.engine.models import Assumption, EstimateRequest, trusted
 from advisor.engine.parallel_options import layout_assumptions
 from advisor.engine.recipe import micro_batch_efficiency
@@ -280,6 +280,8 @@ def _inference_assumptions(
     request: EstimateRequest, shape: ModelShape, wl: Workload
 ) -> list[Assumption]:
     """Generation length, prefill utilisation and decoding speed."""
+    if shape.family in ENCODER_ONLY_FAMILIES:
+        return _encoder_inference_assumptions(shape, wl)
     out = []
     out.append(
         _built(
@@ -308,3 +310,32 @@ def _inference_assumptions(
         )
     )
     return out
+
+
+def _encoder_inference_assumptions(shape: ModelShape, wl: Workload) -> list[Assumption]:
+    """An encoder-only model's inference: one forward pass per sequence, nothing generated."""
+    library = decode_speed(wl.decode_framework)
+    host = library.per_layer_overhead_s * shape.num_layers
+    return [
+        _built(
+            Assumption,
+            name="Forward pass",
+            value=f"one forward pass per sequence of {wl.seq_len:,} tokens: an encoder-only "
+            f"model ({shape.family}) embeds or classifies, it generates no tokens and keeps no "
+            "KV cache",
+            source="encoder-only architectures (BERT, RoBERTa, DistilBERT, ViT) have no decoder: "
+            "Transformers runs them with a single model(**inputs) call, not generate()",
+        ),
+        c.MFU_PREFILL.assumption(f"{c.MFU_PREFILL.value:.0%}"),
+        _built(
+            Assumption,
+            name="Host time per forward pass",
+            value=(
+                f"{host * 1e3:.1f} ms ({library.per_layer_overhead_s * 1e3:.2f} ms per layer, "
+                "no CUDA graphs): a batch takes at least this long however small it is"
+                if host
+                else "none: the library replays CUDA graphs"
+            ),
+            source=library.source,
+        ),
+    ]

@@ -17,6 +17,7 @@ from advisor.engine.constants.base import Constant
 from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import FRAMEWORKS, framework_for
 from advisor.engine.memory import Workload
+from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES
 from advisor.engine.models import CatalogSpec, EstimateRequest
 from advisor.engine.shape import ModelShape, shape_from_architecture, sliding_window_of
 
@@ -350,8 +351,20 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
     if framework.pure_bf16 and training and "mixed_precision" not in request.model_fields_set:
         mixed = False
     new_tokens = request.new_tokens
+    encoder_only = shape.family in ENCODER_ONLY_FAMILIES
+    if task == "inference" and encoder_only and new_tokens:
+        raise RequestError(
+            [
+                (
+                    "new_tokens",
+                    f"This is an encoder-only model ({shape.family}): it reads each sequence in "
+                    "one forward pass and generates no tokens. Leave new_tokens out or give 0.",
+                )
+            ]
+        )
     if task == "inference" and new_tokens is None:
-        new_tokens = c.DEFAULT_INFERENCE_NEW_TOKENS
+        # An encoder (BERT, ViT) embeds or classifies a sequence in one forward pass.
+        new_tokens = 0 if encoder_only else c.DEFAULT_INFERENCE_NEW_TOKENS
     return Workload(
         task=task,
         precision=precision,

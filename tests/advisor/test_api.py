@@ -66,6 +66,15 @@ def test_api_contradiction_is_400_naming_the_field(client, default_catalog):
     assert response.json()["errors"][0]["field"] == "precision"
 
 
+def test_api_generation_from_an_encoder_is_400_naming_new_tokens(client, default_catalog):
+    bert = json.loads((CONFIGS / "google-bert__bert-base-uncased" / "config.json").read_text())
+    response = post(client, {"config": bert, "task": "inference", "new_tokens": 64})
+    assert response.status_code == 400
+    error = response.json()["errors"][0]
+    assert error["field"] == "new_tokens"
+    assert error["message"].startswith("This is an encoder-only model (bert)")
+
+
 def test_api_config_that_is_not_one_is_400(client, default_catalog):
     response = post(client, {"config": {"architectures": 5}, "task": "inference"})
     assert response.status_code == 400

@@ -1,0 +1,90 @@
+"""Inference on an encoder-only model (BERT, DistilBERT, RoBERTa, ViT) is one forward pass per
+sequence: embedding or classifying a corpus. It was estimated as text generation (256 tokens
+decoded one by one per sequence), so embedding 100M tokens with DistilBERT read 52 GPU hours
+where the forward passes take well under one."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from advisor.engine import RequestError, estimate
+from advisor.engine.models import EstimateRequest
+from bench.engine_rankings import catalog_from_file
+
+CONFIGS = Path(__file__).resolve().parent / "configs"
+
+
+def config(name: str) -> dict:
+    return json.loads((CONFIGS / name / "config.json").read_text())
+
+
+@cache
+def default_catalog():
+    return catalog_from_file()
+
+
+def names(result) -> list[str]:
+    return [a.name for a in result.assumptions]
+
+
+@pytest.mark.parametrize(
+    "model", ["distilbert__distilbert-base-uncased", "google-bert__bert-base-uncased"]
+)
+def test_embedding_a_corpus_with_an_encoder_is_forward_passes_not_generation(model):
+    result = estimate(
+        EstimateRequest(config=config(model), task="inference", seq_len=128, tokens=10**8),
+        default_catalog(),
+    )
+    rec = result.recommendation
+    # 781,250 sequences of 128 tokens, one at a time: each forward pass waits for the host's
+    # kernel launches (0.45 ms per layer in eager PyTorch), 6 or 12 layers. Nothing decodes.
+    assert 0.2 < rec.gpu_hours < 2.5
+    assert rec.memory.kv_cache == 0
+    assert "Generation" not in names(result)
+    assert "Decoding speed" not in names(result)
+    forward = next(a for a in result.assumptions if a.name == "Forward pass")
+    assert forward.value.startswith("one forward pass per sequence of 128 tokens")
+
+
+def test_a_larger_batch_makes_encoder_inference_compute_bound_and_faster():
+    def hours(batch):
+        request = EstimateRequest(
+            config=config("google-bert__bert-base-uncased"),
+            task="inference",
+            seq_len=512,
+            tokens=10**9,
+            batch_size=batch,
+            accelerator="a100-80-sxm4",
+        )
+        return estimate(request, default_catalog()).recommendation.gpu_hours
+
+    # Batch 1: 5.4 ms of host time per 512-token pass; batch 64: the matmuls set the time.
+    assert hours(64) < hours(1) / 3
+
+
+def test_generated_tokens_for_an_encoder_are_refused_naming_the_field():
+    request = EstimateRequest(
+        config=config("google-bert__bert-base-uncased"), task="inference", new_tokens=100
+    )
+    with pytest.raises(RequestError) as raised:
+        estimate(request, default_catalog())
+    field, message = raised.value.errors[0]
+    assert field == "new_tokens"
+    assert "encoder-only model (bert)" in message
+    assert "generates no tokens" in message
+
+
+def test_a_decoder_still_generates_its_default_256_tokens():
+    result = estimate(
+        EstimateRequest(
+            config=config("openai-community__gpt2"), task="inference", seq_len=128, tokens=10**6
+        ),
+        default_catalog(),
+    )
+    generation = next(a for a in result.assumptions if a.name == "Generation")
+    assert generation.value.startswith("prompt 128 + 256 generated tokens per request (default)")
+    assert result.recommendation.memory.kv_cache > 0
