@@ -37,6 +37,9 @@ class Framework:
     checkpoint_levels: tuple[str, ...]
     # Fraction of the GPU an inference server reserves up front (what nvidia-smi shows).
     preallocates: float | None = None
+    # Most tokens an inference server puts through one forward pass when it splits long
+    # prompts (chunked prefill); None: a prompt's whole prefill runs at once.
+    prefill_chunk_tokens: int | None = None
     # Extra bytes per GPU the library holds beyond the CUDA context (server workspaces,
     # communication buckets allocated once).
     overhead_bytes: float = 0
@@ -268,10 +271,16 @@ INFERENCE_FRAMEWORKS = {
         # EngineArgs.gpu_memory_utilization defaults to 0.9: vLLM reserves that share of the
         # GPU at start-up and fills what the model leaves with paged KV-cache blocks.
         preallocates=0.9,
+        # V1 always chunks prefill; max_num_batched_tokens defaults to 16,384 for the offline
+        # LLM class on GPUs of 70 GiB or more other than the A100, and lower everywhere else
+        # (8,192, or 2,048 to 8,192 for the API server): the largest default bounds the need.
+        prefill_chunk_tokens=16_384,
         launcher="vllm",
         source="vLLM engine arguments (docs.vllm.ai, --gpu-memory-utilization, default 0.9); "
         "PagedAttention (Kwon et al. 2023, arXiv:2309.06180): KV cache in 16-token blocks, "
-        "under 4 % waste",
+        "under 4 % waste; vLLM V1 always runs chunked prefill, at most max_num_batched_tokens "
+        "per forward pass (EngineArgs.get_batch_defaults: 16,384 for the LLM class on GPUs of "
+        ">= 70 GiB other than the A100, else 8,192; the API server 8,192 or 2,048)",
     ),
     "tgi": Framework(
         key="tgi",

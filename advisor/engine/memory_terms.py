@@ -55,6 +55,8 @@ class Workload:
     keeps_gradients: bool = False
     # The library that generates (frameworks.py key): its decoding speed (speed.decode_speed).
     decode_framework: str = "transformers"
+    # Chunked prefill (vLLM): at most this many tokens per forward pass; None: whole prompts.
+    prefill_chunk_tokens: int | None = None
     # generate() rebuilds a tuple KV cache each step (frameworks.Framework.tuple_kv_cache).
     tuple_kv_cache: bool = False
     # How 4-bit weights are stored: "bitsandbytes" (NF4/FP4) or "gptq".
@@ -335,6 +337,10 @@ def inference_activations(shape: ModelShape, wl: Workload, *, tp: int = 1) -> fl
     if shape.num_experts and shape.experts_per_token:
         f = (shape.moe_intermediate_size or f) * (shape.experts_per_token + shape.shared_experts)
     per_token = 4 * h + (2 * shape.kv_dim + (3 if shape.gated_mlp else 2) * f) / tp
+    if wl.prefill_chunk_tokens:
+        # A server that chunks prefill runs at most one chunk's tokens through a layer, and
+        # its paged attention kernels never hold the scores.
+        return min(b * s, wl.prefill_chunk_tokens) * per_token * wl.act_bytes
     working = b * s * per_token * wl.act_bytes
     if not wl.flash_attention:
         per_score = wl.act_bytes + (4 if shape.family in c.FP32_SOFTMAX_FAMILIES else 0)

@@ -309,6 +309,19 @@ def _inference_assumptions(
             source=library.source,
         )
     )
+    if wl.prefill_chunk_tokens:
+        out.append(
+            _built(
+                Assumption,
+                name="Prefill chunks",
+                value=f"at most {wl.prefill_chunk_tokens:,} tokens per forward pass: "
+                "activations for one chunk, not a whole long prompt",
+                source="vLLM V1 always runs chunked prefill; max_num_batched_tokens defaults "
+                "to 16,384 for the offline LLM class on GPUs of 70 GiB or more other than the "
+                "A100 and lower elsewhere (vllm/engine/arg_utils.py, "
+                "EngineArgs.get_batch_defaults), so the largest default bounds the need",
+            )
+        )
     return out
 
 

@@ -393,6 +393,7 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         quantises_head=framework.quantises_head,
         keeps_gradients=framework.keeps_gradients and training,
         decode_framework=framework.key,
+        prefill_chunk_tokens=None if training else framework.prefill_chunk_tokens,
         tuple_kv_cache=framework.tuple_kv_cache and not training,
         quant_method=request.quantization or "bitsandbytes",
         framework_autocast=framework.autocast,

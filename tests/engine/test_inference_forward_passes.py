@@ -1,7 +1,10 @@
-"""Inference on an encoder-only model (BERT, DistilBERT, RoBERTa, ViT) is one forward pass per
+"""What an inference forward pass holds and costs.
+
+Inference on an encoder-only model (BERT, DistilBERT, RoBERTa, ViT) is one forward pass per
 sequence: embedding or classifying a corpus. It was estimated as text generation (256 tokens
 decoded one by one per sequence), so embedding 100M tokens with DistilBERT read 52 GPU hours
-where the forward passes take well under one."""
+where the forward passes take well under one. A server that chunks prefill (vLLM V1) holds
+one chunk's activations, not a whole long prompt's."""
 
 from __future__ import annotations
 
@@ -88,3 +91,27 @@ def test_a_decoder_still_generates_its_default_256_tokens():
     generation = next(a for a in result.assumptions if a.name == "Generation")
     assert generation.value.startswith("prompt 128 + 256 generated tokens per request (default)")
     assert result.recommendation.memory.kv_cache > 0
+
+
+def test_vllm_prefills_a_long_prompt_in_chunks_while_generate_holds_it_whole():
+    """Llama 3 8B, one 131,072-token prompt: vLLM V1 puts at most 16,384 tokens through a
+    forward pass (chunked prefill), so its prefill working set is an eighth of the whole
+    prompt's, which Transformers generate() holds at once."""
+
+    def activations(framework):
+        request = EstimateRequest(
+            config=config("meta-llama__Meta-Llama-3-8B"),
+            task="inference",
+            seq_len=131_072,
+            tokens=10**7,
+            framework=framework,
+            accelerator="h100-80-sxm5",
+        )
+        result = estimate(request, default_catalog())
+        return result.recommendation.memory.activations, [a.name for a in result.assumptions]
+
+    chunked, vllm_names = activations("vllm")
+    whole, transformers_names = activations("transformers")
+    assert chunked == pytest.approx(whole * 16_384 / 131_072)
+    assert "Prefill chunks" in vllm_names
+    assert "Prefill chunks" not in transformers_names
