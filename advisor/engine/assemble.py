@@ -273,4 +273,29 @@ def _recommendation_reasons(best, candidates, wl: Workload, framework, why: str)
     if len(eligible) > 1:
         reasons.append(f"Ranked first of {len(eligible)} workable options. {why}")
     reasons.extend(r for r in opt.reasons if r not in reasons)
+    fused_loss = _fused_loss_hint(opt, wl, framework)
+    if fused_loss:
+        reasons.append(fused_loss)
     return reasons
+
+
+# The loss's logits are this share of a GPU's need or more: worth a practitioner's attention.
+_LOGITS_WORTH_A_HINT = 0.25
+
+
+def _fused_loss_hint(opt, wl: Workload, framework) -> str | None:
+    """Long sequences and large vocabularies make the Trainer's fp32 logits the largest
+    tensor of a step; Liger Kernel's fused linear cross-entropy computes the loss in chunks
+    without them. Said, not assumed: the researcher decides whether to add the dependency."""
+    logits = opt.memory.logits
+    if not wl.training or framework.key != "hf_trainer" or opt.memory_per_gpu_bytes <= 0:
+        return None
+    if logits < _LOGITS_WORTH_A_HINT * opt.memory_per_gpu_bytes:
+        return None
+    return (
+        f"The loss's fp32 logits take {logits / 1e9:.1f} of the "
+        f"{opt.memory_per_gpu_bytes / 1e9:.1f} GB per GPU. Liger Kernel's fused linear "
+        "cross-entropy (use_liger_kernel=True in TrainingArguments or TRL's SFTConfig; Triton "
+        "kernels, benchmarked by linkedin/Liger-Kernel on NVIDIA A100s) never materialises "
+        "them, so a larger micro-batch or a smaller GPU may fit; not assumed here."
+    )

@@ -1,10 +1,12 @@
-"""What an inference forward pass holds and costs.
+"""What a forward pass holds and costs.
 
 Inference on an encoder-only model (BERT, DistilBERT, RoBERTa, ViT) is one forward pass per
 sequence: embedding or classifying a corpus. It was estimated as text generation (256 tokens
 decoded one by one per sequence), so embedding 100M tokens with DistilBERT read 52 GPU hours
 where the forward passes take well under one. A server that chunks prefill (vLLM V1) holds
-one chunk's activations, not a whole long prompt's."""
+one chunk's activations, not a whole long prompt's. In training, where the HF Trainer's fp32
+logits are a large share of a step's need, the recommendation names the fused loss that avoids
+them."""
 
 from __future__ import annotations
 
@@ -115,3 +117,32 @@ def test_vllm_prefills_a_long_prompt_in_chunks_while_generate_holds_it_whole():
     assert chunked == pytest.approx(whole * 16_384 / 131_072)
     assert "Prefill chunks" in vllm_names
     assert "Prefill chunks" not in transformers_names
+
+
+def test_long_context_lora_with_the_trainer_is_told_its_logits_and_the_fused_loss():
+    """Llama 3.1 8B LoRA at 32,768 tokens under the HF Trainer: the fp32 logits (128,256
+    entries per token, 12 bytes each) are over half the need. The recommendation says so and
+    names the fused loss that avoids them, without assuming it; torchtune's chunked loss gets
+    no such note."""
+
+    def lora(framework=None):
+        request = EstimateRequest(
+            config=config("meta-llama__Meta-Llama-3-8B"),
+            task="lora",
+            seq_len=32_768,
+            tokens=10**8,
+            framework=framework,
+        )
+        return estimate(request, default_catalog()).recommendation
+
+    trainer = lora()
+    hint = [r for r in trainer.reasons if "Liger" in r]
+    assert trainer.memory.logits > 0.25 * trainer.memory_per_gpu_bytes
+    assert hint == [
+        f"The loss's fp32 logits take {trainer.memory.logits / 1e9:.1f} of the "
+        f"{trainer.memory_per_gpu_bytes / 1e9:.1f} GB per GPU. Liger Kernel's fused linear "
+        "cross-entropy (use_liger_kernel=True in TrainingArguments or TRL's SFTConfig; Triton "
+        "kernels, benchmarked by linkedin/Liger-Kernel on NVIDIA A100s) never materialises "
+        "them, so a larger micro-batch or a smaller GPU may fit; not assumed here."
+    ]
+    assert not any("Liger" in r for r in lora("torchtune").reasons)
