@@ -158,6 +158,8 @@ def _recommended(best, candidates, wl: Workload, framework, why: str, model_name
         platform=generation(best.accelerator).platform,
         framework=framework,
         stepping=(wl.optimizer_in_backward, wl.checkpoint_offload),
+        # Asked of a library whose own loss keeps the full logits: Liger under the Trainer.
+        fused_loss=wl.training and wl.logits_per_entry == 0.0 and framework.logits_bytes is None,
     )
     return recommendation, slurm_script
 
@@ -297,5 +299,6 @@ def _fused_loss_hint(opt, wl: Workload, framework) -> str | None:
         f"{opt.memory_per_gpu_bytes / 1e9:.1f} GB per GPU. Liger Kernel's fused linear "
         "cross-entropy (use_liger_kernel=True in TrainingArguments or TRL's SFTConfig; Triton "
         "kernels, benchmarked by linkedin/Liger-Kernel on NVIDIA A100s) never materialises "
-        "them, so a larger micro-batch or a smaller GPU may fit; not assumed here."
+        "them, so a larger micro-batch or a smaller GPU may fit; not assumed here "
+        "(fused_loss: true estimates it)."
     )

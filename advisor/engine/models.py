@@ -135,6 +135,11 @@ class EstimateRequest(_Frozen):
     # Training: checkpointed activations copied to CPU memory (torchtune
     # enable_activation_offloading, Unsloth's checkpointing); None: the library's default.
     activation_offloading: bool | None = None
+    # Training: the loss computed from the hidden states one chunk at a time, so the full
+    # logits never exist (Liger Kernel's fused linear cross-entropy, use_liger_kernel=True in
+    # TrainingArguments; torchtune's chunked loss and Unsloth's do the same by default);
+    # None: the library's default.
+    fused_loss: bool | None = None
     lora_rank: int | None = Field(default=None, ge=1)
     # Module names LoRA adapts ("q_proj", "v_proj", ...); None: every linear layer of a block,
     # as the QLoRA paper recommends.

@@ -196,6 +196,15 @@ def _training_assumptions(
         )
     elif wl.logits_per_entry is None:
         out.append(c.LOGITS_TRAINING_BYTES.assumption())
+    elif request.fused_loss:
+        out.append(
+            c.LOGITS_TRAINING_BYTES.assumption(
+                f"{wl.logits_per_entry:g} bytes per token x vocabulary entry: a fused linear "
+                "cross-entropy (you said so; Liger Kernel's with use_liger_kernel=True) computes "
+                "the loss from the hidden states one chunk at a time, so the full logits never "
+                "exist"
+            )
+        )
     else:
         out.append(
             c.LOGITS_TRAINING_BYTES.assumption(

@@ -82,10 +82,12 @@ def sbatch_script(
     platform: str = "cuda",
     framework: Framework | None = None,
     stepping: tuple[bool, bool] = (False, False),
+    fused_loss: bool = False,
 ) -> str | None:
     """`platform` ("cuda", "rocm", "xpu"): non-NVIDIA GPUs get what to change, as comments,
     and Intel GPUs an MPI launcher with oneCCL instead of torchrun. `stepping`: (optimizer
-    in backward, activation offloading) as the estimate assumed them."""
+    in backward, activation offloading) as the estimate assumed them; `fused_loss`: the request
+    said the loss is fused (Liger Kernel under the Trainer)."""
     if system.scheduler.lower() != "slurm":
         return None
     gpus_per_node = min(option.num_gpus, node.gpus_per_node)
@@ -145,7 +147,9 @@ def sbatch_script(
     ):
         lines += _xpu_launcher(option, gpus_per_node, nodes)
     else:
-        lines += _launcher(option, gpus_per_node, nodes, cpus, framework, task, stepping)
+        lines += _launcher(
+            option, gpus_per_node, nodes, cpus, framework, task, stepping, fused_loss
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -185,7 +189,7 @@ def _recipe_lines(recipe: Recipe | None, framework: Framework, task: str) -> lis
     ]
 
 
-def _train_args(recipe: Recipe | None, framework: Framework) -> str:
+def _train_args(recipe: Recipe | None, framework: Framework, fused_loss: bool = False) -> str:
     """Command-line arguments that apply the recipe in the framework's own terms."""
     if recipe is None:
         return ""
@@ -222,6 +226,8 @@ def _train_args(recipe: Recipe | None, framework: Framework) -> str:
         args.append("--gradient_checkpointing")
     if recipe.optimizer:
         args.append(f"--optim {HF_OPTIM.get(recipe.optimizer, recipe.optimizer)}")
+    if fused_loss:
+        args.append("--use_liger_kernel")  # TrainingArguments: Liger's fused loss and kernels
     return " " + " ".join(args)
 
 
@@ -233,6 +239,7 @@ def _launcher(
     framework: Framework,
     task: str,
     stepping: tuple[bool, bool] = (False, False),
+    fused_loss: bool = False,
 ) -> list[str]:
     strategy = option.strategy
     if task == "inference":
@@ -251,7 +258,7 @@ def _launcher(
                 f"python infer.py --tensor-parallel-size {gpus_per_node}",
             ]
         return ["python infer.py  # your script"]
-    args = _train_args(option.recipe, framework)
+    args = _train_args(option.recipe, framework, fused_loss)
     if framework.key == "torchtune":
         # The memory the estimate assumed, in the recipe's own config keys.
         args += f" optimizer_in_bwd={stepping[0]} enable_activation_offloading={stepping[1]}"

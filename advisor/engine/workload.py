@@ -383,7 +383,7 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
             request.double_quant if request.double_quant is not None else task == "qlora"
         ),
         lora_dropout=request.lora_dropout is None or request.lora_dropout > 0,
-        logits_per_entry=framework.logits_bytes if training else None,
+        logits_per_entry=_logits_per_entry(request.fused_loss, framework) if training else None,
         checkpoint_offload=_pinned_or(request.activation_offloading, framework.offloads_checkpoints)
         and training,
         optimizer_in_backward=_pinned_or(
@@ -421,6 +421,15 @@ def batch_default(request: EstimateRequest) -> tuple[int, Constant]:
         sequences = math.ceil(tokens / request.seq_len)
         return min(max(sequences, 1), LIMITS["batch_size"]), c.DEFAULT_PRETRAIN_BATCH_TOKENS
     return int(c.DEFAULT_FINETUNE_BATCH.value), c.DEFAULT_FINETUNE_BATCH
+
+
+def _logits_per_entry(fused_loss: bool | None, framework) -> float | None:
+    """Bytes per (token x vocabulary entry) the loss keeps: a fused loss keeps no full logits
+    (as Unsloth's profile says), a loss that is not fused keeps the fp32 ones (None: the
+    engine's 12 bytes), and without a pinned answer the library's own default."""
+    if fused_loss is None:
+        return framework.logits_bytes
+    return 0.0 if fused_loss else None
 
 
 def _pinned_or(pinned: bool | None, default: bool) -> bool:

@@ -143,6 +143,52 @@ def test_long_context_lora_with_the_trainer_is_told_its_logits_and_the_fused_los
         f"{trainer.memory_per_gpu_bytes / 1e9:.1f} GB per GPU. Liger Kernel's fused linear "
         "cross-entropy (use_liger_kernel=True in TrainingArguments or TRL's SFTConfig; Triton "
         "kernels, benchmarked by linkedin/Liger-Kernel on NVIDIA A100s) never materialises "
-        "them, so a larger micro-batch or a smaller GPU may fit; not assumed here."
+        "them, so a larger micro-batch or a smaller GPU may fit; not assumed here "
+        "(fused_loss: true estimates it)."
     ]
     assert not any("Liger" in r for r in lora("torchtune").reasons)
+
+
+def test_a_fused_loss_under_the_trainer_drops_the_logits_and_goes_into_the_script():
+    """The same job with fused_loss: true (Liger Kernel): no fp32 logits, so it fits an 80 GB
+    NVIDIA card, the assumption says why, and the sbatch script passes --use_liger_kernel to
+    the Trainer."""
+    request = EstimateRequest(
+        config=config("meta-llama__Meta-Llama-3-8B"),
+        task="lora",
+        seq_len=32_768,
+        tokens=10**8,
+        fused_loss=True,
+    )
+    result = estimate(request, default_catalog())
+    rec = result.recommendation
+    plain = estimate(request.model_copy(update={"fused_loss": None}), default_catalog())
+    assert rec.memory.logits == 0
+    assert plain.recommendation.memory.logits > 40e9
+    # Without the logits it fits an 80 GB A100 (with room for two sequences per micro-batch);
+    # with them only the 128 GB Intel Max 1550 held one.
+    assert plain.recommendation.accelerator == "max1550-128"
+    assert rec.accelerator.startswith("a100-80")
+    assert rec.memory_per_gpu_bytes < 80e9
+    assert not any("Liger" in r for r in rec.reasons)
+    logits = next(a for a in result.assumptions if a.name == "Logits and loss buffers")
+    assert logits.value.startswith("0 bytes per token x vocabulary entry: a fused linear")
+    on_stanage = request.model_copy(update={"system": "stanage"})
+    script = estimate(on_stanage, default_catalog()).slurm_script
+    assert "--use_liger_kernel" in script
+    unfused = on_stanage.model_copy(update={"seq_len": 2048, "fused_loss": None})
+    assert "--use_liger_kernel" not in estimate(unfused, default_catalog()).slurm_script
+
+
+def test_a_fused_loss_is_the_default_of_unsloth_and_torchtune_says_no_fused_loss():
+    def logits(**fields):
+        request = EstimateRequest(
+            config=config("meta-llama__Meta-Llama-3-8B"), task="lora", tokens=10**7, **fields
+        )
+        return estimate(request, default_catalog()).recommendation.memory.logits
+
+    assert logits(framework="unsloth") == 0
+    assert logits(framework="torchtune") > 0
+    assert logits(framework="torchtune", fused_loss=True) == 0
+    # Told the loss is not fused, Unsloth is estimated with the full fp32 logits.
+    assert logits(framework="unsloth", fused_loss=False) > logits(framework="torchtune")
