@@ -318,6 +318,21 @@ def _inference_assumptions(
             source=library.source,
         )
     )
+    if wl.weight_format == "int8":
+        out.append(
+            _built(
+                Assumption,
+                name="8-bit weights and speed",
+                value="decoding is timed as with 16-bit weights, a lower bound: bitsandbytes' "
+                "LLM.int8() saves memory, not time (expect generation to be slower still)",
+                source="Dettmers et al. 2022, LLM.int8() (arXiv:2208.07339): the int8 matmul "
+                "with mixed-precision decomposition runs below the 16-bit speed; users report "
+                "generate() 2.5-4x slower than bf16/fp16 (FLAN-UL2 on an A100, about 3x: "
+                "huggingface.co/google/flan-ul2/discussions/27; a 13B model on an A100, 4-5 "
+                "against 15-20 tokens/s: huggingface.co/IlyaGusev/saiga2_13b_lora/"
+                "discussions/3)",
+            )
+        )
     if wl.prefill_chunk_tokens:
         out.append(
             _built(
