@@ -3,21 +3,11 @@ practitioners run, says so, and keeps a batch that is given, 1 included."""
 
 from __future__ import annotations
 
-import json
-from functools import cache
-from pathlib import Path
-
 from advisor.engine import estimate
 from advisor.engine.models import EstimateRequest
-from bench.engine_rankings import catalog_from_file
+from tests.engine.inputs import config, default_catalog
 
-CONFIGS = Path(__file__).resolve().parent / "configs"
-LLAMA2_7B = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
-
-
-@cache
-def default_catalog():
-    return catalog_from_file()
+LLAMA2_7B = config("meta-llama__Llama-2-7b-hf")
 
 
 def run(**fields):

@@ -10,26 +10,11 @@ them."""
 
 from __future__ import annotations
 
-import json
-from functools import cache
-from pathlib import Path
-
 import pytest
 
 from advisor.engine import RequestError, estimate
 from advisor.engine.models import EstimateRequest
-from bench.engine_rankings import catalog_from_file
-
-CONFIGS = Path(__file__).resolve().parent / "configs"
-
-
-def config(name: str) -> dict:
-    return json.loads((CONFIGS / name / "config.json").read_text())
-
-
-@cache
-def default_catalog():
-    return catalog_from_file()
+from tests.engine.inputs import config, default_catalog
 
 
 def names(result) -> list[str]:
