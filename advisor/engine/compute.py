@@ -190,7 +190,10 @@ def inference_gpu_hours(
         # dequantised output) generates no faster than 16-bit weights, measured slower: so the
         # 16-bit read is a lower bound on its step, not the 8-bit one.
         decode_format = "bf16" if wl.weight_format == "int8" else wl.weight_format
-        weights, _ = base_weight_bytes(shape, decode_format)
+        weights, _ = base_weight_bytes(shape, decode_format, method=wl.quant_method)
+        if dequantises_per_step(wl):
+            # Each step dequantises every 4-bit layer to 16-bit and reads that copy back.
+            weights += 2 * 2 * shape.params_linear
         mid = Workload(**{**_fields(wl), "seq_len": wl.seq_len, "new_tokens": wl.new_tokens // 2})
         kv = kv_cache_bytes(shape, mid)
         # Per library (speed.DECODE_SPEED): the share of the bandwidth bound its kernels reach
@@ -201,6 +204,14 @@ def inference_gpu_hours(
         host = library.per_layer_overhead_s * shape.num_layers
         decode = wl.new_tokens * (max(step_memory, step_compute) + host)
     return batches * (prefill + decode) * n / 3600
+
+
+def dequantises_per_step(wl: Workload) -> bool:
+    """Whether generating with bitsandbytes 4-bit weights dequantises each layer per step:
+    bitsandbytes' matmul_4bit takes its fused 4-bit kernel (gemv_4bit) only for an input of
+    one token; a batch of several sequences takes MatMul4Bit, which dequantises the whole
+    layer to 16-bit first (bitsandbytes/autograd/_functions.py)."""
+    return wl.weight_format == "int4" and wl.quant_method == "bitsandbytes" and wl.batch_size > 1
 
 
 def _fields(wl: Workload) -> dict:

@@ -7,7 +7,12 @@ from dataclasses import replace
 
 from advisor.engine import constants as c
 from advisor.engine import scale_cost
-from advisor.engine.compute import peak_tflops, training_flops_per_token, training_layout
+from advisor.engine.compute import (
+    dequantises_per_step,
+    peak_tflops,
+    training_flops_per_token,
+    training_layout,
+)
 from advisor.engine.memory import PHASES, Workload
 from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES, kv_cache_copies
 from advisor.engine.models import Assumption, EstimateRequest, trusted
@@ -331,6 +336,19 @@ def _inference_assumptions(
                 "huggingface.co/google/flan-ul2/discussions/27; a 13B model on an A100, 4-5 "
                 "against 15-20 tokens/s: huggingface.co/IlyaGusev/saiga2_13b_lora/"
                 "discussions/3)",
+            )
+        )
+    if dequantises_per_step(wl):
+        out.append(
+            _built(
+                Assumption,
+                name="4-bit weights and speed",
+                value=f"with {wl.batch_size} sequences per step each 4-bit layer is dequantised "
+                "to 16-bit before its matmul: a step reads 0.5 + 2 + 2 bytes per weight, more "
+                "than 16-bit weights would (one sequence at a time takes the fused 4-bit kernel)",
+                source="bitsandbytes/autograd/_functions.py matmul_4bit: gemv_4bit only when "
+                "the input is a single token (A.numel() == A.shape[-1]), otherwise MatMul4Bit: "
+                "linear(A, dequantize_4bit(B).to(A.dtype).t())",
             )
         )
     if wl.prefill_chunk_tokens:

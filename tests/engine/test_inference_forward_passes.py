@@ -200,3 +200,29 @@ def test_bitsandbytes_int8_generation_is_never_credited_with_speed_over_16_bit()
     speed = next(a for a in int8.assumptions if a.name == "8-bit weights and speed")
     assert "lower bound" in speed.value
     assert not any(a.name == "8-bit weights and speed" for a in bf16.assumptions)
+
+
+def test_bitsandbytes_4_bit_generation_is_fast_alone_and_slow_in_batches():
+    """One sequence at a time takes bitsandbytes' fused 4-bit kernel and reads a quarter of
+    the 16-bit bytes; a batch dequantises every layer to 16-bit per step, reading more than
+    16-bit weights would. GPTQ's kernels read the packed weights either way."""
+
+    def hours(precision, batch, quantization=None):
+        request = EstimateRequest(
+            config=config("meta-llama__Llama-2-13b-hf"),
+            task="inference",
+            precision=precision,
+            batch_size=batch,
+            quantization=quantization,
+            tokens=10**7,
+            accelerator="a100-80-sxm4",
+        )
+        result = estimate(request, default_catalog())
+        named = any(a.name == "4-bit weights and speed" for a in result.assumptions)
+        return result.recommendation.gpu_hours, named
+
+    assert hours("int4", 1)[0] < hours("bf16", 1)[0]
+    assert hours("int4", 1)[1] is False
+    assert hours("int4", 8)[0] > hours("bf16", 8)[0]
+    assert hours("int4", 8)[1] is True
+    assert hours("int4", 8, "gptq")[0] < hours("bf16", 8)[0]
