@@ -275,7 +275,7 @@ def _recommendation_reasons(best, candidates, wl: Workload, framework, why: str)
     if len(eligible) > 1:
         reasons.append(f"Ranked first of {len(eligible)} workable options. {why}")
     reasons.extend(r for r in opt.reasons if r not in reasons)
-    fused_loss = _fused_loss_hint(opt, wl, framework)
+    fused_loss = _fused_loss_hint(opt, framework)
     if fused_loss:
         reasons.append(fused_loss)
     return reasons
@@ -285,14 +285,13 @@ def _recommendation_reasons(best, candidates, wl: Workload, framework, why: str)
 _LOGITS_WORTH_A_HINT = 0.25
 
 
-def _fused_loss_hint(opt, wl: Workload, framework) -> str | None:
+def _fused_loss_hint(opt, framework) -> str | None:
     """Long sequences and large vocabularies make the Trainer's fp32 logits the largest
     tensor of a step; Liger Kernel's fused linear cross-entropy computes the loss in chunks
     without them. Said, not assumed: the researcher decides whether to add the dependency."""
     logits = opt.memory.logits
-    if not wl.training or framework.key != "hf_trainer" or opt.memory_per_gpu_bytes <= 0:
-        return None
-    if logits < _LOGITS_WORTH_A_HINT * opt.memory_per_gpu_bytes:
+    # The Trainer is a training library: an inference job never reaches the check.
+    if framework.key != "hf_trainer" or logits < _LOGITS_WORTH_A_HINT * opt.memory_per_gpu_bytes:
         return None
     return (
         f"The loss's fp32 logits take {logits / 1e9:.1f} of the "

@@ -186,14 +186,7 @@ def inference_gpu_hours(
     prefill = max(prefill_flops / rate, library.per_layer_overhead_s * shape.num_layers)
     decode = 0.0
     if wl.new_tokens:
-        # bitsandbytes' LLM.int8() matmul (activation quantisation, outlier decomposition,
-        # dequantised output) generates no faster than 16-bit weights, measured slower: so the
-        # 16-bit read is a lower bound on its step, not the 8-bit one.
-        decode_format = "bf16" if wl.weight_format == "int8" else wl.weight_format
-        weights, _ = base_weight_bytes(shape, decode_format, method=wl.quant_method)
-        if dequantises_per_step(wl):
-            # Each step dequantises every 4-bit layer to 16-bit and reads that copy back.
-            weights += 2 * 2 * shape.params_linear
+        weights = decode_weight_bytes(shape, wl)
         mid = Workload(**{**_fields(wl), "seq_len": wl.seq_len, "new_tokens": wl.new_tokens // 2})
         kv = kv_cache_bytes(shape, mid)
         # Per library (speed.DECODE_SPEED): the share of the bandwidth bound its kernels reach
@@ -204,6 +197,21 @@ def inference_gpu_hours(
         host = library.per_layer_overhead_s * shape.num_layers
         decode = wl.new_tokens * (max(step_memory, step_compute) + host)
     return batches * (prefill + decode) * n / 3600
+
+
+def decode_weight_bytes(shape: ModelShape, wl: Workload) -> float:
+    """Weight bytes one decoding step moves, as the library that holds them computes.
+
+    bitsandbytes' LLM.int8() matmul (activation quantisation, outlier decomposition,
+    dequantised output) generates no faster than 16-bit weights and is measured slower, so
+    the 16-bit read is a lower bound on its step. Its 4-bit matmul reads the packed weights
+    for one sequence but dequantises every layer to 16-bit for a batch (written, then read)."""
+    if wl.weight_format == "int8":
+        return base_weight_bytes(shape, "bf16")[0]
+    weights = base_weight_bytes(shape, wl.weight_format)[0]
+    if dequantises_per_step(wl):
+        weights += 2 * 2 * shape.params_linear
+    return weights
 
 
 def dequantises_per_step(wl: Workload) -> bool:
