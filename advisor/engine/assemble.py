@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from advisor.engine import ranking, words
-from advisor.engine.compute import training_flops_per_token
-from advisor.engine.frameworks import framework_for
+from advisor.engine.compute import filled_batch, training_flops_per_token
+from advisor.engine.frameworks import batch_limit, framework_for
 from advisor.engine.justification import draft
 from advisor.engine.memory import Workload, memory_per_gpu
 from advisor.engine.models import (
@@ -27,6 +27,7 @@ from advisor.engine.slurm import sbatch_script
 from advisor.engine.speed import generation, measured
 from advisor.engine.uncertainty import stated_uncertainty
 from advisor.engine.version import ENGINE_VERSION
+from advisor.engine.words import plural
 from advisor.engine.workload import build_workload, check_request, resolve_shape
 
 
@@ -71,6 +72,12 @@ def estimate_shape(
     if best is not None:
         # Everything below describes the recipe the recommendation runs.
         wl = _recipe_workload(wl, best.option.recipe)
+        if wl.fills_kv_cache:  # timed at the sequences its KV cache holds (recommend.py)
+            opt = best.option
+            at_once = filled_batch(
+                framework, best.accelerator, opt.capacity_bytes, opt.memory, wl, request.tokens
+            )
+            wl = replace(wl, batch_size=at_once)
         recommendation, slurm_script = _recommended(
             best, candidates, wl, framework, why, model_name
         )
@@ -247,7 +254,12 @@ def _recommendation_reasons(best, candidates, wl: Workload, framework, why: str)
             f"{framework.name} reserves {framework.preallocates:.0%} of each GPU at start-up: "
             f"nvidia-smi will show about {reserved / 1e9:.0f} GB per GPU. The model needs "
             f"{opt.memory_per_gpu_bytes / 1e9:.1f} GB of it; the rest becomes paged KV cache, "
-            "so more concurrent requests fit than the batch estimated."
+            + (
+                f"room for about {plural(wl.batch_size, 'sequence')} at once (at most "
+                f"{batch_limit(framework, acc):,} by default), the batch the GPU hours assume."
+                if wl.fills_kv_cache
+                else "so more concurrent requests fit than the batch estimated."
+            )
         )
     if opt.requested_gpu_hours is not None:
         reasons.append(

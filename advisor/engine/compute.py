@@ -14,6 +14,7 @@ import math
 
 from advisor.engine import constants as c
 from advisor.engine import tensor_parallel as tp_layout
+from advisor.engine.frameworks import batch_limit
 from advisor.engine.memory_terms import (
     Workload,
     base_weight_bytes,
@@ -197,6 +198,39 @@ def inference_gpu_hours(
         host = library.per_layer_overhead_s * shape.num_layers
         decode = wl.new_tokens * (max(step_memory, step_compute) + host)
     return batches * (prefill + decode) * n / 3600
+
+
+def inference_requests(wl: Workload, tokens: float) -> int:
+    """How many sequences an inference job of `tokens` (prompts and generated) runs."""
+    return max(math.ceil(tokens / (wl.seq_len + wl.new_tokens)), 1)
+
+
+def kv_filled_batch(
+    limit: int, reserved_bytes: float, need_bytes: float, kv_bytes: float, requests: int
+) -> int:
+    """Sequences a continuously batching library (vLLM) generates at once on one GPU: what its
+    reservation holds beyond everything but the KV cache, in whole sequences of the cache one
+    sequence needs (`kv_bytes`, at full length: the scheduler admits a sequence only while
+    blocks remain, and pre-empts when they run out), at most `limit` (max_num_seqs) and the
+    job's own requests, at least one."""
+    room = reserved_bytes - (need_bytes - kv_bytes)
+    fits = int(room // kv_bytes) if kv_bytes > 0 else limit
+    return max(1, min(limit, requests, fits))
+
+
+def filled_batch(
+    framework, acc: AcceleratorSpec, capacity: float, memory, wl: Workload, tokens: float | None
+) -> int:
+    """`kv_filled_batch` for one option: its GPU's capacity and library limit, its memory per
+    GPU (a MemoryBreakdown sized for `wl.batch_size` sequences)."""
+    requests = inference_requests(wl, tokens) if tokens else batch_limit(framework, acc)
+    return kv_filled_batch(
+        batch_limit(framework, acc),
+        capacity * (framework.preallocates or 1.0),
+        memory.total_bytes,
+        memory.kv_cache / max(wl.batch_size, 1),
+        requests,
+    )
 
 
 def decode_weight_bytes(shape: ModelShape, wl: Workload) -> float:

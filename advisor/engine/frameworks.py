@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.engine import constants as c
+from advisor.engine.models import AcceleratorSpec
 
 MIB = 2**20
 
@@ -75,6 +76,11 @@ class Framework:
     # True: generate() rebuilds a tuple KV cache with torch.cat every step, so the previous
     # step's cache is still alive when the new one is complete (transformers before 4.36).
     tuple_kv_cache: bool = False
+    # Offline generation that schedules the job's prompts itself (vLLM's LLM class):
+    # (sequences at once at most, the same on large GPUs) as `max_num_seqs` defaults; as many
+    # run together as the KV cache holds (compute.kv_filled_batch). None: one request at a
+    # time unless the request gives a batch.
+    max_num_seqs: tuple[int, int] | None = None
 
     @property
     def chunked_loss(self) -> bool:
@@ -275,12 +281,18 @@ INFERENCE_FRAMEWORKS = {
         # LLM class on GPUs of 70 GiB or more other than the A100, and lower everywhere else
         # (8,192, or 2,048 to 8,192 for the API server): the largest default bounds the need.
         prefill_chunk_tokens=16_384,
+        # EngineArgs.get_batch_defaults: max_num_seqs 256 for the LLM class, 1,024 on GPUs
+        # of >= 70 GiB other than the A100.
+        max_num_seqs=(256, 1024),
         launcher="vllm",
         source="vLLM engine arguments (docs.vllm.ai, --gpu-memory-utilization, default 0.9); "
         "PagedAttention (Kwon et al. 2023, arXiv:2309.06180): KV cache in 16-token blocks, "
         "under 4 % waste; vLLM V1 always runs chunked prefill, at most max_num_batched_tokens "
         "per forward pass (EngineArgs.get_batch_defaults: 16,384 for the LLM class on GPUs of "
-        ">= 70 GiB other than the A100, else 8,192; the API server 8,192 or 2,048)",
+        ">= 70 GiB other than the A100, else 8,192; the API server 8,192 or 2,048); "
+        "LLM.generate() schedules every prompt it is given with continuous batching, as "
+        "many sequences at once as the KV cache holds up to max_num_seqs (get_batch_defaults: "
+        "256, or 1,024 on GPUs of >= 70 GiB other than the A100)",
     ),
     "tgi": Framework(
         key="tgi",
@@ -310,6 +322,21 @@ def framework_for(requested: str | None, training: bool) -> tuple[Framework, boo
         key = DEFAULT_TRAINING if training else DEFAULT_INFERENCE
         return FRAMEWORKS[key], True
     return FRAMEWORKS[requested], False
+
+
+LARGE_GPU_GIB = 70  # vLLM's get_batch_defaults: larger defaults from this much memory up
+
+
+def batch_limit(framework: Framework, acc: AcceleratorSpec) -> int | None:
+    """The most sequences the library generates at once on this GPU by default (vLLM's rule:
+    the larger default on GPUs of >= 70 GiB whose name does not contain "a100", where the
+    larger budgets measured slower); None: the library does not batch by itself."""
+    if framework.max_num_seqs is None:
+        return None
+    default, large = framework.max_num_seqs
+    if acc.memory_gb * 1e9 >= LARGE_GPU_GIB * 2**30 and "a100" not in acc.name.lower():
+        return large
+    return default
 
 
 def cuda_context_bytes(framework: Framework, legacy_stack: bool) -> float:

@@ -59,15 +59,19 @@ def _setup_sentence(
             else ""
         )
         + f") in {wl.precision}, with "
-        + (
-            f"a global batch of {plural(global_batch(request), 'sequence')}"
-            if wl.training
-            else f"batches of {plural(global_batch(request), 'request')}"
-        )
+        + _batch_words(request, wl)
         + f" of {plural(wl.seq_len, 'token')}"
         + (f" generating {plural(wl.new_tokens, 'token')} each" if wl.task == "inference" else "")
         + "."
     )
+
+
+def _batch_words(request: EstimateRequest, wl: Workload) -> str:
+    if wl.training:
+        return f"a global batch of {plural(global_batch(request), 'sequence')}"
+    if wl.fills_kv_cache:  # the library batches the job's requests itself
+        return f"about {plural(wl.batch_size, 'request')} at once (as many as the KV cache holds)"
+    return f"batches of {plural(global_batch(request), 'request')}"
 
 
 def _memory_sentence(option: Option, accelerator: AcceleratorSpec) -> str:

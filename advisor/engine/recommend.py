@@ -18,6 +18,7 @@ from advisor.engine import constants as c
 from advisor.engine import ranking, software
 from advisor.engine.compute import (
     compute_dtype_for,
+    filled_batch,
     inference_gpu_hours,
     peak_tflops,
     scaling_efficiency,
@@ -152,7 +153,8 @@ class Evaluation(OptionWriting, ParallelPlanning):
         # (strategy, allowed counts, capacity, extra context) -> RecipeSearch.plan's answer
         self.sized: dict[tuple, tuple] = {}
         self.per_accelerator: dict[str, AcceleratorFacts] = {}
-        self.hours_memo: dict[tuple[str, int, float], float] = {}
+        self.hours_memo: dict[tuple[str, int, float, int], float] = {}
+        self.filled: dict[int, Workload] = {}  # sequences at once -> the workload with them
         # The data-parallel exchange per optimizer step (scale_cost.py), for training_hours.
         self.step_model = training_step_model(shape, wl) if self.training else None
         self.layouts: dict[tuple, tuple] = {}
@@ -268,12 +270,25 @@ class Evaluation(OptionWriting, ParallelPlanning):
         if self.training:
             return self.training_hours(f, k, strategy, choice)  # parallel_options.py
         eff = scaling_efficiency(f.node, k, strategy)
-        key = (f.acc.name, k, eff)
+        wl = self.wl
+        if wl.fills_kv_cache:
+            wl = self.filled_workload(f, k, strategy, choice)
+        key = (f.acc.name, k, eff, wl.batch_size)
         found = self.hours_memo.get(key)
         if found is None:
             found = self.hours_memo[key] = inference_gpu_hours(
-                self.shape, self.wl, f.acc, self.tokens, f.peak, f.util.value, k, eff
+                self.shape, wl, f.acc, self.tokens, f.peak, f.util.value, k, eff
             )
+        return found
+
+    def filled_workload(self, f: NodeFacts, k: int, strategy: str, choice: Choice) -> Workload:
+        """The workload with as many sequences at once as this layout's KV cache holds
+        (compute.kv_filled_batch): vLLM fills what its reservation leaves after the model."""
+        memory = self.breakdown(strategy, k, choice, f.extra)[0]
+        batch = filled_batch(self.framework, f.acc, f.capacity, memory, self.wl, self.tokens)
+        found = self.filled.get(batch)
+        if found is None:
+            found = self.filled[batch] = replace(self.wl, batch_size=batch)
         return found
 
     # --- candidate generation ---

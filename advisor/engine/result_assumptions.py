@@ -35,7 +35,7 @@ def assumptions(
 ) -> list[Assumption]:
     """Everything the result's numbers assume, in the order the result page lists them."""
     out = _memory_assumptions(request, shape, wl, framework, assumed, best)
-    out.extend(_batch_assumptions(request))
+    out.extend(_batch_assumptions(request, wl, framework, best))
     if wl.training:
         out.extend(_training_assumptions(request, shape, wl, framework, best))
         out.append(scale_cost.assumption(_layout_detail(best, shape, wl)))
@@ -90,10 +90,27 @@ def _layout_detail(best, shape: ModelShape, wl: Workload) -> str:
     )
 
 
-def _batch_assumptions(request: EstimateRequest) -> list[Assumption]:
+def _batch_assumptions(request: EstimateRequest, wl: Workload, framework, best) -> list[Assumption]:
     """The batch the engine assumed where the researcher gave none (workload.batch_default)."""
     if request.batch_size is not None:
         return []
+    if wl.fills_kv_cache:
+        default, large = framework.max_num_seqs
+        return [
+            _built(
+                Assumption,
+                name=f"Concurrent requests ({framework.name}, not given)",
+                value=(
+                    f"about {plural(wl.batch_size, 'request')} at once on the recommended GPU"
+                    if best is not None
+                    else "as many as the KV cache holds"
+                )
+                + f": {framework.name} schedules every prompt of the job itself, as many as the "
+                f"memory it reserves holds beyond the model, at most {default:,} ({large:,} on "
+                "GPUs of 70 GiB or more other than the A100)",
+                source=framework.source,
+            )
+        ]
     batch = global_batch(request)
     _, constant = batch_default(request)
     if request.task == "inference":

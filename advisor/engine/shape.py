@@ -110,6 +110,10 @@ def sliding_window_of(config: dict | None, num_layers: int) -> tuple[int | None,
     """
     if not config:
         return None, 0
+    if isinstance(config.get("text_config"), dict):
+        # A multimodal checkpoint (Gemma 3 4B-27B, ...) keeps its language model's attention
+        # settings in text_config; the vision tower holds no KV cache.
+        config = config["text_config"]
     window = config.get("sliding_window")
     if not isinstance(window, int) or window <= 0 or config.get("use_sliding_window") is False:
         return None, 0

@@ -245,10 +245,17 @@ def _launcher(
     if task == "inference":
         tp = gpus_per_node if strategy == "tensor_parallel" else 1
         if framework.key == "vllm":
+            # A batch job, not a server: the offline LLM class batches every prompt itself
+            # (a `vllm serve` alone would wait for a client).
             return [
-                "# vLLM reserves --gpu-memory-utilization of each GPU at start-up (nvidia-smi "
+                "# vLLM's LLM class schedules all your prompts itself (continuous batching, as "
+                "the estimate assumes):",
+                f'#   LLM("MODEL", tensor_parallel_size={tp}, gpu_memory_utilization=0.9)'
+                ".generate(prompts, sampling_params)",
+                "# It reserves --gpu-memory-utilization of each GPU at start-up (nvidia-smi "
                 "shows that much).",
-                f"vllm serve MODEL --tensor-parallel-size {tp} --gpu-memory-utilization 0.9",
+                f"python generate.py --tensor-parallel-size {tp} --gpu-memory-utilization 0.9"
+                "  # your script",
             ]
         if framework.key == "tgi":
             return [f"text-generation-launcher --model-id MODEL --num-shard {tp}"]
