@@ -240,12 +240,30 @@ def decode_weight_bytes(shape: ModelShape, wl: Workload) -> float:
     dequantised output) generates no faster than 16-bit weights and is measured slower, so
     the 16-bit read is a lower bound on its step. Its 4-bit matmul reads the packed weights
     for one sequence but dequantises every layer to 16-bit for a batch (written, then read)."""
+    share = expert_read_share(shape, wl.batch_size)
     if wl.weight_format == "int8":
-        return base_weight_bytes(shape, "bf16")[0]
+        return base_weight_bytes(shape, "bf16")[0] * share
     weights = base_weight_bytes(shape, wl.weight_format)[0]
     if dequantises_per_step(wl):
         weights += 2 * 2 * shape.params_linear
-    return weights
+    return weights * share
+
+
+def expert_read_share(shape: ModelShape, tokens: int) -> float:
+    """The share of a mixture-of-experts model's weights one decoding step of `tokens`
+    sequences reads: every shared weight, and the routed experts some token of the step went
+    to. MoE kernels load only the experts with tokens (vLLM's fused_moe sorts tokens by expert;
+    transformers' loop skips experts with none). With top-k of E routed at random, a token
+    misses a given expert with probability 1 - k/E, so a step touches 1 - (1 - k/E)^tokens of
+    them: the active parameters for one sequence (Mixtral 8x7B: 12.9B of 46.7B), nearly all
+    for a large batch. Dense models: 1."""
+    experts, k = shape.num_experts, shape.experts_per_token
+    total, active = shape.params_total, shape.params_active
+    if not (experts > k > 0 and active < total):
+        return 1.0
+    routed = (total - active) * experts / (experts - k)  # every routed expert's weights
+    touched = 1 - (1 - k / experts) ** max(tokens, 1)
+    return (total - routed * (1 - touched)) / total
 
 
 def dequantises_per_step(wl: Workload) -> bool:

@@ -403,10 +403,17 @@ class Evaluation(OptionWriting, ParallelPlanning):
                 continue
             cand = self.option(f, strategy, unavailable, allowed)
             out.append(cand)
-            # Nodes without a cluster network between them rank after CPU offload on one.
-            fits = cand.fields["fits"] and not spans_without_network(f.node, cand.fields["nodes"])
+            # Nodes without a cluster network between them rank after CPU offload on one. An
+            # option outside the GPU counts allowed (one GPU when two were asked for) is no
+            # reason to skip the layouts that are allowed.
+            usable = bool(allowed)
+            fits = (
+                usable
+                and cand.fields["fits"]
+                and not spans_without_network(f.node, cand.fields["nodes"])
+            )
             fits_elsewhere = fits_elsewhere or fits
-            single_fits = single_fits or (strategy == "single" and cand.headroom)
+            single_fits = single_fits or (strategy == "single" and usable and cand.headroom)
             if f.reasons and cand.headroom:
                 # Ruled out whatever the strategy (retired, a constraint, no bf16): one
                 # option with its numbers says why; the other strategies add nothing.
@@ -428,7 +435,9 @@ class Evaluation(OptionWriting, ParallelPlanning):
             allowed = (f.counts[-1],)
             hard = True
             reasons.append(
-                f"{STRATEGY_NAMES.get(strategy, strategy)} needs more than the "
+                f"This layout uses one GPU; the job is to use {plural(f.counts[0], 'GPU')}."
+                if strategy == "single"
+                else f"{STRATEGY_NAMES.get(strategy, strategy)} needs more than the "
                 f"{plural(f.counts[-1], 'GPU')} allowed here."
             )
         planned = self.plan_layout(f, strategy, allowed, reasons)  # parallel_options.py

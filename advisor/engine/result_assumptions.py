@@ -9,6 +9,7 @@ from advisor.engine import constants as c
 from advisor.engine import scale_cost
 from advisor.engine.compute import (
     dequantises_per_step,
+    expert_read_share,
     peak_tflops,
     training_flops_per_token,
     training_layout,
@@ -340,6 +341,21 @@ def _inference_assumptions(
             source=library.source,
         )
     )
+    share = expert_read_share(shape, wl.batch_size)
+    if share < 1:
+        out.append(
+            _built(
+                Assumption,
+                name="Experts read per step",
+                value=f"{share:.0%} of the weights at {plural(wl.batch_size, 'sequence')} per "
+                f"step: the shared layers and the experts the step's tokens are routed to "
+                f"({shape.experts_per_token} of {shape.num_experts} per token)",
+                source="MoE kernels load only experts that received tokens (vLLM fused_moe "
+                "groups tokens by expert; transformers' sparse MoE blocks skip experts with "
+                "none); with top-k routing spread evenly a step of b tokens touches 1 - (1 - "
+                "k/E)^b of the experts",
+            )
+        )
     if wl.weight_format == "int8":
         out.append(
             _built(

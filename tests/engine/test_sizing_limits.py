@@ -10,6 +10,7 @@ from advisor.engine import estimate, offload
 from advisor.engine.models import EstimateRequest
 from bench.engine_rankings import catalog_from_file, requests
 from tests.engine.catalog_fixture import catalog
+from tests.engine.inputs import config
 
 SPANS = "so a job may not be able to span them"
 
@@ -127,3 +128,23 @@ def test_a_pinned_gpu_count_offers_no_one_gpu_job():
     assert options
     assert not [o for o in options if o.strategy == "single"]
     assert {o.num_gpus for o in options if o.eligible} == {8}
+
+
+def test_a_gpu_count_asked_for_is_planned_even_when_one_gpu_would_do():
+    """Llama 2 13B inference (26 GB of weights) fits one 80 GB GPU; a researcher who asks for
+    two gets two with tensor parallelism, not "nothing fits" because the one-GPU layout (not
+    allowed) had made the two-GPU layouts look pointless."""
+    request = EstimateRequest(
+        config=config("meta-llama__Llama-2-13b-hf"),
+        task="inference",
+        tokens=10**7,
+        accelerator="h100-80-sxm5",
+        num_gpus=2,
+    )
+    result = estimate(request, default_catalog())
+    rec = result.recommendation
+    assert rec is not None
+    assert (rec.num_gpus, rec.strategy) == (2, "tensor_parallel")
+    single = [o for o in result.options if o.strategy == "single"]
+    assert all(not o.eligible for o in single)
+    assert all("the job is to use 2 GPUs" in " ".join(o.reasons) for o in single)
