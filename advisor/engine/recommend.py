@@ -198,8 +198,9 @@ class Evaluation(OptionWriting, ParallelPlanning):
                 distances=self.distances_by_generation.get(self.generations[acc.name].key, ()),
             )
         else:
+            prefill = c.PREFILL_BY_GENERATION.get(self.generations[acc.name].key, c.MFU_PREFILL)
             util = Utilisation(
-                c.MFU_PREFILL.value, label="default for prefill", fixed_source=c.MFU_PREFILL.source
+                prefill.value, label="default for prefill", fixed_source=prefill.source
             )
         peak = peak_tflops(acc, dtype) if dtype else 0.0
         timed = bool(self.tokens is not None and peak)

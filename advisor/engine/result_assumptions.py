@@ -20,7 +20,7 @@ from advisor.engine.models import Assumption, EstimateRequest, trusted
 from advisor.engine.parallel_options import layout_assumptions
 from advisor.engine.recipe import micro_batch_efficiency
 from advisor.engine.shape import ModelShape
-from advisor.engine.speed import decode_speed
+from advisor.engine.speed import decode_speed, generation
 from advisor.engine.uncertainty import memory_uncertainty_assumption
 from advisor.engine.words import plural
 from advisor.engine.workload import batch_default, global_batch
@@ -41,7 +41,7 @@ def assumptions(
         out.extend(_training_assumptions(request, shape, wl, framework, best))
         out.append(scale_cost.assumption(_layout_detail(best, shape, wl)))
     else:
-        out.extend(_inference_assumptions(request, shape, wl))
+        out.extend(_inference_assumptions(request, shape, wl, best))
         out.append(
             _built(
                 Assumption,
@@ -309,7 +309,7 @@ def _full_training_assumptions(wl: Workload, best) -> list[Assumption]:
 
 
 def _inference_assumptions(
-    request: EstimateRequest, shape: ModelShape, wl: Workload
+    request: EstimateRequest, shape: ModelShape, wl: Workload, best=None
 ) -> list[Assumption]:
     """Generation length, prefill utilisation and decoding speed."""
     if shape.family in ENCODER_ONLY_FAMILIES:
@@ -325,7 +325,10 @@ def _inference_assumptions(
             source="KV cache = 2 x layers x KV heads x head dim x tokens x batch x bytes",
         )
     )
-    out.append(c.MFU_PREFILL.assumption(f"{c.MFU_PREFILL.value:.0%}"))
+    prefill = c.MFU_PREFILL
+    if best is not None:
+        prefill = c.PREFILL_BY_GENERATION.get(generation(best.accelerator).key, prefill)
+    out.append(prefill.assumption(f"{prefill.value:.0%}"))
     library = decode_speed(wl.decode_framework)
     out.append(
         _built(

@@ -236,6 +236,35 @@ MICROBATCH_SATURATION_TOKENS = Constant(
 )
 
 
+# llm-foundry's A100-40GB MFU for MPT-1B to 13B, what MFU_TRAINING_CDNA2 was transferred from.
+FOUNDRY_A100_40GB_MFU = 0.51
+# Prefill is the forward pass's matmuls, so a generation whose training default was set by a
+# comparison with an A100 runs its prompts at the same share of the A100's figure per peak FLOP.
+MFU_PREFILL_XE_HPC = Constant(
+    "Model FLOPs utilisation, prefill (Intel Xe-HPC: Max 1550)",
+    MFU_PREFILL.value * MFU_TRAINING_XE_HPC.value / MFU_TRAINING_FLASH.value,
+    "of the dense peak",
+    "the prefill default (50 %) x the Max 1550's training default over the A100 figure it was "
+    "matched to (22 % / 60 %: a Max 1550 trains about as fast as an A100, the Turing's HPC "
+    "Days 2024 talk); ALCF measured 273 TFLOP/s bf16 GEMM on a Max 1550, a third of its 839 "
+    "peak, so half its peak is out of reach for prompt matmuls too",
+    "prompt processing on a Max 1550 runs about as fast as on an A100, not at half its peak",
+)
+MFU_PREFILL_CDNA = Constant(
+    "Model FLOPs utilisation, prefill (AMD CDNA2/CDNA3)",
+    MFU_PREFILL.value * MFU_TRAINING_CDNA2.value / FOUNDRY_A100_40GB_MFU,
+    "of the dense peak",
+    "the prefill default (50 %) x the MI250's training default over the A100-40GB MFU it was "
+    "transferred from (35 % / 51 %: MosaicML measured MI250 within 80 % of an A100-40GB per "
+    "GPU, databricks.com/blog/amd-mi250, 2023-06-30)",
+    "ROCm kernels reach a smaller share of the peak than CUDA ones on the same models",
+)
+PREFILL_BY_GENERATION: dict[str, Constant] = {
+    "intel-xe-hpc": MFU_PREFILL_XE_HPC,
+    "amd-cdna2": MFU_PREFILL_CDNA,
+    "amd-cdna3": MFU_PREFILL_CDNA,
+}
+
 MFU_BY_GENERATION.update(
     {
         # generation -> (default, the model width it was measured at)
