@@ -177,8 +177,37 @@ def _nothing_fits(request: EstimateRequest, catalog: CatalogSpec, wl: Workload) 
         return ["The catalog has no systems: load one (manage.py load_catalog) to get options."]
     return [
         "Nothing in the catalog fits within the constraints; see each option's reasons.",
+        *_constraints_no_system_meets(request, catalog),
         *_what_would_help(request, wl),
     ]
+
+
+def _constraints_no_system_meets(request: EstimateRequest, catalog: CatalogSpec) -> list[str]:
+    """A constraint that alone rules out every system in service, said first: no model or
+    setup change helps with those."""
+    cons = request.constraints
+    systems = [s for s in catalog.systems if s.status != "retired" and s.node_types]
+    out = []
+    if not any(cons.data_sensitivity in s.data_sensitivity for s in systems):
+        gpuless = [
+            s.display_name
+            for s in catalog.systems
+            if s.status != "retired"
+            and not s.node_types
+            and cons.data_sensitivity in s.data_sensitivity
+        ]
+        out.append(
+            f"No system with GPUs in the catalog is approved for {cons.data_sensitivity} data"
+            + (f" ({', '.join(gpuless)} is, without GPUs)" if gpuless else "")
+            + ": ask research computing where the data may be processed on GPUs before it moves."
+        )
+    if cons.needs_notebooks and not any(s.notebooks for s in systems):
+        out.append("No system in the catalog offers notebooks: the work has to run as batch jobs.")
+    if cons.needs_cloud is True and not any(s.kind == "cloud" for s in systems):
+        out.append("The catalog has no cloud service.")
+    if cons.needs_cloud is False and not any(s.kind != "cloud" for s in systems):
+        out.append("Every system in the catalog is a cloud service, and cloud was ruled out.")
+    return out
 
 
 def _input_warnings(request: EstimateRequest, shape: ModelShape, wl: Workload) -> list[str]:

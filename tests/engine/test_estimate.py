@@ -8,6 +8,7 @@ import pytest
 from advisor.engine import ENGINE_VERSION, estimate
 from advisor.engine.models import CatalogSpec, EstimateRequest, EstimateResult
 from tests.engine.catalog_fixture import catalog
+from tests.engine.inputs import default_catalog
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
 LLAMA2_7B = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
@@ -105,6 +106,25 @@ def test_confidential_data_rules_out_public_only_systems():
     result = run(task="inference", tokens=10**6, constraints={"data_sensitivity": "confidential"})
     cosma = options_for(result, "cosma8")[0]
     assert cosma.reasons[0] == "COSMA8 is not approved for confidential data (allowed: public)."
+
+
+def test_when_no_gpu_system_takes_the_data_the_warning_says_that_first():
+    """On the real default catalog only the Turing TRE takes confidential data, and it has no
+    GPUs: the researcher is told that, not only "nothing fits"."""
+    result = estimate(
+        EstimateRequest(
+            params=1_000_000_000,
+            task="lora",
+            tokens=10**7,
+            constraints={"data_sensitivity": "confidential"},
+        ),
+        default_catalog(),
+    )
+    assert result.recommendation is None
+    assert result.warnings[1].startswith(
+        "No system with GPUs in the catalog is approved for confidential data (Turing Trusted "
+        "Research Environment"
+    )
 
 
 def test_small_job_suggests_trial_access():
