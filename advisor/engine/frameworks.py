@@ -120,11 +120,19 @@ TRAINING_FRAMEWORKS = {
         checkpoint_levels=("none", "full"),
         launcher="tune",
         tensor_parallel_training=True,
+        # Its *_distributed recipes shard the model with FSDP2 (training.shard_model,
+        # fully_shard), with fsdp_cpu_offload for the CPU-offload layout; there is no DDP or
+        # DeepSpeed ZeRO recipe.
+        data_parallel=("single", "fsdp", "zero3_offload"),
+        shards_instead="its distributed recipes shard weights, gradients and optimizer states "
+        "with FSDP",
         source="pytorch/torchtune recipes/configs/llama3_1/8B_qlora_single_device.yaml and "
         "8B_full_single_device.yaml: dtype bf16 (no fp32 master weights), "
         "enable_activation_checkpointing True, loss CEWithChunkedOutputLoss / "
         "LinearCrossEntropyLoss; recipes/full_finetune_distributed.py: tensor_parallel_dim "
-        "with a tensor_parallel_plan (tensor parallel within the node, FSDP over the rest)",
+        "with a tensor_parallel_plan (tensor parallel within the node, FSDP over the rest); "
+        "the distributed recipes shard with FSDP2 (torchtune/training/_distributed.py "
+        "shard_model)",
         quantises_head=False,
     ),
     "unsloth": Framework(

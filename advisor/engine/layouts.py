@@ -85,6 +85,10 @@ def strategies_for(
             wanted = [s for s in wanted if s != "single"]
     offered = None if library is None else library.data_parallel
     if offered is not None and request.strategy is None:
+        if "fsdp" in offered and "zero3" not in offered:
+            # A library that shards with FSDP only (torchtune): its full sharding in ZeRO-3's
+            # place.
+            wanted = ["fsdp" if s == "zero3" else s for s in wanted]
         wanted = [s for s in wanted if s in offered or s == "tensor_parallel"]
     out = []
     for strategy in wanted:

@@ -29,7 +29,7 @@ from advisor.engine.models import (
     Recipe,
 )
 from advisor.engine.options import NodeFacts, Planned, gb, nodes_for, trusted
-from advisor.engine.recipe import Choice
+from advisor.engine.recipe import LEVEL_WORDS, Choice
 from advisor.engine.words import plural
 
 
@@ -228,7 +228,7 @@ class ParallelPlanning:
     def tensor_parallel_reason(
         self, f: NodeFacts, tp: int, n: int, choice: Choice, need: int, pp: int = 1
     ) -> str:
-        """Why this degree: what it makes fit, against ZeRO-3 on the same GPUs, and what its
+        """Why this degree: what it makes fit, against sharding on the same GPUs, and what its
         collectives (and pipeline bubble) cost."""
         dp = n // (tp * pp)
         layout = (
@@ -239,19 +239,21 @@ class ParallelPlanning:
         search = self.search_for(f.extra)
         per_rank = math.ceil(search.global_batch / n)
         accumulation = max(1, math.ceil(per_rank / choice.micro))
-        # Against the library's own alternative: ZeRO-3, or DDP where it has none (Megatron).
+        # Against the library's own alternative: ZeRO-3, FSDP (torchtune), or DDP where it
+        # shards neither (Megatron).
         offered = self.framework.data_parallel
-        other = "ZeRO-3" if offered is None or "zero3" in offered else "DDP"
+        other, other_strategy = "ZeRO-3", "zero3"
+        if offered is not None and "zero3" not in offered:
+            other, other_strategy = ("FSDP", "fsdp") if "fsdp" in offered else ("DDP", "ddp")
         alone = search.step_total(
-            other.lower().replace("-", ""), n, choice.level, choice.optimizer, choice.micro,
-            accumulation,
-        )  # fmt: skip
+            other_strategy, n, choice.level, choice.optimizer, choice.micro, accumulation
+        )
         alone += f.extra
         if need <= f.capacity < alone:
             said = (
                 f"{layout} makes it fit {n} x {f.capacity_gb} without offload; "
                 f"{other} on the same GPUs with the same recipe (micro-batch "
-                f"{choice.micro}, {choice.level} checkpointing) would need {gb(alone)} per GPU"
+                f"{choice.micro}, {LEVEL_WORDS[choice.level]}) would need {gb(alone)} per GPU"
             )
         else:
             said = (

@@ -21,6 +21,7 @@ from bench.engine_rankings import catalog_from_file
 CONFIGS = Path(__file__).resolve().parent / "configs"
 LLAMA2_70B = "meta-llama__Llama-2-70b-hf"
 LLAMA3_8B = "meta-llama__Meta-Llama-3-8B"
+LLAMA2_13B = "meta-llama__Llama-2-13b-hf"
 TOKENS = 100_000_000
 
 
@@ -52,21 +53,21 @@ def on(result, accelerator: str, strategy: str | None = None) -> list:
     ]
 
 
-def test_70b_full_finetune_on_8x80gb_gets_tensor_parallel_or_zero3_without_offload():
-    """torchtune's 70B full fine-tune on one 8 x 80 GB node: tensor parallel 8 or ZeRO-3
-    (FSDP) fit on the GPUs; the recommendation is whichever costs fewer GPU hours, never
-    CPU offload."""
+def test_70b_full_finetune_on_8x80gb_gets_tensor_parallel_or_fsdp_without_offload():
+    """torchtune's 70B full fine-tune on one 8 x 80 GB node: tensor parallel 8 or FSDP (its
+    distributed recipes' sharding, ZeRO-3's memory) fit on the GPUs; the recommendation is
+    whichever costs fewer GPU hours, never CPU offload."""
     result = run(framework="torchtune", num_gpus=8, accelerator="h100-80-sxm5")
     best = result.recommendation
-    assert best.strategy in ("tensor_parallel", "zero3")
+    assert best.strategy in ("tensor_parallel", "fsdp")
     assert best.recipe.offload == "none"
     assert best.fits
     assert best.num_gpus == 8
     tp = on(result, "h100-80-sxm5", "tensor_parallel")
-    zero3 = on(result, "h100-80-sxm5", "zero3")
+    fsdp = on(result, "h100-80-sxm5", "fsdp")
     assert tp, "tensor parallel fits one 8-GPU H100 node"
-    assert zero3, "ZeRO-3 fits one 8-GPU H100 node"
-    assert best.gpu_hours <= min(o.gpu_hours for o in tp + zero3)
+    assert fsdp, "FSDP fits one 8-GPU H100 node"
+    assert best.gpu_hours <= min(o.gpu_hours for o in tp + fsdp)
     assert tp[0].recipe.tp in (2, 4, 8)
     assert tp[0].recipe.strategy == "tensor_parallel"
     why = " ".join(tp[0].recipe.reasons)
@@ -75,14 +76,14 @@ def test_70b_full_finetune_on_8x80gb_gets_tensor_parallel_or_zero3_without_offlo
 
 
 def test_tensor_parallel_makes_it_fit_without_offload_and_says_so():
-    """On 8 x A100 80 GB ZeRO-3 alone needs more than 80 GB per GPU without checkpointing;
-    tensor parallel 8 fits and the reason names what it replaces."""
+    """On 8 x A100 80 GB FSDP alone (torchtune's sharding) needs more than 80 GB per GPU
+    without checkpointing; tensor parallel 8 fits and the reason names what it replaces."""
     result = run(framework="torchtune", num_gpus=8, accelerator="a100-80-sxm4")
     tp = on(result, "a100-80-sxm4", "tensor_parallel")
     assert tp
     reason = tp[0].recipe.reasons[0]
     assert "makes it fit 8 x 80.0 GB without offload" in reason
-    assert "ZeRO-3 on the same GPUs with the same recipe" in reason
+    assert "FSDP on the same GPUs with the same recipe" in reason
 
 
 def test_a_pinned_tensor_parallel_degree_is_kept():
@@ -126,9 +127,9 @@ def test_offload_loses_to_full_checkpointing_when_both_fit():
     fits without it: offload's host traffic and CPU optimizer step cost more GPU hours than
     recomputing a third of the FLOPs, so the recommendation checkpoints."""
     common = {"framework": "torchtune", "num_gpus": 8, "accelerator": "h100-80-sxm5"}
-    checkpointed = run(strategy="zero3", **common)
+    checkpointed = run(strategy="fsdp", **common)
     offloaded = run(strategy="zero3_offload", **common)
-    zero3 = on(checkpointed, "h100-80-sxm5", "zero3")[0]
+    zero3 = on(checkpointed, "h100-80-sxm5", "fsdp")[0]
     cpu = on(offloaded, "h100-80-sxm5", "zero3_offload")[0]
     assert zero3.recipe.checkpointing == "full"
     assert zero3.recipe.offload == "none"
@@ -372,3 +373,18 @@ def test_pinned_pipeline_stages_are_the_layout_even_where_one_gpu_would_do():
     result = run("meta-llama__Llama-2-7b-hf", framework="megatron", pipeline_parallel=2, num_gpus=8)
     assert {o.strategy for o in result.options} == {"tensor_parallel"}
     assert all(o.recipe.pp == 2 for o in result.options if o.recipe is not None)
+
+
+def test_torchtune_is_offered_its_own_fsdp_not_deepspeed_stages():
+    """torchtune's distributed recipes shard with FSDP; it has no DDP or DeepSpeed ZeRO
+    recipe. Its multi-GPU options are FSDP (or tensor parallel), and the script runs its
+    distributed recipe."""
+    result = run(LLAMA2_13B, task="full_finetune", framework="torchtune")
+    strategies = {o.strategy for o in result.options}
+    assert "fsdp" in strategies
+    assert not strategies & {"ddp", "zero1", "zero2", "zero3"}
+    asked = run(LLAMA2_13B, task="full_finetune", framework="torchtune", strategy="zero2")
+    zero2 = [o for o in asked.options if o.strategy == "zero2"]
+    assert zero2
+    assert not any(o.eligible for o in zero2)
+    assert "torchtune has no ZeRO stage 2" in " ".join(zero2[0].reasons)
