@@ -149,7 +149,9 @@ class ParallelPlanning:
                 return planned
             return self.ruled_out_tensor_parallel(f, reasons)
         sized = self.plan(f, strategy, allowed, reasons)
-        breakdown, recipe, recipe_reasons = self.breakdown(strategy, sized.n, sized.choice, f.extra)
+        breakdown, recipe, recipe_reasons = self.breakdown(
+            strategy, sized.n, sized.choice, f.extra, f.capacity - f.extra
+        )
         return Planned(*sized, breakdown, recipe, recipe_reasons, False)
 
     def ruled_out_tensor_parallel(self, f: NodeFacts, reasons: list[str]) -> Planned:
@@ -219,7 +221,9 @@ class ParallelPlanning:
         key = tp_layout.layout_key(tp, pp)
         why: list[str] = []
         sized = self.plan(f, key, allowed, why)
-        breakdown, recipe, recipe_why = self.breakdown(key, sized.n, sized.choice, f.extra)
+        breakdown, recipe, recipe_why = self.breakdown(
+            key, sized.n, sized.choice, f.extra, f.capacity - f.extra
+        )
         need = breakdown.total_bytes
         cost = (sized.gpu_hours or 0.0) if need <= f.capacity else float(need)
         rank = (need > f.capacity, need > f.headroom_limit, cost, sized.n, tp, pp)

@@ -353,8 +353,16 @@ class RecipeSearch:
 
     # --- words ---
 
-    def reasons(self, choice: Choice, strategy: str, n: int, extra: float = 0.0) -> list[str]:
-        """Why this recipe: what each memory-saving knob buys, in the practitioner's terms."""
+    def reasons(
+        self,
+        choice: Choice,
+        strategy: str,
+        n: int,
+        extra: float = 0.0,
+        capacity: float | None = None,
+    ) -> list[str]:
+        """Why this recipe: what each memory-saving knob buys, in the practitioner's terms.
+        `capacity`: the bytes per GPU the recipe was sized for (without `extra`)."""
         if not self.training:
             return []
         out = []
@@ -363,10 +371,25 @@ class RecipeSearch:
             without = self.model.linear(strategy, n, "none", choice.optimizer)
             need = without[0] + choice.micro * without[1] + extra
             more = choice.flops_per_token / self.flops["none"] - 1
-            if need > (choice.total + extra) * 1.0001:
+            fits_without = capacity is None or without[0] + without[1] <= capacity
+            if choice.micro > 1 and fits_without and capacity is not None:
+                # Chosen for speed: without recomputation only a smaller micro-batch fits,
+                # and the search found it slower even with the recomputation added.
+                largest = max(int((capacity - without[0]) // max(without[1], 1.0)), 1)
+                out.append(
+                    f"{LEVEL_WORDS[choice.level]} lets micro-batch {choice.micro} fit, which "
+                    f"runs faster even at +{more:.0%} compute than micro-batch {largest}, the "
+                    "largest that fits without it."
+                )
+            elif need > (choice.total + extra) * 1.0001:
+                smallest = without[0] + without[1] + extra
                 out.append(
                     f"{LEVEL_WORDS[choice.level]} makes it fit {gpus} at +{more:.0%} compute; "
-                    f"without it it needs {need / 1e9:.0f} GB per GPU."
+                    + (
+                        f"without it even a micro-batch of 1 needs {smallest / 1e9:.0f} GB per GPU."
+                        if choice.micro > 1
+                        else f"without it it needs {need / 1e9:.0f} GB per GPU."
+                    )
                 )
         elif self.default_level != "none" and "none" in self.levels:
             # Said as a share of the checkpointed run's compute: recomputation adds 50 % to a

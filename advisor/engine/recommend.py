@@ -247,10 +247,13 @@ class Evaluation(OptionWriting, ParallelPlanning):
             )
         return found
 
-    def breakdown(self, strategy: str, n: int, choice: Choice, extra: float) -> tuple:
+    def breakdown(
+        self, strategy: str, n: int, choice: Choice, extra: float, capacity: float | None = None
+    ) -> tuple:
         """(memory breakdown, recipe, the recipe's reasons) for one layout on one stack; the
-        options with that layout share them."""
-        key = (strategy, n, id(choice), extra)
+        options with that layout share them. `capacity`: the bytes per GPU the recipe was
+        sized for (the reasons say what a smaller recipe would have fitted)."""
+        key = (strategy, n, id(choice), extra, capacity)
         found = self.breakdowns.get(key)
         if found is not None:
             return found
@@ -259,7 +262,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
         if extra:
             parts["cuda_context"] += int(extra)
             parts["total_bytes"] += int(extra)
-        why = search.reasons(choice, strategy, n, extra)
+        why = search.reasons(choice, strategy, n, extra, capacity)
         found = self.breakdowns[key] = (
             trusted(MemoryBreakdown, parts),
             trusted(Recipe, search.recipe_fields(choice, strategy, n, why)),

@@ -99,3 +99,46 @@ def test_the_torchtune_command_carries_the_stepping_the_estimate_assumed():
     )
     assert "tune run full_finetune" in result.slurm_script
     assert "optimizer_in_bwd=True enable_activation_offloading=True" in result.slurm_script
+
+
+def test_the_checkpointing_reason_says_whether_it_buys_memory_or_speed():
+    """Checkpointing chosen because nothing fits without it names what even one sequence per
+    micro-batch would need; chosen because a larger micro-batch runs faster, it says so and
+    names the largest micro-batch that fits without it (the first read "needs 585 GB" for
+    Qwen2.5-14B QLoRA at micro-batch 8, the second claimed it was needed to fit)."""
+    from tests.engine.inputs import config, default_catalog
+
+    needed = estimate(
+        EstimateRequest(
+            config=config("Qwen__Qwen2.5-7B"),
+            task="qlora",
+            precision="int4",
+            tokens=10**8,
+            seq_len=8192,
+            accelerator="a100-40-sxm4",
+        ),
+        default_catalog(),
+    ).recommendation
+    why = " ".join(needed.recipe.reasons)
+    assert needed.recipe.checkpointing == "full"
+    if needed.recipe.micro_batch > 1:
+        assert "without it even a micro-batch of 1 needs" in why
+    else:
+        assert "without it it needs" in why
+    # On one 32 GB MI100 (the option, whatever the software matrix says of the GPU).
+    result = estimate(
+        EstimateRequest(
+            config=config("meta-llama__Llama-2-13b-hf"),
+            task="lora",
+            tokens=10**8,
+            seq_len=128,
+            batch_size=64,
+        ),
+        default_catalog(),
+    )
+    (faster,) = [o for o in result.options if o.accelerator == "mi100-32" and o.num_gpus == 1]
+    assert faster.recipe.checkpointing == "full"
+    assert (
+        f"lets micro-batch {faster.recipe.micro_batch} fit, which runs faster even at +50% "
+        "compute than micro-batch 2, the largest that fits without it"
+    ) in " ".join(faster.recipe.reasons)
