@@ -223,13 +223,13 @@ def filled_batch(
 ) -> int:
     """`kv_filled_batch` for one option: its GPU's capacity and library limit, its memory per
     GPU (a MemoryBreakdown sized for `wl.batch_size` sequences)."""
-    requests = inference_requests(wl, tokens) if tokens else batch_limit(framework, acc)
+    limit = batch_limit(framework, acc) or 1
     return kv_filled_batch(
-        batch_limit(framework, acc),
+        limit,
         capacity * (framework.preallocates or 1.0),
         memory.total_bytes,
         memory.kv_cache / max(wl.batch_size, 1),
-        requests,
+        inference_requests(wl, tokens) if tokens else limit,
     )
 
 

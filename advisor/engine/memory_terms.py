@@ -64,8 +64,8 @@ class Workload:
     # Whether 16-bit training runs under torch.autocast (False: DeepSpeed's and Megatron's
     # fp16/bf16 modes cast the model itself, frameworks.Framework.autocast).
     framework_autocast: bool = True
-    # Inference with no batch given under a library that schedules the job's prompts itself
-    # (vLLM): each option runs as many sequences at once as its KV cache holds
+    # A batch inference job (tokens given, no batch) under a library that schedules the job's
+    # prompts itself (vLLM): each option runs as many sequences at once as its KV cache holds
     # (compute.kv_filled_batch); `batch_size` is the one sequence memory is sized for.
     fills_kv_cache: bool = False
 

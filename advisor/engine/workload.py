@@ -397,8 +397,10 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         tuple_kv_cache=framework.tuple_kv_cache and not training,
         quant_method=request.quantization or "bitsandbytes",
         framework_autocast=framework.autocast,
+        # A batch job (tokens given): a service's concurrency is its traffic's.
         fills_kv_cache=not training
         and framework.max_num_seqs is not None
+        and request.tokens is not None
         and request.batch_size is None
         and request.micro_batch is None,
     )

@@ -150,3 +150,19 @@ def test_a_mixture_of_experts_decodes_one_sequence_at_the_speed_of_its_active_we
     # A batch of 64 sequences sends tokens to every expert: the whole model is read.
     batched = hours("mistralai__Mixtral-8x7B-v0.1", batch_size=64)
     assert assumption(batched, "Experts read per step").value.startswith("100% of the weights")
+
+
+def test_a_service_without_a_job_size_keeps_the_one_request_batch():
+    """With no tokens there is no batch job to schedule: a service's concurrency is its
+    traffic's, so vLLM's estimate stays at one request and says more fit."""
+    result = estimate(
+        EstimateRequest(
+            config=bundled("meta-llama/Llama-3.1-8B-Instruct"), task="inference", framework="vllm"
+        ),
+        default_catalog(),
+    )
+    assert assumption(result, "Concurrent requests").value.startswith("1 request")
+    assert any(
+        "more concurrent requests fit than the batch estimated" in r
+        for r in result.recommendation.reasons
+    )
