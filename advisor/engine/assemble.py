@@ -88,6 +88,9 @@ def estimate_shape(
         lean = replace(wl, batch_size=request.micro_batch or 1) if wl.training else wl
         memory = MemoryBreakdown.model_construct(**memory_per_gpu(shape, lean, "single", 1))
         warnings.extend(_nothing_fits(request, catalog, wl))
+        hint = _logits_hint(memory, framework, lean)
+        if hint is not None:
+            warnings.append(hint)
     flops = training_flops_per_token(shape, wl) if wl.training else 2 * shape.flop_params
     justification = draft(
         request=request,
@@ -324,6 +327,26 @@ def _recommendation_reasons(best, candidates, wl: Workload, framework, why: str)
 
 # The loss's logits are this share of a GPU's need or more: worth a practitioner's attention.
 _LOGITS_WORTH_A_HINT = 0.25
+
+
+_LOGITS_TOO_LARGE = 10e9  # bytes of logits no GPU spares easily
+
+
+def _logits_hint(memory: MemoryBreakdown, framework, wl: Workload) -> str | None:
+    """When nothing fits: the Trainer's fp32 logits for one sequence, where they are a large
+    share of what one GPU would need, and the fused loss that never builds them."""
+    if framework.key != "hf_trainer" or wl.logits_per_entry is not None:
+        return None
+    # Checked against a share of the need and a size of their own: without checkpointing
+    # the activations of a long sequence dwarf everything, though the logits alone would not
+    # fit most GPUs either.
+    if memory.logits < min(_LOGITS_WORTH_A_HINT * memory.total_bytes, _LOGITS_TOO_LARGE):
+        return None
+    return (
+        f"The loss's fp32 logits alone take {memory.logits / 1e9:.0f} GB for a micro-batch of "
+        f"{plural(wl.batch_size, 'sequence')}: Liger Kernel's fused linear cross-entropy "
+        "(use_liger_kernel=True; fused_loss: true estimates it) never builds them."
+    )
 
 
 def _fused_loss_hint(opt, framework) -> str | None:

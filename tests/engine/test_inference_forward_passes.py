@@ -226,3 +226,25 @@ def test_bitsandbytes_4_bit_generation_is_fast_alone_and_slow_in_batches():
     assert hours("int4", 8)[0] > hours("bf16", 8)[0]
     assert hours("int4", 8)[1] is True
     assert hours("int4", 8, "gptq")[0] < hours("bf16", 8)[0]
+
+
+def test_when_nothing_fits_a_long_context_the_warning_names_the_fused_loss():
+    """LoRA on Llama 3.1 8B at 131,072 tokens under the Trainer: its fp32 logits alone are
+    131,072 x 128,256 x 12 bytes = 202 GB for one sequence, more than any GPU holds, so
+    nothing fits; the warning says so and names the switch, with which one GPU does."""
+    common = {
+        "config": config("meta-llama__Meta-Llama-3-8B"),
+        "task": "lora",
+        "seq_len": 131_072,
+        "tokens": 10**8,
+    }
+    plain = estimate(EstimateRequest(**common), default_catalog())
+    assert plain.recommendation is None
+    assert any(
+        w.startswith("The loss's fp32 logits alone take 202 GB for a micro-batch of 1 sequence")
+        and "fused_loss: true" in w
+        for w in plain.warnings
+    )
+    fused = estimate(EstimateRequest(fused_loss=True, **common), default_catalog())
+    assert fused.recommendation is not None
+    assert fused.recommendation.num_gpus == 1
