@@ -345,7 +345,8 @@ def _logits_hint(memory: MemoryBreakdown, framework, wl: Workload) -> str | None
     return (
         f"The loss's fp32 logits alone take {memory.logits / 1e9:.0f} GB for a micro-batch of "
         f"{plural(wl.batch_size, 'sequence')}: Liger Kernel's fused linear cross-entropy "
-        "(use_liger_kernel=True; fused_loss: true estimates it) never builds them."
+        "(use_liger_kernel=True) never builds them: choose the Trainer with Liger Kernel in the "
+        "flowchart, or fused_loss: true in the API, to estimate it."
     )
 
 
@@ -362,6 +363,7 @@ def _fused_loss_hint(opt, framework) -> str | None:
         f"{opt.memory_per_gpu_bytes / 1e9:.1f} GB per GPU. Liger Kernel's fused linear "
         "cross-entropy (use_liger_kernel=True in TrainingArguments or TRL's SFTConfig; Triton "
         "kernels, benchmarked by linkedin/Liger-Kernel on NVIDIA A100s) never materialises "
-        "them, so a larger micro-batch or a smaller GPU may fit; not assumed here "
-        "(fused_loss: true estimates it)."
+        "them, so a larger micro-batch or a smaller GPU may fit; not assumed here (choose the "
+        "Trainer with Liger Kernel in the flowchart, or fused_loss: true in the API, to "
+        "estimate it)."
     )

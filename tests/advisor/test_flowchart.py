@@ -188,3 +188,18 @@ def test_mermaid_marks_the_path_in_words():
         in text
     )
     assert 'azure_full(["Submit a full Azure request"])' in text
+
+
+@pytest.mark.parametrize("key", ["default", "lancaster", "uva"])
+def test_the_trainer_with_liger_kernel_asks_for_a_fused_loss(key):
+    """A researcher who will add Liger Kernel to the Trainer says so in the library question:
+    the estimate runs the Trainer with the fused loss (no fp32 logits)."""
+    from advisor.chart_walk import answer_fields
+
+    chart = load_chart(key)
+    fields = answer_fields(chart, {"framework_training": "hf_trainer_liger"})
+    assert fields["framework"] == "hf_trainer"
+    assert fields["fused_loss"] is True
+    plain = answer_fields(chart, {"framework_training": "hf_trainer"})
+    assert plain["framework"] == "hf_trainer"
+    assert "fused_loss" not in plain

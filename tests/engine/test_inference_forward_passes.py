@@ -128,8 +128,9 @@ def test_long_context_lora_with_the_trainer_is_told_its_logits_and_the_fused_los
         f"{trainer.memory_per_gpu_bytes / 1e9:.1f} GB per GPU. Liger Kernel's fused linear "
         "cross-entropy (use_liger_kernel=True in TrainingArguments or TRL's SFTConfig; Triton "
         "kernels, benchmarked by linkedin/Liger-Kernel on NVIDIA A100s) never materialises "
-        "them, so a larger micro-batch or a smaller GPU may fit; not assumed here "
-        "(fused_loss: true estimates it)."
+        "them, so a larger micro-batch or a smaller GPU may fit; not assumed here (choose the "
+        "Trainer with Liger Kernel in the flowchart, or fused_loss: true in the API, to "
+        "estimate it)."
     ]
     assert not any("Liger" in r for r in lora("torchtune").reasons)
 
