@@ -253,6 +253,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
         """(memory breakdown, recipe, the recipe's reasons) for one layout on one stack; the
         options with that layout share them. `capacity`: the bytes per GPU the recipe was
         sized for (the reasons say what a smaller recipe would have fitted)."""
+        capacity = capacity if self.training else None  # only training's reasons read it
         key = (strategy, n, id(choice), extra, capacity)
         found = self.breakdowns.get(key)
         if found is not None:
