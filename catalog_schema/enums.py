@@ -32,9 +32,11 @@ TASK_LABELS = labelled(
     },
 )
 
-Precision = Literal["fp32", "fp16", "bf16", "int8", "int4"]
+# fp8: 8-bit floating-point weights (E4M3) for inference; no training recipe uses it here.
+Precision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
 PRECISION_LABELS = labelled(
-    Precision, {"fp32": "FP32", "fp16": "FP16", "bf16": "BF16", "int8": "INT8", "int4": "INT4"}
+    Precision,
+    {"fp32": "FP32", "fp16": "FP16", "bf16": "BF16", "fp8": "FP8", "int8": "INT8", "int4": "INT4"},
 )
 
 # secure: a Trusted Research Environment; the flow routes sensitive data there.

@@ -170,6 +170,7 @@ def _recommended(best, candidates, wl: Workload, framework, why: str, model_name
         stepping=(wl.optimizer_in_backward, wl.checkpoint_offload),
         # Asked of a library whose own loss keeps the full logits: Liger under the Trainer.
         fused_loss=wl.training and wl.logits_per_entry == 0.0 and framework.logits_bytes is None,
+        fp8=wl.weight_format == "fp8",
     )
     return recommendation, slurm_script
 
@@ -225,7 +226,27 @@ def _input_warnings(request: EstimateRequest, shape: ModelShape, wl: Workload) -
         warnings.append("No token count given: GPU hours cannot be estimated, only memory.")
     if wl.task == "inference" and request.tokens is None:
         warnings.append("No token count given: GPU hours need the total prompt + generated tokens.")
+    sixteen_bit = wl.weight_format in ("fp32", "fp16", "bf16")
+    if wl.task == "inference" and sixteen_bit and _stored_in_fp8(request):
+        warnings.append(
+            "The checkpoint is stored in fp8 (its quantization_config): precision fp8 serves it "
+            f"as published, with about half the memory of {wl.weight_format}, which needs a "
+            "converted copy."
+        )
     return warnings
+
+
+def _stored_in_fp8(request: EstimateRequest) -> bool:
+    """Whether the model's config says its weights are stored in fp8 (DeepSeek-V3/R1, the
+    *-FP8 releases of Qwen3 and Llama)."""
+    config = request.config or (request.hub.config if request.hub is not None else None) or {}
+    quantization = config.get("quantization_config")
+    if request.hub is not None and request.hub.quantization_config:
+        quantization = request.hub.quantization_config
+    if not isinstance(quantization, dict):
+        return False
+    method = str(quantization.get("quant_method", "")).lower()
+    return method == "fp8" or method == "compressed-tensors" and "fp8" in str(quantization).lower()
 
 
 def _recipe_workload(wl: Workload, recipe) -> Workload:
@@ -256,7 +277,10 @@ def _what_would_help(request: EstimateRequest, wl: Workload) -> list[str]:
     """Plain suggestions that cut memory, for when nothing fits."""
     hints = []
     if wl.task == "inference" and wl.weight_format in ("fp32", "fp16", "bf16"):
-        hints.append("int8 or int4 weights would cut the weights to a half or a quarter.")
+        hints.append(
+            "fp8 weights (vLLM, on NVIDIA Turing or newer or AMD MI300) or int8 would halve "
+            "the weights, int4 would quarter them."
+        )
     if wl.training and request.gradient_checkpointing is False:
         hints.append(
             "You ruled out gradient checkpointing; it keeps only each layer's input for backward."

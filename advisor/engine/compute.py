@@ -44,7 +44,7 @@ def compute_dtype_for(acc: AcceleratorSpec, wl: Workload) -> str | None:
     if wl.compute_dtype == "bf16" and not (acc.bf16_supported and acc.bf16_tflops):
         # Quantised weights compute in whatever 16-bit type the GPU has; an explicit bf16
         # request cannot silently become fp16 (different numerics, loss scaling).
-        if wl.precision in ("int8", "int4") or wl.task == "qlora" and wl.precision == "int4":
+        if wl.precision in ("fp8", "int8", "int4") or wl.task == "qlora" and wl.precision == "int4":
             return "fp16" if peak_tflops(acc, "fp16") else None
         return None
     return wl.compute_dtype if peak_tflops(acc, wl.compute_dtype) else None

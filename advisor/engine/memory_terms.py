@@ -24,7 +24,7 @@ class Workload:
 
     task: str  # inference | full_finetune | pretrain | lora | qlora
     precision: str  # as requested
-    weight_format: str  # fp32 | fp16 | bf16 | int8 | int4 (how the base weights are stored)
+    weight_format: str  # fp32 | fp16 | bf16 | fp8 | int8 | int4 (how base weights are stored)
     compute_dtype: str  # fp32 | fp16 | bf16 (what the matmuls run in)
     batch_size: int
     seq_len: int
@@ -119,6 +119,10 @@ def base_weight_bytes(
 ) -> tuple[float, float]:
     """(bytes of the stored weights, bytes of the quantisation constants)."""
     total = shape.params_total
+    if weight_format == "fp8":
+        # vLLM and transformers quantise the blocks' linear layers; the rest stays 16-bit.
+        linear = shape.params_linear
+        return linear * 1 + (total - linear) * 2, linear * c.FP8_BLOCK_SCALES.value
     if weight_format in ("int8", "int4"):
         linear = shape.params_linear
         kept = total - linear  # embeddings, LM head, norms stay in 16-bit

@@ -83,6 +83,7 @@ def sbatch_script(
     framework: Framework | None = None,
     stepping: tuple[bool, bool] = (False, False),
     fused_loss: bool = False,
+    fp8: bool = False,
 ) -> str | None:
     """`platform` ("cuda", "rocm", "xpu"): non-NVIDIA GPUs get what to change, as comments,
     and Intel GPUs an MPI launcher with oneCCL instead of torchrun. `stepping`: (optimizer
@@ -148,7 +149,7 @@ def sbatch_script(
         lines += _xpu_launcher(option, gpus_per_node, nodes)
     else:
         lines += _launcher(
-            option, gpus_per_node, nodes, cpus, framework, task, stepping, fused_loss
+            option, gpus_per_node, nodes, cpus, framework, task, stepping, fused_loss, fp8
         )
     return "\n".join(lines) + "\n"
 
@@ -240,31 +241,42 @@ def _launcher(
     task: str,
     stepping: tuple[bool, bool] = (False, False),
     fused_loss: bool = False,
+    fp8: bool = False,
 ) -> list[str]:
     strategy = option.strategy
     if task == "inference":
         tp = gpus_per_node if strategy == "tensor_parallel" else 1
+        # fp8 as the estimate assumes: a checkpoint stored in fp8 loads as it is; a 16-bit one
+        # is quantised at load.
+        vllm_fp8 = ', quantization="fp8"' if fp8 else ""
         if framework.key == "vllm":
             # A batch job, not a server: the offline LLM class batches every prompt itself
             # (a `vllm serve` alone would wait for a client).
             return [
                 "# vLLM's LLM class schedules all your prompts itself (continuous batching, as "
                 "the estimate assumes):",
-                f'#   LLM("MODEL", tensor_parallel_size={tp}, gpu_memory_utilization=0.9)'
-                ".generate(prompts, sampling_params)",
+                f'#   LLM("MODEL", tensor_parallel_size={tp}, gpu_memory_utilization=0.9'
+                f"{vllm_fp8}).generate(prompts, sampling_params)",
                 "# It reserves --gpu-memory-utilization of each GPU at start-up (nvidia-smi "
                 "shows that much).",
                 f"python generate.py --tensor-parallel-size {tp} --gpu-memory-utilization 0.9"
                 "  # your script",
             ]
         if framework.key == "tgi":
-            return [f"text-generation-launcher --model-id MODEL --num-shard {tp}"]
+            quantize = " --quantize fp8" if fp8 else ""
+            return [f"text-generation-launcher --model-id MODEL --num-shard {tp}{quantize}"]
+        hf_fp8 = (
+            ["# fp8: from_pretrained(MODEL, quantization_config=FineGrainedFP8Config())"]
+            if fp8
+            else []
+        )
         if strategy == "tensor_parallel":
             return [
+                *hf_fp8,
                 f"# e.g. vLLM: vllm serve MODEL --tensor-parallel-size {gpus_per_node}",
                 f"python infer.py --tensor-parallel-size {gpus_per_node}",
             ]
-        return ["python infer.py  # your script"]
+        return [*hf_fp8, "python infer.py  # your script"]
     args = _train_args(option.recipe, framework, fused_loss)
     if framework.key == "torchtune":
         # The memory the estimate assumed, in the recipe's own config keys.

@@ -1,7 +1,8 @@
 """Software that actually runs there: what a job needs, and whether a system's GPUs have it.
 
 A job needs a few libraries beyond PyTorch: bitsandbytes' 4-bit kernels for QLoRA and int4,
-its LLM.int8() kernels for int8, its 8-bit optimizers for `adamw_8bit`, DeepSpeed for ZeRO,
+its LLM.int8() kernels for int8, its 8-bit optimizers for `adamw_8bit`, the serving library's
+fp8 kernels for fp8 weights, DeepSpeed for ZeRO,
 FSDP for fsdp, vLLM when the request names vLLM as its library, and Triton (what
 torch.compile's inductor backend generates, and what Unsloth's kernels are written in) when the
 request names Unsloth. Whether a system has them comes from, in order:
@@ -37,6 +38,8 @@ DEEPSPEED = "DeepSpeed"
 FSDP = "FSDP"
 VLLM = "vLLM"
 COMPILE = "torch.compile"
+FP8_VLLM = "vLLM FP8"
+FP8_HF = "transformers FP8"
 
 WHY = {
     BNB_4BIT: "QLoRA and int4 weights need bitsandbytes 4-bit (NF4) kernels",
@@ -46,6 +49,9 @@ WHY = {
     FSDP: "fsdp needs PyTorch FSDP",
     VLLM: "serving with vLLM needs a vLLM build for the GPU",
     COMPILE: "Unsloth's kernels and torch.compile need Triton for the GPU",
+    FP8_VLLM: "fp8 weights with vLLM need its FP8 kernels (W8A8, or the W8A16 Marlin kernel)",
+    FP8_HF: "fp8 weights with transformers (or TGI) need its fine-grained FP8 kernels (vLLM's "
+    "run on more GPUs)",
 }
 
 _BNB_CUDA = (
@@ -81,6 +87,16 @@ _VLLM_NOW = (
     "MI200s (gfx90a), MI300 and MI350 with ROCm 6.3+ (Docker recommended); Intel Data Center "
     "GPU 'basic model inference and serving' from source or vLLM's XPU images"
 )
+_FP8_VLLM = (
+    "vLLM docs, 'FP8 W8A8' and 'Supported Hardware' (docs.vllm.ai, as of v0.32, 2026): W8A8 on "
+    "NVIDIA compute capability 8.9+ (Ada, Hopper) and AMD MI300; weight-only W8A16 through the "
+    "FP8 Marlin kernel on 7.5+ (Turing, Ampere); not on Volta, MI200 or Intel GPUs"
+)
+_FP8_HF = (
+    "transformers docs, 'Fine-grained FP8' (huggingface.co/docs/transformers, v4.49-v5.14, "
+    "2025-2026): 'You need a GPU with Compute Capability>=9 (H100)'; TGI documents no wider "
+    "support, so it is taken to need the same"
+)
 _TRITON = (
     "PyTorch 2.5 release notes and 'Getting Started on Intel GPU' (pytorch.org, 2024-10): "
     "torch.compile's inductor backend generates Triton kernels on NVIDIA CUDA (compute "
@@ -112,6 +128,15 @@ PLATFORM_MATRIX: dict[tuple[str, str], Cell] = {
     ("rocm", VLLM): Cell(True, _VLLM_NOW),
     ("amd-cdna1", VLLM): Cell(False, _VLLM_NOW),
     ("xpu", VLLM): Cell(True, _VLLM_NOW),
+    ("cuda", FP8_VLLM): Cell(True, _FP8_VLLM),
+    ("nvidia-volta", FP8_VLLM): Cell(False, _FP8_VLLM),
+    ("rocm", FP8_VLLM): Cell(False, _FP8_VLLM),
+    ("amd-cdna3", FP8_VLLM): Cell(True, _FP8_VLLM),
+    ("xpu", FP8_VLLM): Cell(False, _FP8_VLLM),
+    ("cuda", FP8_HF): Cell(False, _FP8_HF),
+    ("nvidia-hopper", FP8_HF): Cell(True, _FP8_HF),
+    ("rocm", FP8_HF): Cell(False, _FP8_HF),
+    ("xpu", FP8_HF): Cell(False, _FP8_HF),
     ("cuda", COMPILE): Cell(True, _TRITON),
     ("rocm", COMPILE): Cell(True, _TRITON),
     ("xpu", COMPILE): Cell(True, _TRITON),
@@ -154,6 +179,8 @@ def needs(
         out.append(FLASH)
     if framework == "vllm" and not training:
         out.append(VLLM)
+    if weight_format == "fp8":
+        out.append(FP8_VLLM if framework == "vllm" else FP8_HF)
     if framework == "unsloth" and training:
         out.append(COMPILE)
     return tuple(out)

@@ -135,6 +135,15 @@ def _combination_errors(request: EstimateRequest) -> list[tuple[str, str]]:
         errors.append(
             ("precision", "QLoRA is 4-bit; for an 8-bit base model use task lora with int8.")
         )
+    if task != "inference" and precision == "fp8":
+        errors.append(
+            (
+                "precision",
+                "fp8 is offered for inference (vLLM, transformers' fine-grained FP8); fp8 "
+                "training (Transformer Engine, torchao float8) keeps bf16 master weights and is "
+                "not modelled here. Use bf16 to train, or int4 for QLoRA.",
+            )
+        )
     if task in ("full_finetune", "pretrain") and precision in ("int8", "int4"):
         errors.append(
             (
@@ -327,7 +336,9 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
     if task == "qlora":
         weight_format = "int4"
         compute = precision if precision in ("fp16", "bf16") else "bf16"
-    elif precision in ("int8", "int4"):
+    elif precision in ("fp8", "int8", "int4"):
+        # Matmuls in 16-bit: fp8 as weight-only W8A16 (vLLM's Marlin path), a lower bound on
+        # Ada/Hopper, whose fp8 tensor cores (W8A8) vLLM quotes at up to 1.6x the throughput.
         weight_format, compute = precision, "bf16"
     else:
         weight_format = compute = precision

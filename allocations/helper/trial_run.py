@@ -40,7 +40,7 @@ SCHEMA_VERSION = 1
 HELPER_VERSION = "1.0.0"
 
 TASKS = ("inference", "full_finetune", "lora", "qlora", "pretrain")
-PRECISIONS = ("fp32", "fp16", "bf16", "int8", "int4")
+PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")  # catalog_schema.Precision
 # The first steps compile kernels, fill the allocator's cache and warm the data loader; timing
 # them would make the run look slower than it is.
 DEFAULT_WARMUP_STEPS = 5

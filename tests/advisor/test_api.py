@@ -47,14 +47,15 @@ def test_api_returns_the_estimate(client, default_catalog):
 
 
 def test_api_field_errors_are_400(client, default_catalog):
-    response = post(client, {"params": -5, "task": "inference", "precision": "fp8"})
+    response = post(client, {"params": -5, "task": "inference", "precision": "fp64"})
     assert response.status_code == 400
     assert response.json() == {
         "errors": [
             {"field": "params", "message": "must be greater than 0; got -5."},
             {
                 "field": "precision",
-                "message": "must be one of 'fp32', 'fp16', 'bf16', 'int8' or 'int4'; got 'fp8'.",
+                "message": "must be one of 'fp32', 'fp16', 'bf16', 'fp8', 'int8' or 'int4'; "
+                "got 'fp64'.",
             },
         ]
     }

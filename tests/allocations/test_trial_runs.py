@@ -175,7 +175,7 @@ def test_helper_download_is_the_file(client):
 
 def test_parse_lists_every_bad_field(cpu_run_json):
     data = json.loads(cpu_run_json)
-    data["workload"]["precision"] = "fp8"
+    data["workload"]["precision"] = "fp64"
     data["workload"]["micro_batch_size"] = 0
     data["device"]["count"] = -1
     data["surprise"] = True

@@ -30,9 +30,9 @@ def errors_for(data: dict) -> list[tuple[str, str]]:
             "got 'finetune'.",
         ),
         (
-            {"params": 7_000_000_000, "task": "inference", "precision": "fp8"},
+            {"params": 7_000_000_000, "task": "inference", "precision": "fp64"},
             "precision",
-            "must be one of 'fp32', 'fp16', 'bf16', 'int8' or 'int4'; got 'fp8'.",
+            "must be one of 'fp32', 'fp16', 'bf16', 'fp8', 'int8' or 'int4'; got 'fp64'.",
         ),
         (
             {"params": 0, "task": "inference"},

@@ -209,6 +209,15 @@ INT8_ROW_SCALE = Constant(
     "fp32 scale per row",
     "row-wise absmax scales beside the int8 weights",
 )
+FP8_BLOCK_SCALES = Constant(
+    "FP8 block scales",
+    4 / (128 * 128),
+    "bytes per weight of each fp8 linear layer",
+    "DeepSeek-V3's checkpoint and transformers' FineGrainedFP8Config (huggingface.co/docs/"
+    "transformers/quantization/finegrained_fp8): one fp32 scale per 128 x 128 block of weights; "
+    "per-tensor and per-channel scales (vLLM's dynamic fp8, llm-compressor) are smaller still",
+    "one fp32 scale per 128 x 128 block, the largest of the usual fp8 layouts",
+)
 GPTQ_GROUP_CONSTANTS = Constant(
     "GPTQ scales and zero points",
     (2 + 0.5) / 128,

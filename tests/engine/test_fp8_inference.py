@@ -1,0 +1,110 @@
+"""fp8 weights for inference: half the memory of bf16, placed only where the kernels run.
+
+DeepSeek-V3 and R1 are published in fp8 (their config's quantization_config); without an fp8
+precision the engine could only size them in bf16 (1.3 TB, nothing in the catalog holds it)
+or in int4, while the deployment everyone runs is the fp8 checkpoint on one 8 x H200 node.
+vLLM runs fp8 weights on NVIDIA Turing or newer (W8A8 on Ada/Hopper, the W8A16 Marlin kernel
+below) and AMD MI300; transformers' fine-grained FP8 needs compute capability 9.0.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.engine import RequestError, estimate
+from advisor.engine.models import EstimateRequest
+from advisor.model_configs import find_bundled
+from tests.engine.inputs import default_catalog
+
+
+def bundled(repo_id: str) -> dict:
+    return find_bundled(repo_id).config
+
+
+def generate(repo_id: str, **fields):
+    fields = {"tokens": 10**8, **fields}
+    request = EstimateRequest(task="inference", config=bundled(repo_id), **fields)
+    return estimate(request, default_catalog())
+
+
+def by_accelerator(result) -> dict:
+    """The first option on each accelerator, as the alternatives table lists them."""
+    found = {}
+    for option in result.options:
+        found.setdefault(option.accelerator, option)
+    return found
+
+
+def test_fp8_halves_the_linear_weights_and_keeps_the_rest_in_16_bit():
+    qwen = "Qwen/Qwen2.5-7B"
+    bf16 = generate(qwen, accelerator="h100-80-sxm5").memory.weights
+    fp8 = generate(qwen, precision="fp8", accelerator="h100-80-sxm5").memory.weights
+    # 7.6B parameters, of which the 1.09B of the embeddings and the untied head stay 16-bit.
+    assert 0.55 * bf16 < fp8 < 0.6 * bf16
+
+
+def test_deepseek_v3_in_fp8_runs_on_one_h200_node_as_published():
+    bf16 = generate("deepseek-ai/DeepSeek-V3", framework="vllm")
+    assert bf16.recommendation is None  # 1.34 TB of bf16 weights: no node in the catalog
+    assert any("stored in fp8" in w for w in bf16.warnings)
+    assert any(w.startswith("fp8 weights (vLLM") for w in bf16.warnings)
+
+    fp8 = generate("deepseek-ai/DeepSeek-V3", precision="fp8", framework="vllm")
+    best = fp8.recommendation
+    assert (best.accelerator, best.num_gpus) == ("h200-141-sxm", 8)
+    # 671B weights at one byte each (the embeddings and head at two), over eight GPUs.
+    assert 80e9 < best.memory.weights < 90e9
+    assert not any("stored in fp8" in w for w in fp8.warnings)
+
+
+def test_vllm_fp8_runs_from_turing_up_and_on_mi300_not_on_volta_mi200_or_intel():
+    options = by_accelerator(generate("Qwen/Qwen2.5-7B", precision="fp8", framework="vllm"))
+    for name in ("t4-16", "a100-80-sxm4", "h100-80-sxm5", "h200-141-sxm"):
+        if name in options:
+            assert options[name].supported, name
+    for name in ("v100-32-sxm2", "v100-16-pcie", "mi210-64", "max1550-128"):
+        if name in options:
+            option = options[name]
+            assert not option.supported and not option.eligible, name
+            assert any("fp8 weights with vLLM" in r for r in option.software_reasons)
+    assert {"a100-80-sxm4", "mi210-64", "max1550-128"} <= set(options)
+    on_stanage = generate("Qwen/Qwen2.5-7B", precision="fp8", framework="vllm", system="stanage")
+    assert 'quantization="fp8"' in on_stanage.slurm_script
+
+
+def test_transformers_fp8_is_placed_only_on_hopper():
+    result = generate("Qwen/Qwen2.5-7B", precision="fp8", tokens=10**7)
+    options = by_accelerator(result)
+    assert result.recommendation.accelerator in (
+        "h100-80-sxm5",
+        "h100-80-pcie",
+        "h200-141-sxm",
+        "gh200-96",
+    )
+    a100 = options["a100-80-sxm4"]
+    assert not a100.supported
+    assert any("Compute Capability>=9" in r for r in a100.software_reasons)
+    assert "FineGrainedFP8Config" in result.slurm_script
+
+
+def test_fp8_decoding_reads_half_the_bytes_of_bf16():
+    kw = {"framework": "vllm", "accelerator": "h100-80-sxm5", "batch_size": 1}
+    bf16 = generate("Qwen/Qwen2.5-7B", **kw).recommendation.gpu_hours
+    fp8 = generate("Qwen/Qwen2.5-7B", precision="fp8", **kw).recommendation.gpu_hours
+    assert fp8 < 0.8 * bf16
+    assumption = next(
+        a
+        for a in generate("Qwen/Qwen2.5-7B", precision="fp8", **kw).assumptions
+        if a.name == "fp8 weights and speed"
+    )
+    assert "W8A16" in assumption.value and "1.6x" in assumption.source
+
+
+@pytest.mark.parametrize("task", ["full_finetune", "lora", "qlora", "pretrain"])
+def test_fp8_training_is_refused_naming_the_field(task):
+    with pytest.raises(RequestError) as caught:
+        estimate(
+            EstimateRequest(task=task, params=7_000_000_000, precision="fp8"), default_catalog()
+        )
+    fields = dict(caught.value.errors)
+    assert "fp8 is offered for inference" in fields["precision"]
