@@ -445,6 +445,14 @@ class Evaluation(OptionWriting, ParallelPlanning):
                 else f"{STRATEGY_NAMES.get(strategy, strategy)} needs more than the "
                 f"{plural(f.counts[-1], 'GPU')} allowed here."
             )
+        pinned = self.request.strategy
+        if strategy == "single" and pinned not in (None, "single") and not hard:
+            # layouts.strategies_for offers one GPU beside a pinned strategy when the count is
+            # not pinned: say so, or the pin reads as ignored.
+            reasons.append(
+                f"One GPU holds this job: {STRATEGY_NAMES.get(pinned, pinned)}, which you asked "
+                "for, would have nothing to split; give num_gpus to run it on more GPUs."
+            )
         planned = self.plan_layout(f, strategy, allowed, reasons)  # parallel_options.py
         n, choice, gpu_hours, n_fit, n_head, breakdown, recipe, recipe_reasons, ruled_out = planned
         hard = hard or ruled_out

@@ -148,3 +148,26 @@ def test_a_gpu_count_asked_for_is_planned_even_when_one_gpu_would_do():
     single = [o for o in result.options if o.strategy == "single"]
     assert all(not o.eligible for o in single)
     assert all("the job is to use 2 GPUs" in " ".join(o.reasons) for o in single)
+
+
+def test_a_pinned_strategy_answered_with_one_gpu_says_why():
+    """A pinned strategy with no pinned count may be answered with one GPU (it holds the
+    job); the option says so, or the pin reads as ignored."""
+    result = estimate(
+        EstimateRequest(
+            config=config("Qwen__Qwen2.5-0.5B"),
+            task="full_finetune",
+            tokens=10**8,
+            strategy="fsdp",
+        ),
+        default_catalog(),
+    )
+    best = result.recommendation
+    assert (best.strategy, best.num_gpus) == ("single", 1)
+    assert any(
+        r.startswith("One GPU holds this job: fully sharded (FSDP), which you asked for")
+        for r in best.reasons
+    )
+    two = [o for o in result.options if o.strategy == "fsdp" and o.num_gpus == 2]
+    assert two
+    assert not any(r.startswith("One GPU holds") for r in two[0].reasons)
