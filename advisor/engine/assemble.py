@@ -276,6 +276,11 @@ def _other_choice(cand, best) -> bool:
 def _what_would_help(request: EstimateRequest, wl: Workload) -> list[str]:
     """Plain suggestions that cut memory, for when nothing fits."""
     hints = []
+    if wl.task == "inference" and request.framework != "vllm":
+        hints.append(
+            "vLLM serves a model larger than one node over several (tensor parallel within "
+            "each node, a pipeline stage per node); choose it as the library to be offered that."
+        )
     if wl.task == "inference" and wl.weight_format in ("fp32", "fp16", "bf16"):
         hints.append(
             "fp8 weights (vLLM, on NVIDIA Turing or newer or AMD MI300) or int8 would halve "

@@ -155,6 +155,12 @@ class NodeFacts:
     limited: str | None  # the limited-availability reason
     trial: float | None
 
+    def whole_nodes(self) -> tuple[int, ...]:
+        """Counts of two or more whole nodes: an inference replica over nodes (vLLM's tensor
+        parallel within a node, a pipeline stage per node)."""
+        per_node = self.node.gpus_per_node
+        return tuple(k for k in self.several if k > per_node and k % per_node == 0)
+
     def allowed(self, strategy: str) -> tuple[int, ...]:
         if strategy == "single":
             return self.one

@@ -116,6 +116,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
             training=training,
             framework=request.framework,
             quantization=request.quantization,
+            experts=shape.num_experts > 1,
         )
         self.tokens = None
         if request.tokens is not None:
@@ -132,6 +133,10 @@ class Evaluation(OptionWriting, ParallelPlanning):
         self.target = max_wall / self.with_contingency if max_wall else c.TARGET_WALL_HOURS.value
         self.splits_heads = wl.task == "inference"  # tensor parallelism splits the heads evenly
         self.free_choice = request.strategy is None
+        # vLLM serves one model over several nodes: tensor parallel within each, pipeline
+        # stages across them (docs.vllm.ai, 'Parallelism and Scaling'); transformers' and
+        # TGI's inference stays within one node.
+        self.spans_nodes = not training and request.framework == "vllm"
         framework, _ = framework_for(request.framework, training)
         # One recipe search for the estimate. Pre-Ampere NVIDIA GPUs carry the larger CUDA
         # context of their era's stack (frameworks.cuda_context_bytes): a constant more per
@@ -396,6 +401,8 @@ class Evaluation(OptionWriting, ParallelPlanning):
             # Training's tensor parallelism combines with data parallel across nodes.
             tp_training = self.training and strategy == "tensor_parallel"
             allowed = f.several if tp_training else f.allowed(strategy)
+            if strategy == "tensor_parallel" and self.spans_nodes:
+                allowed = allowed + f.whole_nodes()
             if not allowed and strategy != "single":
                 continue  # e.g. multi-GPU strategies where a job gets one GPU: not tried
             # Tensor parallelism when one GPU is enough, and CPU offload when an on-GPU
@@ -465,10 +472,20 @@ class Evaluation(OptionWriting, ParallelPlanning):
                 f, strategy, n, choice, need, n_fit, n_head, reasons
             )
         if self.splits_heads and strategy == "tensor_parallel":
+            # Over nodes the heads split within each node; each node holds a pipeline stage.
+            tp, stages = (f.node.gpus_per_node, n // f.node.gpus_per_node)
+            if n <= tp:
+                tp, stages = n, 1
             heads, kv_heads = self.shape.num_attention_heads, self.shape.num_kv_heads
-            if heads % n or kv_heads % n and kv_heads > n:
+            if heads % tp or kv_heads % tp and kv_heads > tp:
                 hard = True
-                reasons.append(f"{heads} attention heads do not split over {n} GPUs.")
+                reasons.append(f"{heads} attention heads do not split over {tp} GPUs.")
+            elif stages > 1:
+                reasons.append(
+                    f"The model is split over {stages} nodes as vLLM serves one larger than a "
+                    f"node: tensor parallel over the {tp} GPUs of each node, one pipeline stage "
+                    "per node (tensor_parallel_size x pipeline_parallel_size), on a Ray cluster."
+                )
         costs = self.costs(f, n, gpu_hours, reasons)
         eligible = self.schedule_reasons(f, costs, reasons) and not hard and fits
         return self.candidate(

@@ -98,10 +98,13 @@ def sbatch_script(
     mem_gb = int(node.ram_gb * gpus_per_node / node.gpus_per_node * 0.9) if node.ram_gb else None
     time, time_note = slurm_time(option.wall_hours, partition)
     safe_name = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in model_name)[:40]
+    note = LAUNCHER_NOTE[option.strategy]
+    if task == "inference" and nodes > 1:
+        note = "tensor parallelism within each node, a pipeline stage per node"
     lines = [
         "#!/bin/bash",
         f"# Starter script for {system.display_name}: {option.num_gpus} x {option.accelerator},"
-        f" {option.strategy} ({LAUNCHER_NOTE[option.strategy]}).",
+        f" {option.strategy} ({note}).",
         "# Edit the account, paths and script name; check the system's documentation.",
         f"#SBATCH --job-name={safe_name}-{task}",
         "#SBATCH --account=YOUR_PROJECT_ACCOUNT",
@@ -232,6 +235,24 @@ def _train_args(recipe: Recipe | None, framework: Framework, fused_loss: bool = 
     return " " + " ".join(args)
 
 
+def _ray_cluster(nodes: int) -> list[str]:
+    """A Ray cluster over the job's nodes, which vLLM needs to serve one model across nodes
+    (docs.vllm.ai, 'Parallelism and Scaling': tensor_parallel_size = GPUs per node,
+    pipeline_parallel_size = nodes)."""
+    return [
+        f"# vLLM over {nodes} nodes: a Ray cluster across the job's nodes, then your script on "
+        "this (the first) node.",
+        'head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+        'head_ip=$(srun --nodes=1 --ntasks=1 -w "$head" hostname --ip-address | cut -d" " -f1)',
+        'srun --nodes=1 --ntasks=1 -w "$head" ray start --head --node-ip-address="$head_ip" '
+        "--port=6379 --block &",
+        "sleep 10",
+        f'srun --nodes={nodes - 1} --ntasks={nodes - 1} --exclude="$head" '
+        'ray start --address="$head_ip:6379" --block &',
+        "sleep 30  # until every node has joined (ray status lists them)",
+    ]
+
+
 def _launcher(
     option: Option,
     gpus_per_node: int,
@@ -252,15 +273,19 @@ def _launcher(
         if framework.key == "vllm":
             # A batch job, not a server: the offline LLM class batches every prompt itself
             # (a `vllm serve` alone would wait for a client).
+            stages = f", pipeline_parallel_size={nodes}" if nodes > 1 else ""
+            ray = ', distributed_executor_backend="ray"' if nodes > 1 else ""
             return [
+                *(_ray_cluster(nodes) if nodes > 1 else []),
                 "# vLLM's LLM class schedules all your prompts itself (continuous batching, as "
                 "the estimate assumes):",
-                f'#   LLM("MODEL", tensor_parallel_size={tp}, gpu_memory_utilization=0.9'
-                f"{vllm_fp8}).generate(prompts, sampling_params)",
+                f'#   LLM("MODEL", tensor_parallel_size={tp}{stages}, gpu_memory_utilization=0.9'
+                f"{vllm_fp8}{ray}).generate(prompts, sampling_params)",
                 "# It reserves --gpu-memory-utilization of each GPU at start-up (nvidia-smi "
                 "shows that much).",
-                f"python generate.py --tensor-parallel-size {tp} --gpu-memory-utilization 0.9"
-                "  # your script",
+                f"python generate.py --tensor-parallel-size {tp}"
+                + (f" --pipeline-parallel-size {nodes}" if nodes > 1 else "")
+                + " --gpu-memory-utilization 0.9  # your script",
             ]
         if framework.key == "tgi":
             quantize = " --quantize fp8" if fp8 else ""

@@ -39,6 +39,7 @@ FSDP = "FSDP"
 VLLM = "vLLM"
 COMPILE = "torch.compile"
 FP8_VLLM = "vLLM FP8"
+FP8_VLLM_MOE = "vLLM FP8 MoE"
 FP8_HF = "transformers FP8"
 
 WHY = {
@@ -50,6 +51,7 @@ WHY = {
     VLLM: "serving with vLLM needs a vLLM build for the GPU",
     COMPILE: "Unsloth's kernels and torch.compile need Triton for the GPU",
     FP8_VLLM: "fp8 weights with vLLM need its FP8 kernels (W8A8, or the W8A16 Marlin kernel)",
+    FP8_VLLM_MOE: "fp8 mixture-of-experts layers with vLLM need its FP8 MoE kernels",
     FP8_HF: "fp8 weights with transformers (or TGI) need its fine-grained FP8 kernels (vLLM's "
     "run on more GPUs)",
 }
@@ -92,6 +94,12 @@ _FP8_VLLM = (
     "NVIDIA compute capability 8.9+ (Ada, Hopper) and AMD MI300; weight-only W8A16 through the "
     "FP8 Marlin kernel on 7.5+ (Turing, Ampere); not on Volta, MI200 or Intel GPUs"
 )
+_FP8_VLLM_MOE = (
+    "vLLM issues #7322 (2024-08) and #13885 (2025-02): the FP8 Marlin kernel serves dense "
+    "layers only, so fp8 MoE models (DeepSeek-V3/R1's block-wise fp8 among them) need fp8 "
+    "hardware, compute capability 8.9+ (Ada, Hopper) or MI300; a later release may lift this, "
+    "which staff can record in the tooling matrix"
+)
 _FP8_HF = (
     "transformers docs, 'Fine-grained FP8' (huggingface.co/docs/transformers, v4.49-v5.14, "
     "2025-2026): 'You need a GPU with Compute Capability>=9 (H100)'; TGI documents no wider "
@@ -133,6 +141,12 @@ PLATFORM_MATRIX: dict[tuple[str, str], Cell] = {
     ("rocm", FP8_VLLM): Cell(False, _FP8_VLLM),
     ("amd-cdna3", FP8_VLLM): Cell(True, _FP8_VLLM),
     ("xpu", FP8_VLLM): Cell(False, _FP8_VLLM),
+    ("cuda", FP8_VLLM_MOE): Cell(False, _FP8_VLLM_MOE),
+    ("nvidia-ada", FP8_VLLM_MOE): Cell(True, _FP8_VLLM_MOE),
+    ("nvidia-hopper", FP8_VLLM_MOE): Cell(True, _FP8_VLLM_MOE),
+    ("rocm", FP8_VLLM_MOE): Cell(False, _FP8_VLLM_MOE),
+    ("amd-cdna3", FP8_VLLM_MOE): Cell(True, _FP8_VLLM_MOE),
+    ("xpu", FP8_VLLM_MOE): Cell(False, _FP8_VLLM_MOE),
     ("cuda", FP8_HF): Cell(False, _FP8_HF),
     ("nvidia-hopper", FP8_HF): Cell(True, _FP8_HF),
     ("rocm", FP8_HF): Cell(False, _FP8_HF),
@@ -166,10 +180,11 @@ def needs(
     training: bool,
     framework: str | None = None,
     quantization: str | None = None,
+    experts: bool = False,
 ) -> tuple[str, ...]:
     """The tools a job needs whatever the strategy (strategies add DeepSpeed/FSDP); the
     library the request names (`framework`) adds its own. A GPTQ checkpoint needs its own
-    kernels, not bitsandbytes."""
+    kernels, not bitsandbytes; fp8 mixture-of-experts layers (`experts`) their own MoE kernels."""
     out = []
     if task == "qlora" or (weight_format == "int4" and quantization != "gptq"):
         out.append(BNB_4BIT)
@@ -179,8 +194,10 @@ def needs(
         out.append(FLASH)
     if framework == "vllm" and not training:
         out.append(VLLM)
-    if weight_format == "fp8":
-        out.append(FP8_VLLM if framework == "vllm" else FP8_HF)
+    if weight_format == "fp8" and framework == "vllm":
+        out.append(FP8_VLLM_MOE if experts else FP8_VLLM)
+    elif weight_format == "fp8":
+        out.append(FP8_HF)
     if framework == "unsloth" and training:
         out.append(COMPILE)
     return tuple(out)

@@ -44,17 +44,25 @@ def test_fp8_halves_the_linear_weights_and_keeps_the_rest_in_16_bit():
 
 
 def test_deepseek_v3_in_fp8_runs_on_one_h200_node_as_published():
+    transformers = generate("deepseek-ai/DeepSeek-V3")
+    assert transformers.recommendation is None  # 1.34 TB of bf16 weights: no node holds them
+    assert any("stored in fp8" in w for w in transformers.warnings)
+    assert any(w.startswith("fp8 weights (vLLM") for w in transformers.warnings)
+    # vLLM spans nodes, at several times the GPUs.
     bf16 = generate("deepseek-ai/DeepSeek-V3", framework="vllm")
-    assert bf16.recommendation is None  # 1.34 TB of bf16 weights: no node in the catalog
-    assert any("stored in fp8" in w for w in bf16.warnings)
-    assert any(w.startswith("fp8 weights (vLLM") for w in bf16.warnings)
+    assert bf16.recommendation.nodes > 1
 
     fp8 = generate("deepseek-ai/DeepSeek-V3", precision="fp8", framework="vllm")
-    best = fp8.recommendation
-    assert (best.accelerator, best.num_gpus) == ("h200-141-sxm", 8)
+    h200 = by_accelerator(fp8)["h200-141-sxm"]
+    assert (h200.num_gpus, h200.nodes, h200.fits, h200.eligible) == (8, 1, True, True)
     # 671B weights at one byte each (the embeddings and head at two), over eight GPUs.
-    assert 80e9 < best.memory.weights < 90e9
+    assert 80e9 < h200.memory.weights < 90e9
     assert not any("stored in fp8" in w for w in fp8.warnings)
+    # The FP8 Marlin kernel that serves dense fp8 layers on Ampere does not serve MoE layers.
+    a100 = by_accelerator(fp8)["a100-80-sxm4"]
+    assert not a100.supported
+    assert any("fp8 mixture-of-experts layers" in r for r in a100.software_reasons)
+    assert fp8.recommendation.accelerator in ("h100-80-sxm5", "h200-141-sxm")
 
 
 def test_vllm_fp8_runs_from_turing_up_and_on_mi300_not_on_volta_mi200_or_intel():
