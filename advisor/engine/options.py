@@ -203,9 +203,14 @@ class OptionWriting:
         if strategy == "zero3_offload" and not self.host_holds_offload(f, n, choice, reasons):
             return False, False
         if not fits:
+            # "on one GPU" alone: "even on 1 GPU on a single GPU" says it twice.
+            layout = (
+                "on one GPU"
+                if strategy == "single"
+                else (f"on {plural(n, 'GPU')} {strategy_words(strategy)}")
+            )
             reasons.append(
-                f"needs {gb(need)} per GPU even on {plural(n, 'GPU')} "
-                f"{strategy_words(strategy)}"
+                f"needs {gb(need)} per GPU even {layout}"
                 + (
                     f", micro-batch {choice.micro} and {choice.level} checkpointing"
                     if self.training

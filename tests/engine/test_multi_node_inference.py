@@ -54,6 +54,8 @@ def test_transformers_stays_within_a_node_and_the_hint_names_vllm():
     assert result.recommendation is None
     assert all(o.nodes == 1 for o in result.options)
     assert any(w.startswith("vLLM serves a model larger than one node") for w in result.warnings)
+    single = next(o for o in result.options if o.strategy == "single")
+    assert any(" per GPU even on one GPU; " in r for r in single.reasons)
 
 
 def test_a_model_that_fits_one_node_is_not_spread_over_two():
