@@ -203,3 +203,15 @@ def test_the_trainer_with_liger_kernel_asks_for_a_fused_loss(key):
     plain = answer_fields(chart, {"framework_training": "hf_trainer"})
     assert plain["framework"] == "hf_trainer"
     assert "fused_loss" not in plain
+
+
+@pytest.mark.parametrize("key", ["default", "lancaster", "uva"])
+def test_the_precision_question_offers_fp8_for_inference(key):
+    """fp8 is a choice (DeepSeek-V3/R1 are published in it) and reaches the estimate as it is;
+    its label says it is for inference only."""
+    from advisor.chart_walk import answer_fields
+
+    chart = load_chart(key)
+    node = chart.by_id["precision"]
+    assert "inference only" in node.choice_labels["fp8"]
+    assert answer_fields(chart, {"precision": "fp8"})["precision"] == "fp8"
