@@ -46,12 +46,18 @@ def hosting_plan_for(*, state: FlowState, result: EstimateResult):
         return None
     memory = result.memory
     overhead = memory.cuda_context + memory.allocator_reserve
+    unsupported = {
+        option.accelerator: option.software_reasons
+        for option in result.options
+        if option.system == clouds[0].name and not option.supported
+    }
     return hosting_plan(
         system=clouds[0],
         accelerators=list(state.catalog.accelerators),
         weights_and_working_bytes=max(memory.total_bytes - overhead, 0),
         per_gpu_overhead_bytes=overhead,
         months=float(state.fields.get("hosting_months") or 1),
+        unsupported=unsupported,
     )
 
 

@@ -18,7 +18,8 @@ Assumptions (each is in the plan's `assumptions`):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from advisor.engine.constants import MEMORY_MARGIN
 from advisor.engine.models import AcceleratorSpec, Assumption, NodeTypeSpec, SystemSpec
@@ -78,11 +79,14 @@ def hosting_plan(
     weights_and_working_bytes: int,
     per_gpu_overhead_bytes: int,
     months: float,
+    unsupported: Mapping[str, list[str]] | None = None,
 ) -> HostingPlan:
     """The cheapest VM size of `system` that holds the service, and its price per month.
 
     `weights_and_working_bytes` is what the model needs apart from per-GPU overheads (weights,
     KV cache, activations); `per_gpu_overhead_bytes` is added once for each GPU of a VM.
+    `unsupported`: accelerator -> why the software the service needs does not run on it (the
+    estimate's options say: fp8 or 4-bit kernels); such a VM is listed, never chosen.
     """
     if months <= 0:
         raise ValueError("The service must stay up for some time: give at least one month.")
@@ -92,11 +96,13 @@ def hosting_plan(
         acc = by_name.get(node.accelerator)
         if node.status == "retired" or acc is None or node.gpus_per_node < 1:
             continue
-        options.append(
-            _hosting_vm(
-                system, node, acc, weights_and_working_bytes, per_gpu_overhead_bytes, months
-            )
+        vm = _hosting_vm(
+            system, node, acc, weights_and_working_bytes, per_gpu_overhead_bytes, months
         )
+        why_not = (unsupported or {}).get(acc.name)
+        if why_not:
+            vm = replace(vm, fits=False, reason=" ".join(why_not))
+        options.append(vm)
     options.sort(key=_vm_order)
     chosen = options[0] if options and options[0].fits else None
     return HostingPlan(

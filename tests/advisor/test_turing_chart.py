@@ -97,6 +97,20 @@ def test_a_web_service_is_priced_per_month_on_an_always_on_vm(client, default_ca
     assertContains(page, escape(justification))
 
 
+def test_a_web_service_in_fp8_is_hosted_only_where_its_kernels_run(client, default_catalog):
+    # fp8 through transformers (the hosting path names no library) needs Hopper: the A100 VM
+    # that holds 7B in bf16 is passed over, with the reason, for the cheapest Hopper VM.
+    answers = [(step, "fp8" if step == "precision" else value) for step, value in HOSTING_7B]
+    advisor_session, page = walks.walk_to_result(client, answers)
+    plan = page.context["hosting"]
+    assert plan.vm is not None
+    assert plan.vm.accelerator in ("h100-80-sxm5", "h200-141-sxm")
+    a100 = next(o for o in plan.options if o.name == "Standard_NC24ads_A100_v4")
+    assert not a100.fits
+    assert "Compute Capability>=9" in a100.reason
+    assertContains(page, plan.vm.name)
+
+
 def test_notebooks_are_never_sent_to_a_system_closed_to_the_turing(client, default_catalog):
     advisor_session, page = walks.walk_to_result(client, NOTEBOOKS)
     rec = advisor_session.estimate_result["recommendation"]

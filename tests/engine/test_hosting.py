@@ -103,3 +103,22 @@ def test_a_service_must_stay_up_for_some_time():
 @pytest.mark.parametrize(("months", "text"), [(1, "1 month"), (6, "6 months"), (1.5, "1.5 months")])
 def test_months_in_words(months, text):
     assert months_text(months) == text
+
+
+def test_a_vm_whose_gpus_cannot_run_the_services_software_is_listed_never_chosen():
+    """fp8 weights through transformers need Hopper: a cheaper A100 VM that holds the model
+    is passed over, with the estimate's reason."""
+    system = cloud(vm("a100", "a100", 1, 3.0), vm("h200", "h200", 1, 10.0))
+    why = ["fp8 weights with transformers (or TGI) need its fine-grained FP8 kernels; ..."]
+    result = hosting_plan(
+        system=system,
+        accelerators=ACCS,
+        weights_and_working_bytes=int(20 * GB),
+        per_gpu_overhead_bytes=int(1 * GB),
+        months=6,
+        unsupported={"a100": why},
+    )
+    assert result.vm.name == "h200"
+    a100 = next(o for o in result.options if o.name == "a100")
+    assert not a100.fits
+    assert a100.reason == why[0]
