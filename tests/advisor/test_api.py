@@ -46,6 +46,28 @@ def test_api_returns_the_estimate(client, default_catalog):
     assert jade[0]["reasons"][0].startswith("JADE 2 is retired (")
 
 
+def test_api_serves_a_model_over_nodes_in_fp8(client, default_catalog):
+    """Llama 3.1 405B in fp8 with vLLM, pinned to Stanage's 4-GPU A100 nodes: split over two
+    nodes (405 GB of weights), with the Ray launcher in the script."""
+    from advisor.model_configs import find_bundled
+
+    body = {
+        "config": find_bundled("meta-llama/Llama-3.1-405B").config,
+        "task": "inference",
+        "precision": "fp8",
+        "framework": "vllm",
+        "tokens": 100_000_000,
+        "system": "stanage",
+        "accelerator": "a100-80-sxm4",
+    }
+    response = post(client, body)
+    assert response.status_code == 200
+    best = response.json()["recommendation"]
+    assert best["nodes"] >= 2
+    assert best["num_gpus"] == 4 * best["nodes"]
+    assert "--pipeline-parallel-size" in response.json()["slurm_script"]
+
+
 def test_api_field_errors_are_400(client, default_catalog):
     response = post(client, {"params": -5, "task": "inference", "precision": "fp64"})
     assert response.status_code == 400
