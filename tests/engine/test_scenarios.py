@@ -40,8 +40,8 @@ PHI2 = "microsoft__phi-2"
 def api(client, db):
     call_command("load_catalog", "default", stdout=io.StringIO())
 
-    def post(model: str, **fields):
-        body = {"config": config(model), **fields}
+    def post(model: str | None, **fields):
+        body = {"config": config(model), **fields} if model else fields
         response = client.post(
             reverse("advisor:api-estimate"), data=json.dumps(body), content_type="application/json"
         )
@@ -312,6 +312,36 @@ def test_llama2_70b_bf16_inference_needs_two_or_more_80gb_gpus(api):
     fits_on_80 = [o for o in options_on(result, "a100-80-sxm4") if o["fits"]]
     assert fits_on_80
     assert min(o["num_gpus"] for o in fits_on_80) >= 2
+
+
+def _llama_405b(api, **fields) -> dict:
+    from advisor.model_configs import find_bundled
+
+    body = {"config": find_bundled("meta-llama/Llama-3.1-405B").config, **fields}
+    return api(None, **body)
+
+
+def test_llama31_405b_fp8_serves_from_one_8_gpu_80gb_node_with_vllm(api):
+    """vLLM's Llama 3.1 launch post (blog.vllm.ai, 2024-07-23): 'vLLM runs the official FP8
+    quantized model natively on 8xA100 or 8xH100' (A100s through the FP8 Marlin kernel)."""
+    result = _llama_405b(api, task="inference", precision="fp8", framework="vllm", tokens=10**8)
+    for accelerator in ("a100-80-sxm4", "h100-80-sxm5"):
+        fitting = [o for o in options_on(result, accelerator) if o["fits"]]
+        assert fitting, accelerator
+        assert min(o["num_gpus"] for o in fitting) == 8
+        assert min(o["nodes"] for o in fitting) == 1
+
+
+def test_llama31_405b_bf16_needs_h200s_or_several_nodes(api):
+    """The same post: the BF16 model runs on one 8 x H200 (141 GB) machine, or over several
+    nodes with pipeline parallelism; 810 GB of weights do not fit one node of 8 x 80 GB."""
+    result = _llama_405b(api, task="inference", framework="vllm", tokens=10**8)
+    h200 = [o for o in options_on(result, "h200-141-sxm") if o["fits"]]
+    assert h200
+    assert min(o["num_gpus"] for o in h200) == 8
+    h100 = [o for o in options_on(result, "h100-80-sxm5") if o["fits"]]
+    assert h100
+    assert min(o["nodes"] for o in h100) >= 2
 
 
 def test_vllm_says_what_it_reserves_and_what_the_model_needs(api):
