@@ -218,10 +218,19 @@ def _input_warnings(request: EstimateRequest, shape: ModelShape, wl: Workload) -
     """What the request leaves the estimate unable or unsure to say."""
     warnings = []
     if shape.max_position_embeddings and wl.seq_len > shape.max_position_embeddings:
-        warnings.append(
-            f"seq_len {wl.seq_len:,} is longer than the model's {shape.max_position_embeddings:,}"
-            " positions; it needs position scaling or will not work."
-        )
+        if shape.is_encoder_decoder:
+            # seq_len counts the decoder's tokens; the encoder's input is sized by the model.
+            warnings.append(
+                f"seq_len {wl.seq_len:,} is longer than the {shape.max_position_embeddings:,} "
+                "tokens the model's decoder holds: seq_len counts the text tokens the decoder "
+                "reads and writes, not the encoder's input (see the model's notes)."
+            )
+        else:
+            warnings.append(
+                f"seq_len {wl.seq_len:,} is longer than the model's "
+                f"{shape.max_position_embeddings:,} positions; it needs position scaling or "
+                "will not work."
+            )
     if wl.training and request.tokens is None:
         warnings.append("No token count given: GPU hours cannot be estimated, only memory.")
     if wl.task == "inference" and request.tokens is None:

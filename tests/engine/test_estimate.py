@@ -422,3 +422,20 @@ def test_lora_dropout_is_assumed_on_and_zero_turns_it_off():
         a.name == "LoRA dropout" and a.value.startswith("on (default)") for a in assumed.assumptions
     )
     assert not any(a.name == "LoRA dropout" for a in off.assumptions)
+
+
+def test_a_long_seq_len_on_whisper_names_the_decoder_not_position_scaling():
+    """Whisper's decoder holds 448 text tokens and its encoder always 1,500 audio positions: a
+    seq_len of 1,500 is the encoder's length given as the decoder's, not a case for position
+    scaling."""
+    from advisor.model_configs import find_bundled
+
+    request = EstimateRequest(
+        config=find_bundled("openai/whisper-large-v3").config,
+        task="inference",
+        seq_len=1500,
+        tokens=10**6,
+    )
+    warnings = estimate(request, catalog()).warnings
+    assert any("448 tokens the model's decoder holds" in w for w in warnings)
+    assert not any("position scaling" in w for w in warnings)
