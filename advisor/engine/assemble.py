@@ -316,7 +316,7 @@ def _recommendation_reasons(best, candidates, wl: Workload, framework, why: str)
         f"Fits: {opt.memory_per_gpu_bytes / 1e9:.1f} GB per GPU of the {acc.memory_gb:g} GB "
         f"on {words.with_article(acc.display_name)} ({free:.0%} headroom), "
         + ("on " if opt.strategy == "single" and opt.num_gpus == 1 else "")
-        + f"{words.gpus_and_strategy(opt.num_gpus, opt.strategy)}."
+        + f"{words.gpus_and_strategy(opt.num_gpus, opt.strategy, opt.nodes, not wl.training)}."
     ]
     if framework.preallocates and not wl.training:
         reserved = opt.capacity_bytes * framework.preallocates

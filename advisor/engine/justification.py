@@ -74,7 +74,7 @@ def _batch_words(request: EstimateRequest, wl: Workload) -> str:
     return f"batches of {plural(global_batch(request), 'request')}"
 
 
-def _memory_sentence(option: Option, accelerator: AcceleratorSpec) -> str:
+def _memory_sentence(option: Option, accelerator: AcceleratorSpec, serving: bool) -> str:
     """Memory per GPU by component against the GPU's capacity, and the layout."""
     mem = option.memory
     pieces = [
@@ -92,7 +92,7 @@ def _memory_sentence(option: Option, accelerator: AcceleratorSpec) -> str:
     return (
         f"Memory per GPU comes to {gigabytes(mem.total_bytes)} ({listed}) against the "
         f"{accelerator.memory_gb:g} GB of {with_article(accelerator.display_name)}, using "
-        f"{gpus_and_strategy(option.num_gpus, option.strategy)}."
+        f"{gpus_and_strategy(option.num_gpus, option.strategy, option.nodes, serving)}."
     )
 
 
@@ -118,7 +118,7 @@ def draft(
         )
         return " ".join(parts)
     if option.memory is not None:
-        parts.append(_memory_sentence(option, accelerator))
+        parts.append(_memory_sentence(option, accelerator, serving=not wl.training))
     recipe = option.recipe
     if recipe is not None and wl.training:
         optimizer = OPTIMIZER_WORDS.get(recipe.optimizer or "", recipe.optimizer)

@@ -96,8 +96,14 @@ def strategy_words(strategy: str) -> str:
     return STRATEGY_WORDS.get(strategy, strategy.replace("_", " "))
 
 
-def gpus_and_strategy(num_gpus: int, strategy: str) -> str:
-    """'a single GPU', or '4 GPUs' followed by the strategy in words."""
+def gpus_and_strategy(num_gpus: int, strategy: str, nodes: int = 1, serving: bool = False) -> str:
+    """'a single GPU', or '4 GPUs' followed by the strategy in words; a model served over
+    `nodes` nodes says how it is split."""
     if strategy == "single" and num_gpus == 1:
         return "a single GPU"
+    if serving and strategy == "tensor_parallel" and nodes > 1:
+        return (
+            f"{plural(num_gpus, 'GPU')} on {nodes} nodes (tensor parallel within each node, a "
+            "pipeline stage per node)"
+        )
     return f"{plural(num_gpus, 'GPU')} {strategy_words(strategy)}"

@@ -34,6 +34,7 @@ def test_vllm_serves_405b_over_whole_nodes_of_four_gpus():
         f"split over {best.nodes} nodes" in r and "tensor parallel over the 4 GPUs" in r
         for r in best.reasons
     )
+    assert f"{best.num_gpus} GPUs on {best.nodes} nodes (tensor parallel" in result.justification
     script = result.slurm_script
     assert f"#SBATCH --nodes={best.nodes}" in script
     assert "ray start --head" in script
