@@ -289,7 +289,14 @@ def _launcher(
             ]
         if framework.key == "tgi":
             quantize = " --quantize fp8" if fp8 else ""
-            return [f"text-generation-launcher --model-id MODEL --num-shard {tp}{quantize}"]
+            return [
+                "# TGI batches the requests a client has in flight (it has no batch endpoint):",
+                "# send your prompts concurrently, as many at once as the estimate's batch size.",
+                f"text-generation-launcher --model-id MODEL --num-shard {tp}{quantize} "
+                "--port 8080 &",
+                "until curl -sf http://127.0.0.1:8080/health; do sleep 10; done  # loading",
+                "python send_prompts.py  # your client",
+            ]
         hf_fp8 = (
             ["# fp8: from_pretrained(MODEL, quantization_config=FineGrainedFP8Config())"]
             if fp8

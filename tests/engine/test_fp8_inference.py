@@ -133,3 +133,14 @@ def test_fp8_quantises_the_linear_layers_as_measured_on_qwen3():
     assert abs(bf16.memory.weights / 1e6 - 1192) < 0.01 * 1192
     saved = (bf16.memory.weights - fp8.memory.weights) / 1e6
     assert abs(saved - (880.8 - 441.1)) < 0.02 * (880.8 - 441.1)
+
+
+def test_tgi_in_fp8_quantises_at_launch_and_the_script_sends_the_prompts():
+    result = generate(
+        "Qwen/Qwen2.5-7B", precision="fp8", framework="tgi", system="stanage", tokens=10**7
+    )
+    assert result.recommendation.accelerator == "h100-80-pcie"  # Hopper: TGI's fp8
+    script = result.slurm_script
+    assert "text-generation-launcher --model-id MODEL --num-shard 1 --quantize fp8" in script
+    assert "/health" in script
+    assert "send your prompts concurrently" in script
