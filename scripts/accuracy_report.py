@@ -73,7 +73,7 @@ FAMILIES = {
 }
 
 BYTES_PER_UNIT = {"GB": 1e9, "GiB": 2**30, "MiB": 2**20}
-BYTES_PER_PARAM = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "int8": 1.0, "int4": 0.5}
+BYTES_PER_PARAM = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 SEED_INFERENCE_FACTOR = (
     1.2  # seed 002: "GPU Memory Estimate for Inference (B): 1.2 * (LLM Memory in B)"
 )
