@@ -160,6 +160,14 @@ def _combination_errors(request: EstimateRequest) -> list[tuple[str, str]]:
                 "with tensor parallelism, which the engine chooses.",
             )
         )
+    if precision == "fp8" and request.framework in ("transformers_legacy", "litgpt"):
+        errors.append(
+            (
+                "precision",
+                f"{FRAMEWORKS[request.framework].name} has no fp8 weights (transformers added "
+                "FineGrainedFP8Config in 4.49); use vLLM, TGI or a current transformers, or int8.",
+            )
+        )
     if request.quantization == "gptq" and (task != "inference" or request.precision != "int4"):
         errors.append(
             (

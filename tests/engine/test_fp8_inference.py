@@ -144,3 +144,15 @@ def test_tgi_in_fp8_quantises_at_launch_and_the_script_sends_the_prompts():
     assert "text-generation-launcher --model-id MODEL --num-shard 1 --quantize fp8" in script
     assert "/health" in script
     assert "send your prompts concurrently" in script
+
+
+@pytest.mark.parametrize("framework", ["transformers_legacy", "litgpt"])
+def test_fp8_with_a_library_that_has_no_fp8_is_refused(framework):
+    with pytest.raises(RequestError) as caught:
+        estimate(
+            EstimateRequest(
+                task="inference", params=7_000_000_000, precision="fp8", framework=framework
+            ),
+            default_catalog(),
+        )
+    assert "has no fp8 weights" in dict(caught.value.errors)["precision"]
