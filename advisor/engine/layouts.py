@@ -140,3 +140,12 @@ def system_rejections(request: EstimateRequest, system: SystemSpec) -> list[str]
     if request.system is not None and system.name != request.system:
         reasons.append(f"You asked for {request.system}.")
     return reasons
+
+
+def pipeline_stages(node: NodeTypeSpec, n: int, strategy: str) -> int:
+    """Pipeline stages of an inference replica over `n` GPUs: one per whole node when it spans
+    nodes (vLLM's tensor parallel within a node, pipeline parallel across), else 1."""
+    per_node = node.gpus_per_node
+    if strategy == "tensor_parallel" and n > per_node and n % per_node == 0:
+        return n // per_node
+    return 1

@@ -28,6 +28,7 @@ from advisor.engine.frameworks import cuda_context_bytes, framework_for
 from advisor.engine.layouts import (
     counts_for,
     partitions_by_node,
+    pipeline_stages,
     strategies_for,
     system_rejections,
 )
@@ -283,6 +284,11 @@ class Evaluation(OptionWriting, ParallelPlanning):
         wl = self.wl
         if wl.fills_kv_cache:
             wl = self.filled_workload(f, k, strategy, choice)
+        stages = pipeline_stages(f.node, k, strategy)
+        if wl.batch_size < stages:
+            # vLLM keeps a pipeline busy with one batch per stage in flight; fewer sequences
+            # than stages leave the others waiting.
+            eff *= wl.batch_size / stages
         key = (f.acc.name, k, eff, wl.batch_size)
         found = self.hours_memo.get(key)
         if found is None:
@@ -290,6 +296,18 @@ class Evaluation(OptionWriting, ParallelPlanning):
                 self.shape, wl, f.acc, self.tokens, f.peak, f.util.value, k, eff
             )
         return found
+
+    def idle_stages_reason(self, f: NodeFacts, n: int, strategy: str) -> str | None:
+        """What a pipeline over nodes loses when fewer sequences are in flight than stages."""
+        stages = pipeline_stages(f.node, n, strategy)
+        batch = self.wl.batch_size
+        if self.training or self.wl.fills_kv_cache or batch >= stages:
+            return None
+        return (
+            f"With {plural(batch, 'sequence')} in flight, {stages - batch} of the {stages} "
+            "pipeline stages wait at any moment (vLLM keeps a pipeline busy with a batch per "
+            "stage): the GPU hours count that; more concurrent requests would use them."
+        )
 
     def filled_workload(self, f: NodeFacts, k: int, strategy: str, choice: Choice) -> Workload:
         """The workload with as many sequences at once as this layout's KV cache holds
@@ -473,9 +491,8 @@ class Evaluation(OptionWriting, ParallelPlanning):
             )
         if self.splits_heads and strategy == "tensor_parallel":
             # Over nodes the heads split within each node; each node holds a pipeline stage.
-            tp, stages = (f.node.gpus_per_node, n // f.node.gpus_per_node)
-            if n <= tp:
-                tp, stages = n, 1
+            stages = pipeline_stages(f.node, n, strategy)
+            tp = n // stages
             heads, kv_heads = self.shape.num_attention_heads, self.shape.num_kv_heads
             if heads % tp or kv_heads % tp and kv_heads > tp:
                 hard = True
@@ -486,6 +503,9 @@ class Evaluation(OptionWriting, ParallelPlanning):
                     f"node: tensor parallel over the {tp} GPUs of each node, one pipeline stage "
                     "per node (tensor_parallel_size x pipeline_parallel_size), on a Ray cluster."
                 )
+                idle = self.idle_stages_reason(f, n, strategy)
+                if idle:
+                    reasons.append(idle)
         costs = self.costs(f, n, gpu_hours, reasons)
         eligible = self.schedule_reasons(f, costs, reasons) and not hard and fits
         return self.candidate(

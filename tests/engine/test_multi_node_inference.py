@@ -18,9 +18,8 @@ LLAMA_405B = "meta-llama/Llama-3.1-405B"
 
 
 def serve(**fields):
-    request = EstimateRequest(
-        task="inference", tokens=10**8, config=find_bundled(LLAMA_405B).config, **fields
-    )
+    fields = {"tokens": 10**8, **fields}
+    request = EstimateRequest(task="inference", config=find_bundled(LLAMA_405B).config, **fields)
     return estimate(request, default_catalog())
 
 
@@ -65,3 +64,20 @@ def test_a_model_that_fits_one_node_is_not_spread_over_two():
     # 405 GB of fp8 weights fit one node of 8 x 80 GB.
     assert (best.num_gpus, best.nodes) == (8, 1)
     assert "--pipeline-parallel-size" not in (result.slurm_script or "")
+
+
+def test_one_sequence_leaves_pipeline_stages_waiting():
+    """One request at a time through three pipeline stages keeps two of them waiting: decoding
+    one sequence over nodes is no faster than over one node's GPUs, so the GPU hours for 12
+    GPUs count it. Three in flight keep every stage busy."""
+    # A small job (a million tokens): no wall-time target widens either layout.
+    where = {"framework": "vllm", "system": "stanage", "accelerator": "a100-80-sxm4"}
+    one = serve(tokens=10**6, batch_size=1, **where)
+    three = serve(tokens=10**6, batch_size=3, **where)
+    first, busy = one.recommendation, three.recommendation
+    assert first.nodes == busy.nodes == 3
+    assert any("2 of the 3 pipeline stages wait" in r for r in first.reasons)
+    assert not any("pipeline stages wait" in r for r in busy.reasons)
+    # Decoding is bandwidth-bound: three sequences take about the time of one per step, and
+    # one sequence leaves two stages idle, so one at a time costs about 3 x 3 = 9 times more.
+    assert first.gpu_hours > 6 * busy.gpu_hours
