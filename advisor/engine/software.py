@@ -39,7 +39,8 @@ FSDP = "FSDP"
 VLLM = "vLLM"
 COMPILE = "torch.compile"
 FP8_VLLM = "vLLM FP8"
-FP8_VLLM_MOE = "vLLM FP8 MoE"
+FP8_TGI = "TGI FP8"
+FP8_MOE = "FP8 MoE"
 FP8_HF = "transformers FP8"
 
 WHY = {
@@ -51,8 +52,10 @@ WHY = {
     VLLM: "serving with vLLM needs a vLLM build for the GPU",
     COMPILE: "Unsloth's kernels and torch.compile need Triton for the GPU",
     FP8_VLLM: "fp8 weights with vLLM need its FP8 kernels (W8A8, or the W8A16 Marlin kernel)",
-    FP8_VLLM_MOE: "fp8 mixture-of-experts layers with vLLM need its FP8 MoE kernels",
-    FP8_HF: "fp8 weights with transformers (or TGI) need its fine-grained FP8 kernels (vLLM's "
+    FP8_TGI: "fp8 weights with TGI need its FP8 kernels (fbgemm on Hopper, Marlin below)",
+    FP8_MOE: "fp8 mixture-of-experts layers need fp8 hardware (the Marlin kernel serves dense "
+    "layers only)",
+    FP8_HF: "fp8 weights with transformers need its fine-grained FP8 kernels (vLLM's and TGI's "
     "run on more GPUs)",
 }
 
@@ -94,7 +97,12 @@ _FP8_VLLM = (
     "NVIDIA compute capability 8.9+ (Ada, Hopper) and AMD MI300; weight-only W8A16 through the "
     "FP8 Marlin kernel on 7.5+ (Turing, Ampere); not on Volta, MI200 or Intel GPUs"
 )
-_FP8_VLLM_MOE = (
+_FP8_TGI = (
+    "huggingface/text-generation-inference #2204 and #2277 (2024-07) and #2388 (2024-08): fp8 "
+    "matmuls through fbgemm-gpu, which needs Hopper's TMA, and the FP8 Marlin kernel (weight-"
+    "only) on compute capability 8.0-8.9; no ROCm or Intel path stated"
+)
+_FP8_MOE = (
     "vLLM issues #7322 (2024-08) and #13885 (2025-02): the FP8 Marlin kernel serves dense "
     "layers only, so fp8 MoE models (DeepSeek-V3/R1's block-wise fp8 among them) need fp8 "
     "hardware, compute capability 8.9+ (Ada, Hopper) or MI300; a later release may lift this, "
@@ -102,8 +110,7 @@ _FP8_VLLM_MOE = (
 )
 _FP8_HF = (
     "transformers docs, 'Fine-grained FP8' (huggingface.co/docs/transformers, v4.49-v5.14, "
-    "2025-2026): 'You need a GPU with Compute Capability>=9 (H100)'; TGI documents no wider "
-    "support, so it is taken to need the same"
+    "2025-2026): 'You need a GPU with Compute Capability>=9 (H100)'"
 )
 _TRITON = (
     "PyTorch 2.5 release notes and 'Getting Started on Intel GPU' (pytorch.org, 2024-10): "
@@ -141,12 +148,15 @@ PLATFORM_MATRIX: dict[tuple[str, str], Cell] = {
     ("rocm", FP8_VLLM): Cell(False, _FP8_VLLM),
     ("amd-cdna3", FP8_VLLM): Cell(True, _FP8_VLLM),
     ("xpu", FP8_VLLM): Cell(False, _FP8_VLLM),
-    ("cuda", FP8_VLLM_MOE): Cell(False, _FP8_VLLM_MOE),
-    ("nvidia-ada", FP8_VLLM_MOE): Cell(True, _FP8_VLLM_MOE),
-    ("nvidia-hopper", FP8_VLLM_MOE): Cell(True, _FP8_VLLM_MOE),
-    ("rocm", FP8_VLLM_MOE): Cell(False, _FP8_VLLM_MOE),
-    ("amd-cdna3", FP8_VLLM_MOE): Cell(True, _FP8_VLLM_MOE),
-    ("xpu", FP8_VLLM_MOE): Cell(False, _FP8_VLLM_MOE),
+    ("cuda", FP8_TGI): Cell(True, _FP8_TGI),
+    ("nvidia-volta", FP8_TGI): Cell(False, _FP8_TGI),
+    ("nvidia-turing", FP8_TGI): Cell(False, _FP8_TGI),
+    ("cuda", FP8_MOE): Cell(False, _FP8_MOE),
+    ("nvidia-ada", FP8_MOE): Cell(True, _FP8_MOE),
+    ("nvidia-hopper", FP8_MOE): Cell(True, _FP8_MOE),
+    ("rocm", FP8_MOE): Cell(False, _FP8_MOE),
+    ("amd-cdna3", FP8_MOE): Cell(True, _FP8_MOE),
+    ("xpu", FP8_MOE): Cell(False, _FP8_MOE),
     ("cuda", FP8_HF): Cell(False, _FP8_HF),
     ("nvidia-hopper", FP8_HF): Cell(True, _FP8_HF),
     ("rocm", FP8_HF): Cell(False, _FP8_HF),
@@ -194,10 +204,10 @@ def needs(
         out.append(FLASH)
     if framework == "vllm" and not training:
         out.append(VLLM)
-    if weight_format == "fp8" and framework == "vllm":
-        out.append(FP8_VLLM_MOE if experts else FP8_VLLM)
-    elif weight_format == "fp8":
-        out.append(FP8_HF)
+    if weight_format == "fp8":
+        out.append({"vllm": FP8_VLLM, "tgi": FP8_TGI}.get(framework or "", FP8_HF))
+        if experts and framework in ("vllm", "tgi"):
+            out.append(FP8_MOE)
     if framework == "unsloth" and training:
         out.append(COMPILE)
     return tuple(out)

@@ -136,11 +136,17 @@ def test_fp8_quantises_the_linear_layers_as_measured_on_qwen3():
 
 
 def test_tgi_in_fp8_quantises_at_launch_and_the_script_sends_the_prompts():
-    result = generate(
+    """TGI runs fp8 matmuls through fbgemm on Hopper and the FP8 Marlin kernel on compute
+    capability 8.0 to 8.9 (its PRs #2204, #2277 and issue #2388), not on Turing or Volta."""
+    result = generate("Qwen/Qwen2.5-7B", precision="fp8", framework="tgi", tokens=10**7)
+    options = by_accelerator(result)
+    assert options["a100-80-sxm4"].supported
+    assert not options["t4-16"].supported
+    assert any("fp8 weights with TGI" in r for r in options["t4-16"].software_reasons)
+    on_stanage = generate(
         "Qwen/Qwen2.5-7B", precision="fp8", framework="tgi", system="stanage", tokens=10**7
     )
-    assert result.recommendation.accelerator == "h100-80-pcie"  # Hopper: TGI's fp8
-    script = result.slurm_script
+    script = on_stanage.slurm_script
     assert "text-generation-launcher --model-id MODEL --num-shard 1 --quantize fp8" in script
     assert "/health" in script
     assert "send your prompts concurrently" in script
