@@ -280,11 +280,13 @@ class Evaluation(OptionWriting, ParallelPlanning):
     def hours(self, f: NodeFacts, k: int, strategy: str, choice: Choice) -> float:
         if self.training:
             return self.training_hours(f, k, strategy, choice)  # parallel_options.py
-        eff = scaling_efficiency(f.node, k, strategy)
+        stages = pipeline_stages(f.node, k, strategy)
+        # Pipeline stages on different nodes pass one hidden state per token between them, far
+        # below any link's bandwidth: only each node's tensor-parallel group pays its link.
+        eff = scaling_efficiency(f.node, k // stages, strategy)
         wl = self.wl
         if wl.fills_kv_cache:
             wl = self.filled_workload(f, k, strategy, choice)
-        stages = pipeline_stages(f.node, k, strategy)
         if wl.batch_size < stages:
             # vLLM keeps a pipeline busy with one batch per stage in flight; fewer sequences
             # than stages leave the others waiting.

@@ -81,3 +81,35 @@ def test_one_sequence_leaves_pipeline_stages_waiting():
     # Decoding is bandwidth-bound: three sequences take about the time of one per step, and
     # one sequence leaves two stages idle, so one at a time costs about 3 x 3 = 9 times more.
     assert first.gpu_hours > 6 * busy.gpu_hours
+
+
+def test_pipeline_stages_over_ethernet_cost_no_more_than_over_infiniband():
+    """Stages on different nodes pass one hidden state per token (16,384 values for 405B), far
+    below any link's bandwidth: unlike data-parallel training, serving over nodes does not pay
+    for a slower network between them (only each node's own tensor-parallel link counts)."""
+    catalog = default_catalog()
+
+    def over(link: str):
+        systems = [
+            s.model_copy(
+                update={
+                    "node_types": [
+                        n.model_copy(update={"inter_node_interconnect": link}) for n in s.node_types
+                    ]
+                }
+            )
+            for s in catalog.systems
+        ]
+        request = EstimateRequest(
+            task="inference",
+            tokens=10**8,
+            config=find_bundled(LLAMA_405B).config,
+            framework="vllm",
+            system="stanage",
+            accelerator="a100-80-sxm4",
+        )
+        return estimate(request, catalog.model_copy(update={"systems": systems})).recommendation
+
+    infiniband, ethernet = over("infiniband"), over("ethernet")
+    assert infiniband.nodes == ethernet.nodes == 3
+    assert ethernet.gpu_hours == infiniband.gpu_hours
