@@ -19,7 +19,7 @@ from advisor.engine.models import (
     MemoryBreakdown,
     Recommendation,
 )
-from advisor.engine.options import rank
+from advisor.engine.options import inference_shards, rank, wall_target
 from advisor.engine.recommend import evaluate, trusted
 from advisor.engine.result_assumptions import assumptions
 from advisor.engine.shape import ModelShape
@@ -79,7 +79,7 @@ def estimate_shape(
             )
             wl = replace(wl, batch_size=at_once)
         recommendation, slurm_script = _recommended(
-            best, candidates, wl, framework, why, model_name
+            best, candidates, wl, framework, why, model_name, request.constraints.max_wall_hours
         )
         memory = best.option.memory
     else:
@@ -153,7 +153,9 @@ def _ranked(
     )
 
 
-def _recommended(best, candidates, wl: Workload, framework, why: str, model_name: str) -> tuple:
+def _recommended(
+    best, candidates, wl: Workload, framework, why: str, model_name: str, max_wall: float | None
+) -> tuple:
     """(the recommendation with its longer reasons, its starter sbatch script)."""
     reasons = _recommendation_reasons(best, candidates, wl, framework, why)
     # The best option's fields, already complete, with the longer reasons.
@@ -171,6 +173,13 @@ def _recommended(best, candidates, wl: Workload, framework, why: str, model_name
         # Asked of a library whose own loss keeps the full logits: Liger under the Trainer.
         fused_loss=wl.training and wl.logits_per_entry == 0.0 and framework.logits_bytes is None,
         fp8=wl.weight_format == "fp8",
+        shards=1
+        if wl.training
+        else inference_shards(
+            best.option.wall_hours,
+            wall_target(max_wall),
+            best.partition.max_wall_hours if best.partition is not None else None,
+        ),
     )
     return recommendation, slurm_script
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import NamedTuple
 
+from advisor.engine import constants as c
 from advisor.engine import offload, ranking
 from advisor.engine.layouts import STRATEGY_COMPLEXITY
 from advisor.engine.models import (
@@ -81,6 +82,26 @@ def gb(value: float) -> str:
 def nodes_for(node: NodeTypeSpec, n: int) -> int:
     """How many of the node type's nodes `n` GPUs occupy."""
     return -(-n // max(node.gpus_per_node, 1))
+
+
+def wall_target(max_wall: float | None) -> float:
+    """The wall time a job should finish in: the researcher's limit less the contingency,
+    else the default target (a week)."""
+    if max_wall:
+        return max_wall / (1 + c.CONTINGENCY.value)
+    return c.TARGET_WALL_HOURS.value
+
+
+def inference_shards(wall: float | None, target: float, partition_wall: float | None) -> int:
+    """Jobs an inference run's prompts are split into so each finishes within the target wall
+    time and the partition's limit: requests are independent, so a Slurm job array of shards
+    takes the same GPU hours in a fraction of the time. 1 when one job is short enough. Each
+    job's wall time with the contingency must fit the partition (the sbatch asks for that)."""
+    in_partition = partition_wall / (1 + c.CONTINGENCY.value) if partition_wall else None
+    limit = min(t for t in (target, in_partition) if t)
+    if wall is None or wall <= limit:
+        return 1
+    return math.ceil(wall / limit)
 
 
 def spans_without_network(node: NodeTypeSpec, nodes: int) -> bool:
@@ -286,7 +307,7 @@ class OptionWriting:
             nodes, gpu_hours, contingency, requested, gpu_hours / n, cost, charged, compared
         )
 
-    def schedule_reasons(self, f: NodeFacts, costs: Costs, reasons: list[str]) -> bool:
+    def schedule_reasons(self, f: NodeFacts, costs: Costs, n: int, reasons: list[str]) -> bool:
         """The wall-time limits, the network between the nodes, availability and trial access;
         False when the researcher's own wall-time limit rules the option out."""
         wall, requested = costs.wall, costs.requested
@@ -299,11 +320,19 @@ class OptionWriting:
                 "such)."
             )
         max_wall = self.max_wall
-        if wall is not None and max_wall is not None and wall * self.with_contingency > max_wall:
+        part_wall = f.partition.max_wall_hours if f.partition is not None else None
+        shards = 1 if self.training else inference_shards(wall, self.target, part_wall)
+        if shards > 1:
+            # Independent requests: a job array meets any limit at the same GPU hours.
+            reasons.append(
+                f"The requests are independent: split the prompts into {shards} jobs (a Slurm "
+                f"job array), each about {wall / shards:,.1f} h on {plural(n, 'GPU')}; the GPU "
+                "hours stay the same."
+            )
+        elif wall is not None and max_wall is not None and wall * self.with_contingency > max_wall:
             reasons.append(f"needs about {wall:.1f} h of wall time; your limit is {max_wall:g} h.")
             within = False
-        part_wall = f.partition.max_wall_hours if f.partition is not None else None
-        if wall is not None and part_wall and wall > part_wall:
+        if shards == 1 and wall is not None and part_wall and wall > part_wall:
             reasons.append(
                 f"about {wall:.0f} h of wall time exceeds the {f.partition.name} limit of "
                 f"{part_wall:g} h: run {math.ceil(wall / part_wall)} chained jobs that "

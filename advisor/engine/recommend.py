@@ -52,6 +52,7 @@ from advisor.engine.options import (
     gb,
     spans_without_network,
     trusted,
+    wall_target,
 )
 from advisor.engine.parallel_options import ParallelPlanning
 from advisor.engine.recipe import Choice, RecipeSearch
@@ -131,7 +132,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
         self.contingency_rate = c.CONTINGENCY.value
         self.with_contingency = 1 + self.contingency_rate
         self.max_wall = max_wall = request.constraints.max_wall_hours
-        self.target = max_wall / self.with_contingency if max_wall else c.TARGET_WALL_HOURS.value
+        self.target = wall_target(max_wall)
         self.splits_heads = wl.task == "inference"  # tensor parallelism splits the heads evenly
         self.free_choice = request.strategy is None
         # vLLM serves one model over several nodes: tensor parallel within each, pipeline
@@ -509,7 +510,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
                 if idle:
                     reasons.append(idle)
         costs = self.costs(f, n, gpu_hours, reasons)
-        eligible = self.schedule_reasons(f, costs, reasons) and not hard and fits
+        eligible = self.schedule_reasons(f, costs, n, reasons) and not hard and fits
         return self.candidate(
             f, strategy, n, breakdown, recipe, costs, fits, headroom, eligible, reasons
         )

@@ -84,6 +84,7 @@ def sbatch_script(
     stepping: tuple[bool, bool] = (False, False),
     fused_loss: bool = False,
     fp8: bool = False,
+    shards: int = 1,
 ) -> str | None:
     """`platform` ("cuda", "rocm", "xpu"): non-NVIDIA GPUs get what to change, as comments,
     and Intel GPUs an MPI launcher with oneCCL instead of torchrun. `stepping`: (optimizer
@@ -96,7 +97,9 @@ def sbatch_script(
     cpus_per_gpu = (node.cpu_cores // node.gpus_per_node) if node.cpu_cores else 8
     cpus = max(cpus_per_gpu * gpus_per_node, 1)
     mem_gb = int(node.ram_gb * gpus_per_node / node.gpus_per_node * 0.9) if node.ram_gb else None
-    time, time_note = slurm_time(option.wall_hours, partition)
+    # An inference job split into a job array: each task runs its share of the prompts.
+    wall = option.wall_hours / shards if option.wall_hours is not None else None
+    time, time_note = slurm_time(wall, partition)
     safe_name = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in model_name)[:40]
     note = LAUNCHER_NOTE[option.strategy]
     if task == "inference" and nodes > 1:
@@ -122,6 +125,11 @@ def sbatch_script(
         gpu_request = partition.gpu_request.format(n=gpus_per_node)
     else:
         gpu_request = f"--gres=gpu:{gpus_per_node}"
+    if shards > 1:
+        lines.append(
+            f"#SBATCH --array=0-{shards - 1}  # {shards} jobs, each the prompts of shard "
+            "$SLURM_ARRAY_TASK_ID (same GPU hours, a fraction of the wall time)"
+        )
     lines += [
         f"#SBATCH --nodes={nodes}",
         "#SBATCH --ntasks-per-node=1",
@@ -144,6 +152,11 @@ def sbatch_script(
     lines.append("")
     framework = framework or FRAMEWORKS["transformers" if task == "inference" else "hf_trainer"]
     lines += _recipe_lines(option.recipe, framework, task)
+    if shards > 1:
+        lines.append(
+            f"# Each array task serves its own shard of the prompts, e.g. in your script: "
+            f"prompts[int(os.environ['SLURM_ARRAY_TASK_ID'])::{shards}]"
+        )
     if (
         platform == "xpu"
         and task != "inference"
