@@ -536,7 +536,10 @@ class Evaluation(OptionWriting, ParallelPlanning):
             reasons.append(f.assumes)
         if f.timed:
             gpu_hours = self.hours(f, n, strategy, choice)
-            if gpu_hours / n > self.target and n_fit is not None:
+            # Inference is not widened: its requests are independent, so a long job is split
+            # into shards at the same GPU hours (options.inference_shards), which more
+            # tensor-parallel GPUs would not match.
+            if self.training and gpu_hours / n > self.target and n_fit is not None:
                 n, choice, gpu_hours, said = widen(
                     f.node, allowed, n, choice, gpu_hours, target=self.target,
                     deadline=self.max_wall is not None, recipe_at=recipe_at,
