@@ -1,4 +1,5 @@
-"""More GPUs for a run that would take longer than the target wall time, while they pay.
+"""More GPUs for a training run that would take longer than the target wall time, while they
+pay. (An inference job is split into a job array instead: options.inference_shards.)
 
 recommend.Evaluation.plan sizes an option to the fewest GPUs that fit; when the run on them
 would take longer than the target (a week, or the researcher's max_wall_hours less
