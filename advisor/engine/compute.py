@@ -42,12 +42,28 @@ def peak_tflops(acc: AcceleratorSpec, dtype: str) -> float | None:
 def compute_dtype_for(acc: AcceleratorSpec, wl: Workload) -> str | None:
     """The dtype the matmuls run in on `acc`; None when the request's precision is missing."""
     if wl.compute_dtype == "bf16" and not (acc.bf16_supported and acc.bf16_tflops):
-        # Quantised weights compute in whatever 16-bit type the GPU has; an explicit bf16
-        # request cannot silently become fp16 (different numerics, loss scaling).
-        if wl.precision in ("fp8", "int8", "int4") or wl.task == "qlora" and wl.precision == "int4":
+        # Quantised weights compute in whatever 16-bit type the GPU has, and so does a job
+        # whose precision was not said; an explicit bf16 request cannot silently become fp16
+        # (different numerics, loss scaling).
+        quantised = wl.precision in ("fp8", "int8", "int4")
+        if quantised or wl.fp16_where_no_bf16:
             return "fp16" if peak_tflops(acc, "fp16") else None
         return None
     return wl.compute_dtype if peak_tflops(acc, wl.compute_dtype) else None
+
+
+def fp16_note(acc: AcceleratorSpec, training: bool) -> str:
+    """Why an option computes in fp16 when the precision was not said, and what to watch."""
+    how = (
+        "trains in fp16 mixed precision with loss scaling (Trainer fp16=True)"
+        if training
+        else "runs in fp16 (vLLM --dtype half, torch_dtype=torch.float16)"
+    )
+    return (
+        f"No bf16 on {acc.display_name}: {how}, in the same memory. A model pre-trained in "
+        "bf16 can overflow fp16's range (a NaN loss or empty outputs); where it does, choose a "
+        "GPU with bf16."
+    )
 
 
 def scaling_efficiency(node: NodeTypeSpec, n: int, strategy: str) -> float:

@@ -65,6 +65,10 @@ class Framework:
     # Data-parallel strategies the library offers; None: every one (DeepSpeed ZeRO, FSDP).
     # Megatron-LM shards only the optimizer (--use-distributed-optimizer), never weights.
     data_parallel: tuple[str, ...] | None = None
+    # Whether the library trains in fp16 (with loss scaling) where a GPU has no bf16: False for
+    # torchtune, whose recipes raise "fp16 precision is not supported in this recipe" (no
+    # gradient scaling, recipes/full_finetune_single_device.py).
+    fp16: bool = True
     # What the library does instead of the strategies it lacks (for the option's reason).
     shards_instead: str = ""
     source: str
@@ -126,6 +130,7 @@ TRAINING_FRAMEWORKS = {
         data_parallel=("single", "fsdp", "zero3_offload"),
         shards_instead="its distributed recipes shard weights, gradients and optimizer states "
         "with FSDP",
+        fp16=False,
         source="pytorch/torchtune recipes/configs/llama3_1/8B_qlora_single_device.yaml and "
         "8B_full_single_device.yaml: dtype bf16 (no fp32 master weights), "
         "enable_activation_checkpointing True, loss CEWithChunkedOutputLoss / "

@@ -45,9 +45,14 @@ def _hours(value: float | None, unit: str = "GPU hours") -> str:
 
 
 def _setup_sentence(
-    request: EstimateRequest, shape: ModelShape, wl: Workload, model_name: str
+    request: EstimateRequest, shape: ModelShape, wl: Workload, model_name: str, dtype: str | None
 ) -> str:
-    """What will be run: the method, the model, the precision and the batch."""
+    """What will be run: the method, the model, the precision and the batch. `dtype`: the
+    recommended option's compute type, which names the precision when the request left the
+    16-bit type to the GPU."""
+    precision = wl.precision
+    if wl.fp16_where_no_bf16 and dtype and precision == "bf16":
+        precision = dtype
     method = TASK_WORDS[wl.task]
     if wl.adapters:
         method += f" with rank {wl.lora_rank} adapters"
@@ -58,7 +63,7 @@ def _setup_sentence(
             if shape.params_active != shape.params_total
             else ""
         )
-        + f") in {wl.precision}, with "
+        + f") in {precision}, with "
         + _batch_words(request, wl)
         + f" of {plural(wl.seq_len, 'token')}"
         + (f" generating {plural(wl.new_tokens, 'token')} each" if wl.task == "inference" else "")
@@ -107,7 +112,8 @@ def draft(
     accelerator: AcceleratorSpec | None,
     flops_per_token: float | None,
 ) -> str:
-    parts = [_setup_sentence(request, shape, wl, model_name)]
+    dtype = option.compute_dtype if option is not None else None
+    parts = [_setup_sentence(request, shape, wl, model_name, dtype)]
     if request.tokens is not None:
         epochs = f" for {plural(request.epochs, 'epoch')}" if wl.training else ""
         parts.append(f"The data set is {plural(request.tokens, 'token')}{epochs}.")

@@ -68,6 +68,9 @@ class Workload:
     # prompts itself (vLLM): each option runs as many sequences at once as its KV cache holds
     # (compute.kv_filled_batch); `batch_size` is the one sequence memory is sized for.
     fills_kv_cache: bool = False
+    # The precision was not said: a GPU without bf16 computes in fp16 with loss scaling
+    # (compute.compute_dtype_for) instead of being ruled out, where the library can.
+    fp16_where_no_bf16: bool = False
 
     @property
     def training(self) -> bool:

@@ -109,7 +109,9 @@ class EstimateRequest(_Frozen):
     hub: HubModelMetadata | None = None
 
     task: Task
-    precision: Precision = "bf16"
+    # None: not said, 16-bit mixed precision in whichever type each GPU has (bf16, else fp16;
+    # workload.build_workload). A precision given, bf16 included, is never changed.
+    precision: Precision | None = None
     # The global batch per optimizer step (sequences), split over data-parallel GPUs and
     # micro-batches with gradient accumulation by the recipe search; inference: concurrent
     # requests per replica. None: not given, the task's sourced default

@@ -142,6 +142,7 @@ class AcceleratorFacts(NamedTuple):
     timed: bool  # GPU hours can be estimated
     assumes: str | None  # the calibrated-utilisation reason
     extra: float  # bytes of CUDA context beyond the current stack's
+    dtype_note: str | None = None  # fp16 chosen where the GPU has no bf16, and its caveat
 
 
 @dataclass(slots=True)
@@ -175,6 +176,7 @@ class NodeFacts:
     queue: float
     limited: str | None  # the limited-availability reason
     trial: float | None
+    dtype_note: str | None = None
 
     def whole_nodes(self) -> tuple[int, ...]:
         """Counts of two or more whole nodes: an inference replica over nodes (vLLM's tensor

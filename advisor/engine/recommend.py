@@ -19,6 +19,7 @@ from advisor.engine import ranking, software
 from advisor.engine.compute import (
     compute_dtype_for,
     filled_batch,
+    fp16_note,
     inference_gpu_hours,
     peak_tflops,
     scaling_efficiency,
@@ -96,7 +97,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
             job_distances(
                 measured,
                 task=wl.task,
-                precision=request.precision,
+                precision=wl.precision,
                 params=shape.params_total,
                 seq_len=wl.seq_len,
                 batch=wl.batch_size,
@@ -192,7 +193,11 @@ class Evaluation(OptionWriting, ParallelPlanning):
         no_dtype = None
         if dtype is None:
             no_dtype = f"no {wl.compute_dtype} on {acc.display_name}" + (
-                " (use fp16)." if wl.compute_dtype == "bf16" else "."
+                "."
+                if wl.compute_dtype != "bf16"
+                else f", and {self.framework.name} does not train in fp16 (its recipes refuse it)."
+                if self.training and not self.framework.fp16
+                else " (use fp16)."
             )
         capacity = int(acc.memory_gb * 1e9)
         legacy = acc.vendor.lower() == "nvidia" and not acc.bf16_supported
@@ -209,6 +214,9 @@ class Evaluation(OptionWriting, ParallelPlanning):
             util = Utilisation(
                 prefill.value, label="default for prefill", fixed_source=prefill.source
             )
+        dtype_note = None
+        if dtype == "fp16" and wl.compute_dtype == "bf16" and wl.fp16_where_no_bf16:
+            dtype_note = fp16_note(acc, self.training)
         peak = peak_tflops(acc, dtype) if dtype else 0.0
         timed = bool(self.tokens is not None and peak)
         assumes = None
@@ -226,6 +234,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
             timed,
             assumes,
             self.legacy_extra if legacy else 0.0,
+            dtype_note,
         )
         return found
 
@@ -370,6 +379,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
             timed,
             assumes,
             extra,
+            dtype_note,
         ) = self.on_accelerator(acc)
         if no_dtype is not None:
             reasons.append(no_dtype)
@@ -410,6 +420,7 @@ class Evaluation(OptionWriting, ParallelPlanning):
             24 if queue is None else queue,
             limited,
             system.trial_gpu_hours,
+            dtype_note,
         )
 
     def node_options(
@@ -532,6 +543,8 @@ class Evaluation(OptionWriting, ParallelPlanning):
         if strategy == "zero3_offload":  # the nodes' memory must hold the offloaded states too
             n_fit, n_head, n, choice = self.size_for_host(f, allowed, found, recipe_at, reasons)
         gpu_hours = None
+        if f.dtype_note is not None:
+            reasons.append(f.dtype_note)
         if f.assumes is not None:
             reasons.append(f.assumes)
         if f.timed:

@@ -36,6 +36,8 @@ def assumptions(
 ) -> list[Assumption]:
     """Everything the result's numbers assume, in the order the result page lists them."""
     out = _memory_assumptions(request, shape, wl, framework, assumed, best)
+    if request.precision is None:
+        out.append(_precision_assumption(wl, framework, best))
     out.extend(_batch_assumptions(request, wl, framework, best))
     if wl.training:
         out.extend(_training_assumptions(request, shape, wl, framework, best))
@@ -88,6 +90,27 @@ def _layout_detail(best, shape: ModelShape, wl: Workload) -> str:
     measured = best.utilisation.measured_gpus if best.utilisation else option.num_gpus
     return scale_cost.describe(cost, option.strategy, option.num_gpus) + (
         scale_cost.describe_scale(option.num_gpus, measured)
+    )
+
+
+def _precision_assumption(wl: Workload, framework, best) -> Assumption:
+    """The 16-bit type the engine chose where the researcher did not say (compute_dtype_for)."""
+    chosen = best.option.compute_dtype if best is not None else None
+    if wl.fp16_where_no_bf16:
+        value = (
+            "16-bit mixed precision: bf16 where the GPU has it, fp16 with loss scaling on GPUs "
+            "without it (V100, T4); same memory, fp16's narrower range can overflow"
+        )
+    else:
+        value = f"bf16: {framework.name} does not train in fp16, so GPUs without bf16 cannot run it"
+    if chosen:
+        value += f"; the recommended GPU computes in {chosen}"
+    return _built(
+        Assumption,
+        name="Precision (not given)",
+        value=value,
+        source="NVIDIA A100 and newer, AMD CDNA and Intel Xe-HPC have bf16; torch.amp with "
+        "GradScaler for fp16 (PyTorch AMP docs)",
     )
 
 

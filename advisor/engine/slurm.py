@@ -206,10 +206,15 @@ def _recipe_lines(recipe: Recipe | None, framework: Framework, task: str) -> lis
     ]
 
 
-def _train_args(recipe: Recipe | None, framework: Framework, fused_loss: bool = False) -> str:
-    """Command-line arguments that apply the recipe in the framework's own terms."""
+def _train_args(
+    recipe: Recipe | None, framework: Framework, fused_loss: bool = False, dtype: str | None = None
+) -> str:
+    """Command-line arguments that apply the recipe in the framework's own terms. `dtype`: the
+    option's 16-bit compute type, as a flag where the library trains in fp32 unless told
+    (TrainingArguments and Megatron-LM default to fp32; torchtune's configs say bf16)."""
     if recipe is None:
         return ""
+    dtype_flag = f"--{dtype}" if dtype in ("bf16", "fp16") else None
     if framework.key == "torchtune":
         args = [
             f"batch_size={recipe.micro_batch}",
@@ -234,11 +239,15 @@ def _train_args(recipe: Recipe | None, framework: Framework, fused_loss: bool = 
             )
         if recipe.pp > 1:
             args.append(f"--pipeline-model-parallel-size {recipe.pp}")
+        if dtype_flag:
+            args.append(dtype_flag)
         return " " + " ".join(args)
     args = [
         f"--per_device_train_batch_size {recipe.micro_batch}",
         f"--gradient_accumulation_steps {recipe.grad_accumulation}",
     ]
+    if dtype_flag:
+        args.append(dtype_flag)
     if recipe.checkpointing != "none":
         args.append("--gradient_checkpointing")
     if recipe.optimizer:
@@ -282,7 +291,11 @@ def _launcher(
         tp = gpus_per_node if strategy == "tensor_parallel" else 1
         # fp8 as the estimate assumes: a checkpoint stored in fp8 loads as it is; a 16-bit one
         # is quantised at load.
-        vllm_fp8 = ', quantization="fp8"' if fp8 else ""
+        vllm_kwargs = ', quantization="fp8"' if fp8 else ""
+        # fp16 where the estimate computes in it: vLLM refuses bf16 below compute capability 8.0
+        # and would load a bf16 checkpoint as bf16 elsewhere.
+        half = option.compute_dtype == "fp16"
+        vllm_kwargs += ', dtype="half"' if half else ""
         if framework.key == "vllm":
             # A batch job, not a server: the offline LLM class batches every prompt itself
             # (a `vllm serve` alone would wait for a client).
@@ -293,15 +306,16 @@ def _launcher(
                 "# vLLM's LLM class schedules all your prompts itself (continuous batching, as "
                 "the estimate assumes):",
                 f'#   LLM("MODEL", tensor_parallel_size={tp}{stages}, gpu_memory_utilization=0.9'
-                f"{vllm_fp8}{ray}).generate(prompts, sampling_params)",
+                f"{vllm_kwargs}{ray}).generate(prompts, sampling_params)",
                 "# It reserves --gpu-memory-utilization of each GPU at start-up (nvidia-smi "
                 "shows that much).",
                 f"python generate.py --tensor-parallel-size {tp}"
                 + (f" --pipeline-parallel-size {nodes}" if nodes > 1 else "")
+                + (" --dtype half" if half else "")
                 + " --gpu-memory-utilization 0.9  # your script",
             ]
         if framework.key == "tgi":
-            quantize = " --quantize fp8" if fp8 else ""
+            quantize = (" --quantize fp8" if fp8 else "") + (" --dtype float16" if half else "")
             return [
                 "# TGI batches the requests a client has in flight (it has no batch endpoint):",
                 "# send your prompts concurrently, as many at once as the estimate's batch size.",
@@ -315,6 +329,8 @@ def _launcher(
             if fp8
             else []
         )
+        if half:
+            hf_fp8.append("# fp16: from_pretrained(MODEL, torch_dtype=torch.float16)")
         if strategy == "tensor_parallel":
             return [
                 *hf_fp8,
@@ -322,7 +338,7 @@ def _launcher(
                 f"python infer.py --tensor-parallel-size {gpus_per_node}",
             ]
         return [*hf_fp8, "python infer.py  # your script"]
-    args = _train_args(option.recipe, framework, fused_loss)
+    args = _train_args(option.recipe, framework, fused_loss, option.compute_dtype)
     if framework.key == "torchtune":
         # The memory the estimate assumed, in the recipe's own config keys.
         args += f" optimizer_in_bwd={stepping[0]} enable_activation_offloading={stepping[1]}"

@@ -338,7 +338,7 @@ def resolve_shape(request: EstimateRequest) -> ModelShape:
 
 
 def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
-    task, precision = request.task, request.precision
+    task, precision = request.task, request.precision or "bf16"
     if task == "lora" and precision == "int4":
         task = "qlora"
     if task == "qlora":
@@ -363,6 +363,10 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         )
     training = task != "inference"
     framework, _ = framework_for(request.framework, training)
+    # Not said: 16-bit in the type each GPU has, as Unsloth's notebooks pick it
+    # (is_bfloat16_supported()); the sbatch script passes fp16 where it is chosen (vLLM refuses
+    # bf16 below compute capability 8.0 and asks for --dtype=half).
+    fp16_where_no_bf16 = request.precision is None and (framework.fp16 or not training)
     checkpointing = request.gradient_checkpointing
     if checkpointing is None:
         checkpointing = framework.checkpointing.get(task, "none") == "full"
@@ -422,6 +426,7 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         and request.tokens is not None
         and request.batch_size is None
         and request.micro_batch is None,
+        fp16_where_no_bf16=fp16_where_no_bf16,
     )
 
 
