@@ -293,6 +293,8 @@ def estimate_inputs(request: dict[str, Any]) -> list[tuple[str, str]]:
     task = request.get("task")
     if task:
         rows.append(("Work", TASK_LABELS.get(task, str(task))))
+    if task and request.get("precision") is None:
+        rows.append(("Precision", "not given: 16-bit, bf16 or fp16 as the GPU has it"))
     for key, label in (
         ("precision", "Precision"),
         ("batch_size", "Global batch (sequences)"),

@@ -107,3 +107,10 @@ def test_the_workload_rows_name_a_pinned_system_gpu_and_strategy():
     assert rows["GPU asked for"].startswith("Intel Data Center GPU Max 1550 128GB")
     assert rows["Parallel strategy asked for"] == "tensor parallel"
     assert rows["GPUs asked for"] == "4"
+
+
+def test_the_workload_rows_say_when_the_precision_was_left_open():
+    rows = dict(estimate_inputs({"params": 7_000_000_000, "task": "lora", "precision": None}))
+    assert rows["Precision"] == "not given: 16-bit, bf16 or fp16 as the GPU has it"
+    rows = dict(estimate_inputs({"params": 7_000_000_000, "task": "lora", "precision": "bf16"}))
+    assert rows["Precision"] == "bf16"

@@ -23,9 +23,15 @@ from tests.catalog.test_load_catalog import load, snapshot
 
 pytestmark = pytest.mark.django_db
 
-# Fits one node of A100 80GB with room to spare; Rio's H200s fit it too.
+# Fits one node of A100 80GB with room to spare; Rio's H200s fit it too. In bf16, as asked:
+# left open, UVA's V100s would run it in fp16.
 FINE_TUNE_13B = EstimateRequest(
-    params=13_000_000_000, task="full_finetune", batch_size=8, seq_len=2048, tokens=20_000_000
+    params=13_000_000_000,
+    task="full_finetune",
+    precision="bf16",
+    batch_size=8,
+    seq_len=2048,
+    tokens=20_000_000,
 )
 
 
