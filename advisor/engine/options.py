@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from advisor.engine import constants as c
 from advisor.engine import offload, ranking
-from advisor.engine.layouts import STRATEGY_COMPLEXITY
+from advisor.engine.layouts import STRATEGY_COMPLEXITY, pipeline_stages
 from advisor.engine.models import (
     AcceleratorSpec,
     Charge,
@@ -373,6 +373,10 @@ class OptionWriting:
         )
         rate, charged = f.rate, costs.charged
         acc, system = f.acc, f.system
+        if not self.training and recipe.tp > 1:
+            stages = pipeline_stages(f.node, n, strategy)
+            if stages > 1:  # vLLM over nodes: tensor parallel within each, a stage per node
+                recipe = recipe.model_copy(update={"tp": recipe.tp // stages, "pp": stages})
         fields = {
             "system": system.name,
             "accelerator": acc.name,

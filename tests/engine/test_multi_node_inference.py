@@ -39,6 +39,8 @@ def test_vllm_serves_405b_over_whole_nodes_of_four_gpus():
     assert "ray start --head" in script
     assert f"--tensor-parallel-size 4 --pipeline-parallel-size {best.nodes}" in script
     assert 'distributed_executor_backend="ray"' in script
+    # The recipe in the API says the same layout as the script, not tp = every GPU.
+    assert (best.recipe.tp, best.recipe.pp) == (4, best.nodes)
 
 
 def test_heads_split_within_a_node_not_over_every_gpu():
