@@ -15,24 +15,13 @@ from django.core.management.base import CommandError
 from django.urls import reverse
 
 from advisor.engine import estimate
-from advisor.engine.models import EstimateRequest
 from advisor.engine_catalog import engine_catalog
 from catalog.models import System
 from tests.catalog.conftest import DATA
 from tests.catalog.test_load_catalog import load, snapshot
+from tests.engine.test_charge_currency import FINE_TUNE_13B
 
 pytestmark = pytest.mark.django_db
-
-# Fits one node of A100 80GB with room to spare; Rio's H200s fit it too. In bf16, as asked:
-# left open, UVA's V100s would run it in fp16.
-FINE_TUNE_13B = EstimateRequest(
-    params=13_000_000_000,
-    task="full_finetune",
-    precision="bf16",
-    batch_size=8,
-    seq_len=2048,
-    tokens=20_000_000,
-)
 
 
 @pytest.fixture
