@@ -112,19 +112,8 @@ def sbatch_script(
         f"#SBATCH --job-name={safe_name}-{task}",
         "#SBATCH --account=YOUR_PROJECT_ACCOUNT",
     ]
-    if partition is not None:
-        if partition.slurm_partition:
-            lines.append(f"#SBATCH --partition={partition.slurm_partition}")
-        if partition.qos:
-            lines.append(f"#SBATCH --qos={partition.qos}")
-        if partition.constraint:
-            constraint = partition.constraint
-            if not constraint.startswith("-"):
-                constraint = f"--constraint={constraint}"
-            lines.append(f"#SBATCH {constraint}")
-        gpu_request = partition.gpu_request.format(n=gpus_per_node)
-    else:
-        gpu_request = f"--gres=gpu:{gpus_per_node}"
+    directives, gpu_request = _partition_directives(partition, gpus_per_node)
+    lines += directives
     if shards > 1:
         lines.append(
             f"#SBATCH --array=0-{shards - 1}  # {shards} jobs, each the prompts of shard "
@@ -141,15 +130,7 @@ def sbatch_script(
     lines.append(f"#SBATCH --time={time}")
     if time_note:
         lines.append(f"# time: {time_note}")
-    lines.append("")
-    lines.append("set -euo pipefail")
-    lines += list(system.modules) or ["# module load ...  (see the system's documentation)"]
-    if system.container:
-        lines.append(f"# container: {system.container}")
-    change = PLATFORM_CHANGES.get(platform)
-    if change:
-        lines.append("# " + change + ".")
-    lines.append("")
+    lines += _environment_lines(system, platform)
     framework = framework or FRAMEWORKS["transformers" if task == "inference" else "hf_trainer"]
     lines += _recipe_lines(option.recipe, framework, task)
     if shards > 1:
@@ -162,7 +143,8 @@ def sbatch_script(
         and task != "inference"
         and option.strategy not in ("single", "tensor_parallel")
     ):
-        lines += _xpu_launcher(option, gpus_per_node, nodes)
+        args = _train_args(option.recipe, framework, fused_loss, option.compute_dtype)
+        lines += _xpu_launcher(option, gpus_per_node, nodes, args)
     else:
         lines += _launcher(
             option, gpus_per_node, nodes, cpus, framework, task, stepping, fused_loss, fp8
@@ -170,8 +152,41 @@ def sbatch_script(
     return "\n".join(lines) + "\n"
 
 
-def _xpu_launcher(option: Option, gpus_per_node: int, nodes: int) -> list[str]:
-    """Intel GPUs: one MPI rank per GPU, torch.distributed over oneCCL (backend 'ccl')."""
+def _partition_directives(
+    partition: PartitionSpec | None, gpus_per_node: int
+) -> tuple[list[str], str]:
+    """The partition's #SBATCH lines (partition, QoS, constraint) and its way to ask for GPUs."""
+    if partition is None:
+        return [], f"--gres=gpu:{gpus_per_node}"
+    lines = []
+    if partition.slurm_partition:
+        lines.append(f"#SBATCH --partition={partition.slurm_partition}")
+    if partition.qos:
+        lines.append(f"#SBATCH --qos={partition.qos}")
+    if partition.constraint:
+        constraint = partition.constraint
+        if not constraint.startswith("-"):
+            constraint = f"--constraint={constraint}"
+        lines.append(f"#SBATCH {constraint}")
+    return lines, partition.gpu_request.format(n=gpus_per_node)
+
+
+def _environment_lines(system: SystemSpec, platform: str) -> list[str]:
+    """Shell options, the system's modules or container and what a non-CUDA platform changes."""
+    lines = ["", "set -euo pipefail"]
+    lines += list(system.modules) or ["# module load ...  (see the system's documentation)"]
+    if system.container:
+        lines.append(f"# container: {system.container}")
+    change = PLATFORM_CHANGES.get(platform)
+    if change:
+        lines.append("# " + change + ".")
+    lines.append("")
+    return lines
+
+
+def _xpu_launcher(option: Option, gpus_per_node: int, nodes: int, args: str) -> list[str]:
+    """Intel GPUs: one MPI rank per GPU, torch.distributed over oneCCL (backend 'ccl'); `args`:
+    the recipe's command-line arguments, as on the other platforms."""
     lines = [
         "# Intel GPUs: one MPI rank per GPU; init_process_group(backend='ccl') after importing "
         "oneccl_bindings_for_pytorch",
@@ -183,7 +198,9 @@ def _xpu_launcher(option: Option, gpus_per_node: int, nodes: int) -> list[str]:
             "# ds_config.json: DeepSpeed with the XPU accelerator (intel-extension-for-deepspeed)"
         )
     extra = " --deepspeed ds_config.json" if option.strategy.startswith("zero") else ""
-    lines.append(f"mpiexec -n {nodes * gpus_per_node} -ppn {gpus_per_node} python train.py{extra}")
+    lines.append(
+        f"mpiexec -n {nodes * gpus_per_node} -ppn {gpus_per_node} python train.py{args}{extra}"
+    )
     return lines
 
 
@@ -286,58 +303,81 @@ def _launcher(
     fused_loss: bool = False,
     fp8: bool = False,
 ) -> list[str]:
-    strategy = option.strategy
     if task == "inference":
-        tp = gpus_per_node if strategy == "tensor_parallel" else 1
-        # fp8 as the estimate assumes: a checkpoint stored in fp8 loads as it is; a 16-bit one
-        # is quantised at load.
-        vllm_kwargs = ', quantization="fp8"' if fp8 else ""
-        # fp16 where the estimate computes in it: vLLM refuses bf16 below compute capability 8.0
-        # and would load a bf16 checkpoint as bf16 elsewhere.
-        half = option.compute_dtype == "fp16"
-        vllm_kwargs += ', dtype="half"' if half else ""
-        if framework.key == "vllm":
-            # A batch job, not a server: the offline LLM class batches every prompt itself
-            # (a `vllm serve` alone would wait for a client).
-            stages = f", pipeline_parallel_size={nodes}" if nodes > 1 else ""
-            ray = ', distributed_executor_backend="ray"' if nodes > 1 else ""
-            return [
-                *(_ray_cluster(nodes) if nodes > 1 else []),
-                "# vLLM's LLM class schedules all your prompts itself (continuous batching, as "
-                "the estimate assumes):",
-                f'#   LLM("MODEL", tensor_parallel_size={tp}{stages}, gpu_memory_utilization=0.9'
-                f"{vllm_kwargs}{ray}).generate(prompts, sampling_params)",
-                "# It reserves --gpu-memory-utilization of each GPU at start-up (nvidia-smi "
-                "shows that much).",
-                f"python generate.py --tensor-parallel-size {tp}"
-                + (f" --pipeline-parallel-size {nodes}" if nodes > 1 else "")
-                + (" --dtype half" if half else "")
-                + " --gpu-memory-utilization 0.9  # your script",
-            ]
-        if framework.key == "tgi":
-            quantize = (" --quantize fp8" if fp8 else "") + (" --dtype float16" if half else "")
-            return [
-                "# TGI batches the requests a client has in flight (it has no batch endpoint):",
-                "# send your prompts concurrently, as many at once as the estimate's batch size.",
-                f"text-generation-launcher --model-id MODEL --num-shard {tp}{quantize} "
-                "--port 8080 &",
-                "until curl -sf http://127.0.0.1:8080/health; do sleep 10; done  # loading",
-                "python send_prompts.py  # your client",
-            ]
-        hf_fp8 = (
-            ["# fp8: from_pretrained(MODEL, quantization_config=FineGrainedFP8Config())"]
-            if fp8
-            else []
-        )
-        if half:
-            hf_fp8.append("# fp16: from_pretrained(MODEL, torch_dtype=torch.float16)")
-        if strategy == "tensor_parallel":
-            return [
-                *hf_fp8,
-                f"# e.g. vLLM: vllm serve MODEL --tensor-parallel-size {gpus_per_node}",
-                f"python infer.py --tensor-parallel-size {gpus_per_node}",
-            ]
-        return [*hf_fp8, "python infer.py  # your script"]
+        return _inference_launcher(option, gpus_per_node, nodes, framework, fp8)
+    return _training_launcher(
+        option, gpus_per_node, nodes, cpus, framework, task, stepping, fused_loss
+    )
+
+
+def _inference_launcher(
+    option: Option, gpus_per_node: int, nodes: int, framework: Framework, fp8: bool
+) -> list[str]:
+    """The library's command for a batch of prompts: vLLM's offline LLM class, a TGI server and
+    its client, or the researcher's own generate() script."""
+    strategy = option.strategy
+    tp = gpus_per_node if strategy == "tensor_parallel" else 1
+    # fp8 as the estimate assumes: a checkpoint stored in fp8 loads as it is; a 16-bit one
+    # is quantised at load.
+    vllm_kwargs = ', quantization="fp8"' if fp8 else ""
+    # fp16 where the estimate computes in it: vLLM refuses bf16 below compute capability 8.0
+    # and would load a bf16 checkpoint as bf16 elsewhere.
+    half = option.compute_dtype == "fp16"
+    vllm_kwargs += ', dtype="half"' if half else ""
+    if framework.key == "vllm":
+        # A batch job, not a server: the offline LLM class batches every prompt itself
+        # (a `vllm serve` alone would wait for a client).
+        stages = f", pipeline_parallel_size={nodes}" if nodes > 1 else ""
+        ray = ', distributed_executor_backend="ray"' if nodes > 1 else ""
+        return [
+            *(_ray_cluster(nodes) if nodes > 1 else []),
+            "# vLLM's LLM class schedules all your prompts itself (continuous batching, as "
+            "the estimate assumes):",
+            f'#   LLM("MODEL", tensor_parallel_size={tp}{stages}, gpu_memory_utilization=0.9'
+            f"{vllm_kwargs}{ray}).generate(prompts, sampling_params)",
+            "# It reserves --gpu-memory-utilization of each GPU at start-up (nvidia-smi "
+            "shows that much).",
+            f"python generate.py --tensor-parallel-size {tp}"
+            + (f" --pipeline-parallel-size {nodes}" if nodes > 1 else "")
+            + (" --dtype half" if half else "")
+            + " --gpu-memory-utilization 0.9  # your script",
+        ]
+    if framework.key == "tgi":
+        quantize = (" --quantize fp8" if fp8 else "") + (" --dtype float16" if half else "")
+        return [
+            "# TGI batches the requests a client has in flight (it has no batch endpoint):",
+            "# send your prompts concurrently, as many at once as the estimate's batch size.",
+            f"text-generation-launcher --model-id MODEL --num-shard {tp}{quantize} --port 8080 &",
+            "until curl -sf http://127.0.0.1:8080/health; do sleep 10; done  # loading",
+            "python send_prompts.py  # your client",
+        ]
+    hf_notes = (
+        ["# fp8: from_pretrained(MODEL, quantization_config=FineGrainedFP8Config())"] if fp8 else []
+    )
+    if half:
+        hf_notes.append("# fp16: from_pretrained(MODEL, torch_dtype=torch.float16)")
+    if strategy == "tensor_parallel":
+        return [
+            *hf_notes,
+            f"# e.g. vLLM: vllm serve MODEL --tensor-parallel-size {gpus_per_node}",
+            f"python infer.py --tensor-parallel-size {gpus_per_node}",
+        ]
+    return [*hf_notes, "python infer.py  # your script"]
+
+
+def _training_launcher(
+    option: Option,
+    gpus_per_node: int,
+    nodes: int,
+    cpus: int,
+    framework: Framework,
+    task: str,
+    stepping: tuple[bool, bool],
+    fused_loss: bool,
+) -> list[str]:
+    """The launcher for the option's strategy (python, torchrun, accelerate, tune, DeepSpeed),
+    with the recipe's arguments in the framework's own terms."""
+    strategy = option.strategy
     args = _train_args(option.recipe, framework, fused_loss, option.compute_dtype)
     if framework.key == "torchtune":
         # The memory the estimate assumed, in the recipe's own config keys.

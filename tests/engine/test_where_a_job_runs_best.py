@@ -171,6 +171,10 @@ def test_non_nvidia_options_say_what_to_change_and_the_script_does_too():
     assert any(r.startswith("Intel GPU: use PyTorch with XPU support") for r in rec.reasons)
     assert "oneCCL" in result.slurm_script
     assert "mpiexec -n 4 -ppn 4 python train.py" in result.slurm_script
+    # With the recipe's arguments, as torchrun gets them on NVIDIA GPUs.
+    launch = next(line for line in result.slurm_script.splitlines() if line.startswith("mpiexec"))
+    assert f"--per_device_train_batch_size {rec.recipe.micro_batch}" in launch
+    assert f"--{rec.compute_dtype}" in launch
     amd = run(config=GPT3_1_3B, task="pretrain", tokens=10**9, accelerator="mi210-64")
     assert any(r.startswith("AMD GPU: use a ROCm build") for r in amd.recommendation.reasons)
 

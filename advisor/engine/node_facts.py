@@ -1,0 +1,171 @@
+"""What every option on one accelerator and one node type shares, worked out once per estimate:
+the compute type and its reasons, the utilisation, the GPU counts a node type's partition
+allows and the reasons that rule a node type out whatever the strategy (a mixin of
+recommend.Evaluation, whose caches and request terms it reads)."""
+
+from __future__ import annotations
+
+from advisor.engine import constants as c
+from advisor.engine import ranking, software
+from advisor.engine.compute import compute_dtype_for, fp16_note, peak_tflops
+from advisor.engine.layouts import counts_for
+from advisor.engine.models import AcceleratorSpec, NodeTypeSpec, PartitionSpec, SystemSpec
+from advisor.engine.options import AcceleratorFacts, NodeFacts, gb
+from advisor.engine.speed import Utilisation, training_utilisation
+
+
+class FactGathering:
+    """Mixin for recommend.Evaluation: `on_accelerator`, `layout` and `node_facts`."""
+
+    def on_accelerator(self, acc: AcceleratorSpec) -> AcceleratorFacts:
+        """What every node type with `acc` shares, worked out once per estimate."""
+        found = self.per_accelerator.get(acc.name)
+        if found is not None:
+            return found
+        wl = self.wl
+        dtype = compute_dtype_for(acc, wl)
+        no_dtype = None
+        if dtype is None:
+            no_dtype = f"no {wl.compute_dtype} on {acc.display_name}" + (
+                "."
+                if wl.compute_dtype != "bf16"
+                else f", and {self.framework.name} does not train in fp16 (its recipes refuse it)."
+                if self.training and not self.framework.fp16
+                else " (use fp16)."
+            )
+        capacity = int(acc.memory_gb * 1e9)
+        legacy = acc.vendor.lower() == "nvidia" and not acc.bf16_supported
+        if self.training:
+            util = training_utilisation(
+                acc,
+                self.shape,
+                flash_attention=wl.flash_attention,
+                adapters=wl.adapters,
+                distances=self.distances_by_generation.get(self.generations[acc.name].key, ()),
+            )
+        else:
+            prefill = c.PREFILL_BY_GENERATION.get(self.generations[acc.name].key, c.MFU_PREFILL)
+            util = Utilisation(
+                prefill.value, label="default for prefill", fixed_source=prefill.source
+            )
+        dtype_note = None
+        if dtype == "fp16" and wl.compute_dtype == "bf16" and wl.fp16_where_no_bf16:
+            dtype_note = fp16_note(acc, self.training)
+        peak = peak_tflops(acc, dtype) if dtype else 0.0
+        timed = bool(self.tokens is not None and peak)
+        assumes = None
+        if timed and util.calibrated:
+            # The full citation is in the result's assumptions; the option names its source.
+            assumes = f"assumes {util.value:.0%} of the {dtype} dense peak ({util.label})."
+        found = self.per_accelerator[acc.name] = AcceleratorFacts(
+            dtype,
+            no_dtype,
+            capacity,
+            capacity / (1 + self.margin),
+            gb(capacity),
+            util,
+            peak,
+            timed,
+            assumes,
+            self.legacy_extra if legacy else 0.0,
+            dtype_note,
+        )
+        return found
+
+    def layout(self, node: NodeTypeSpec, partition: PartitionSpec | None) -> tuple:
+        """(GPU counts, those a single-GPU job may use, tensor parallelism within the node,
+        multi-GPU data parallelism) for the node type in its partition; node types of the
+        same shape share them."""
+        key = (
+            node.gpus_per_node,
+            node.count,
+            partition.max_nodes_per_job if partition is not None else None,
+            partition.max_gpus_per_job if partition is not None else None,
+        )
+        found = self.layouts.get(key)
+        if found is None:
+            counts = counts_for(node, partition, self.limit)
+            num_gpus = self.request.num_gpus
+            if num_gpus is not None:
+                counts = [k for k in counts if k == num_gpus] or [num_gpus]
+            gpn = node.gpus_per_node
+            found = self.layouts[key] = (
+                counts,
+                (1,) if 1 in counts else (),
+                tuple(k for k in counts if 1 < k <= gpn),
+                tuple(k for k in counts if k > 1),
+            )
+        return found
+
+    def node_facts(
+        self,
+        system: SystemSpec,
+        node: NodeTypeSpec,
+        acc: AcceleratorSpec,
+        sys_reasons: list[str],
+        partitions: dict[str, PartitionSpec],
+    ) -> NodeFacts:
+        reasons = list(sys_reasons)
+        if node.status == "retired":
+            reasons.append(f"{node.name} on {system.display_name} is retired.")
+        if self.request.accelerator is not None and acc.name != self.request.accelerator:
+            reasons.append(f"You asked for {self.request.accelerator}.")
+        gen = self.generations[acc.name]
+        supported, software_reasons = software.check(
+            system, acc, gen, self.tools_needed, weight_format=self.wl.weight_format
+        )
+        reasons.extend(software_reasons)
+        (
+            dtype,
+            no_dtype,
+            capacity,
+            headroom_limit,
+            capacity_gb,
+            util,
+            peak,
+            timed,
+            assumes,
+            extra,
+            dtype_note,
+        ) = self.on_accelerator(acc)
+        if no_dtype is not None:
+            reasons.append(no_dtype)
+        partition = partitions.get(node.name)
+        counts, one, within_node, several = self.layout(node, partition)
+        limited = None
+        if system.status == "limited":
+            note = system.status_note.split(". ")[0].rstrip(".")
+            limited = f"{system.display_name} has limited availability" + (
+                f" ({note})." if note else "."
+            )
+        queue = system.typical_queue_wait_hours
+        return NodeFacts(
+            system,
+            node,
+            acc,
+            reasons,
+            supported,
+            software_reasons,
+            software.PLATFORM_CHANGES.get(gen.platform),
+            ranking.charge_rate(system, node, acc, self.profile_rates, self.currency),
+            dtype,
+            capacity,
+            headroom_limit,
+            capacity_gb,
+            util,
+            peak,
+            timed,
+            assumes,
+            extra,
+            partition,
+            counts,
+            one,
+            within_node,
+            several,
+            node.price_per_gpu_hour or system.price_per_gpu_hour,
+            system.kind == "cloud",
+            24 if queue is None else queue,
+            limited,
+            system.trial_gpu_hours,
+            dtype_note,
+        )
