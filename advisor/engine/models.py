@@ -127,7 +127,10 @@ class EstimateRequest(_Frozen):
     # None: the recipe search decides, starting from the library's default.
     gradient_checkpointing: bool | None = None
     flash_attention: bool = True
-    mixed_precision: bool = True
+    # True: fp32 master weights and optimizer states beside 16-bit compute (PyTorch AMP, the HF
+    # Trainer); False: pure 16-bit (torchtune). None: the library's own, which a request keeps
+    # through a JSON round trip (a field's absence from model_fields_set does not survive one).
+    mixed_precision: bool | None = None
     # None: AdamW unless only 8-bit AdamW makes the job fit (the recipe search decides).
     optimizer: Optimizer | None = None
     framework: FrameworkName | None = None

@@ -371,8 +371,8 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
     if checkpointing is None:
         checkpointing = framework.checkpointing.get(task, "none") == "full"
     mixed = request.mixed_precision
-    if framework.pure_bf16 and training and "mixed_precision" not in request.model_fields_set:
-        mixed = False
+    if mixed is None:
+        mixed = not (framework.pure_bf16 and training)
     new_tokens = request.new_tokens
     encoder_only = shape.family in ENCODER_ONLY_FAMILIES
     if task == "inference" and encoder_only and new_tokens:

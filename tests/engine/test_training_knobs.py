@@ -142,3 +142,22 @@ def test_the_checkpointing_reason_says_whether_it_buys_memory_or_speed():
         f"lets micro-batch {faster.recipe.micro_batch} fit, which runs faster even at +50% "
         "compute than micro-batch 2, the largest that fits without it"
     ) in " ".join(faster.recipe.reasons)
+
+
+def test_library_defaults_survive_a_json_round_trip_of_the_request():
+    """The API re-validates a request from its JSON when the Hub lookup adds metadata, and a
+    staff re-run reads the frozen JSON: torchtune's pure bf16 must not turn into the Trainer's
+    fp32 master weights on the way (before, it did: 2 A100s instead of one for Llama 3.1 8B)."""
+    request = EstimateRequest(
+        config=LLAMA2_7B, task="full_finetune", framework="torchtune", tokens=10**8
+    )
+    again = EstimateRequest.model_validate_json(request.model_dump_json())
+    first, second = estimate(request, catalog()), estimate(again, catalog())
+    assert first.recommendation == second.recommendation
+    assert first.memory == second.memory
+    shape = shape_from_architecture(architecture_from_config(LLAMA2_7B))
+    assert build_workload(again, shape).mixed_precision is False  # torchtune's pure bf16
+    amp = EstimateRequest.model_validate_json(
+        request.model_copy(update={"framework": "hf_trainer"}).model_dump_json()
+    )
+    assert build_workload(amp, shape).mixed_precision is True  # the Trainer's AMP
