@@ -384,6 +384,26 @@ def _inference_assumptions(
                 "k/E)^b of the experts",
             )
         )
+    out.extend(_weight_speed_assumptions(wl))
+    if wl.prefill_chunk_tokens:
+        out.append(
+            _built(
+                Assumption,
+                name="Prefill chunks",
+                value=f"at most {wl.prefill_chunk_tokens:,} tokens per forward pass: "
+                "activations for one chunk, not a whole long prompt",
+                source="vLLM V1 always runs chunked prefill; max_num_batched_tokens defaults "
+                "to 16,384 for the offline LLM class on GPUs of 70 GiB or more other than the "
+                "A100 and lower elsewhere (vllm/engine/arg_utils.py, "
+                "EngineArgs.get_batch_defaults), so the largest default bounds the need",
+            )
+        )
+    return out
+
+
+def _weight_speed_assumptions(wl: Workload) -> list[Assumption]:
+    """What quantised weights do to the inference timing (fp8, LLM.int8(), 4-bit dequant)."""
+    out = []
     if wl.weight_format == "fp8":
         out.append(
             _built(
@@ -423,19 +443,6 @@ def _inference_assumptions(
                 source="bitsandbytes/autograd/_functions.py matmul_4bit: gemv_4bit only when "
                 "the input is a single token (A.numel() == A.shape[-1]), otherwise MatMul4Bit: "
                 "linear(A, dequantize_4bit(B).to(A.dtype).t())",
-            )
-        )
-    if wl.prefill_chunk_tokens:
-        out.append(
-            _built(
-                Assumption,
-                name="Prefill chunks",
-                value=f"at most {wl.prefill_chunk_tokens:,} tokens per forward pass: "
-                "activations for one chunk, not a whole long prompt",
-                source="vLLM V1 always runs chunked prefill; max_num_batched_tokens defaults "
-                "to 16,384 for the offline LLM class on GPUs of 70 GiB or more other than the "
-                "A100 and lower elsewhere (vllm/engine/arg_utils.py, "
-                "EngineArgs.get_batch_defaults), so the largest default bounds the need",
             )
         )
     return out

@@ -337,19 +337,43 @@ def resolve_shape(request: EstimateRequest) -> ModelShape:
     return shape
 
 
-def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
+def _formats(request: EstimateRequest) -> tuple[str, str, str, str]:
+    """(task, precision, how base weights are stored, what the matmuls run in); LoRA on a
+    4-bit base is QLoRA, and a precision left open is bf16 where the GPU has it."""
     task, precision = request.task, request.precision or "bf16"
     if task == "lora" and precision == "int4":
         task = "qlora"
     if task == "qlora":
-        weight_format = "int4"
-        compute = precision if precision in ("fp16", "bf16") else "bf16"
-    elif precision in ("fp8", "int8", "int4"):
+        return task, precision, "int4", precision if precision in ("fp16", "bf16") else "bf16"
+    if precision in ("fp8", "int8", "int4"):
         # Matmuls in 16-bit: fp8 as weight-only W8A16 (vLLM's Marlin path), a lower bound on
         # Ada/Hopper, whose fp8 tensor cores (W8A8) vLLM quotes at up to 1.6x the throughput.
-        weight_format, compute = precision, "bf16"
-    else:
-        weight_format = compute = precision
+        return task, precision, precision, "bf16"
+    return task, precision, precision, precision
+
+
+def _new_tokens(request: EstimateRequest, shape: ModelShape, task: str) -> int:
+    """Tokens generated per request: none for an encoder (BERT, ViT), which embeds or
+    classifies a sequence in one forward pass."""
+    new_tokens = request.new_tokens
+    encoder_only = shape.family in ENCODER_ONLY_FAMILIES
+    if task == "inference" and encoder_only and new_tokens:
+        raise RequestError(
+            [
+                (
+                    "new_tokens",
+                    f"This is an encoder-only model ({shape.family}): it reads each sequence in "
+                    "one forward pass and generates no tokens. Leave new_tokens out or give 0.",
+                )
+            ]
+        )
+    if task == "inference" and new_tokens is None:
+        new_tokens = 0 if encoder_only else c.DEFAULT_INFERENCE_NEW_TOKENS
+    return new_tokens or 0
+
+
+def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
+    task, precision, weight_format, compute = _formats(request)
     rank = request.lora_rank or c.DEFAULT_LORA_RANK
     if task in ("lora", "qlora") and rank > shape.hidden_size:
         raise RequestError(
@@ -373,21 +397,7 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
     mixed = request.mixed_precision
     if mixed is None:
         mixed = not (framework.pure_bf16 and training)
-    new_tokens = request.new_tokens
-    encoder_only = shape.family in ENCODER_ONLY_FAMILIES
-    if task == "inference" and encoder_only and new_tokens:
-        raise RequestError(
-            [
-                (
-                    "new_tokens",
-                    f"This is an encoder-only model ({shape.family}): it reads each sequence in "
-                    "one forward pass and generates no tokens. Leave new_tokens out or give 0.",
-                )
-            ]
-        )
-    if task == "inference" and new_tokens is None:
-        # An encoder (BERT, ViT) embeds or classifies a sequence in one forward pass.
-        new_tokens = 0 if encoder_only else c.DEFAULT_INFERENCE_NEW_TOKENS
+    new_tokens = _new_tokens(request, shape, task)
     return Workload(
         task=task,
         precision=precision,
@@ -395,7 +405,7 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         compute_dtype=compute,
         batch_size=request.micro_batch or global_batch(request),
         seq_len=request.seq_len,
-        new_tokens=new_tokens or 0,
+        new_tokens=new_tokens,
         gradient_checkpointing=bool(checkpointing) and training,
         flash_attention=request.flash_attention,
         mixed_precision=mixed,

@@ -439,3 +439,18 @@ def test_a_long_seq_len_on_whisper_names_the_decoder_not_position_scaling():
     warnings = estimate(request, catalog()).warnings
     assert any("448 tokens the model's decoder holds" in w for w in warnings)
     assert not any("position scaling" in w for w in warnings)
+
+
+@pytest.mark.parametrize(
+    ("precision", "named"),
+    [
+        ("fp8", "fp8 weights and speed"),
+        ("int8", "8-bit weights and speed"),
+        ("int4", "4-bit weights and speed"),
+    ],
+)
+def test_quantised_inference_says_what_its_weights_do_to_the_timing(precision, named):
+    result = run(task="inference", precision=precision, tokens=10**6, batch_size=8)
+    names = [a.name for a in result.assumptions]
+    assert named in names
+    assert names.index(named) > names.index("Decoding speed")
