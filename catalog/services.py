@@ -240,28 +240,7 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool, reset: bool) -> Load
     _refuse_other_profiles_rows(System, doc.systems, "systems", doc=doc, path=path, why=one_profile)
     _refuse_other_profiles_rows(Benchmark, doc.benchmarks, "benchmarks", doc=doc, path=path)
 
-    if activate:
-        Profile.objects.exclude(name=doc.profile.name).filter(is_active=True).update(
-            is_active=False
-        )
-    profile = up.save(
-        Profile,
-        {"name": doc.profile.name},
-        {
-            "title": doc.profile.title,
-            "description": doc.profile.description,
-            "charge_currency": doc.profile.charge_currency,
-        },
-        where="profile",
-    )
-    # Which file and when, and (asked for explicitly) activation: facts of this load, not data
-    # staff edit, so they are written in either mode and kept out of the change count.
-    Profile.objects.filter(pk=profile.pk).update(
-        loaded_at=timezone.now(),
-        source_file=str(path),
-        **({"is_active": True} if activate else {}),
-    )
-    profile.refresh_from_db()
+    profile = _write_profile(doc, up, path=path, activate=activate)
 
     for position, name in enumerate(doc.tools):
         up.save(Tool, {"name": name}, {"position": position}, where=f"tools[{position}]")
@@ -273,64 +252,10 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool, reset: bool) -> Load
             Accelerator, {"name": acc.name}, values, where=f"accelerators[{i}] ({acc.name})"
         )
 
-    systems: dict[str, System] = {}
-    for i, sys_in in enumerate(doc.systems):
-        where = f"systems[{i}] ({sys_in.name})"
-        values = sys_in.model_dump(
-            exclude={
-                "name",
-                "node_types",
-                "partitions",
-                "tooling",
-                "tooling_source",
-                "tooling_sources",
-                "currency_value",
-            }
-        )
-        values.update(currency_value_row_values(sys_in))
-        system = up.save(System, {"name": sys_in.name}, {"profile": profile, **values}, where=where)
-        systems[sys_in.name] = system
-
-        node_types: dict[str, NodeType] = {}
-        for j, nt_in in enumerate(sys_in.node_types):
-            values = nt_in.model_dump(exclude={"name", "accelerator"})
-            values["accelerator"] = accelerators[nt_in.accelerator]
-            node_types[nt_in.name] = up.save(
-                NodeType,
-                {"system": system, "name": nt_in.name},
-                values,
-                where=f"{where}.node_types[{j}]",
-            )
-        up.delete(system.node_types.exclude(name__in=list(node_types)), where=f"{where}.node_types")
-
-        kept_partitions = []
-        for j, part_in in enumerate(sys_in.partitions):
-            values = part_in.model_dump(exclude={"name", "node_types"})
-            partition = up.save(
-                Partition,
-                {"system": system, "name": part_in.name},
-                values,
-                where=f"{where}.partitions[{j}]",
-            )
-            wanted = {node_types[name].pk for name in part_in.node_types}
-            up.set_related(partition, "node_types", wanted, where=f"{where}.partitions[{j}]")
-            kept_partitions.append(part_in.name)
-        up.delete(system.partitions.exclude(name__in=kept_partitions), where=f"{where}.partitions")
-
-        kept_tools = []
-        for tool_name, supported in sys_in.tooling.items():
-            tool, _ = Tool.objects.get_or_create(
-                name=tool_name, defaults={"position": len(doc.tools)}
-            )
-            up.save(
-                ToolingSupport,
-                {"system": system, "tool": tool},
-                {"supported": supported, "source": sys_in.tooling_source},
-                where=f"{where}.tooling",
-            )
-            kept_tools.append(tool.pk)
-        up.delete(system.tooling.exclude(tool__in=kept_tools), where=f"{where}.tooling")
-
+    systems = {
+        sys_in.name: _write_system(doc, up, sys_in, i, profile=profile, accelerators=accelerators)
+        for i, sys_in in enumerate(doc.systems)
+    }
     up.delete(profile.systems.exclude(name__in=list(systems)), where="systems")
 
     for i, bench in enumerate(doc.benchmarks):
@@ -356,6 +281,99 @@ def _write(doc: CatalogFile, path: Path, *, activate: bool, reset: bool) -> Load
         "benchmarks": len(doc.benchmarks),
     }
     return summary
+
+
+def _write_profile(doc: CatalogFile, up: _Upserter, *, path: Path, activate: bool) -> Profile:
+    """The profile row, with the load's own facts (file, time, activation)."""
+    if activate:
+        Profile.objects.exclude(name=doc.profile.name).filter(is_active=True).update(
+            is_active=False
+        )
+    profile = up.save(
+        Profile,
+        {"name": doc.profile.name},
+        {
+            "title": doc.profile.title,
+            "description": doc.profile.description,
+            "charge_currency": doc.profile.charge_currency,
+        },
+        where="profile",
+    )
+    # Which file and when, and (asked for explicitly) activation: facts of this load, not data
+    # staff edit, so they are written in either mode and kept out of the change count.
+    Profile.objects.filter(pk=profile.pk).update(
+        loaded_at=timezone.now(),
+        source_file=str(path),
+        **({"is_active": True} if activate else {}),
+    )
+    profile.refresh_from_db()
+    return profile
+
+
+def _write_system(
+    doc: CatalogFile,
+    up: _Upserter,
+    sys_in: SystemIn,
+    i: int,
+    *,
+    profile: Profile,
+    accelerators: dict[str, Accelerator],
+) -> System:
+    """One system with its node types, partitions and tooling support; rows the file no longer
+    lists are deleted (or, without reset, kept and counted)."""
+    where = f"systems[{i}] ({sys_in.name})"
+    values = sys_in.model_dump(
+        exclude={
+            "name",
+            "node_types",
+            "partitions",
+            "tooling",
+            "tooling_source",
+            "tooling_sources",
+            "currency_value",
+        }
+    )
+    values.update(currency_value_row_values(sys_in))
+    system = up.save(System, {"name": sys_in.name}, {"profile": profile, **values}, where=where)
+
+    node_types: dict[str, NodeType] = {}
+    for j, nt_in in enumerate(sys_in.node_types):
+        values = nt_in.model_dump(exclude={"name", "accelerator"})
+        values["accelerator"] = accelerators[nt_in.accelerator]
+        node_types[nt_in.name] = up.save(
+            NodeType,
+            {"system": system, "name": nt_in.name},
+            values,
+            where=f"{where}.node_types[{j}]",
+        )
+    up.delete(system.node_types.exclude(name__in=list(node_types)), where=f"{where}.node_types")
+
+    kept_partitions = []
+    for j, part_in in enumerate(sys_in.partitions):
+        values = part_in.model_dump(exclude={"name", "node_types"})
+        partition = up.save(
+            Partition,
+            {"system": system, "name": part_in.name},
+            values,
+            where=f"{where}.partitions[{j}]",
+        )
+        wanted = {node_types[name].pk for name in part_in.node_types}
+        up.set_related(partition, "node_types", wanted, where=f"{where}.partitions[{j}]")
+        kept_partitions.append(part_in.name)
+    up.delete(system.partitions.exclude(name__in=kept_partitions), where=f"{where}.partitions")
+
+    kept_tools = []
+    for tool_name, supported in sys_in.tooling.items():
+        tool, _ = Tool.objects.get_or_create(name=tool_name, defaults={"position": len(doc.tools)})
+        up.save(
+            ToolingSupport,
+            {"system": system, "tool": tool},
+            {"supported": supported, "source": sys_in.tooling_source},
+            where=f"{where}.tooling",
+        )
+        kept_tools.append(tool.pk)
+    up.delete(system.tooling.exclude(tool__in=kept_tools), where=f"{where}.tooling")
+    return system
 
 
 def _write_charge_rates(
