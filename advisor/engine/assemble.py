@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from advisor.engine import ranking, words
 from advisor.engine.compute import filled_batch, training_flops_per_token
-from advisor.engine.frameworks import batch_limit, framework_for
+from advisor.engine.frameworks import Framework, batch_limit, framework_for
 from advisor.engine.justification import draft
 from advisor.engine.memory import Workload, memory_per_gpu
 from advisor.engine.models import (
@@ -63,11 +63,7 @@ def estimate_shape(
         why = ranking.why_first(best, runner_up, tie_order)
     recommendation = None
     slurm_script = None
-    model_name = (
-        request.model_id
-        or (request.hub.repo_id if request.hub else None)
-        or (shape.architecture or "a model of the size given")
-    )
+    model_name = _model_name(request, shape)
     framework, assumed = framework_for(request.framework, wl.training)
     if best is not None:
         # Everything below describes the recipe the recommendation runs.
@@ -83,14 +79,7 @@ def estimate_shape(
         )
         memory = best.option.memory
     else:
-        # Training: the leanest micro-batch the recipe search tries (pinned, else one
-        # sequence), not the whole global batch at once (2^20 tokens when none is given).
-        lean = replace(wl, batch_size=request.micro_batch or 1) if wl.training else wl
-        memory = MemoryBreakdown.model_construct(**memory_per_gpu(shape, lean, "single", 1))
-        warnings.extend(_nothing_fits(request, catalog, wl))
-        hint = _logits_hint(memory, framework, lean)
-        if hint is not None:
-            warnings.append(hint)
+        memory = _memory_when_nothing_fits(request, catalog, shape, wl, framework, warnings)
     flops = training_flops_per_token(shape, wl) if wl.training else 2 * shape.flop_params
     justification = draft(
         request=request,
@@ -133,6 +122,34 @@ def estimate_shape(
             source=framework.source,
         ),
     )
+
+
+def _model_name(request: EstimateRequest, shape: ModelShape) -> str:
+    return (
+        request.model_id
+        or (request.hub.repo_id if request.hub else None)
+        or (shape.architecture or "a model of the size given")
+    )
+
+
+def _memory_when_nothing_fits(
+    request: EstimateRequest,
+    catalog: CatalogSpec,
+    shape: ModelShape,
+    wl: Workload,
+    framework: Framework,
+    warnings: list[str],
+) -> MemoryBreakdown:
+    """The memory a single GPU would need, and the warnings that say what rules every option
+    out. Training: the leanest micro-batch the recipe search tries (pinned, else one
+    sequence), not the whole global batch at once (2^20 tokens when none is given)."""
+    lean = replace(wl, batch_size=request.micro_batch or 1) if wl.training else wl
+    memory = MemoryBreakdown.model_construct(**memory_per_gpu(shape, lean, "single", 1))
+    warnings.extend(_nothing_fits(request, catalog, wl))
+    hint = _logits_hint(memory, framework, lean)
+    if hint is not None:
+        warnings.append(hint)
+    return memory
 
 
 def _ranked(

@@ -371,7 +371,7 @@ class OptionWriting:
             costs.requested,
             costs.wall,
         )
-        rate, charged = f.rate, costs.charged
+        rate = f.rate
         acc, system = f.acc, f.system
         if not self.training and recipe.tp > 1:
             stages = pipeline_stages(f.node, n, strategy)
@@ -401,18 +401,7 @@ class OptionWriting:
             "compute_dtype": f.dtype,
             "utilisation": f.util.value,
             "utilisation_source": f.util.label,
-            "charge": trusted(
-                Charge,
-                {
-                    "rate_per_gpu_hour": rate.value,
-                    "currency": rate.currency if rate.value is not None else "",
-                    "total": charged,
-                    "source": rate.source,
-                    "compared_total": None if costs.compared is None else round(costs.compared, 2),
-                    "compared_currency": self.currency if costs.compared is not None else "",
-                    "comparison": rate.comparison,
-                },
-            ),
+            "charge": self.charge(rate, costs),
             "supported": f.supported,
             "software_reasons": f.software_reasons,
             "recipe": recipe,
@@ -431,6 +420,23 @@ class OptionWriting:
             sort_key,
             None,
             f.util,
+        )
+
+    def charge(self, rate: ranking.Rate, costs: Costs) -> Charge:
+        """What the option is charged: the rate, the total and, across currencies, the total
+        the ranking compared."""
+        compared = costs.compared
+        return trusted(
+            Charge,
+            {
+                "rate_per_gpu_hour": rate.value,
+                "currency": rate.currency if rate.value is not None else "",
+                "total": costs.charged,
+                "source": rate.source,
+                "compared_total": None if compared is None else round(compared, 2),
+                "compared_currency": self.currency if compared is not None else "",
+                "comparison": rate.comparison,
+            },
         )
 
     def rank_key(

@@ -57,6 +57,26 @@ from advisor.engine.widening import widen
 from advisor.engine.words import STRATEGY_NAMES, plural
 
 
+def _distances_by_generation(measured: tuple, shape: ModelShape, wl: Workload) -> dict:
+    """How far each benchmark is from the job (speed.job_distances), by GPU generation in
+    their order: an accelerator's utilisation looks only at its own generation's (its own
+    chip's are among them), so each accelerator reads its few instead of every benchmark in
+    the catalog. Inference is not timed from training benchmarks: none."""
+    if not wl.training:
+        return {}
+    by_generation: dict[str, list] = {}
+    for entry in job_distances(
+        measured,
+        task=wl.task,
+        precision=wl.precision,
+        params=shape.params_total,
+        seq_len=wl.seq_len,
+        batch=wl.batch_size,
+    ):
+        by_generation.setdefault(entry[1].generation, []).append(entry)
+    return by_generation
+
+
 class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
     """One estimate's pass over the catalog: what the request fixes, worked out once, and the
     caches that live for this estimate only (so nothing carries over to the next one;
@@ -87,24 +107,7 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         self.profile_rates = {rate.accelerator: rate for rate in policy.charge_rates}
         self.accelerators = accelerators
         self.generations = {name: generation(acc) for name, acc in accelerators.items()}
-        self.distances = (
-            job_distances(
-                measured,
-                task=wl.task,
-                precision=wl.precision,
-                params=shape.params_total,
-                seq_len=wl.seq_len,
-                batch=wl.batch_size,
-            )
-            if training
-            else []
-        )
-        # The measurements by generation, in their order: an accelerator's utilisation looks
-        # only at its own generation's (its own chip's are among them), so each accelerator
-        # reads its few instead of every benchmark in the catalog.
-        self.distances_by_generation: dict[str, list] = {}
-        for entry in self.distances:
-            self.distances_by_generation.setdefault(entry[1].generation, []).append(entry)
+        self.distances_by_generation = _distances_by_generation(measured, shape, wl)
         self.tools_needed = software.needs(
             task=wl.task,
             weight_format=wl.weight_format,
