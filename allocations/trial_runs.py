@@ -305,26 +305,7 @@ def measurement_compare(
     est_total = memory.get("total_bytes") or rec.get("memory_per_gpu_bytes")
     est_torch = (est_total - (memory.get("cuda_context") or 0)) if est_total else None
 
-    differences = []
-    w = report.workload
-    # The request's batch_size is the global batch of one optimizer step; the run reports its
-    # micro-batch, accumulation and ranks, so each is compared with its own counterpart.
-    recipe = rec.get("recipe") or {}
-    measured_global = w.micro_batch_size * w.gradient_accumulation_steps * w.world_size
-    for label, measured, wanted in (
-        ("task", w.task, request.get("task")),
-        ("precision", w.precision, request.get("precision")),
-        ("micro-batch", w.micro_batch_size, recipe.get("micro_batch")),
-        ("global batch", measured_global, request.get("batch_size")),
-        ("sequence length", w.seq_len, request.get("seq_len")),
-    ):
-        if wanted is not None and wanted != measured:
-            differences.append(f"{label} {measured} (the estimate assumed {wanted})")
-    if est_gpus and report.device.count and est_gpus != report.device.count:
-        differences.append(
-            f"{plural(report.device.count, 'GPU')} (the estimate assumed {est_gpus}); "
-            "GPU hours are scaled per GPU, so scaling losses are not included"
-        )
+    differences = _setup_differences(report, request, rec)
     sentence = _sentence(
         report=report,
         measured_compute=measured_compute,
@@ -332,21 +313,8 @@ def measurement_compare(
         change=change,
         requested=requested_gpu_hours,
     )
-    described = ", ".join(
-        str(value) if not label else f"{label} {value}"
-        for label, value in (
-            ("", request.get("task")),
-            ("", request.get("precision")),
-            ("micro-batch", recipe.get("micro_batch")),
-            ("global batch", request.get("batch_size")),
-            ("sequence", request.get("seq_len")),
-        )
-        if value is not None
-    )
-    if rec.get("accelerator"):
-        described = f"{described} on {est_gpus or 1} × {rec['accelerator']}".strip()
     return Comparison(
-        estimated_workload=described,
+        estimated_workload=_estimated_workload(request, rec),
         measured_tokens_per_second=report.measurement.tokens_per_second,
         measured_gpus=report.device.count,
         measured_per_gpu=per_gpu,
@@ -369,6 +337,59 @@ def measurement_compare(
         same_setup=differences,
         sentence=sentence,
     )
+
+
+def _assumed_precision(request: dict[str, Any], rec: dict[str, Any]) -> str | None:
+    """The precision the estimate assumed: the request's, else (left open) the type the
+    recommended GPU computes in."""
+    return request.get("precision") or rec.get("compute_dtype")
+
+
+def _setup_differences(
+    report: TrialRunReport, request: dict[str, Any], rec: dict[str, Any]
+) -> list[str]:
+    """What the run did differently from what the estimate assumed, each in words. The
+    request's batch_size is the global batch of one optimizer step; the run reports its
+    micro-batch, accumulation and ranks, so each is compared with its own counterpart."""
+    differences = []
+    w = report.workload
+    recipe = rec.get("recipe") or {}
+    measured_global = w.micro_batch_size * w.gradient_accumulation_steps * w.world_size
+    for label, measured, wanted in (
+        ("task", w.task, request.get("task")),
+        ("precision", w.precision, _assumed_precision(request, rec)),
+        ("micro-batch", w.micro_batch_size, recipe.get("micro_batch")),
+        ("global batch", measured_global, request.get("batch_size")),
+        ("sequence length", w.seq_len, request.get("seq_len")),
+    ):
+        if wanted is not None and wanted != measured:
+            differences.append(f"{label} {measured} (the estimate assumed {wanted})")
+    est_gpus = rec.get("num_gpus")
+    if est_gpus and report.device.count and est_gpus != report.device.count:
+        differences.append(
+            f"{plural(report.device.count, 'GPU')} (the estimate assumed {est_gpus}); "
+            "GPU hours are scaled per GPU, so scaling losses are not included"
+        )
+    return differences
+
+
+def _estimated_workload(request: dict[str, Any], rec: dict[str, Any]) -> str:
+    """The estimate's workload in one line, as the comparison table shows it."""
+    recipe = rec.get("recipe") or {}
+    described = ", ".join(
+        str(value) if not label else f"{label} {value}"
+        for label, value in (
+            ("", request.get("task")),
+            ("", _assumed_precision(request, rec)),
+            ("micro-batch", recipe.get("micro_batch")),
+            ("global batch", request.get("batch_size")),
+            ("sequence", request.get("seq_len")),
+        )
+        if value is not None
+    )
+    if rec.get("accelerator"):
+        described = f"{described} on {rec.get('num_gpus') or 1} × {rec['accelerator']}".strip()
+    return described
 
 
 def _gb(value) -> float | None:

@@ -296,6 +296,34 @@ def test_a_run_is_compared_batch_for_batch_with_the_estimate(cpu_run_json):
     assert "global batch 4 (the estimate assumed 8)" in smaller
 
 
+def test_a_precision_left_open_is_compared_with_the_type_the_recommended_gpu_runs(cpu_run_json):
+    """Left open, the estimate assumed the recommended GPU's 16-bit type (fp16 on a V100): a
+    run in fp16 matches it, a run in bf16 does not."""
+    snapshot = {
+        "request": {"task": "lora", "precision": None, "batch_size": 4, "seq_len": 2048},
+        "result": {
+            "recommendation": {
+                "num_gpus": 1,
+                "accelerator": "v100-32-sxm2",
+                "compute_dtype": "fp16",
+                "recipe": {"micro_batch": 4},
+            }
+        },
+    }
+
+    def compared(precision: str):
+        raw = gpu_run(cpu_run_json, tokens_per_second=1000.0, gradient_accumulation_steps=1)
+        data = json.loads(raw)
+        data["workload"]["precision"] = precision
+        report = trial_run_parse(json.dumps(data).encode())
+        return measurement_compare(report=report, snapshot=snapshot, requested_gpu_hours=None)
+
+    same = compared("fp16")
+    assert same.estimated_workload.startswith("lora, fp16, micro-batch 4")
+    assert not any(d.startswith("precision") for d in same.same_setup)
+    assert "precision bf16 (the estimate assumed fp16)" in compared("bf16").same_setup
+
+
 def test_a_bad_file_changes_nothing_and_says_what_is_wrong(client, cpu_run_json):
     allocation_request = make_request(status=Status.SUBMITTED)
     client.force_login(allocation_request.researcher)
