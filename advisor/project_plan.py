@@ -216,6 +216,23 @@ def project_plan(
         per_run=per_run,
         per_pass=per_pass,
     )
+    total = _total_with_minimum(lines, minimum_gpu_hours)
+    return ProjectPlan(
+        per_run_compute=per_run_compute,
+        per_run_contingency=contingency,
+        per_run_requested=per_run,
+        lines=lines,
+        total_gpu_hours=total,
+        trial_gpu_hours=trial_gpu_hours,
+        suggest_trial=trial_gpu_hours is not None and total <= trial_gpu_hours,
+        minimum_gpu_hours=minimum_gpu_hours,
+        assumptions=_assumptions(contingency_rate, evaluates_training=bool(training and passes)),
+    )
+
+
+def _total_with_minimum(lines: list[PlanLine], minimum_gpu_hours: float | None) -> int:
+    """The plan's whole GPU hours, rounded up; below the site's minimum allocation, a line
+    raises them to it."""
     raw_total = sum(line.gpu_hours for line in lines)
     total = max(1, math.ceil(raw_total - 1e-9))
     if minimum_gpu_hours and total < minimum_gpu_hours:
@@ -229,17 +246,7 @@ def project_plan(
             )
         )
         total = math.ceil(minimum_gpu_hours)
-    return ProjectPlan(
-        per_run_compute=per_run_compute,
-        per_run_contingency=contingency,
-        per_run_requested=per_run,
-        lines=lines,
-        total_gpu_hours=total,
-        trial_gpu_hours=trial_gpu_hours,
-        suggest_trial=trial_gpu_hours is not None and total <= trial_gpu_hours,
-        minimum_gpu_hours=minimum_gpu_hours,
-        assumptions=_assumptions(contingency_rate, evaluates_training=bool(training and passes)),
-    )
+    return total
 
 
 def _plan_lines(
