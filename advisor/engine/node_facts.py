@@ -115,21 +115,9 @@ class FactGathering:
             system, acc, gen, self.tools_needed, weight_format=self.wl.weight_format
         )
         reasons.extend(software_reasons)
-        (
-            dtype,
-            no_dtype,
-            capacity,
-            headroom_limit,
-            capacity_gb,
-            util,
-            peak,
-            timed,
-            assumes,
-            extra,
-            dtype_note,
-        ) = self.on_accelerator(acc)
-        if no_dtype is not None:
-            reasons.append(no_dtype)
+        facts = self.on_accelerator(acc)
+        if facts.no_dtype is not None:
+            reasons.append(facts.no_dtype)
         partition = partitions.get(node.name)
         counts, one, within_node, several = self.layout(node, partition)
         limited = None
@@ -148,15 +136,15 @@ class FactGathering:
             software_reasons,
             software.PLATFORM_CHANGES.get(gen.platform),
             ranking.charge_rate(system, node, acc, self.profile_rates, self.currency),
-            dtype,
-            capacity,
-            headroom_limit,
-            capacity_gb,
-            util,
-            peak,
-            timed,
-            assumes,
-            extra,
+            facts.dtype,
+            facts.capacity,
+            facts.headroom_limit,
+            facts.capacity_gb,
+            facts.util,
+            facts.peak,
+            facts.timed,
+            facts.assumes,
+            facts.extra,
             partition,
             counts,
             one,
@@ -167,5 +155,5 @@ class FactGathering:
             24 if queue is None else queue,
             limited,
             system.trial_gpu_hours,
-            dtype_note,
+            facts.dtype_note,
         )
