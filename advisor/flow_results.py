@@ -46,11 +46,20 @@ def hosting_plan_for(*, state: FlowState, result: EstimateResult):
         return None
     memory = result.memory
     overhead = memory.cuda_context + memory.allocator_reserve
-    unsupported = {
-        option.accelerator: option.software_reasons
-        for option in result.options
-        if option.system == clouds[0].name and not option.supported
-    }
+    unsupported = {}
+    names = {a.name: a.display_name for a in state.catalog.accelerators}
+    for option in result.options:
+        if option.system != clouds[0].name:
+            continue
+        if not option.supported:
+            unsupported[option.accelerator] = option.software_reasons
+        elif option.compute_dtype is None:
+            # The precision asked for does not exist on this GPU (bf16 on a T4).
+            precision = state.fields.get("precision") or "this precision"
+            unsupported[option.accelerator] = [
+                f"{names.get(option.accelerator, option.accelerator)} has no {precision}: "
+                "answer fp16, or 'Not sure', for the precision to host it there."
+            ]
     return hosting_plan(
         system=clouds[0],
         accelerators=list(state.catalog.accelerators),

@@ -149,3 +149,27 @@ def test_the_project_pays_so_the_result_shows_a_cost(client, default_catalog):
     assertContains(page, "Submit a brief Azure request")
     assertContains(page, 'id="cost"')
     assertContains(page, '<th scope="col">Cost</th>', html=True)
+
+
+def test_a_web_service_in_bf16_is_not_hosted_on_a_gpu_without_bf16(client, default_catalog):
+    """A 1B model fits the cheap T4 VM, but a T4 has no bf16: in bf16 the service goes to the
+    cheapest VM whose GPUs have it, and the T4 VM says why not. Left open, the precision is
+    fp16 on the T4, which hosts it."""
+    answers = [(step, "1" if step == "model_params" else value) for step, value in HOSTING_7B]
+    _, page = walks.walk_to_result(client, answers)
+    plan = page.context["hosting"]
+    assert plan.vm is not None
+    assert plan.vm.accelerator != "t4-16"
+    t4 = next(o for o in plan.options if o.name == "Standard_NC4as_T4_v3")
+    assert not t4.fits
+    assert t4.reason == (
+        "NVIDIA T4 16GB has no bf16: answer fp16, or 'Not sure', for the precision to host it "
+        "there."
+    )
+    assertContains(page, escape(t4.reason))
+
+    client.cookies.clear()
+    AdvisorSession.objects.all().delete()
+    open_answers = walks.changed(answers, precision="not_sure")
+    _, page = walks.walk_to_result(client, open_answers)
+    assert page.context["hosting"].vm.name == "Standard_NC4as_T4_v3"
