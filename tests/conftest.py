@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import io
 import os
 import shutil
 from collections.abc import Iterator
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 import time_machine
 from django.conf import settings as django_settings
+from django.core.management import call_command
 
 from config.celery import app as celery_app
 from tests.support.worker import WorkerProcess, database_url
@@ -90,6 +92,12 @@ def _celery_mode(request):
     celery_app.conf.task_eager_propagates = True
     yield
     celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = previous
+
+
+@pytest.fixture
+def default_catalog(db):
+    """The default catalog in the test database, loaded as `bin/dev` loads it."""
+    call_command("load_catalog", "default", stdout=io.StringIO())
 
 
 @pytest.fixture(scope="session")

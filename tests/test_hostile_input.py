@@ -39,11 +39,6 @@ NIL_UUID = "00000000-0000-0000-0000-000000000000"
 
 
 @pytest.fixture
-def default_catalog(db):
-    call_command("load_catalog", "default", stdout=io.StringIO())
-
-
-@pytest.fixture
 def researcher():
     return make_user()
 

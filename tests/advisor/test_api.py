@@ -18,11 +18,6 @@ LLAMA2_7B = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").r
 GOOD = {"config": LLAMA2_7B, "task": "lora", "precision": "bf16", "tokens": 50_000_000}
 
 
-@pytest.fixture
-def default_catalog(db):
-    call_command("load_catalog", "default", stdout=io.StringIO())
-
-
 def post(client, body, content_type="application/json"):
     data = body if isinstance(body, (str, bytes)) else json.dumps(body)
     return client.post(reverse("advisor:api-estimate"), data=data, content_type=content_type)

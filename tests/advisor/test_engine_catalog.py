@@ -23,11 +23,6 @@ from tests.catalog.conftest import DATA
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def default_catalog(db):
-    call_command("load_catalog", "default", stdout=io.StringIO())
-
-
 def test_engine_catalog_has_dense_peaks(default_catalog):
     catalog = engine_catalog(include_retired=True)
     assert isinstance(catalog, CatalogSpec)

@@ -18,11 +18,6 @@ pytestmark = pytest.mark.django_db
 LORA_7B = walks.LORA_7B
 
 
-@pytest.fixture
-def default_catalog(db):
-    call_command("load_catalog", "default", verbosity=0)
-
-
 def walk_to_result(client, answers):
     # The Turing chart asks about Azure first; a later ("azure", ...) in `answers` changes it.
     return walks.walk_to_result(client, answers, azure_first=True)

@@ -4,16 +4,10 @@ engine's reason on the result page, never an error page."""
 from __future__ import annotations
 
 import pytest
-from django.core.management import call_command
 
 from tests.support import walks
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def default_catalog(db):
-    call_command("load_catalog", "default", verbosity=0)
 
 
 def test_fp8_inference_is_estimated_in_fp8(client, default_catalog):

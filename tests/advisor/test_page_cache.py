@@ -34,13 +34,6 @@ def _empty_cache():
     cache.clear()
 
 
-@pytest.fixture
-def default_catalog(db):
-    from django.core.management import call_command
-
-    call_command("load_catalog", "default", verbosity=0)
-
-
 def _walk(client: Client, answers) -> AdvisorSession:
     """A session answered up to the dataset-size question (which it then shows)."""
     client.post(reverse("advisor:start"))

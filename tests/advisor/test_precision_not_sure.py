@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 from django.urls import reverse
 from pytest_django.asserts import assertContains
 
@@ -24,11 +23,6 @@ BERT_BASE = json.loads(
         / "config.json"
     ).read_text()
 )
-
-
-@pytest.fixture
-def default_catalog(db):
-    call_command("load_catalog", "default", verbosity=0)
 
 
 def test_not_sure_leaves_the_type_to_each_gpu_and_the_result_says_so(client, default_catalog):

@@ -4,10 +4,7 @@ ranks after the available ones and says why."""
 
 from __future__ import annotations
 
-import io
-
 import pytest
-from django.core.management import call_command
 from django.utils.html import escape
 from pytest_django.asserts import assertContains
 
@@ -17,11 +14,6 @@ from tests.advisor.test_flow_results import walk_to_result
 from tests.support.walks import LORA_7B
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def default_catalog(db):
-    call_command("load_catalog", "default", stdout=io.StringIO())
 
 
 def test_api_options_carry_the_sites_queue_guidance(client, default_catalog):

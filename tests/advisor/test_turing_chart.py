@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from django.core.management import call_command
 from django.utils.html import escape
 from pytest_django.asserts import assertContains, assertNotContains
 
@@ -42,11 +41,6 @@ NOTEBOOKS = [
     ("hpc_experience", "some"),
 ]
 LORA_7B_FP16 = [("azure", "no"), *walks.changed(walks.LORA_7B, precision="fp16", azure=None)]
-
-
-@pytest.fixture
-def default_catalog(db):
-    call_command("load_catalog", "default", verbosity=0)
 
 
 def never(node, answers):

@@ -369,11 +369,6 @@ def test_a_closed_request_takes_no_measurements(client, cpu_run_json):
 # --- Staff: upload, accept, re-run, and the next estimate ----------------------------------
 
 
-@pytest.fixture
-def default_catalog(db):
-    call_command("load_catalog", "default", stdout=io.StringIO())
-
-
 def estimate_hours(client, accelerator: str) -> tuple[float, list[str]]:
     body = {
         "params": 124_000_000,

@@ -1,18 +1,11 @@
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 
 DATA = Path(__file__).resolve().parents[2] / "catalog" / "data"
-
-
-@pytest.fixture
-def default_catalog(db):
-    call_command("load_catalog", "default", stdout=io.StringIO())
 
 
 @pytest.fixture

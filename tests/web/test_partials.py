@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import io
-
 import pytest
-from django.core.management import call_command
 from django.urls import reverse
 from pytest_django.asserts import assertContains, assertNotContains
 
@@ -15,11 +12,6 @@ SWAP = {"HX-Request": "true"}
 # What htmx sends when a page is missing from its history cache (back button, reload): it
 # swaps the answer in place of the whole <body>, so it needs the full page.
 RESTORE = {"HX-Request": "true", "HX-History-Restore-Request": "true"}
-
-
-@pytest.fixture
-def default_catalog(db):
-    call_command("load_catalog", "default", stdout=io.StringIO())
 
 
 def _pages(client) -> dict[str, str]:
