@@ -145,9 +145,11 @@ def sbatch_script(
     ):
         args = _train_args(option.recipe, framework, fused_loss, option.compute_dtype)
         lines += _xpu_launcher(option, gpus_per_node, nodes, args)
+    elif task == "inference":
+        lines += _inference_launcher(option, gpus_per_node, nodes, framework, fp8)
     else:
-        lines += _launcher(
-            option, gpus_per_node, nodes, cpus, framework, task, stepping, fused_loss, fp8
+        lines += _training_launcher(
+            option, gpus_per_node, nodes, cpus, framework, task, stepping, fused_loss
         )
     return "\n".join(lines) + "\n"
 
@@ -290,24 +292,6 @@ def _ray_cluster(nodes: int) -> list[str]:
         'ray start --address="$head_ip:6379" --block &',
         "sleep 30  # until every node has joined (ray status lists them)",
     ]
-
-
-def _launcher(
-    option: Option,
-    gpus_per_node: int,
-    nodes: int,
-    cpus: int,
-    framework: Framework,
-    task: str,
-    stepping: tuple[bool, bool] = (False, False),
-    fused_loss: bool = False,
-    fp8: bool = False,
-) -> list[str]:
-    if task == "inference":
-        return _inference_launcher(option, gpus_per_node, nodes, framework, fp8)
-    return _training_launcher(
-        option, gpus_per_node, nodes, cpus, framework, task, stepping, fused_loss
-    )
 
 
 def _inference_launcher(
