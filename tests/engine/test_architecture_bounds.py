@@ -6,9 +6,6 @@ Issue 11: vocab_size or num_hidden_layers of 1e308 overflowed the memory formula
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from advisor.engine import RequestError, estimate, parse_request
@@ -20,10 +17,10 @@ from advisor.engine.architecture import (
 from advisor.engine.errors import ConfigError
 from advisor.engine.models import HubModelMetadata
 from tests.engine.catalog_fixture import catalog
+from tests.engine.inputs import config
 
-CONFIGS = Path(__file__).parent / "configs"
-LLAMA2_7B = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
-MIXTRAL = json.loads((CONFIGS / "mistralai__Mixtral-8x7B-v0.1" / "config.json").read_text())
+LLAMA2_7B = config("meta-llama__Llama-2-7b-hf")
+MIXTRAL = config("mistralai__Mixtral-8x7B-v0.1")
 
 
 @pytest.mark.parametrize(

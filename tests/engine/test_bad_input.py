@@ -1,17 +1,15 @@
 """Bad input gets a clear message naming the field; nothing else happens."""
 
-import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from advisor.engine import EstimateError, RequestError, estimate, parse_request
 from tests.engine.catalog_fixture import catalog
+from tests.engine.inputs import config
 
-CONFIGS = Path(__file__).resolve().parent / "configs"
-LLAMA2_7B = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
+LLAMA2_7B = config("meta-llama__Llama-2-7b-hf")
 
 
 def errors_for(data: dict) -> list[tuple[str, str]]:

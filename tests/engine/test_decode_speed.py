@@ -4,16 +4,14 @@ CUDA graphs and paged cache come close to it, and batching amortises the host ti
 
 from __future__ import annotations
 
-import json
 from functools import cache
-from pathlib import Path
 
 from advisor.engine import estimate
 from advisor.engine.models import EstimateRequest
 from bench.engine_rankings import catalog_from_file
+from tests.engine.inputs import config
 
-CONFIGS = Path(__file__).resolve().parent / "configs"
-LLAMA_2_7B = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
+LLAMA_2_7B = config("meta-llama__Llama-2-7b-hf")
 
 
 @cache

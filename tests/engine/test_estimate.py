@@ -1,18 +1,14 @@
 """The entry point over a realistic catalog: what a researcher reads in the result."""
 
-import json
-from pathlib import Path
-
 import pytest
 
 from advisor.engine import ENGINE_VERSION, estimate
 from advisor.engine.models import CatalogSpec, EstimateRequest, EstimateResult
 from tests.engine.catalog_fixture import catalog
-from tests.engine.inputs import default_catalog
+from tests.engine.inputs import config, default_catalog
 
-CONFIGS = Path(__file__).resolve().parent / "configs"
-LLAMA2_7B = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
-LLAMA2_70B = json.loads((CONFIGS / "meta-llama__Llama-2-70b-hf" / "config.json").read_text())
+LLAMA2_7B = config("meta-llama__Llama-2-7b-hf")
+LLAMA2_70B = config("meta-llama__Llama-2-70b-hf")
 
 
 def run(**fields) -> EstimateResult:

@@ -1,16 +1,13 @@
 """A GPTQ checkpoint for 4-bit inference: packed weights with per-group scales and zeros, the
 LM head left in 16-bit, and no bitsandbytes needed."""
 
-import json
-from pathlib import Path
-
 import pytest
 
 from advisor.engine import RequestError, estimate, parse_request
 from tests.engine.catalog_fixture import catalog
+from tests.engine.inputs import config
 
-CONFIGS = Path(__file__).parent / "configs"
-LLAMA2_13B = json.loads((CONFIGS / "meta-llama__Llama-2-13b-hf" / "config.json").read_text())
+LLAMA2_13B = config("meta-llama__Llama-2-13b-hf")
 
 
 def _a100(**fields):

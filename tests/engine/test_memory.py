@@ -1,8 +1,6 @@
 """Memory per GPU by component, against formulas whose numbers are known exactly."""
 
-import json
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +14,7 @@ from advisor.engine.memory_terms import (
     training_activations_per_layer,
 )
 from advisor.engine.shape import ModelShape, llama_like_shape, shape_from_architecture
-
-CONFIGS = Path(__file__).parent / "configs"
+from tests.engine.inputs import config
 
 
 def llama2_7b() -> ModelShape:
@@ -86,8 +83,8 @@ def test_llama2_7b_shape_counts_the_published_parameters():
 
 
 def test_shape_from_the_real_config_matches_the_test_shape():
-    config = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
-    shape = shape_from_architecture(architecture_from_config(config))
+    llama = config("meta-llama__Llama-2-7b-hf")
+    shape = shape_from_architecture(architecture_from_config(llama))
     assert shape.params_total == 6_738_415_616
     assert shape.params_linear == llama2_7b().params_linear == 6_476_005_376
 
@@ -304,8 +301,8 @@ def test_tensor_parallel_splits_weights_and_kv_cache():
 
 
 def test_deepseek_latent_kv_cache_is_narrower_than_heads_times_dims():
-    config = json.loads((CONFIGS / "deepseek-ai__deepseek-llm-7b-base" / "config.json").read_text())
-    shape = shape_from_architecture(architecture_from_config(config))
+    deepseek = config("deepseek-ai__deepseek-llm-7b-base")
+    shape = shape_from_architecture(architecture_from_config(deepseek))
     wl = workload(seq_len=1000, new_tokens=24)
     width = shape.kv_cache_width or 2 * shape.num_kv_heads * shape.head_dim
     assert kv_cache_bytes(shape, wl) == shape.num_layers * width * 1024 * 2

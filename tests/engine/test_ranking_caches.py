@@ -2,9 +2,6 @@
 GPU count) within one estimate. These tests pin that the sharing never carries anything from
 one estimate into the next, nor from one node type into another that has the same GPU."""
 
-import json
-from pathlib import Path
-
 from advisor.engine import estimate
 from advisor.engine.models import (
     CatalogSpec,
@@ -14,9 +11,9 @@ from advisor.engine.models import (
     SystemSpec,
 )
 from tests.engine.catalog_fixture import ACCELERATORS, catalog
+from tests.engine.inputs import config
 
-CONFIGS = Path(__file__).resolve().parent / "configs"
-LLAMA2_7B = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
+LLAMA2_7B = config("meta-llama__Llama-2-7b-hf")
 
 
 def capacities(result, accelerator):

@@ -1,9 +1,7 @@
 """A model that runs its repository's own code (config.json `auto_map`), and libraries that cast
 the model instead of running autocast: what each changes in memory, and what the result says."""
 
-import json
 from dataclasses import replace
-from pathlib import Path
 
 from advisor.engine import estimate
 from advisor.engine.architecture import architecture_from_config
@@ -13,11 +11,11 @@ from advisor.engine.models import EstimateRequest, HubModelMetadata
 from advisor.engine.shape import shape_from_architecture
 from advisor.engine.workload import build_workload
 from tests.engine.catalog_fixture import catalog
+from tests.engine.inputs import config
 from tests.engine.test_memory import workload
 
-CONFIGS = Path(__file__).parent / "configs"
-LLAMA2_7B = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
-PHI2 = json.loads((CONFIGS / "microsoft__phi-2" / "config.json").read_text())
+LLAMA2_7B = config("meta-llama__Llama-2-7b-hf")
+PHI2 = config("microsoft__phi-2")
 # Qwen-7B's block is Llama-2-7B's with a 151,936-token vocabulary; its config names its own
 # class and code (huggingface.co/Qwen/Qwen-7B config.json).
 QWEN_7B_AS_LLAMA = {

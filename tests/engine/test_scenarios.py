@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-CONFIGS = Path(__file__).resolve().parent / "configs"
+from tests.engine.inputs import config
+
 GB = 1e9
-
-
-def config(name: str) -> dict:
-    return json.loads((CONFIGS / name / "config.json").read_text())
 
 
 LLAMA3_8B = "meta-llama__Meta-Llama-3-8B"

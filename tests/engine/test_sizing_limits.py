@@ -8,16 +8,11 @@ from functools import cache
 
 from advisor.engine import estimate, offload
 from advisor.engine.models import EstimateRequest
-from bench.engine_rankings import catalog_from_file, requests
+from bench.engine_rankings import requests
 from tests.engine.catalog_fixture import catalog
-from tests.engine.inputs import config
+from tests.engine.inputs import config, default_catalog
 
 SPANS = "so a job may not be able to span them"
-
-
-@cache
-def default_catalog():
-    return catalog_from_file()
 
 
 @cache

@@ -4,24 +4,16 @@ GPU; the options say why one is ruled out, with the source and its date."""
 
 from __future__ import annotations
 
-import json
 import re
 from functools import cache
-from pathlib import Path
 
 import pytest
 
 from advisor.engine import estimate, software
 from advisor.engine.models import EstimateRequest
-from bench.engine_rankings import catalog_from_file
+from tests.engine.inputs import config, default_catalog
 
-CONFIGS = Path(__file__).resolve().parent / "configs"
-LLAMA_2_7B = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
-
-
-@cache
-def default_catalog():
-    return catalog_from_file()
+LLAMA_2_7B = config("meta-llama__Llama-2-7b-hf")
 
 
 @cache

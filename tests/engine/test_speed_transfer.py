@@ -6,16 +6,14 @@ executed FLOPs, above every plain row)."""
 
 from __future__ import annotations
 
-import json
 from functools import cache
-from pathlib import Path
 
 from advisor.engine import estimate
 from advisor.engine.models import EstimateRequest
 from bench.engine_rankings import catalog_from_file
+from tests.engine.inputs import config
 
-CONFIGS = Path(__file__).resolve().parent / "configs"
-MPT_7B = json.loads((CONFIGS / "mosaicml__mpt-7b" / "config.json").read_text())
+MPT_7B = config("mosaicml__mpt-7b")
 BENCH = "llmfoundry-mpt-7b-128xa100-40-sxm4"  # checkpointed, 50.14 % MFU, 3,623 tokens/s/GPU
 TOKENS = 10 * 10**9
 
@@ -81,7 +79,7 @@ def test_a_small_model_measured_on_an_a100_80gb_runs_slower_on_an_a100_40gb():
     catalog = catalog_from_file()
     only = [b for b in catalog.benchmarks if b.name == "llmfoundry-mpt-125m-8xa100-80-sxm4"]
     catalog = catalog.model_copy(update={"benchmarks": only})
-    gpt2 = json.loads((CONFIGS / "openai-community__gpt2" / "config.json").read_text())
+    gpt2 = config("openai-community__gpt2")
     utilisation = {}
     for chip in ("a100-80-sxm4", "a100-40-sxm4"):
         request = EstimateRequest(

@@ -3,10 +3,6 @@ issue 14 §1), on the real default catalog."""
 
 from __future__ import annotations
 
-import json
-from functools import cache
-from pathlib import Path
-
 import pytest
 
 from advisor.engine import estimate, offload
@@ -16,22 +12,12 @@ from advisor.engine.memory import MemoryModel
 from advisor.engine.memory_terms import training_activations_per_layer
 from advisor.engine.models import EstimateRequest
 from advisor.engine.workload import build_workload, resolve_shape
-from bench.engine_rankings import catalog_from_file
+from tests.engine.inputs import config, default_catalog
 
-CONFIGS = Path(__file__).resolve().parent / "configs"
 LLAMA2_70B = "meta-llama__Llama-2-70b-hf"
 LLAMA3_8B = "meta-llama__Meta-Llama-3-8B"
 LLAMA2_13B = "meta-llama__Llama-2-13b-hf"
 TOKENS = 100_000_000
-
-
-def config(name: str) -> dict:
-    return json.loads((CONFIGS / name / "config.json").read_text())
-
-
-@cache
-def default_catalog():
-    return catalog_from_file()
 
 
 def run(model: str = LLAMA2_70B, **fields):

@@ -2,9 +2,6 @@
 backward, offloading checkpointed activations: torchtune's optimizer_in_bwd and
 enable_activation_offloading), and what a sharded layout keeps whole."""
 
-import json
-from pathlib import Path
-
 from advisor.engine import estimate
 from advisor.engine.architecture import architecture_from_config
 from advisor.engine.memory import MemoryModel
@@ -12,10 +9,10 @@ from advisor.engine.models import EstimateRequest
 from advisor.engine.shape import shape_from_architecture
 from advisor.engine.workload import build_workload
 from tests.engine.catalog_fixture import catalog
+from tests.engine.inputs import config
 
-CONFIGS = Path(__file__).parent / "configs"
-LLAMA32_1B = json.loads((CONFIGS / "meta-llama__Llama-3.2-1B" / "config.json").read_text())
-LLAMA2_7B = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf" / "config.json").read_text())
+LLAMA32_1B = config("meta-llama__Llama-3.2-1B")
+LLAMA2_7B = config("meta-llama__Llama-2-7b-hf")
 
 
 def _one_gpu(seq_len=4096, **knobs):

@@ -4,21 +4,14 @@ half the parallel efficiency of the fitting count unless the researcher's deadli
 
 from __future__ import annotations
 
-from functools import cache
-
 from advisor.engine import estimate
 from advisor.engine.models import EstimateRequest
-from bench.engine_rankings import catalog_from_file
+from tests.engine.inputs import default_catalog
 
 # Batch 1 (one sequence per step per GPU): the exchange after every sample makes extra GPUs pay
 # little, the case the efficiency floor is for. At the default batch of about 2^20 tokens the
 # same jobs widen with little loss (test_default_batch.py).
 PRETRAIN_7B = {"params": 7_000_000_000, "task": "pretrain", "batch_size": 1}
-
-
-@cache
-def default_catalog():
-    return catalog_from_file()
 
 
 def options(**fields):
