@@ -50,9 +50,7 @@ def _setup_sentence(
     """What will be run: the method, the model, the precision and the batch. `dtype`: the
     recommended option's compute type, which names the precision when the request left the
     16-bit type to the GPU."""
-    precision = wl.precision
-    if wl.fp16_where_no_bf16 and dtype and precision == "bf16":
-        precision = dtype
+    precision = dtype if wl.fp16_where_no_bf16 and dtype else wl.precision
     method = TASK_WORDS[wl.task]
     if wl.adapters:
         method += f" with rank {wl.lora_rank} adapters"

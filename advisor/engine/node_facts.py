@@ -49,7 +49,7 @@ class FactGathering:
                 prefill.value, label="default for prefill", fixed_source=prefill.source
             )
         dtype_note = None
-        if dtype == "fp16" and wl.compute_dtype == "bf16" and wl.fp16_where_no_bf16:
+        if dtype == "fp16" and wl.fp16_where_no_bf16:  # bf16 asked of a GPU without it
             dtype_note = fp16_note(acc, self.training)
         peak = peak_tflops(acc, dtype) if dtype else 0.0
         timed = bool(self.tokens is not None and peak)

@@ -371,7 +371,6 @@ class OptionWriting:
             costs.requested,
             costs.wall,
         )
-        rate = f.rate
         acc, system = f.acc, f.system
         if not self.training and recipe.tp > 1:
             stages = pipeline_stages(f.node, n, strategy)
@@ -401,7 +400,7 @@ class OptionWriting:
             "compute_dtype": f.dtype,
             "utilisation": f.util.value,
             "utilisation_source": f.util.label,
-            "charge": self.charge(rate, costs),
+            "charge": self.charge(f.rate, costs),
             "supported": f.supported,
             "software_reasons": f.software_reasons,
             "recipe": recipe,
