@@ -175,6 +175,34 @@ def training_gpu_hours(
     return seconds / 3600
 
 
+def qlora_dequant_seconds(
+    shape: ModelShape, wl: Workload, bandwidth_gb_s: float, micro_tokens: int, recompute: bool
+) -> float:
+    """Seconds one micro-batch of `micro_tokens` spends dequantising a QLoRA model's 4-bit base
+    weights on one GPU: every quantised linear weight once in the forward pass, again for the
+    input gradient in backward, and once more in a recomputed forward (constants/speed.py,
+    QLORA_DEQUANT_*). 0 for anything but 4-bit adapter training. Each rank dequantises what
+    it holds for each of its micro-batches, so the GPU hours of a job are this x the job's
+    micro-batches whatever the layout (data, tensor or pipeline parallel)."""
+    if not (wl.adapters and wl.weight_format == "int4"):
+        return 0.0
+    passes = 3 if recompute else 2
+    # A mixture-of-experts layer dequantises only the experts some token was routed to.
+    weights = shape.params_linear * expert_read_share(shape, micro_tokens)
+    rate = bandwidth_gb_s * 1e9 * c.QLORA_DEQUANT_BANDWIDTH_FRACTION.value
+    return passes * weights * c.QLORA_DEQUANT_BYTES_PER_PARAM.value / rate
+
+
+def qlora_dequant_gpu_hours(
+    shape: ModelShape, wl: Workload, bandwidth_gb_s: float, tokens: float, micro: int,
+    recompute: bool,
+) -> float:  # fmt: skip
+    """GPU hours of `tokens` spent on QLoRA dequantisation (qlora_dequant_seconds)."""
+    micro_tokens = max(micro * wl.seq_len, 1)
+    per_micro = qlora_dequant_seconds(shape, wl, bandwidth_gb_s, micro_tokens, recompute)
+    return tokens / micro_tokens * per_micro / 3600
+
+
 def inference_gpu_hours(
     shape: ModelShape,
     wl: Workload,

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from advisor.engine import offload, scale_cost
 from advisor.engine import tensor_parallel as tp_layout
-from advisor.engine.compute import training_gpu_hours
+from advisor.engine.compute import qlora_dequant_gpu_hours, training_gpu_hours
 from advisor.engine.frameworks import Framework
 from advisor.engine.memory_terms import lora_trainable_params
 from advisor.engine.models import (
@@ -68,6 +68,11 @@ class ParallelPlanning:
         hours = training_gpu_hours(
             self.shape, self.wl, self.tokens, f.peak, util, eff, choice.flops_per_token
         )
+        # QLoRA: the 4-bit base is dequantised per pass and micro-batch, at memory speed.
+        hours += qlora_dequant_gpu_hours(
+            self.shape, self.wl, f.acc.memory_bandwidth_gb_s, self.tokens, choice.micro,
+            recompute=choice.level == "full",
+        )  # fmt: skip
         if strategy == "zero3_offload":
             hours += self.offload_hours(f, k, choice)
         return hours

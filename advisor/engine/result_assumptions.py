@@ -294,6 +294,13 @@ def _adapter_assumptions(request: EstimateRequest, wl: Workload) -> list[Assumpt
         out.append(c.LORA_DROPOUT.assumption(f"on{default}"))
     out.append(c.LORA_FLOPS_PER_PARAM.assumption())
     out.append(c.MFU_LORA.assumption(f"{c.MFU_LORA.value:.0%}"))
+    if wl.weight_format == "int4":  # QLoRA: the base is dequantised per pass (compute.py)
+        out.append(c.QLORA_DEQUANT_BYTES_PER_PARAM.assumption())
+        out.append(
+            c.QLORA_DEQUANT_BANDWIDTH_FRACTION.assumption(
+                f"{c.QLORA_DEQUANT_BANDWIDTH_FRACTION.value:.0%} of the memory bandwidth"
+            )
+        )
     return out
 
 

@@ -159,6 +159,32 @@ ADAPTER_UTILISATION_FACTOR = Constant(
     "same A100 class: adapter matmuls are small and QLoRA dequantises every weight each step",
     "small adapter matmuls and dequantisation lower utilisation",
 )
+QLORA_DEQUANT_BYTES_PER_PARAM = Constant(
+    "QLoRA dequantisation traffic",
+    2.5,
+    "bytes per quantised weight per pass (forward, backward, recomputed forward)",
+    "bitsandbytes/autograd/_functions.py MatMul4Bit: forward runs dequantize_4bit(B) and then "
+    "a 16-bit linear, and backward dequantises B again for the input gradient; torchtune's "
+    "NF4 linear (torchao linear_nf4) does the same. Each dequantisation reads the packed 4-bit "
+    "weight (0.5 bytes) and writes its 16-bit copy (2 bytes); the matmul's own read of that "
+    "copy is what a 16-bit LoRA layer reads too",
+    "QLoRA trains at 16-bit speed plus a dequantisation of every base weight per pass",
+)
+QLORA_DEQUANT_BANDWIDTH_FRACTION = Constant(
+    "QLoRA dequantisation speed",
+    0.29,
+    "of the GPU's memory bandwidth",
+    "set from four calibration pairs of one table: LitGPT's resource tables "
+    "(tutorials/resource-tables.md, A100 40GB, bitsandbytes 0.41.1, Alpaca, micro-batch 1, no "
+    "checkpointing) time 1,000 iterations of LoRA with bf16 and with bnb.nf4 weights: phi-1.5 "
+    "1.62 / 1.77 min, StableLM-Alpha 3B 1.24 / 1.82, Llama 2 7B 2.36 / 3.68, Llama 2 13B "
+    "3.19 / 6.38. The difference per iteration against two passes of 2.5 bytes per linear "
+    "weight at 1,555 GB/s gives 0.43, 0.30, 0.26 and 0.21 of the bandwidth; 0.29 is their "
+    "geometric mean (least squares on log time; the model then gives 0.73 x the 13B pair's "
+    "extra time and 1.48 x phi-1.5's; scripts/fit_qlora_dequant.py)",
+    "the dequantisation kernel reaches about a third of the bandwidth, so QLoRA pays most where "
+    "a micro-batch holds few tokens",
+)
 MFU_BY_GENERATION: dict[str, tuple[Constant, int]] = {}  # filled below, after the constants
 
 HOPPER_CLASS_TFLOPS = 600  # dense 16-bit peak at or above which MFU_TRAINING_HOPPER applies
