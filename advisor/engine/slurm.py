@@ -206,10 +206,39 @@ def _xpu_launcher(option: Option, gpus_per_node: int, nodes: int, args: str) -> 
     return lines
 
 
+# Where a library checkpoints by default and a recipe without checkpointing must say so, how
+# (library -> (tasks, the setting)): PEFT's prepare_model_for_kbit_training
+# (peft/utils/other.py, use_gradient_checkpointing=True), Unsloth's get_peft_model
+# (use_gradient_checkpointing="unsloth"), Axolotl's example configs (gradient_checkpointing:
+# true). Left on, the job fits in less memory but runs slower than its estimate.
+CHECKPOINTING_OFF = {
+    "hf_trainer": (
+        ("qlora",),
+        "prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)",
+    ),
+    "deepspeed": (
+        ("qlora",),
+        "prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)",
+    ),
+    "unsloth": (
+        ("qlora", "lora", "full_finetune"),
+        "FastLanguageModel.get_peft_model(..., use_gradient_checkpointing=False)",
+    ),
+    "axolotl": (("qlora", "lora", "full_finetune"), "gradient_checkpointing: false in the config"),
+}
+
+
 def _recipe_lines(recipe: Recipe | None, framework: Framework, task: str) -> list[str]:
     """The recipe as comments, so the script documents what the estimate assumed."""
     if recipe is None or task == "inference":
         return [f"# Library assumed: {framework.name}."]
+    off_note = []
+    tasks, setting = CHECKPOINTING_OFF.get(framework.key, ((), ""))
+    if recipe.checkpointing == "none" and task in tasks:
+        off_note = [
+            f"# No activation checkpointing, as estimated: {setting} (the library's default "
+            "recomputes every layer: less memory, slower)."
+        ]
     return [
         f"# Library assumed: {framework.name}.",
         f"# Recipe: micro-batch {recipe.micro_batch} per GPU x "
@@ -222,7 +251,7 @@ def _recipe_lines(recipe: Recipe | None, framework: Framework, task: str) -> lis
             if recipe.tp > 1 and recipe.strategy == "tensor_parallel"
             else "."
         ),
-    ]
+    ] + off_note
 
 
 def _train_args(

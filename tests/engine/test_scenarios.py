@@ -451,6 +451,36 @@ def test_sbatch_script_applies_the_recipe(api):
     assert "Library assumed: Hugging Face Transformers Trainer" in script
 
 
+@pytest.mark.parametrize(
+    ("framework", "setting"),
+    [
+        (None, "prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)"),
+        ("unsloth", "use_gradient_checkpointing=False"),
+        ("axolotl", "gradient_checkpointing: false"),
+    ],
+)
+def test_a_qlora_script_without_checkpointing_turns_the_librarys_default_off(
+    api, framework, setting
+):
+    """PEFT's prepare_model_for_kbit_training, Unsloth and Axolotl checkpoint QLoRA by
+    default: where the recipe runs without it (an 80 GB GPU holds 8B QLoRA at 2 x 2,048), the
+    script says how to turn it off, or the job runs slower than its estimate."""
+    fields = {"framework": framework} if framework else {}
+    result = api(
+        LLAMA3_8B, task="qlora", precision="int4", batch_size=8, tokens=10_000_000,
+        accelerator="a100-80-sxm4", **fields,
+    )  # fmt: skip
+    assert result["recommendation"]["recipe"]["checkpointing"] == "none"
+    assert setting in result["slurm_script"]
+
+    checkpointed = api(
+        LLAMA3_8B, task="qlora", precision="int4", batch_size=8, tokens=10_000_000,
+        accelerator="a100-80-sxm4", gradient_checkpointing=True, **fields,
+    )  # fmt: skip
+    assert checkpointed["recommendation"]["recipe"]["checkpointing"] == "full"
+    assert setting not in checkpointed["slurm_script"]
+
+
 def test_phi2_lora_fits_a_t4(api):
     """Phi-2 (2.7B) LoRA in fp16 is a common free-Colab T4 fine-tune: one 16 GB GPU."""
     result = api(
