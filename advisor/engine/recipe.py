@@ -414,15 +414,22 @@ class RecipeSearch:
             ranks = choice.global_batch // max(choice.micro * choice.accumulation, 1)
             # A tensor-parallel group shares its micro-batches: count data-parallel ranks.
             rank = "GPU" if split_layout(strategy, n)[1] == 1 else "data-parallel rank"
+            why = ""
+            if choice.global_batch > self.global_batch:
+                asked = f"{self.batch_words} {self.global_batch}"
+                if ranks > self.global_batch:
+                    why = f" ({asked}: every {rank} needs at least one sample)."
+                elif self.pinned_micro and choice.micro * ranks > self.global_batch:
+                    why = f" ({asked}: every {rank} runs the micro-batch of {choice.micro} pinned)."
+                else:
+                    why = (
+                        f" ({asked}, which {plural(ranks, rank)} cannot share evenly: each "
+                        "takes the same whole number of sequences)."
+                    )
             out.append(
                 f"global batch {choice.global_batch} = micro-batch {choice.micro} x "
                 f"{plural(choice.accumulation, 'accumulation step')} x {plural(ranks, rank)}"
-                + (
-                    f" ({self.batch_words} {self.global_batch}: every GPU needs at least one "
-                    "sample)."
-                    if choice.global_batch > self.global_batch
-                    else "."
-                )
+                + (why or ".")
             )
         if choice.efficiency < 0.95:
             out.append(

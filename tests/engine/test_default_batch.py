@@ -107,6 +107,28 @@ def test_a_pinned_micro_batch_larger_than_the_default_makes_up_the_batch():
         assert (option.recipe.micro_batch, option.recipe.global_batch) == (16, 16)
     wider = [o for o in result.options if o.num_gpus > 1 and o.fits]
     for option in wider:
-        assert "(we assumed 16: every GPU needs at least one sample)." in " ".join(
+        assert "(we assumed 16: every GPU runs the micro-batch of 16 pinned)." in " ".join(
             option.recipe.reasons
         )
+
+
+def test_a_batch_the_gpus_cannot_share_evenly_is_rounded_up_and_says_why():
+    """Lancaster's HEC L40S nodes hold 3 GPUs, so a week-long 1.3B pre-training run widens to
+    6 GPUs on two nodes: 512 sequences do not split six ways, so each GPU takes 86 and the
+    step holds 516; the recipe says that, not that a GPU would go without a sample."""
+    from pathlib import Path
+
+    from bench.engine_rankings import catalog_from_file
+
+    lancaster = catalog_from_file(
+        Path(__file__).resolve().parents[2] / "catalog/data/lancaster.json"
+    )
+    request = EstimateRequest(
+        config=config("facebook__opt-1.3b"), task="pretrain", tokens=26 * 10**9,
+        batch_size=512, system="hec", accelerator="l40s-48", num_gpus=6,
+    )  # fmt: skip
+    option = estimate(request, lancaster).recommendation
+    assert option.recipe.global_batch == 516
+    said = " ".join(option.recipe.reasons)
+    assert "(you asked for 512, which 6 GPUs cannot share evenly" in said
+    assert "at least one sample" not in said
