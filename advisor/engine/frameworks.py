@@ -85,6 +85,10 @@ class Framework:
     # run together as the KV cache holds (compute.kv_filled_batch). None: one request at a
     # time unless the request gives a batch.
     max_num_seqs: tuple[int, int] | None = None
+    # Inference over several GPUs splits the layers between them (device_map="auto", Accelerate's
+    # big-model inference), and a forward pass visits the GPUs one after another: k GPUs take
+    # as long as one holding every layer. False: they run together (tensor parallel).
+    sequential_multi_gpu: bool = False
 
     @property
     def chunked_loss(self) -> bool:
@@ -261,6 +265,10 @@ INFERENCE_FRAMEWORKS = {
         checkpoint_levels=("none",),
         launcher="python",
         tuple_kv_cache=True,
+        # Tensor parallelism (from_pretrained(tp_plan="auto") under torchrun) is documented
+        # from 4.49 (docs, "Multi-GPU inference"); before it, several GPUs meant
+        # device_map="auto".
+        sequential_multi_gpu=True,
         source="transformers v4.35 models/llama/modeling_llama.py LlamaAttention.forward: "
         "`key_states = torch.cat([past_key_value[0], key_states], dim=2)`, "
         "`past_key_value = (key_states, value_states)`: each step returns a new tuple cache "

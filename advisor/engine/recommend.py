@@ -221,9 +221,15 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         key = (f.acc.name, k, eff, wl.batch_size)
         found = self.hours_memo.get(key)
         if found is None:
-            found = self.hours_memo[key] = inference_gpu_hours(
-                self.shape, wl, f.acc, self.tokens, f.peak, f.util.value, k, eff
-            )
+            if self.framework.sequential_multi_gpu and k > 1:
+                # device_map="auto": one GPU works at a time, the others hold their layers.
+                one = inference_gpu_hours(self.shape, wl, f.acc, self.tokens, f.peak,
+                                          f.util.value, 1, 1.0)  # fmt: skip
+                found = self.hours_memo[key] = one * k
+            else:
+                found = self.hours_memo[key] = inference_gpu_hours(
+                    self.shape, wl, f.acc, self.tokens, f.peak, f.util.value, k, eff
+                )
         return found
 
     def idle_stages_reason(self, f: NodeFacts, n: int, strategy: str) -> str | None:
@@ -347,7 +353,14 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
             fits, headroom = self.memory_reasons(
                 f, strategy, n, choice, need, n_fit, n_head, reasons
             )
-        if self.splits_heads and strategy == "tensor_parallel":
+        if self.framework.sequential_multi_gpu and strategy == "tensor_parallel" and n > 1:
+            reasons.append(
+                f"{self.framework.name} spreads the layers over the {n} GPUs "
+                '(device_map="auto"), and they run one after another: as long as one GPU with '
+                f"all the memory would take, at {n} x its GPU hours. vLLM, or Transformers 4.49 "
+                'or newer with tp_plan="auto", runs them together.'
+            )
+        elif self.splits_heads and strategy == "tensor_parallel":
             # Over nodes the heads split within each node; each node holds a pipeline stage.
             stages = pipeline_stages(f.node, n, strategy)
             tp = n // stages

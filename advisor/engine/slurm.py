@@ -369,11 +369,23 @@ def _inference_launcher(
     )
     if half:
         hf_notes.append("# fp16: from_pretrained(MODEL, torch_dtype=torch.float16)")
+    if strategy == "tensor_parallel" and framework.sequential_multi_gpu:
+        return [
+            *hf_notes,
+            f"# The model's layers spread over the {gpus_per_node} GPUs, which run one after "
+            "another (as the estimate assumes):",
+            '#   AutoModelForCausalLM.from_pretrained(MODEL, device_map="auto")',
+            "python infer.py  # your script",
+        ]
     if strategy == "tensor_parallel":
         return [
             *hf_notes,
-            f"# e.g. vLLM: vllm serve MODEL --tensor-parallel-size {gpus_per_node}",
-            f"python infer.py --tensor-parallel-size {gpus_per_node}",
+            f"# Tensor parallel over the {gpus_per_node} GPUs, one process each (as the estimate "
+            "assumes; Transformers 4.49 or newer):",
+            '#   AutoModelForCausalLM.from_pretrained(MODEL, tp_plan="auto")',
+            '# device_map="auto" would run the GPUs one after another: '
+            f"about {gpus_per_node} x the GPU hours.",
+            f"torchrun --nproc-per-node {gpus_per_node} infer.py  # your script",
         ]
     return [*hf_notes, "python infer.py  # your script"]
 

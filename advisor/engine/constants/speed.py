@@ -156,8 +156,11 @@ ADAPTER_UTILISATION_FACTOR = Constant(
     0.60,
     "x the full-training utilisation on the same GPU",
     "engine 1.x's 30 % LoRA/QLoRA MFU (MFU_LORA) against its 50 % full-training figure on the "
-    "same A100 class: adapter matmuls are small and QLoRA dequantises every weight each step",
-    "small adapter matmuls and dequantisation lower utilisation",
+    "same A100 class: adapter matmuls are small. A default, not a measurement: no fine-tuning "
+    "throughput table read so far passes a check against the GPU's peak (docs/accuracy.md, "
+    "eighth pass). Since engine 1.8.0 QLoRA's dequantisation is timed on its own "
+    "(QLORA_DEQUANT_*), so for QLoRA this factor also holds what the two overlap",
+    "small adapter matmuls lower utilisation",
 )
 QLORA_DEQUANT_BYTES_PER_PARAM = Constant(
     "QLoRA dequantisation traffic",
