@@ -28,6 +28,10 @@ from advisor.engine.recipe import Choice
 from advisor.engine.speed import Utilisation
 from advisor.engine.words import plural, strategy_words
 
+# The token count an estimate without one is timed at, only to order its options by cost per
+# token (Costs.rank_cost); no figure the result shows comes from it.
+RANKING_TOKENS = 1e9
+
 
 class Costs(NamedTuple):
     """What an option costs: GPU hours and what follows from them (None where the hours
@@ -41,6 +45,10 @@ class Costs(NamedTuple):
     cost: float | None  # the price, where the system has one
     charged: float | None  # at the charge rate, in the rate's currency
     compared: float | None  # `charged` in the profile's charge currency; None: not compared
+    # What the ranking compares: `compared`, or where no token count was given (no GPU hours),
+    # the same charge for a nominal token count (RANKING_TOKENS): GPU hours grow in
+    # proportion to the tokens, so the order of the options does not depend on how many.
+    rank_cost: float | None = None
 
 
 class Sized(NamedTuple):
@@ -278,11 +286,24 @@ class OptionWriting:
         offloaded = self.search_for(f.extra).model.offloaded_bytes(choice.optimizer)
         return offload.host_bytes_per_node(offloaded, n, f.node.gpus_per_node)
 
-    def costs(self, f: NodeFacts, n: int, gpu_hours: float | None, reasons: list[str]) -> Costs:
-        """GPU hours, contingency, wall time, price and charge of `n` GPUs on the node."""
+    def costs(
+        self,
+        f: NodeFacts,
+        n: int,
+        gpu_hours: float | None,
+        reasons: list[str],
+        rank_hours: float | None = None,
+    ) -> Costs:
+        """GPU hours, contingency, wall time, price and charge of `n` GPUs on the node.
+        `rank_hours`: where no token count was given, the GPU hours of RANKING_TOKENS, which
+        only the ranking reads (Costs.rank_cost)."""
         nodes = nodes_for(f.node, n)
         if gpu_hours is None:
-            return Costs(nodes, None, None, None, None, None, None, None)
+            rank_cost = None
+            if rank_hours is not None and f.rate.value is not None and f.rate.per_unit is not None:
+                billed = nodes * f.node.gpus_per_node if f.cloud else n
+                rank_cost = rank_hours / n * billed * f.rate.value * f.rate.per_unit
+            return Costs(nodes, None, None, None, None, None, None, None, rank_cost)
         contingency = gpu_hours * self.contingency_rate
         requested = gpu_hours + contingency
         billed = n
@@ -306,8 +327,9 @@ class OptionWriting:
                 # to 0.09 USD, and the ranking would read the cheaper as a tie.
                 compared = charged * rate.per_unit
         return Costs(
-            nodes, gpu_hours, contingency, requested, gpu_hours / n, cost, charged, compared
-        )
+            nodes, gpu_hours, contingency, requested, gpu_hours / n, cost, charged, compared,
+            compared,
+        )  # fmt: skip
 
     def schedule_reasons(self, f: NodeFacts, costs: Costs, n: int, reasons: list[str]) -> bool:
         """The wall-time limits, the network between the nodes, availability and trial access;
@@ -450,7 +472,7 @@ class OptionWriting:
     ) -> tuple:
         """ranking.RankKey, flattened (sorting nested tuples costs several times more): the
         profile's tie-breakers come in its order through `pick_ties`."""
-        wall, compared, acc = costs.wall, costs.compared, f.acc
+        wall, compared, acc = costs.wall, costs.rank_cost, f.acc
         return (
             not eligible,
             f.limited is not None,

@@ -66,11 +66,11 @@ class ParallelPlanning:
         # Waiting for the slowest rank and restarting after interruptions (scale_cost.py).
         eff *= scale_cost.scale_efficiency(k, f.util.measured_gpus)
         hours = training_gpu_hours(
-            self.shape, self.wl, self.tokens, f.peak, util, eff, choice.flops_per_token
+            self.shape, self.wl, self.timing_tokens, f.peak, util, eff, choice.flops_per_token
         )
         # QLoRA: the 4-bit base is dequantised per pass and micro-batch, at memory speed.
         hours += qlora_dequant_gpu_hours(
-            self.shape, self.wl, f.acc.memory_bandwidth_gb_s, self.tokens, choice.micro,
+            self.shape, self.wl, f.acc.memory_bandwidth_gb_s, self.timing_tokens, choice.micro,
             recompute=choice.level == "full",
         )  # fmt: skip
         if strategy == "zero3_offload":
@@ -90,7 +90,7 @@ class ParallelPlanning:
         """GPU hours the `k` GPUs wait on the host link and the CPU optimizer (offload.py)."""
         shape, wl = self.shape, self.wl
         trainable = lora_trainable_params(shape, wl) if wl.adapters else shape.params_total
-        steps = self.tokens / max(choice.global_batch * wl.seq_len, 1)
+        steps = self.timing_tokens / max(choice.global_batch * wl.seq_len, 1)
         cores = offload.cores_per_gpu(f.node.cpu_cores, f.node.gpus_per_node)
         per_step = offload.seconds_per_step(
             trainable, shape.params_total, k, choice.accumulation, cores

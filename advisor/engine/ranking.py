@@ -193,6 +193,13 @@ def why_first(best, runner_up, tie_order: tuple[str, ...]) -> str:
         if name == "deadline":
             return f"Meets the wall-time target; the next option ({other}) would not."
         if name == "cost":
+            if fa.gpu_hours is None and va[0] is False:
+                # No token count: ranked by the charge of a nominal one (options.RANKING_TOKENS).
+                return (
+                    f"Cheapest per token processed: you gave no token count, so the GPU hours "
+                    f"and charges are not estimated, but each token costs less here than on "
+                    f"{other} (its GPU time x the charge rate)."
+                )
             if _compared(fa) is None:
                 hours_a, hours_b = fa.requested_gpu_hours, fb.requested_gpu_hours
                 figures = (

@@ -16,6 +16,7 @@ from functools import partial
 
 from advisor.engine import constants as c
 from advisor.engine import ranking, software
+from advisor.engine import tensor_parallel as tp_layout
 from advisor.engine.compute import (
     filled_batch,
     inference_gpu_hours,
@@ -40,6 +41,7 @@ from advisor.engine.models import (
 )
 from advisor.engine.node_facts import FactGathering
 from advisor.engine.options import (
+    RANKING_TOKENS,
     AcceleratorFacts,
     Candidate,
     NodeFacts,
@@ -121,6 +123,9 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         self.tokens = None
         if request.tokens is not None:
             self.tokens = request.tokens * (request.epochs if training else 1)
+        # What the GPU hours are worked out for: the job's tokens, or where it gave none a
+        # nominal count that only orders the options by cost (Costs.rank_cost).
+        self.timing_tokens = self.tokens if self.tokens is not None else RANKING_TOKENS
         limit = request.constraints.max_gpus
         if request.num_gpus is not None:
             limit = request.num_gpus if limit is None else min(limit, request.num_gpus)
@@ -223,12 +228,12 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         if found is None:
             if self.framework.sequential_multi_gpu and k > 1:
                 # device_map="auto": one GPU works at a time, the others hold their layers.
-                one = inference_gpu_hours(self.shape, wl, f.acc, self.tokens, f.peak,
+                one = inference_gpu_hours(self.shape, wl, f.acc, self.timing_tokens, f.peak,
                                           f.util.value, 1, 1.0)  # fmt: skip
                 found = self.hours_memo[key] = one * k
             else:
                 found = self.hours_memo[key] = inference_gpu_hours(
-                    self.shape, wl, f.acc, self.tokens, f.peak, f.util.value, k, eff
+                    self.shape, wl, f.acc, self.timing_tokens, f.peak, f.util.value, k, eff
                 )
         return found
 
@@ -377,7 +382,14 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
                 idle = self.idle_stages_reason(f, n, strategy)
                 if idle:
                     reasons.append(idle)
-        costs = self.costs(f, n, gpu_hours, reasons)
+        rank_hours = None
+        if gpu_hours is None and self.tokens is None and f.peak and recipe is not None:
+            # No token count: the option's hours for a nominal one, to rank by cost per token.
+            layout = strategy
+            if self.training and strategy == "tensor_parallel":
+                layout = tp_layout.layout_key(recipe.tp, recipe.pp)
+            rank_hours = self.hours(f, n, layout, choice)
+        costs = self.costs(f, n, gpu_hours, reasons, rank_hours)
         eligible = self.schedule_reasons(f, costs, n, reasons) and not hard and fits
         return self.candidate(
             f, strategy, n, breakdown, recipe, costs, fits, headroom, eligible, reasons

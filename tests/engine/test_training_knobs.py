@@ -91,6 +91,7 @@ def test_the_torchtune_command_carries_the_stepping_the_estimate_assumed():
             optimizer_in_backward=True,
             activation_offloading=True,
             system="baskerville",
+            num_gpus=1,
         ),
         catalog(),
     )
