@@ -19,6 +19,7 @@ from advisor.engine.memory_terms import (
     Workload,
     base_weight_bytes,
     kv_cache_bytes,
+    lora_targeted_linears,
     lora_trainable_params,
 )
 from advisor.engine.models import AcceleratorSpec, NodeTypeSpec
@@ -173,6 +174,54 @@ def training_gpu_hours(
     per_token = flops_per_token or training_flops_per_token(shape, wl)
     seconds = tokens * per_token / (peak * 1e12 * util * eff)
     return seconds / 3600
+
+
+def lora_adapter_bytes_per_token(shape: ModelShape, wl: Workload, recompute: bool) -> float:
+    """Memory traffic of the LoRA adapters' own kernels for one token through every block.
+
+    PEFT's Linear.forward (peft/tuners/lora/layer.py) runs `result = base_layer(x)` and then
+    `result + lora_B(lora_A(dropout(x))) * scaling` as separate kernels in eager PyTorch, for
+    each adapted layer (in -> out features): forward, lora_A reads x (in), lora_B writes its
+    output (out), the scaling reads and writes it (2 out), the sum reads two and writes one
+    (3 out): in + 6 out elements; backward, the scaling's gradient (2 out), lora_B's input
+    and weight gradients read the output gradient (2 out), lora_A writes the input gradient
+    (in) and reads x for its weight gradient (in), and the input gradient is added to the
+    base layer's (3 in): 5 in + 4 out. Dropout adds reading x and writing the dropped-out
+    copy (2 in) with its 1-byte mask forward, and reading the gradient and mask and writing
+    the result (2 in) backward. A recomputed forward repeats the forward. The adapters'
+    FLOPs (rank r << features) are negligible; their time is this traffic at the GPU's
+    bandwidth (an upper end: torch.compile fuses some of these kernels). A token passes
+    through the experts it is routed to only."""
+    if not wl.adapters:
+        return 0.0
+    linears = lora_targeted_linears(shape, wl)
+    if not linears:  # no named linears: q, k, v, o and a standard MLP
+        h, f = shape.hidden_size, shape.intermediate_size
+        pairs = [(h, h, 4)] + [(h, f, 2 if shape.gated_mlp else 1), (f, h, 1)]
+    else:
+        routed = shape.experts_per_token or 1
+        pairs = [
+            (lin.in_features, lin.out_features,
+             min(lin.count_per_layer, routed) if lin.count_per_layer > 1 else 1)
+            for lin in linears
+        ]  # fmt: skip
+    dropout = bool(wl.lora_dropout)
+    e = wl.act_bytes
+    total = 0.0
+    for n_in, n_out, count in pairs:
+        forward = (n_in + 6 * n_out) * e + dropout * (2 * n_in * e + n_in)
+        backward = (5 * n_in + 4 * n_out) * e + dropout * (2 * n_in * e + n_in)
+        total += count * (forward * (2 if recompute else 1) + backward)
+    return total * shape.total_layers
+
+
+def lora_adapter_gpu_hours(
+    shape: ModelShape, wl: Workload, bandwidth_gb_s: float, tokens: float, recompute: bool
+) -> float:
+    """GPU hours the adapters' traffic adds to `tokens` (lora_adapter_bytes_per_token). Each
+    token's traffic happens on the GPU that holds it, whatever the layout."""
+    per_token = lora_adapter_bytes_per_token(shape, wl, recompute)
+    return tokens * per_token / (bandwidth_gb_s * 1e9) / 3600
 
 
 def qlora_dequant_seconds(

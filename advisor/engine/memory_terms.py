@@ -101,10 +101,15 @@ class Workload:
         )
 
 
+def lora_targeted_linears(shape: ModelShape, wl: Workload) -> list:
+    """The linear layers of a block that carry LoRA adapters (every one without targets)."""
+    targets = set(wl.lora_targets)
+    return [lin for lin in shape.linears if not targets or _short(lin.name) in targets]
+
+
 def lora_trainable_params(shape: ModelShape, wl: Workload) -> int:
     """r * (in + out) for every targeted linear layer in every block."""
-    targets = set(wl.lora_targets)
-    linears = [lin for lin in shape.linears if not targets or _short(lin.name) in targets]
+    linears = lora_targeted_linears(shape, wl)
     if not linears:  # a shape without named linears: q/k/v/o + MLP of a standard block
         h, f = shape.hidden_size, shape.intermediate_size
         per_layer = 4 * (h + h) + (3 if shape.gated_mlp else 2) * (h + f)
@@ -224,8 +229,7 @@ def lora_dropout_bytes_per_token(shape: ModelShape, wl: Workload) -> float:
     if not (wl.adapters and wl.lora_dropout):
         return 0.0
     per_element = c.LORA_DROPOUT.value + wl.act_bytes
-    targets = set(wl.lora_targets)
-    linears = [lin for lin in shape.linears if not targets or _short(lin.name) in targets]
+    linears = lora_targeted_linears(shape, wl)
     if not linears:  # no named linears: q, k, v, o, the MLP's input projections and its output
         h, f = shape.hidden_size, shape.intermediate_size
         return per_element * ((4 + (2 if shape.gated_mlp else 1)) * h + f)

@@ -40,7 +40,6 @@ class FactGathering:
                 acc,
                 self.shape,
                 flash_attention=wl.flash_attention,
-                adapters=wl.adapters,
                 distances=self.distances_by_generation.get(self.generations[acc.name].key, ()),
             )
         else:

@@ -17,7 +17,11 @@ from dataclasses import replace
 
 from advisor.engine import offload, scale_cost
 from advisor.engine import tensor_parallel as tp_layout
-from advisor.engine.compute import qlora_dequant_gpu_hours, training_gpu_hours
+from advisor.engine.compute import (
+    lora_adapter_gpu_hours,
+    qlora_dequant_gpu_hours,
+    training_gpu_hours,
+)
 from advisor.engine.frameworks import Framework
 from advisor.engine.memory_terms import lora_trainable_params
 from advisor.engine.models import (
@@ -68,7 +72,12 @@ class ParallelPlanning:
         hours = training_gpu_hours(
             self.shape, self.wl, self.timing_tokens, f.peak, util, eff, choice.flops_per_token
         )
-        # QLoRA: the 4-bit base is dequantised per pass and micro-batch, at memory speed.
+        # LoRA's adapters add memory traffic, not FLOPs; QLoRA also dequantises its 4-bit base
+        # per pass and micro-batch. Both at memory speed.
+        recompute = choice.level == "full"
+        hours += lora_adapter_gpu_hours(
+            self.shape, self.wl, f.acc.memory_bandwidth_gb_s, self.timing_tokens, recompute
+        )
         hours += qlora_dequant_gpu_hours(
             self.shape, self.wl, f.acc.memory_bandwidth_gb_s, self.timing_tokens, choice.micro,
             recompute=choice.level == "full",

@@ -289,7 +289,6 @@ def training_utilisation(
     shape: ModelShape,
     *,
     flash_attention: bool,
-    adapters: bool,
     distances: list[tuple[float, _Measured]],
 ) -> Utilisation:
     """Utilisation of the dense peak for training `shape` on `acc` (see the module docstring).
@@ -308,8 +307,6 @@ def training_utilisation(
         if d < nearest:
             nearest = d
     factors = []
-    if adapters:
-        factors.append((c.ADAPTER_UTILISATION_FACTOR.value, "adapter training"))
     if shape.num_experts > 0 and shape.params_active < shape.params_total:
         factors.append((c.MOE_UTILISATION_FACTOR.value, "mixture-of-experts"))
     if found:

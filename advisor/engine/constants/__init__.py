@@ -55,14 +55,12 @@ from advisor.engine.constants.planning import (
     WIDENING_EFFICIENCY_FLOOR,
 )
 from advisor.engine.constants.speed import (
-    ADAPTER_UTILISATION_FACTOR,
     BENCHMARK_MFU_BOUNDS,
     ELEMENTWISE_BYTES_PER_WIDTH,
     FLASH_MFU_MIN_BANDWIDTH_GB_S,
     HOPPER_CLASS_TFLOPS,
     LORA_FLOPS_PER_PARAM,
     MFU_BY_GENERATION,
-    MFU_LORA,
     MFU_PREFILL,
     MFU_PREFILL_CDNA,
     MFU_PREFILL_XE_HPC,
@@ -91,7 +89,6 @@ from advisor.engine.constants.speed import (
 
 __all__ = [
     "ADAM_8BIT_STATE",
-    "ADAPTER_UTILISATION_FACTOR",
     "ALLOCATOR_FRAGMENTATION",
     "ALLOCATOR_STATIC_ROUNDING",
     "AMP_CAST_CACHE",
@@ -128,7 +125,6 @@ __all__ = [
     "MAX_GPUS_SEARCHED",
     "MEMORY_MARGIN",
     "MFU_BY_GENERATION",
-    "MFU_LORA",
     "MFU_PREFILL",
     "MFU_PREFILL_CDNA",
     "MFU_PREFILL_XE_HPC",

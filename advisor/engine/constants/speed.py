@@ -151,17 +151,6 @@ MOE_UTILISATION_FACTOR = Constant(
     "engine counts it)",
     "routing, all-to-all exchange and small expert matmuls",
 )
-ADAPTER_UTILISATION_FACTOR = Constant(
-    "LoRA/QLoRA utilisation",
-    0.60,
-    "x the full-training utilisation on the same GPU",
-    "engine 1.x's 30 % LoRA/QLoRA MFU (MFU_LORA) against its 50 % full-training figure on the "
-    "same A100 class: adapter matmuls are small. A default, not a measurement: no fine-tuning "
-    "throughput table read so far passes a check against the GPU's peak (docs/accuracy.md, "
-    "eighth pass). Since engine 1.8.0 QLoRA's dequantisation is timed on its own "
-    "(QLORA_DEQUANT_*), so for QLoRA this factor also holds what the two overlap",
-    "small adapter matmuls lower utilisation",
-)
 QLORA_DEQUANT_BYTES_PER_PARAM = Constant(
     "QLoRA dequantisation traffic",
     2.5,
@@ -197,14 +186,6 @@ HOPPER_CLASS_TFLOPS = 600  # dense 16-bit peak at or above which MFU_TRAINING_HO
 FLASH_MFU_MIN_BANDWIDTH_GB_S = 1500
 OLDER_CLASS_TFLOPS = 200  # below which MFU_TRAINING_OLDER applies
 BENCHMARK_MFU_BOUNDS = (0.05, 0.85)  # a derived MFU outside this is a unit error, not a measurement
-MFU_LORA = Constant(
-    "Model FLOPs utilisation, LoRA/QLoRA",
-    0.30,
-    "of the dense peak",
-    "LoRA adds many small matmuls and QLoRA dequantises every weight per step; QLoRA paper "
-    "(arXiv:2305.14314) and Unsloth/HF PEFT benchmarks show 25-35% MFU",
-    "small adapter matmuls and dequantisation lower utilisation",
-)
 MFU_PREFILL = Constant(
     "Model FLOPs utilisation, prefill",
     0.50,
