@@ -234,6 +234,13 @@ def _training_assumptions(
         else ("selective recomputation" if wl.selective_recompute else "all layers kept")
     )
     out = [c.KORTHIKANTI.assumption(f"{activ}; flash attention {wl.flash_attention}")]
+    out.append(
+        c.PACKED_SEQUENCES.assumption(
+            f"every sequence {wl.seq_len:,} tokens long: the tokens you gave fill whole "
+            "sequences (short examples packed together); batches padded to their longest "
+            "example take more GPU hours, by the share of padding"
+        )
+    )
     if wl.logits_per_entry is None and shape.remote_code and not wl.autocast:
         out.append(
             c.LOGITS_REMOTE_CODE_BYTES.assumption(
