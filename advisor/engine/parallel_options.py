@@ -72,19 +72,28 @@ class ParallelPlanning:
         hours = training_gpu_hours(
             self.shape, self.wl, self.timing_tokens, f.peak, util, eff, choice.flops_per_token
         )
-        # LoRA's adapters add memory traffic, not FLOPs; QLoRA also dequantises its 4-bit base
-        # per pass and micro-batch. Both at memory speed.
-        recompute = choice.level == "full"
-        hours += lora_adapter_gpu_hours(
-            self.shape, self.wl, f.acc.memory_bandwidth_gb_s, self.timing_tokens, recompute
-        )
-        hours += qlora_dequant_gpu_hours(
-            self.shape, self.wl, f.acc.memory_bandwidth_gb_s, self.timing_tokens, choice.micro,
-            recompute=choice.level == "full",
-        )  # fmt: skip
+        if self.wl.adapters:
+            hours += self.adapter_hours(f.acc.memory_bandwidth_gb_s, choice)
         if strategy == "zero3_offload":
             hours += self.offload_hours(f, k, choice)
         return hours
+
+    def adapter_hours(self, bandwidth_gb_s: float, choice: Choice) -> float:
+        """What LoRA adds at memory speed: its adapters' own traffic and, for QLoRA, the
+        dequantisation of the 4-bit base per pass and micro-batch (compute.py). The same for
+        every option with the GPU's bandwidth and the recipe's micro-batch and recomputation,
+        so it is worked out once for each."""
+        key = (bandwidth_gb_s, choice.micro, choice.level)
+        found = self.adapter_memo.get(key)
+        if found is None:
+            recompute = choice.level == "full"
+            tokens = self.timing_tokens
+            found = lora_adapter_gpu_hours(self.shape, self.wl, bandwidth_gb_s, tokens, recompute)
+            found += qlora_dequant_gpu_hours(
+                self.shape, self.wl, bandwidth_gb_s, tokens, choice.micro, recompute
+            )
+            self.adapter_memo[key] = found
+        return found
 
     def tp_efficiency(self, f: NodeFacts, tp: int, choice: Choice) -> float:
         """Share of the GPU time left to compute after `tp`-way collectives on the node."""
