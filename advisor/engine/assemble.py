@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from advisor.engine import ranking, words
 from advisor.engine.compute import filled_batch, training_flops_per_token
+from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import Framework, batch_limit, framework_for
 from advisor.engine.justification import draft
 from advisor.engine.memory import Workload, memory_per_gpu
@@ -78,6 +79,9 @@ def estimate_shape(
             best, candidates, wl, framework, why, model_name, request.constraints.max_wall_hours
         )
         memory = best.option.memory
+        hint = _continuous_batching_hint(request, catalog, shape, wl, best)
+        if hint is not None:
+            warnings.append(hint)
     else:
         memory = _memory_when_nothing_fits(request, catalog, shape, wl, framework, warnings)
     flops = training_flops_per_token(shape, wl) if wl.training else 2 * shape.flop_params
@@ -124,6 +128,50 @@ def estimate_shape(
     )
 
 
+# Below this share of the GPU hours generate() needs, vLLM is worth naming.
+_VLLM_WORTH_NAMING = 0.5
+
+
+def _continuous_batching_hint(
+    request: EstimateRequest, catalog: CatalogSpec, shape: ModelShape, wl: Workload, best
+) -> str | None:
+    """A batch job generating text with Transformers generate() (what the engine assumes when
+    no library is given) runs its requests a batch at a time; vLLM schedules all of them
+    itself and fills the GPU. Where vLLM, estimated on the recommended system and GPU, needs
+    less than half the GPU hours, say how many: the researcher may not know the difference
+    is an order of magnitude. Decoder-only models that generate only (vLLM's offline LLM
+    class); the same request with framework vllm is sized on the recommended system, so it
+    carries every rule the engine applies to vLLM (software support, memory reservation)."""
+    if request.task != "inference" or not wl.new_tokens or request.tokens is None:
+        return None
+    if request.framework not in (None, "transformers", "transformers_legacy"):
+        return None
+    if shape.encoder_layers or shape.is_encoder_decoder or best.option.gpu_hours is None:
+        return None
+    where = {"system": best.system.name, "accelerator": best.accelerator.name}
+    pinned = request.model_copy(update={"framework": "vllm", **where})
+    try:
+        vllm_wl = build_workload(pinned, shape)
+    except EstimateError:
+        return None
+    # Only the options on the recommended system: what vLLM would do with the same GPUs.
+    ranked = _ranked(pinned, shape, vllm_wl, catalog, systems=[best.system])
+    other = next((cand.option for cand in ranked if cand.eligible), None)
+    if other is None or other.gpu_hours is None:
+        return None
+    if other.gpu_hours >= _VLLM_WORTH_NAMING * best.option.gpu_hours:
+        return None
+    batch = plural(wl.batch_size, "request")
+    return (
+        f"vLLM would generate this job in about {words.hours(other.gpu_hours)} on "
+        f"{plural(other.num_gpus, 'GPU')} of the same kind, against "
+        f"{words.hours(best.option.gpu_hours)} with Transformers generate() in batches of "
+        f"{batch}: it schedules all the prompts itself and keeps as many sequences in flight "
+        "as the GPU memory holds (continuous batching, paged KV cache). Choose vLLM as the "
+        "library in the flowchart (framework: vllm in the API) to estimate with it."
+    )
+
+
 def _model_name(request: EstimateRequest, shape: ModelShape) -> str:
     return (
         request.model_id
@@ -153,16 +201,21 @@ def _memory_when_nothing_fits(
 
 
 def _ranked(
-    request: EstimateRequest, shape: ModelShape, wl: Workload, catalog: CatalogSpec
+    request: EstimateRequest,
+    shape: ModelShape,
+    wl: Workload,
+    catalog: CatalogSpec,
+    systems: list | None = None,
 ) -> list:
-    """Every system / node type / strategy in the catalog sized and ranked (recommend.py)."""
+    """Every system / node type / strategy in the catalog (or of `systems`) sized and ranked
+    (recommend.py)."""
     accelerators = {a.name: a for a in catalog.accelerators}
     return rank(
         evaluate(
             request,
             shape,
             wl,
-            catalog.systems,
+            catalog.systems if systems is None else systems,
             accelerators,
             measured(catalog.benchmarks, accelerators),
             catalog.ranking,

@@ -1,0 +1,33 @@
+"""A batch job generating text with Transformers generate() (the library assumed when none is
+given) runs a batch of requests at a time; vLLM schedules all the prompts itself and keeps
+the GPU full. Where that is more than twice as cheap on the recommended GPUs, the result says
+by how much: researchers rarely know the difference is an order of magnitude."""
+
+from __future__ import annotations
+
+from advisor.engine import estimate
+from advisor.engine.models import EstimateRequest
+from tests.engine.inputs import config, default_catalog
+
+LLAMA3_8B = config("meta-llama__Meta-Llama-3-8B")
+BERT_BASE = config("google-bert__bert-base-uncased")
+
+
+def _warnings(model=LLAMA3_8B, **fields) -> list[str]:
+    request = EstimateRequest(config=model, task="inference", tokens=50_000_000, **fields)
+    return [w for w in estimate(request, default_catalog()).warnings if w.startswith("vLLM")]
+
+
+def test_one_request_at_a_time_names_vllm_and_its_gpu_hours():
+    (said,) = _warnings(seq_len=1024, new_tokens=256)
+    assert "with Transformers generate() in batches of 1 request" in said
+    assert "Choose vLLM as the library" in said
+
+
+def test_no_hint_where_vllm_is_chosen_or_the_batch_is_already_large():
+    assert not _warnings(seq_len=1024, new_tokens=256, framework="vllm")
+    assert not _warnings(seq_len=1024, new_tokens=256, batch_size=64)
+
+
+def test_no_hint_for_an_encoder_that_generates_nothing():
+    assert not _warnings(model=BERT_BASE, seq_len=128)
