@@ -239,19 +239,40 @@ def _recipe_lines(recipe: Recipe | None, framework: Framework, task: str) -> lis
             f"# No activation checkpointing, as estimated: {setting} (the library's default "
             "recomputes every layer: less memory, slower)."
         ]
+    return (
+        [
+            f"# Library assumed: {framework.name}.",
+            f"# Recipe: micro-batch {recipe.micro_batch} per GPU x "
+            f"{plural(recipe.grad_accumulation, 'accumulation step')} = global batch "
+            f"{recipe.global_batch}; "
+            f"activation checkpointing {recipe.checkpointing}; optimizer {recipe.optimizer}"
+            + (
+                f"; tensor parallel {recipe.tp} within each node (sequence parallel)"
+                + (f" x {recipe.pp} pipeline stages." if recipe.pp > 1 else ".")
+                if recipe.tp > 1 and recipe.strategy == "tensor_parallel"
+                else "."
+            ),
+        ]
+        + off_note
+        + _packing_note(framework, task)
+    )
+
+
+def _packing_note(framework: Framework, task: str) -> list[str]:
+    """The estimate counts full sequences (result assumption 'Sequences (training)'): say how
+    the library packs short examples, where the researcher's script chooses it."""
+    how = {
+        "hf_trainer": "TRL's SFTConfig(packing=True)",
+        "unsloth": "TRL's SFTConfig(packing=True)",
+        "axolotl": "sample_packing: true in the config",
+        "torchtune": "dataset.packed=True",
+    }.get(framework.key)
+    if how is None or task == "pretrain":  # pre-training corpora are streamed full-length
+        return []
     return [
-        f"# Library assumed: {framework.name}.",
-        f"# Recipe: micro-batch {recipe.micro_batch} per GPU x "
-        f"{plural(recipe.grad_accumulation, 'accumulation step')} = global batch "
-        f"{recipe.global_batch}; "
-        f"activation checkpointing {recipe.checkpointing}; optimizer {recipe.optimizer}"
-        + (
-            f"; tensor parallel {recipe.tp} within each node (sequence parallel)"
-            + (f" x {recipe.pp} pipeline stages." if recipe.pp > 1 else ".")
-            if recipe.tp > 1 and recipe.strategy == "tensor_parallel"
-            else "."
-        ),
-    ] + off_note
+        f"# The estimate counts full sequences: pack short examples ({how}); padded batches "
+        "compute on their padding too."
+    ]
 
 
 def _train_args(

@@ -175,3 +175,15 @@ def test_a_training_result_says_it_assumes_full_sequences_and_what_padding_costs
         EstimateRequest(config=LLAMA32_1B, task="inference", tokens=10**7), catalog()
     )
     assert not [a for a in inference.assumptions if a.name == "Sequences (training)"]
+
+
+def test_the_script_says_how_to_pack_where_the_library_leaves_it_to_the_researcher():
+    def script(task, framework=None):
+        request = EstimateRequest(
+            config=LLAMA32_1B, task=task, tokens=10**7, framework=framework, system="baskerville"
+        )
+        return estimate(request, catalog()).slurm_script
+
+    assert "pack short examples (TRL's SFTConfig(packing=True))" in script("lora")
+    assert "pack short examples (dataset.packed=True)" in script("lora", "torchtune")
+    assert "pack short examples" not in script("pretrain")
