@@ -419,3 +419,23 @@ def test_adapters_have_no_gradients_at_the_end_of_the_forward_pass():
     parts = memory_per_gpu(llama2_7b(), wl, "single", 1)
     assert parts["peak_phase"] == "forward"
     assert parts["gradients"] == 0
+
+
+def test_an_encoder_fine_tuned_with_a_classification_head_builds_no_vocabulary_logits():
+    """BertForSequenceClassification's loss reads two logits per sequence; only the masked-LM
+    head (what bert-base-uncased's own config.json names) scores every token against the
+    30,522-entry vocabulary."""
+    from advisor.engine import estimate
+    from advisor.engine.models import EstimateRequest
+    from tests.engine.inputs import default_catalog
+
+    def logits(architecture):
+        cfg = {**config("google-bert__bert-base-uncased"), "architectures": [architecture]}
+        request = EstimateRequest(
+            config=cfg, task="full_finetune", batch_size=32, seq_len=512, tokens=10**7,
+            system="stanage", accelerator="a100-80-sxm4",
+        )  # fmt: skip
+        return estimate(request, default_catalog()).recommendation.memory.logits
+
+    assert logits("BertForSequenceClassification") == 0
+    assert logits("BertForMaskedLM") >= 32 * 512 * 30522 * 4
