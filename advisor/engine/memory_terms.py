@@ -369,20 +369,15 @@ def inference_activations(shape: ModelShape, wl: Workload, *, tp: int = 1) -> fl
 _VOCAB_HEADS = ("ForMaskedLM", "ForPreTraining")
 
 
-def trains_vocab_logits(shape: ModelShape) -> bool:
-    """Whether training computes logits over the vocabulary: causal and sequence-to-sequence
-    language models do; an encoder only with a masked-LM head (the one its config.json
-    `architectures` names, as the parameter count does). BertForSequenceClassification's loss
-    reads num_labels logits per sequence, not 30,522 per token."""
-    if shape.family not in ENCODER_ONLY_FAMILIES:
-        return True
+def masked_lm_head(shape: ModelShape) -> bool:
+    """The head config.json's `architectures` names scores tokens against the vocabulary."""
     return (shape.architecture or "").endswith(_VOCAB_HEADS)
 
 
 def logits_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
     b, s, v = wl.batch_size, wl.seq_len, shape.vocab_size
     if wl.training:
-        if not trains_vocab_logits(shape):
+        if not shape.vocab_head:  # an encoder's task head: a few logits per sequence
             return 0.0
         if wl.act_bytes != 2:
             per = 12.0

@@ -52,6 +52,10 @@ class ModelShape:
     linears: tuple[Linear, ...] = field(default_factory=tuple)
     # Runs its repository's own modelling code (architecture.registry.runs_remote_code).
     remote_code: bool = False
+    # Whether the job's forward pass projects onto the vocabulary (the LM head's matmul and
+    # logits): language models do; an encoder only in masked-LM training
+    # (workload.resolve_shape; fine-tuning trains a task head, inference reads embeddings).
+    vocab_head: bool = True
     source: str = ""
     exact: bool = True
     notes: tuple[str, ...] = ()
@@ -93,8 +97,9 @@ class ModelShape:
     @property
     def flop_params(self) -> int:
         """Parameters that do matmuls per token: active weights, minus the embedding lookup,
-        plus the LM head's matmul even when its weight is tied to the embedding."""
-        head = self.params_lm_head or self.vocab_size * self.hidden_size
+        plus the LM head's matmul even when its weight is tied to the embedding (none where
+        the job has no vocabulary projection: `vocab_head`)."""
+        head = (self.params_lm_head or self.vocab_size * self.hidden_size) if self.vocab_head else 0
         return max(self.params_active - self.params_embedding - self.params_lm_head + head, 1)
 
 

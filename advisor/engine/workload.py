@@ -17,7 +17,7 @@ from advisor.engine.constants.base import Constant
 from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import FRAMEWORKS, framework_for
 from advisor.engine.memory import Workload
-from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES
+from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES, masked_lm_head
 from advisor.engine.models import CatalogSpec, EstimateRequest
 from advisor.engine.shape import ModelShape, shape_from_architecture, sliding_window_of
 
@@ -334,6 +334,12 @@ def resolve_shape(request: EstimateRequest) -> ModelShape:
     window, layers = sliding_window_of(config, shape.num_layers)
     if window and layers and shape.max_position_embeddings != window:
         shape = replace(shape, sliding_window=window, sliding_layers=min(layers, shape.num_layers))
+    if shape.family in ENCODER_ONLY_FAMILIES:
+        # Only masked-LM training projects onto the vocabulary; fine-tuning trains a task head
+        # (classification, tagging, QA) and inference reads embeddings or a task head, even
+        # where config.json names the masked-LM head (bert-base-uncased's does).
+        trains_mlm = request.task == "pretrain" and masked_lm_head(shape)
+        shape = replace(shape, vocab_head=trains_mlm)
     return shape
 
 

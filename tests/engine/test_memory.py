@@ -421,21 +421,27 @@ def test_adapters_have_no_gradients_at_the_end_of_the_forward_pass():
     assert parts["gradients"] == 0
 
 
-def test_an_encoder_fine_tuned_with_a_classification_head_builds_no_vocabulary_logits():
-    """BertForSequenceClassification's loss reads two logits per sequence; only the masked-LM
-    head (what bert-base-uncased's own config.json names) scores every token against the
-    30,522-entry vocabulary."""
+def test_only_an_encoders_masked_lm_training_builds_vocabulary_logits():
+    """Fine-tuning BERT trains a task head: BertForSequenceClassification's loss reads two
+    logits per sequence, not 30,522 per token, even where the checkpoint's config.json names
+    BertForMaskedLM (bert-base-uncased's does), and the result says it assumed a task head.
+    Masked-LM training (task pretrain) scores every token against the vocabulary."""
     from advisor.engine import estimate
     from advisor.engine.models import EstimateRequest
     from tests.engine.inputs import default_catalog
 
-    def logits(architecture):
+    def result(architecture, task):
         cfg = {**config("google-bert__bert-base-uncased"), "architectures": [architecture]}
         request = EstimateRequest(
-            config=cfg, task="full_finetune", batch_size=32, seq_len=512, tokens=10**7,
+            config=cfg, task=task, batch_size=32, seq_len=512, tokens=10**7,
             system="stanage", accelerator="a100-80-sxm4",
         )  # fmt: skip
-        return estimate(request, default_catalog()).recommendation.memory.logits
+        return estimate(request, default_catalog())
 
-    assert logits("BertForSequenceClassification") == 0
-    assert logits("BertForMaskedLM") >= 32 * 512 * 30522 * 4
+    assert result("BertForSequenceClassification", "full_finetune").memory.logits == 0
+    fine_tuned = result("BertForMaskedLM", "full_finetune")
+    assert fine_tuned.memory.logits == 0
+    assert any(
+        w.startswith("Fine-tuning BertForMaskedLM: a task head") for w in fine_tuned.warnings
+    )
+    assert result("BertForMaskedLM", "pretrain").memory.logits >= 32 * 512 * 30522 * 4
