@@ -12,7 +12,7 @@ from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import Framework, batch_limit, framework_for
 from advisor.engine.justification import draft
 from advisor.engine.memory import Workload, memory_per_gpu
-from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES, masked_lm_head
+from advisor.engine.memory_terms import masked_lm_head
 from advisor.engine.models import (
     CatalogSpec,
     EstimateRequest,
@@ -294,10 +294,6 @@ def _constraints_no_system_meets(request: EstimateRequest, catalog: CatalogSpec)
     return out
 
 
-def _encoder_with_masked_lm_head(shape: ModelShape) -> bool:
-    return shape.family in ENCODER_ONLY_FAMILIES and masked_lm_head(shape)
-
-
 def _input_warnings(request: EstimateRequest, shape: ModelShape, wl: Workload) -> list[str]:
     """What the request leaves the estimate unable or unsure to say."""
     warnings = []
@@ -315,7 +311,9 @@ def _input_warnings(request: EstimateRequest, shape: ModelShape, wl: Workload) -
                 f"{shape.max_position_embeddings:,} positions; it needs position scaling or "
                 "will not work."
             )
-    if wl.task != "pretrain" and wl.training and _encoder_with_masked_lm_head(shape):
+    if wl.training and not shape.vocab_head and masked_lm_head(shape):
+        # An encoder fine-tuned with a task head (workload.resolve_shape) whose config names
+        # the masked-LM head.
         warnings.append(
             f"Fine-tuning {shape.architecture}: a task head (classification, tagging or "
             "question answering) is assumed, whose loss builds no vocabulary logits; the "

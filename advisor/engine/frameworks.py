@@ -89,6 +89,11 @@ class Framework:
     # big-model inference), and a forward pass visits the GPUs one after another: k GPUs take
     # as long as one holding every layer. False: they run together (tensor parallel).
     sequential_multi_gpu: bool = False
+    # How a script turns off the checkpointing the library applies by default (`checkpointing`
+    # says for which tasks), where the script rather than the launcher line chooses it.
+    checkpointing_off: str = ""
+    # How the library packs short examples into full sequences, as the estimate counts them.
+    packing: str = ""
 
     @property
     def chunked_loss(self) -> bool:
@@ -104,6 +109,9 @@ TRAINING_FRAMEWORKS = {
         # prepares a 4-/8-bit base model; plain LoRA and full fine-tuning leave
         # TrainingArguments.gradient_checkpointing at its default False.
         checkpointing={"qlora": "full"},
+        checkpointing_off="prepare_model_for_kbit_training(model, "
+        "use_gradient_checkpointing=False)",
+        packing="TRL's SFTConfig(packing=True)",
         checkpoint_levels=("none", "full"),
         launcher="accelerate",
         source="transformers TrainingArguments (gradient_checkpointing=False, bf16 AMP with "
@@ -115,6 +123,7 @@ TRAINING_FRAMEWORKS = {
         key="torchtune",
         name="torchtune",
         kind="training",
+        packing="dataset.packed=True",
         checkpointing={
             "qlora": "full",
             "lora": "full",
@@ -149,6 +158,8 @@ TRAINING_FRAMEWORKS = {
         name="Unsloth",
         kind="training",
         checkpointing={"qlora": "full", "lora": "full", "full_finetune": "full"},
+        checkpointing_off="FastLanguageModel.get_peft_model(..., use_gradient_checkpointing=False)",
+        packing="TRL's SFTConfig(packing=True)",
         # Since December 2024 Unsloth computes the loss with Apple's Cut Cross-Entropy: the
         # logits are formed block by block in on-chip memory and never stored whole, so no
         # tensor of tokens x vocabulary exists (Wijmans et al. 2024, arXiv:2411.09009).
@@ -167,6 +178,8 @@ TRAINING_FRAMEWORKS = {
         name="Axolotl",
         kind="training",
         checkpointing={"qlora": "full", "lora": "full", "full_finetune": "full"},
+        checkpointing_off="gradient_checkpointing: false in the config",
+        packing="sample_packing: true in the config",
         checkpoint_levels=("none", "full"),
         launcher="accelerate",
         source="axolotl-ai-cloud/axolotl examples (llama-3/qlora.yml, lora.yml, fft): "

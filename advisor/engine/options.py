@@ -298,22 +298,17 @@ class OptionWriting:
         `rank_hours`: where no token count was given, the GPU hours of RANKING_TOKENS, which
         only the ranking reads (Costs.rank_cost)."""
         nodes = nodes_for(f.node, n)
+        # A cloud VM is rented whole: a 2-GPU job on an 8-GPU size pays for 8.
+        billed = nodes * f.node.gpus_per_node if f.cloud else n
         if gpu_hours is None:
             rank_cost = None
             if rank_hours is not None and f.rate.value is not None and f.rate.per_unit is not None:
-                billed = nodes * f.node.gpus_per_node if f.cloud else n
                 rank_cost = rank_hours / n * billed * f.rate.value * f.rate.per_unit
             return Costs(nodes, None, None, None, None, None, None, None, rank_cost)
         contingency = gpu_hours * self.contingency_rate
         requested = gpu_hours + contingency
-        billed = n
-        if f.cloud:
-            # A cloud VM is rented whole: a 2-GPU job on an 8-GPU size pays for 8.
-            billed = nodes * f.node.gpus_per_node
-            if billed > n and f.price is not None:
-                reasons.append(
-                    f"billed for the whole {f.node.name} ({billed} GPUs) while using {n}."
-                )
+        if billed > n and f.price is not None:
+            reasons.append(f"billed for the whole {f.node.name} ({billed} GPUs) while using {n}.")
         cost = charged = compared = None
         if f.price is not None:
             cost = round(requested / n * billed * f.price, 2)

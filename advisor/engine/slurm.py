@@ -206,38 +206,19 @@ def _xpu_launcher(option: Option, gpus_per_node: int, nodes: int, args: str) -> 
     return lines
 
 
-# Where a library checkpoints by default and a recipe without checkpointing must say so, how
-# (library -> (tasks, the setting)): PEFT's prepare_model_for_kbit_training
-# (peft/utils/other.py, use_gradient_checkpointing=True), Unsloth's get_peft_model
-# (use_gradient_checkpointing="unsloth"), Axolotl's example configs (gradient_checkpointing:
-# true). Left on, the job fits in less memory but runs slower than its estimate.
-CHECKPOINTING_OFF = {
-    "hf_trainer": (
-        ("qlora",),
-        "prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)",
-    ),
-    "deepspeed": (
-        ("qlora",),
-        "prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)",
-    ),
-    "unsloth": (
-        ("qlora", "lora", "full_finetune"),
-        "FastLanguageModel.get_peft_model(..., use_gradient_checkpointing=False)",
-    ),
-    "axolotl": (("qlora", "lora", "full_finetune"), "gradient_checkpointing: false in the config"),
-}
-
-
 def _recipe_lines(recipe: Recipe | None, framework: Framework, task: str) -> list[str]:
     """The recipe as comments, so the script documents what the estimate assumed."""
     if recipe is None or task == "inference":
         return [f"# Library assumed: {framework.name}."]
     off_note = []
-    tasks, setting = CHECKPOINTING_OFF.get(framework.key, ((), ""))
-    if recipe.checkpointing == "none" and task in tasks:
+    # The library checkpoints this task by default unless the script says otherwise (PEFT's
+    # prepare_model_for_kbit_training, Unsloth, Axolotl): left on, the job fits in less
+    # memory but runs slower than its estimate.
+    on_by_default = framework.checkpointing.get(task, "none") != "none"
+    if recipe.checkpointing == "none" and on_by_default and framework.checkpointing_off:
         off_note = [
-            f"# No activation checkpointing, as estimated: {setting} (the library's default "
-            "recomputes every layer: less memory, slower)."
+            f"# No activation checkpointing, as estimated: {framework.checkpointing_off} (the "
+            "library's default recomputes every layer: less memory, slower)."
         ]
     return (
         [
@@ -261,17 +242,11 @@ def _recipe_lines(recipe: Recipe | None, framework: Framework, task: str) -> lis
 def _packing_note(framework: Framework, task: str) -> list[str]:
     """The estimate counts full sequences (result assumption 'Sequences (training)'): say how
     the library packs short examples, where the researcher's script chooses it."""
-    how = {
-        "hf_trainer": "TRL's SFTConfig(packing=True)",
-        "unsloth": "TRL's SFTConfig(packing=True)",
-        "axolotl": "sample_packing: true in the config",
-        "torchtune": "dataset.packed=True",
-    }.get(framework.key)
-    if how is None or task == "pretrain":  # pre-training corpora are streamed full-length
+    if not framework.packing or task == "pretrain":  # pre-training corpora stream full-length
         return []
     return [
-        f"# The estimate counts full sequences: pack short examples ({how}); padded batches "
-        "compute on their padding too."
+        f"# The estimate counts full sequences: pack short examples ({framework.packing}); "
+        "padded batches compute on their padding too."
     ]
 
 
