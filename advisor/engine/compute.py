@@ -18,6 +18,7 @@ from advisor.engine.frameworks import batch_limit
 from advisor.engine.memory_terms import (
     Workload,
     base_weight_bytes,
+    copies_per_token,
     kv_cache_bytes,
     lora_targeted_linears,
     lora_trainable_params,
@@ -199,12 +200,9 @@ def lora_adapter_bytes_per_token(shape: ModelShape, wl: Workload, recompute: boo
         h, f = shape.hidden_size, shape.intermediate_size
         pairs = [(h, h, 4)] + [(h, f, 2 if shape.gated_mlp else 1), (f, h, 1)]
     else:
-        routed = shape.experts_per_token or 1
         pairs = [
-            (lin.in_features, lin.out_features,
-             min(lin.count_per_layer, routed) if lin.count_per_layer > 1 else 1)
-            for lin in linears
-        ]  # fmt: skip
+            (lin.in_features, lin.out_features, copies_per_token(shape, lin)) for lin in linears
+        ]
     dropout = bool(wl.lora_dropout)
     e = wl.act_bytes
     total = 0.0

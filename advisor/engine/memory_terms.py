@@ -118,6 +118,14 @@ def lora_trainable_params(shape: ModelShape, wl: Workload) -> int:
     return wl.lora_rank * per_layer * shape.total_layers
 
 
+def copies_per_token(shape: ModelShape, lin) -> int:
+    """How many copies of a block's linear layer one token passes through: one, or for an
+    expert's layer the experts it is routed to (each expert sees only its tokens)."""
+    if lin.count_per_layer > 1:
+        return min(lin.count_per_layer, shape.experts_per_token or lin.count_per_layer)
+    return 1
+
+
 def _short(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
@@ -225,7 +233,8 @@ def stored_linear_inputs(shape: ModelShape, wl: Workload) -> tuple[bool, bool, b
 
 def lora_dropout_bytes_per_token(shape: ModelShape, wl: Workload) -> float:
     """Bytes per token and layer that LoRA dropout keeps: a bool mask and the dropped-out
-    16-bit input for every adapted linear layer (each PEFT adapter has its own nn.Dropout)."""
+    16-bit input for every adapted linear layer the token passes through (each PEFT adapter
+    has its own nn.Dropout; an expert's adapter sees only the tokens routed to it)."""
     if not (wl.adapters and wl.lora_dropout):
         return 0.0
     per_element = c.LORA_DROPOUT.value + wl.act_bytes
@@ -233,7 +242,7 @@ def lora_dropout_bytes_per_token(shape: ModelShape, wl: Workload) -> float:
     if not linears:  # no named linears: q, k, v, o, the MLP's input projections and its output
         h, f = shape.hidden_size, shape.intermediate_size
         return per_element * ((4 + (2 if shape.gated_mlp else 1)) * h + f)
-    return per_element * sum(lin.in_features * lin.count_per_layer for lin in linears)
+    return per_element * sum(lin.in_features * copies_per_token(shape, lin) for lin in linears)
 
 
 def training_activations_per_layer(
