@@ -30,7 +30,12 @@ from advisor.engine.speed import generation, measured
 from advisor.engine.uncertainty import stated_uncertainty
 from advisor.engine.version import ENGINE_VERSION
 from advisor.engine.words import plural
-from advisor.engine.workload import build_workload, check_request, resolve_shape
+from advisor.engine.workload import (
+    build_workload,
+    check_request,
+    resolve_shape,
+    with_sequence_length,
+)
 
 
 def estimate(request: EstimateRequest, catalog: CatalogSpec) -> EstimateResult:
@@ -53,6 +58,8 @@ def estimate_shape(
 ) -> EstimateResult:
     """`estimate` for an already counted model shape (tests and benchmarks use it directly)."""
     warnings = list(warnings or [])
+    seq_len_assumed = request.seq_len is None
+    request = with_sequence_length(request, shape)
     wl = build_workload(request, shape)
     warnings.extend(_input_warnings(request, shape, wl))
     candidates = _ranked(request, shape, wl, catalog)
@@ -116,7 +123,9 @@ def estimate_shape(
         justification=justification,
         slurm_script=slurm_script,
         warnings=warnings + [f"Model: {note}" for note in shape.notes],
-        assumptions=assumptions(request, shape, wl, framework, assumed, best),
+        assumptions=assumptions(
+            request, shape, wl, framework, assumed, best, seq_len_assumed=seq_len_assumed
+        ),
         uncertainty=uncertainty,
         engine_version=ENGINE_VERSION,
         framework=_built(

@@ -119,7 +119,9 @@ class EstimateRequest(_Frozen):
     batch_size: int | None = Field(default=None, ge=1)
     # Sequences per forward pass on one GPU; None: the recipe search chooses.
     micro_batch: int | None = Field(default=None, ge=1)
-    seq_len: int = Field(default=2048, ge=1)
+    # Tokens per sequence; None: 2,048, or the model's own limit where shorter (a BERT's 512
+    # positions, a ViT's image tokens), workload.sequence_length.
+    seq_len: int | None = Field(default=None, ge=1)
     # Tokens processed per epoch (training), or prompt+generated tokens in total (inference).
     tokens: int | None = Field(default=None, ge=0)
     new_tokens: int | None = Field(default=None, ge=0)  # inference: generated per request

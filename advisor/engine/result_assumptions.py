@@ -32,12 +32,27 @@ def _built(cls, **fields):
 
 
 def assumptions(
-    request: EstimateRequest, shape: ModelShape, wl: Workload, framework, assumed: bool, best=None
+    request: EstimateRequest,
+    shape: ModelShape,
+    wl: Workload,
+    framework,
+    assumed: bool,
+    best=None,
+    *,
+    seq_len_assumed: bool = False,
 ) -> list[Assumption]:
     """Everything the result's numbers assume, in the order the result page lists them."""
     out = _memory_assumptions(request, shape, wl, framework, assumed, best)
     if request.precision is None:
         out.append(_precision_assumption(wl, framework, best))
+    if seq_len_assumed:
+        limited = wl.seq_len < c.DEFAULT_SEQ_LEN.value
+        out.append(
+            c.DEFAULT_SEQ_LEN.assumption(
+                f"{plural(wl.seq_len, 'token')}"
+                + (" per sequence, the longest the model takes" if limited else " per sequence")
+            )
+        )
     out.extend(_batch_assumptions(request, wl, framework, best))
     if wl.training:
         out.extend(_training_assumptions(request, shape, wl, framework, best))

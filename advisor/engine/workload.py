@@ -378,7 +378,26 @@ def _new_tokens(request: EstimateRequest, shape: ModelShape, task: str) -> int:
     return new_tokens or 0
 
 
+def sequence_length(request: EstimateRequest, shape: ModelShape) -> int:
+    """The researcher's sequence length, else DEFAULT_SEQ_LEN, or the model's own position
+    limit where that is shorter: a BERT never sees 2,048 tokens, so sizing it at 2,048 would
+    quadruple its activations for a job that cannot run."""
+    if request.seq_len is not None:
+        return request.seq_len
+    default = int(c.DEFAULT_SEQ_LEN.value)
+    limit = shape.max_position_embeddings
+    return min(default, limit) if limit else default
+
+
+def with_sequence_length(request: EstimateRequest, shape: ModelShape) -> EstimateRequest:
+    """`request` with its sequence length settled (sequence_length), for every reader."""
+    if request.seq_len is not None:
+        return request
+    return request.model_copy(update={"seq_len": sequence_length(request, shape)})
+
+
 def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
+    request = with_sequence_length(request, shape)
     task, precision, weight_format, compute = _formats(request)
     rank = request.lora_rank or c.DEFAULT_LORA_RANK
     if task in ("lora", "qlora") and rank > shape.hidden_size:

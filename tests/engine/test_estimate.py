@@ -450,3 +450,40 @@ def test_quantised_inference_says_what_its_weights_do_to_the_timing(precision, n
     names = [a.name for a in result.assumptions]
     assert named in names
     assert names.index(named) > names.index("Decoding speed")
+
+
+def _assumed_sequence(result) -> str | None:
+    return next(
+        (a.value for a in result.assumptions if a.name == "Sequence length (not given)"), None
+    )
+
+
+@pytest.mark.parametrize(
+    ("model", "tokens"),
+    [
+        ("google-bert__bert-base-uncased", 512),
+        ("FacebookAI__roberta-base", 512),  # a table of 514: positions start after padding
+        ("openai-community__gpt2", 1024),
+        ("google__vit-base-patch16-224", 197),  # one 224 x 224 image in 16 x 16 patches
+    ],
+)
+def test_a_sequence_length_left_out_is_the_longest_the_model_takes(model, tokens):
+    """Sized at 2,048 tokens a BERT fine-tune needs about four times its real activations for
+    a job it cannot even run; left out, the sequence is the model's own limit, and the
+    result says so."""
+    left_out = run(config=config(model), task="full_finetune", tokens=10_000_000)
+    given = run(config=config(model), task="full_finetune", tokens=10_000_000, seq_len=tokens)
+    assert left_out.memory.total_bytes == given.memory.total_bytes
+    assert left_out.recommendation.gpu_hours == given.recommendation.gpu_hours
+    assert f"{tokens:,} tokens per sequence, the longest the model takes" in _assumed_sequence(
+        left_out
+    )
+    assert not any("position" in w for w in left_out.warnings)
+    assert _assumed_sequence(given) is None
+
+
+def test_a_sequence_length_left_out_is_2048_tokens_for_a_long_context_model():
+    left_out = run(task="lora", tokens=10_000_000)
+    given = run(task="lora", tokens=10_000_000, seq_len=2048)
+    assert left_out.memory.total_bytes == given.memory.total_bytes
+    assert _assumed_sequence(left_out).startswith("2,048 tokens per sequence (")

@@ -97,6 +97,11 @@ def encoder_blueprint(c: Config, family: str, spec: Encoder) -> b.Blueprint:
     inter = c.int(*spec.intermediate)
     vocab = c.int("vocab_size")
     positions = c.int("max_position_embeddings")
+    usable = positions
+    if spec.label == "roberta":
+        # RoBERTa numbers positions from padding_idx + 1 (transformers'
+        # create_position_ids_from_input_ids): its table of 514 holds 512 tokens.
+        usable = positions - (c.int("pad_token_id", default=1, minimum=0) + 1)
     types = c.int("type_vocab_size", default=2, minimum=0) if spec.token_types else 0
     block = _encoder_block(d, h, hd, inter, spec.attn_names, spec.mlp_names)
     head, note = _encoder_head(c, spec.label, d, vocab)
@@ -110,7 +115,7 @@ def encoder_blueprint(c: Config, family: str, spec: Encoder) -> b.Blueprint:
         inter=inter,
         gated=False,
         vocab=vocab,
-        positions=positions,
+        positions=usable,
         tied=True,
         attention=block[:4],
         mlp=block[4:],

@@ -82,6 +82,16 @@ DEFAULT_INFERENCE_BATCH = Constant(
     "together depends on its traffic, which only the researcher knows",
     "you did not say how many requests are served together",
 )
+DEFAULT_SEQ_LEN = Constant(
+    "Sequence length (not given)",
+    2048,
+    "tokens per sequence",
+    "2,048 tokens: LLaMA 1's training context and the length the flowchart suggests for "
+    "Llama-class fine-tuning; a model whose position table is shorter (BERT and RoBERTa 512, "
+    "GPT-2 1,024, a ViT's image patches, Whisper's 448-token decoder) cannot take more, so "
+    "its own limit is used instead (config.json max_position_embeddings or n_positions)",
+    "you did not give a sequence length",
+)
 DEFAULT_LORA_RANK = 16
 DEFAULT_INFERENCE_NEW_TOKENS = 256
 MAX_GPUS_SEARCHED = 512
