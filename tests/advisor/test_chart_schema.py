@@ -180,6 +180,7 @@ WALKS = {
         "framework_inference": "vllm",
         "batch_size": "32",
         "seq_len": "512",
+        "new_tokens": "",
         "inference_tokens": "50",
         "project_plan": "suggested",
         "data_sensitivity": "confidential",

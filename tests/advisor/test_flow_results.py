@@ -59,12 +59,29 @@ def test_small_fp16_inference_fits_a_v100(client, default_catalog):
     assert advisor_session.estimate_result["recommendation"]["fits"] is True
 
 
+def test_the_tokens_each_prompt_generates_are_asked_and_priced(client, default_catalog):
+    """Each generated token is one more pass through the model: a job that writes 2,000
+    tokens per 512-token prompt costs far more than the assumed 256, and the result says which
+    length it priced."""
+    assumed, assumed_page = walk_to_result(client, walks.INFERENCE_110M)
+    written, written_page = walk_to_result(
+        client, walks.changed(walks.INFERENCE_110M, new_tokens="2000")
+    )
+    assert assumed.estimate_request["new_tokens"] is None
+    assert written.estimate_request["new_tokens"] == 2000
+    assertContains(assumed_page, "prompt 512 + 256 generated tokens per request (default)")
+    assertContains(written_page, "prompt 512 + 2,000 generated tokens per request")
+    # The same 50 M tokens hold fewer requests, but each one decodes eight times longer.
+    hours = [s.estimate_result["recommendation"]["gpu_hours"] for s in (assumed, written)]
+    assert hours[1] > 2 * hours[0]
+
+
 def test_public_web_service_on_azure_is_estimated_for_the_cloud(client, default_catalog):
     answers = LORA_7B[:-2] + [("azure", "yes"), ("who_pays", "project")]
     answers[0] = ("work_kind", "inference")
     answers[4] = ("framework_inference", "not_sure")
     answers = [a for a in answers if a[0] not in ("dataset_tokens", "epochs", "num_gpus")]
-    answers.insert(7, ("inference_tokens", "100"))
+    answers[7:7] = [("new_tokens", ""), ("inference_tokens", "100")]
     advisor_session, page = walk_to_result(client, answers)
     assertContains(page, "Submit a brief Azure request")
     assert advisor_session.estimate_result["recommendation"]["system"] == "azure"
@@ -118,6 +135,7 @@ def test_admin_shows_no_retired_warning_for_the_shipped_default_chart(
                 ("framework_inference", "not_sure"),
                 ("batch_size", "8"),
                 ("seq_len", "512"),
+                ("new_tokens", ""),
                 ("inference_tokens", "10"),
                 ("project_plan", "suggested"),
                 ("data_sensitivity", "public"),
@@ -153,6 +171,7 @@ def test_admin_shows_no_retired_warning_for_the_shipped_default_chart(
                 ("framework_inference", "not_sure"),
                 ("batch_size", "8"),
                 ("seq_len", "512"),
+                ("new_tokens", ""),
                 ("inference_tokens", "10"),
                 ("project_plan", "suggested"),
                 ("data_sensitivity", "public"),

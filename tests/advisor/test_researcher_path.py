@@ -215,13 +215,13 @@ def test_the_progress_line_counts_the_questions_this_researcher_is_asked(client,
         page = client.get(url).content.decode()
         seen.append(page.split("Question ", 1)[1].split("</label>", 1)[0])
         client.post(url, {"answer": value})
-    # Until the kind of work is known the usual (training) path is counted: two more questions.
+    # Until the kind of work is known the usual (training) path is counted: one more question.
     assert seen[:2] == ["1 of about 16", "2 of about 16"]
-    assert seen[2:] == [f"{n} of about 14" for n in range(3, 15)]
+    assert seen[2:] == [f"{n} of about 15" for n in range(3, 16)]
     # Changing an earlier answer counts from that question, not from the end of the path.
     url = reverse("advisor:step", kwargs={"session_id": advisor_session.id, "step": "precision"})
     page = client.get(url).content.decode()
-    assert page.split("Question ", 1)[1].split("</label>", 1)[0] == "5 of about 14"
+    assert page.split("Question ", 1)[1].split("</label>", 1)[0] == "5 of about 15"
 
 
 @pytest.mark.parametrize(
@@ -261,7 +261,10 @@ def test_a_bundled_model_needs_no_size_question_with_the_hub_away(
     assert response["Location"].endswith("/step/precision/")
     library = ("framework_inference" if task == "inference" else "framework_training", "not_sure")
     rest = [("precision", "bf16" if task == "qlora" else "fp16"), library, ("batch_size", "4")]
-    rest += [("seq_len", "2048"), (tokens_step, tokens)]
+    rest += [("seq_len", "2048")]
+    if task == "inference":
+        rest += [("new_tokens", "")]
+    rest += [(tokens_step, tokens)]
     if task != "inference":
         rest += [("epochs", "1"), ("num_gpus", "")]
     rest += [("project_plan", "suggested"), ("data_sensitivity", "public"), ("timeline", "")]

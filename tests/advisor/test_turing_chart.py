@@ -34,6 +34,7 @@ NOTEBOOKS = [
     ("framework_inference", "not_sure"),
     ("batch_size", "8"),
     ("seq_len", "512"),
+    ("new_tokens", ""),
     ("inference_tokens", "5"),
     ("project_plan", "suggested"),
     ("data_sensitivity", "public"),

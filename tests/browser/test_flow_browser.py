@@ -116,6 +116,7 @@ AZURE_WEB_SERVICE = [
     ("framework_inference", "not_sure"),
     ("batch_size", "1"),
     ("seq_len", "4096"),
+    ("new_tokens", ""),
     ("inference_tokens", "200"),
     ("project_plan", "suggested"),
     ("data_sensitivity", "public"),

@@ -62,6 +62,7 @@ WALKS = {
         ("framework_inference", "not_sure"),
         ("batch_size", "8"),
         ("seq_len", "4096"),
+        ("new_tokens", ""),
         ("inference_tokens", "200"),
         *TAIL_HPC,
     ],

@@ -64,6 +64,7 @@ NOTEBOOKS = [
     ("framework_inference", "not_sure"),
     ("batch_size", "8"),
     ("seq_len", "2048"),
+    ("new_tokens", ""),
     ("inference_tokens", "50"),
     ("project_plan", "suggested"),
     ("data_sensitivity", "public"),

@@ -39,6 +39,7 @@ INFERENCE_110M: Answers = [
     ("framework_inference", "not_sure"),
     ("batch_size", "32"),
     ("seq_len", "512"),
+    ("new_tokens", ""),
     ("inference_tokens", "50"),
     ("project_plan", "suggested"),
     ("data_sensitivity", "public"),
@@ -90,7 +91,7 @@ def walk_to_result(client, answers: Answers, *, azure_first: bool = False):
     from advisor.models import AdvisorSession
 
     client.post(reverse("advisor:start"))
-    advisor_session = AdvisorSession.objects.get()
+    advisor_session = AdvisorSession.objects.latest("created_at")  # the one just started
     first = [("azure", "no")] if azure_first and advisor_session.current_step == "azure" else []
     response = None
     for step, value in [*first, *answers]:
