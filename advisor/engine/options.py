@@ -186,6 +186,12 @@ class NodeFacts:
     trial: float | None
     dtype_note: str | None = None
 
+    @property
+    def limits_for_recipe(self) -> tuple[float, float]:
+        """(capacity, headroom limit) per GPU as the recipe search sized them: without the
+        CUDA context beyond the current stack's, which the breakdown adds back."""
+        return self.capacity - self.extra, self.headroom_limit - self.extra
+
     def whole_nodes(self) -> tuple[int, ...]:
         """Counts of two or more whole nodes: an inference replica over nodes (vLLM's tensor
         parallel within a node, a pipeline stage per node)."""

@@ -173,7 +173,7 @@ class ParallelPlanning:
             return self.ruled_out_tensor_parallel(f, reasons)
         sized = self.plan(f, strategy, allowed, reasons)
         breakdown, recipe, recipe_reasons = self.breakdown(
-            strategy, sized.n, sized.choice, f.extra, f.capacity - f.extra
+            strategy, sized.n, sized.choice, f.extra, *f.limits_for_recipe
         )
         return Planned(*sized, breakdown, recipe, recipe_reasons, False)
 
@@ -245,7 +245,7 @@ class ParallelPlanning:
         why: list[str] = []
         sized = self.plan(f, key, allowed, why)
         breakdown, recipe, recipe_why = self.breakdown(
-            key, sized.n, sized.choice, f.extra, f.capacity - f.extra
+            key, sized.n, sized.choice, f.extra, *f.limits_for_recipe
         )
         need = breakdown.total_bytes
         cost = (sized.gpu_hours or 0.0) if need <= f.capacity else float(need)

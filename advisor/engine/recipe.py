@@ -360,9 +360,11 @@ class RecipeSearch:
         n: int,
         extra: float = 0.0,
         capacity: float | None = None,
+        headroom_limit: float | None = None,
     ) -> list[str]:
         """Why this recipe: what each memory-saving knob buys, in the practitioner's terms.
-        `capacity`: the bytes per GPU the recipe was sized for (without `extra`)."""
+        `capacity` and `headroom_limit`: the bytes per GPU it had, whole and with the memory
+        margin kept free (without `extra`); a recipe within the margin was sized for it."""
         if not self.training:
             return []
         out = []
@@ -371,18 +373,31 @@ class RecipeSearch:
             without = self.model.linear(strategy, n, "none", choice.optimizer)
             need = without[0] + choice.micro * without[1] + extra
             more = choice.flops_per_token / self.flops["none"] - 1
-            fits_without = capacity is None or without[0] + without[1] <= capacity
-            if choice.micro > 1 and fits_without and capacity is not None:
+            limit = capacity
+            if headroom_limit is not None and choice.total <= headroom_limit * 1.0001:
+                limit = headroom_limit
+            fits_without = limit is None or without[0] + without[1] <= limit
+            smallest = without[0] + without[1] + extra
+            if choice.micro > 1 and fits_without and limit is not None:
                 # Chosen for speed: without recomputation only a smaller micro-batch fits,
                 # and the search found it slower even with the recomputation added.
-                largest = max(int((capacity - without[0]) // max(without[1], 1.0)), 1)
+                largest = max(int((limit - without[0]) // max(without[1], 1.0)), 1)
                 out.append(
                     f"{LEVEL_WORDS[choice.level]} lets micro-batch {choice.micro} fit, which "
                     f"runs faster even at +{more:.0%} compute than micro-batch {largest}, the "
                     "largest that fits without it."
                 )
+            elif limit is not None and limit != capacity and smallest - extra <= capacity:
+                # It would fit without, but into the margin the sizing keeps free.
+                card = (capacity + extra) / 1e9
+                out.append(
+                    f"{LEVEL_WORDS[choice.level]} keeps {c.MEMORY_MARGIN.value:.0%} of the "
+                    f"memory free on {gpus} at +{more:.0%} compute; without it "
+                    + ("even a micro-batch of 1 " if choice.micro > 1 else "")
+                    + f"needs {smallest / 1e9:.1f} of the {card:.0f} GB per GPU, too close to "
+                    "the limit to run safely."
+                )
             elif need > (choice.total + extra) * 1.0001:
-                smallest = without[0] + without[1] + extra
                 out.append(
                     f"{LEVEL_WORDS[choice.level]} makes it fit {gpus} at +{more:.0%} compute; "
                     + (

@@ -187,13 +187,21 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         return found
 
     def breakdown(
-        self, strategy: str, n: int, choice: Choice, extra: float, capacity: float | None = None
+        self,
+        strategy: str,
+        n: int,
+        choice: Choice,
+        extra: float,
+        capacity: float | None = None,
+        headroom_limit: float | None = None,
     ) -> tuple:
         """(memory breakdown, recipe, the recipe's reasons) for one layout on one stack; the
-        options with that layout share them. `capacity`: the bytes per GPU the recipe was
-        sized for (the reasons say what a smaller recipe would have fitted)."""
-        capacity = capacity if self.training else None  # only training's reasons read it
-        key = (strategy, n, id(choice), extra, capacity)
+        options with that layout share them. `capacity` and `headroom_limit`: the bytes per
+        GPU the recipe was sized for, whole and with the margin kept free (the reasons say
+        what a smaller recipe would have fitted)."""
+        if not self.training:  # only training's reasons read them
+            capacity = headroom_limit = None
+        key = (strategy, n, id(choice), extra, capacity, headroom_limit)
         found = self.breakdowns.get(key)
         if found is not None:
             return found
@@ -202,7 +210,7 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         if extra:
             parts["cuda_context"] += int(extra)
             parts["total_bytes"] += int(extra)
-        why = search.reasons(choice, strategy, n, extra, capacity)
+        why = search.reasons(choice, strategy, n, extra, capacity, headroom_limit)
         found = self.breakdowns[key] = (
             trusted(MemoryBreakdown, parts),
             trusted(Recipe, search.recipe_fields(choice, strategy, n, why)),
