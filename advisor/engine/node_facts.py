@@ -155,4 +155,5 @@ class FactGathering:
             limited,
             system.trial_gpu_hours,
             facts.dtype_note,
+            eight_bit=self.training and software.eight_bit_optimizers(system, acc, gen),
         )

@@ -185,6 +185,8 @@ class NodeFacts:
     limited: str | None  # the limited-availability reason
     trial: float | None
     dtype_note: str | None = None
+    # bitsandbytes' 8-bit optimizers run here: the recipe search may choose 8-bit AdamW.
+    eight_bit: bool = True
 
     @property
     def limits_for_recipe(self) -> tuple[float, float]:

@@ -75,7 +75,12 @@ class RecipeSearch:
         request: EstimateRequest,
         framework: Framework,
         model: MemoryModel,
+        *,
+        eight_bit: bool = True,
     ) -> None:
+        """`eight_bit`: bitsandbytes' 8-bit optimizers run on the GPUs searched for, so 8-bit
+        AdamW is a knob (where they do not, only a pinned 8-bit AdamW is kept, and the
+        software check rules the option out)."""
         self.shape, self.wl, self.model, self.framework = shape, wl, model, framework
         self.training = wl.training
         self.global_batch = global_batch(request)
@@ -99,8 +104,10 @@ class RecipeSearch:
             optimizers: tuple[str, ...] = (wl.optimizer,)
         elif request.optimizer is not None:
             optimizers = (request.optimizer,)
-        else:
+        elif eight_bit:
             optimizers = ("adamw", "adamw_8bit")
+        else:
+            optimizers = ("adamw",)
         self.optimizers = optimizers
         self.flops: dict[str, float] = {}
         if self.training:

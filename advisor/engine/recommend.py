@@ -157,7 +157,7 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         # Those stacks are PyTorch 1.x, whose zero_grad() zeroed gradients in place instead of
         # freeing them: gradients coexist with activations (memory.py), a second search for
         # training on pre-Ampere GPUs only. Extra context -> its search.
-        self.searches: dict[float, RecipeSearch] = {0.0: search}
+        self.searches: dict[tuple[float, bool], RecipeSearch] = {(0.0, True): search}
         # (strategy, GPU count, recipe, extra context) -> (breakdown, recipe, its reasons).
         # Recipes are shared objects within an estimate, so their identity names them.
         self.breakdowns: dict[tuple, tuple] = {}
@@ -172,18 +172,25 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
 
     # --- shared per accelerator, per layout, per recipe ---
 
-    def search_for(self, extra: float) -> RecipeSearch:
-        """The recipe search for a stack with `extra` CUDA context (0: the request's own)."""
-        found = self.searches.get(extra)
-        if found is None:
-            wl = self.wl
-            if not self.training or wl.keeps_gradients:
-                found = self.searches[0.0]
-            else:
-                old = replace(wl, keeps_gradients=True)
-                model = MemoryModel(self.shape, old, self.context, like=self.searches[0.0].model)
-                found = RecipeSearch(self.shape, old, self.request, self.framework, model)
-            self.searches[extra] = found
+    def search_for(self, extra: float, eight_bit: bool = True) -> RecipeSearch:
+        """The recipe search for a stack with `extra` CUDA context (0: the request's own), on
+        GPUs where bitsandbytes' 8-bit optimizers run (`eight_bit`) or not."""
+        found = self.searches.get((extra, eight_bit))
+        if found is not None:
+            return found
+        base = self.searches[(0.0, True)]
+        if not eight_bit and self.training:
+            stack = self.search_for(extra, True)
+            found = RecipeSearch(
+                self.shape, stack.wl, self.request, self.framework, stack.model, eight_bit=False
+            )
+        elif extra and self.training and not self.wl.keeps_gradients:
+            old = replace(self.wl, keeps_gradients=True)
+            model = MemoryModel(self.shape, old, self.context, like=base.model)
+            found = RecipeSearch(self.shape, old, self.request, self.framework, model)
+        else:
+            found = base
+        self.searches[(extra, eight_bit)] = found
         return found
 
     def breakdown(
@@ -194,6 +201,7 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         extra: float,
         capacity: float | None = None,
         headroom_limit: float | None = None,
+        eight_bit: bool = True,
     ) -> tuple:
         """(memory breakdown, recipe, the recipe's reasons) for one layout on one stack; the
         options with that layout share them. `capacity` and `headroom_limit`: the bytes per
@@ -201,11 +209,11 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         what a smaller recipe would have fitted)."""
         if not self.training:  # only training's reasons read them
             capacity = headroom_limit = None
-        key = (strategy, n, id(choice), extra, capacity, headroom_limit)
+        key = (strategy, n, id(choice), extra, capacity, headroom_limit, eight_bit)
         found = self.breakdowns.get(key)
         if found is not None:
             return found
-        search = self.search_for(extra)
+        search = self.search_for(extra, eight_bit)
         parts = search.parts(strategy, n, choice)
         if extra:
             parts["cuda_context"] += int(extra)
@@ -261,7 +269,7 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
     def filled_workload(self, f: NodeFacts, k: int, strategy: str, choice: Choice) -> Workload:
         """The workload with as many sequences at once as this layout's KV cache holds
         (compute.kv_filled_batch): vLLM fills what its reservation leaves after the model."""
-        memory = self.breakdown(strategy, k, choice, f.extra)[0]
+        memory = self.breakdown(strategy, k, choice, f.extra, eight_bit=f.eight_bit)[0]
         batch = filled_batch(self.framework, f.acc, f.capacity, memory, self.wl, self.tokens)
         found = self.filled.get(batch)
         if found is None:
@@ -410,9 +418,9 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         """The fewest GPUs that fit with headroom and their cheapest recipe, widened to more
         GPUs while they pay when the run would take longer than the target (widening.py).
         Adds the reasons for the count and the memory."""
-        search = self.search_for(f.extra)
+        search = self.search_for(f.extra, f.eight_bit)
         capacity, headroom_limit = f.capacity - f.extra, f.headroom_limit - f.extra
-        size_key = (strategy, allowed, capacity, f.extra)
+        size_key = (strategy, allowed, capacity, f.extra, f.eight_bit)
         found = self.sized.get(size_key)
         if found is None:
             found = self.sized[size_key] = search.plan(strategy, allowed, capacity, headroom_limit)

@@ -213,6 +213,13 @@ def needs(
     return tuple(out)
 
 
+def eight_bit_optimizers(system: SystemSpec, acc: AcceleratorSpec, gen: Generation) -> bool:
+    """bitsandbytes' 8-bit optimizers run on this system's GPUs (the recipe search offers
+    8-bit AdamW only there: on Intel GPUs, and on AMD ones until staff confirm them, it does
+    not exist to choose)."""
+    return check(system, acc, gen, (BNB_8BIT,), weight_format="bf16")[0]
+
+
 def cell(system: SystemSpec, gen: Generation, tool: str) -> Cell:
     """The system's cell, else the generation's, else the platform's, else unknown."""
     if tool in system.tooling and system.tooling[tool] is not None:

@@ -140,6 +140,39 @@ def test_qlora_is_not_placed_on_intel_gpus_without_bitsandbytes():
     assert "as of 2025-06" in reason
 
 
+def test_the_recipe_chooses_8_bit_adam_only_where_bitsandbytes_runs():
+    """Llama 3 8B fully fine-tuned on one GPU needs 8-bit AdamW to fit most cards, but
+    bitsandbytes' optimizers do not run on Dawn's Intel GPUs (nor, until staff confirm them,
+    on COSMA8's AMD ones): there the recipe keeps AdamW and pays with offload or more memory
+    instead of naming an optimizer the system cannot run. Staff marking it supported brings it
+    back."""
+    fields = {
+        "config": config("meta-llama__Meta-Llama-3-8B"),
+        "task": "full_finetune",
+        "tokens": 10**8,
+    }
+    result = run(num_gpus=1, **fields)
+    eight_bit = {
+        (o.system, o.accelerator) for o in result.options if o.recipe.optimizer == "adamw_8bit"
+    }
+    assert ("stanage", "a100-80-sxm4") in eight_bit
+    assert not {system for system, _ in eight_bit} & {"dawn"}
+    assert not {acc for _, acc in eight_bit} & {"mi100-32", "mi210-64"}
+    dawn = [o for o in result.options if o.system == "dawn"]
+    assert dawn
+    assert all(o.supported for o in dawn)
+
+    catalog = default_catalog()
+    systems = [
+        s.model_copy(update={"tooling": {**s.tooling, "bitsandbytes 8-bit": True}})
+        if s.name == "dawn"
+        else s
+        for s in catalog.systems
+    ]
+    marked = run(catalog.model_copy(update={"systems": systems}), num_gpus=1, **fields)
+    assert any(o.recipe.optimizer == "adamw_8bit" for o in marked.options if o.system == "dawn")
+
+
 def test_staff_can_mark_a_library_supported_on_a_system():
     catalog = default_catalog()
     systems = [
