@@ -139,6 +139,17 @@ class RecipeSearch:
         self._lean_opt = "adamw_8bit" if "adamw_8bit" in optimizers else optimizers[0]
         self._reasons: dict[tuple, list[str]] = {}
 
+    def without_eight_bit(self, request: EstimateRequest) -> RecipeSearch:
+        """This search for GPUs where bitsandbytes' 8-bit optimizers do not run: the same
+        memory model and recipes (shared, so each is built once per estimate), searched
+        without 8-bit AdamW."""
+        other = RecipeSearch(
+            self.shape, self.wl, request, self.framework, self.model, eight_bit=False
+        )
+        other._totals, other._choices = self._totals, self._choices
+        other._per_rank, other._divisors = self._per_rank, self._divisors
+        return other
+
     # --- helpers ---
 
     def per_rank(self, strategy: str, n: int) -> tuple[int, int]:

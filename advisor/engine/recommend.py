@@ -180,10 +180,7 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
             return found
         base = self.searches[(0.0, True)]
         if not eight_bit and self.training:
-            stack = self.search_for(extra, True)
-            found = RecipeSearch(
-                self.shape, stack.wl, self.request, self.framework, stack.model, eight_bit=False
-            )
+            found = self.search_for(extra, True).without_eight_bit(self.request)
         elif extra and self.training and not self.wl.keeps_gradients:
             old = replace(self.wl, keeps_gradients=True)
             model = MemoryModel(self.shape, old, self.context, like=base.model)
