@@ -99,6 +99,21 @@ def test_the_torchtune_command_carries_the_stepping_the_estimate_assumed():
     assert "optimizer_in_bwd=True enable_activation_offloading=True" in result.slurm_script
 
 
+def llama2_13b_on_short_sequences(task: str):
+    """Llama 2 13B adapters on 128-token sequences, 64 per step: small micro-batches leave a
+    GPU idle, so recomputation can pay for a larger one."""
+    from tests.engine.inputs import default_catalog
+
+    request = EstimateRequest(
+        config=config("meta-llama__Llama-2-13b-hf"),
+        task=task,
+        tokens=10**8,
+        seq_len=128,
+        batch_size=64,
+    )
+    return estimate(request, default_catalog())
+
+
 def test_the_checkpointing_reason_says_whether_it_buys_memory_or_speed():
     """Checkpointing chosen because nothing fits without it names what even one sequence per
     micro-batch would need; chosen because a larger micro-batch runs faster, it says so and
@@ -126,16 +141,7 @@ def test_the_checkpointing_reason_says_whether_it_buys_memory_or_speed():
     # Llama 2 13B QLoRA on one 16 GB T4 at 128-token sequences: micro-batch 2 fits without
     # recomputation (14.2 GB, with the margin free) but leaves the GPU idle; micro-batch 16
     # with it takes about two thirds of the GPU hours.
-    result = estimate(
-        EstimateRequest(
-            config=config("meta-llama__Llama-2-13b-hf"),
-            task="qlora",
-            tokens=10**8,
-            seq_len=128,
-            batch_size=64,
-        ),
-        default_catalog(),
-    )
+    result = llama2_13b_on_short_sequences("qlora")
     faster = next(o for o in result.options if o.accelerator == "t4-16" and o.strategy == "single")
     assert faster.recipe.checkpointing == "full"
     assert (
@@ -149,18 +155,7 @@ def test_checkpointing_chosen_to_keep_the_memory_margin_says_so_not_that_it_is_f
     even one sequence per micro-batch needs 29.8 GB, inside the margin the sizing keeps free,
     so the recipe checkpoints. The reason used to claim that checkpointing's larger
     micro-batch was the faster run; without the margin, micro-batch 2 would have been."""
-    from tests.engine.inputs import config, default_catalog
-
-    result = estimate(
-        EstimateRequest(
-            config=config("meta-llama__Llama-2-13b-hf"),
-            task="lora",
-            tokens=10**8,
-            seq_len=128,
-            batch_size=64,
-        ),
-        default_catalog(),
-    )
+    result = llama2_13b_on_short_sequences("lora")
     (kept,) = [o for o in result.options if o.accelerator == "mi100-32" and o.num_gpus == 1]
     why = " ".join(kept.recipe.reasons)
     assert kept.recipe.checkpointing == "full"
