@@ -334,26 +334,37 @@ def _input_warnings(request: EstimateRequest, shape: ModelShape, wl: Workload) -
     if wl.task == "inference" and request.tokens is None:
         warnings.append("No token count given: GPU hours need the total prompt + generated tokens.")
     sixteen_bit = wl.weight_format in ("fp32", "fp16", "bf16")
-    if wl.task == "inference" and sixteen_bit and _stored_in_fp8(request):
+    stored = _stored_format(request)
+    if wl.task == "inference" and sixteen_bit and stored == "fp8":
         warnings.append(
             "The checkpoint is stored in fp8 (its quantization_config): precision fp8 serves it "
             f"as published, with about half the memory of {wl.weight_format}, which needs a "
             "converted copy."
         )
+    if wl.task == "inference" and sixteen_bit and stored == "mxfp4":
+        warnings.append(
+            "The checkpoint stores its experts in MXFP4 (its quantization_config: 4-bit values "
+            "with a shared scale per 32, about 4.25 bits a weight): vLLM on Hopper or newer and "
+            "transformers with its Triton MXFP4 kernels keep them so, about a quarter of the "
+            f"{wl.weight_format} memory counted here for them (OpenAI: gpt-oss-120b runs on one "
+            "80 GB GPU); elsewhere, as for training, they are dequantised as estimated."
+        )
     return warnings
 
 
-def _stored_in_fp8(request: EstimateRequest) -> bool:
-    """Whether the model's config says its weights are stored in fp8 (DeepSeek-V3/R1, the
-    *-FP8 releases of Qwen3 and Llama)."""
+def _stored_format(request: EstimateRequest) -> str | None:
+    """ "fp8" where the model's config says its weights are stored in fp8 (DeepSeek-V3/R1, the
+    *-FP8 releases of Qwen3 and Llama), "mxfp4" for MXFP4 experts (gpt-oss), else None."""
     config = request.config or (request.hub.config if request.hub is not None else None) or {}
     quantization = config.get("quantization_config")
     if request.hub is not None and request.hub.quantization_config:
         quantization = request.hub.quantization_config
     if not isinstance(quantization, dict):
-        return False
+        return None
     method = str(quantization.get("quant_method", "")).lower()
-    return method == "fp8" or method == "compressed-tensors" and "fp8" in str(quantization).lower()
+    if method == "fp8" or method == "compressed-tensors" and "fp8" in str(quantization).lower():
+        return "fp8"
+    return "mxfp4" if method == "mxfp4" else None
 
 
 def _recipe_workload(wl: Workload, recipe) -> Workload:

@@ -102,9 +102,12 @@ class Workload:
 
 
 def lora_targeted_linears(shape: ModelShape, wl: Workload) -> list:
-    """The linear layers of a block that carry LoRA adapters (every one without targets)."""
+    """The linear layers of a block that carry LoRA adapters: those named, or without targets
+    every nn.Linear (PEFT's "all-linear"; a family's parameter-tensor experts are not)."""
     targets = set(wl.lora_targets)
-    return [lin for lin in shape.linears if not targets or _short(lin.name) in targets]
+    if not targets:
+        return [lin for lin in shape.linears if lin.module]
+    return [lin for lin in shape.linears if _short(lin.name) in targets]
 
 
 def lora_trainable_params(shape: ModelShape, wl: Workload) -> int:
@@ -137,10 +140,10 @@ def base_weight_bytes(
     total = shape.params_total
     if weight_format == "fp8":
         # vLLM and transformers quantise the blocks' linear layers; the rest stays 16-bit.
-        linear = shape.params_linear
+        linear = shape.params_quantisable
         return linear * 1 + (total - linear) * 2, linear * c.FP8_BLOCK_SCALES.value
     if weight_format in ("int8", "int4"):
-        linear = shape.params_linear
+        linear = shape.params_quantisable
         kept = total - linear  # embeddings, LM head, norms stay in 16-bit
         if weight_format == "int8":
             rows = _quantised_rows(shape)
@@ -185,7 +188,9 @@ def quantised_base_bytes(shape: ModelShape, wl: Workload) -> tuple[float, float,
 
 def _quantised_rows(shape: ModelShape) -> int:
     if shape.linears:
-        per_layer = sum(lin.out_features * lin.count_per_layer for lin in shape.linears)
+        per_layer = sum(
+            lin.out_features * lin.count_per_layer for lin in shape.linears if lin.module
+        )
         return per_layer * shape.total_layers
     return shape.params_linear // max(shape.hidden_size, 1)
 

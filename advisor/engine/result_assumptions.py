@@ -284,7 +284,7 @@ def _training_assumptions(
         )
     out.append(c.MICROBATCH_SATURATION_TOKENS.assumption())
     if wl.adapters:
-        out.extend(_adapter_assumptions(request, wl))
+        out.extend(_adapter_assumptions(request, shape, wl))
     else:
         out.extend(_full_training_assumptions(wl, best))
     if wl.optimizer == "adamw_8bit":
@@ -296,9 +296,19 @@ def _training_assumptions(
     return out
 
 
-def _adapter_assumptions(request: EstimateRequest, wl: Workload) -> list[Assumption]:
+def _adapter_assumptions(
+    request: EstimateRequest, shape: ModelShape, wl: Workload
+) -> list[Assumption]:
     """LoRA / QLoRA: the adapters, their dropout and their speed."""
     out = []
+    targets = ", ".join(wl.lora_targets) or "every linear layer of each block"
+    if not wl.lora_targets and not all(lin.module for lin in shape.linears):
+        # gpt-oss keeps its experts and router as parameter tensors, which neither PEFT's
+        # "all-linear" nor bitsandbytes touches.
+        targets += (
+            " (its experts and router are parameter tensors, not Linear layers: not adapted, "
+            "and kept in 16-bit under QLoRA; PEFT's target_parameters adapts experts)"
+        )
     out.append(
         _built(
             Assumption,
@@ -306,7 +316,7 @@ def _adapter_assumptions(request: EstimateRequest, wl: Workload) -> list[Assumpt
             value=f"rank {wl.lora_rank}"
             + (" (default)" if request.lora_rank is None else "")
             + ", targets: "
-            + (", ".join(wl.lora_targets) or "every linear layer of each block")
+            + targets
             + "; adapters and their Adam state in fp32",
             source="Hu et al. 2021 (arXiv:2106.09685); QLoRA paper section 4 (all linear layers)",
         )

@@ -17,6 +17,7 @@ class Linear:
     out_features: int
     count_per_layer: int = 1
     role: str = ""  # "attn_q", "mlp_down", ... as architecture.LinearShape.role
+    module: bool = True  # an nn.Linear, which PEFT's "all-linear" adapts
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,20 @@ class ModelShape:
         return max(self.params_total - kept, 0)
 
     @property
+    def params_quantisable(self) -> int:
+        """Weights in the blocks' nn.Linear modules: what bitsandbytes, GPTQ and the fp8 stacks
+        replace with quantised layers. A family's parameter-tensor experts (gpt-oss) stay in
+        16-bit."""
+        if self.linears and not all(lin.module for lin in self.linears):
+            per_layer = sum(
+                lin.in_features * lin.out_features * lin.count_per_layer
+                for lin in self.linears
+                if lin.module
+            )
+            return min(per_layer * self.total_layers, self.params_total)
+        return self.params_linear
+
+    @property
     def largest_linear(self) -> int:
         if self.linears:
             return max(lin.in_features * lin.out_features for lin in self.linears)
@@ -145,6 +160,7 @@ def shape_from_architecture(arch: Any) -> ModelShape:
             out_features=lin.out_features,
             count_per_layer=lin.count_per_layer,
             role=getattr(lin, "role", "") or "",
+            module=getattr(lin, "module", True),
         )
         for lin in (arch.layer_linears or [])
     )

@@ -49,7 +49,7 @@ def test_every_family_researchers_use_now_has_bundled_models():
         "gemma3", "phi", "phi3", "mistral", "mixtral", "deepseek_v2", "deepseek_v3", "olmo",
         "olmo2", "gpt2", "openai-gpt", "bert", "roberta", "distilbert", "t5", "bart", "mbart",
         "falcon", "gpt_neox", "opt", "bloom", "vit", "whisper", "mpt", "gpt_bigcode", "gptj",
-        "phimoe",
+        "phimoe", "gpt_oss",
     }  # fmt: skip
     assert wanted <= bundled
     assert bundled <= set(known_families()) | {"t5"}

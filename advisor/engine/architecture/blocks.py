@@ -16,9 +16,17 @@ from advisor.engine.architecture.model import LinearShape, ModelArchitecture
 from advisor.engine.errors import ConfigError
 
 
-def lin(name: str, i: int, o: int, bias: bool, role: str, count: int = 1) -> LinearShape:
+def lin(
+    name: str, i: int, o: int, bias: bool, role: str, count: int = 1, module: bool = True
+) -> LinearShape:
     return LinearShape(
-        name=name, in_features=i, out_features=o, bias=bias, role=role, count_per_layer=count
+        name=name,
+        in_features=i,
+        out_features=o,
+        bias=bias,
+        role=role,
+        count_per_layer=count,
+        module=module,
     )
 
 
@@ -79,12 +87,13 @@ def gated_mlp(
     prefix: str = "",
     role: str = "mlp",
     count: int = 1,
+    module: bool = True,
 ) -> list[LinearShape]:
     gate, up, down = names
     return [
-        lin(prefix + gate, d, inter, bias, f"{role}_gate", count),
-        lin(prefix + up, d, inter, bias, f"{role}_up", count),
-        lin(prefix + down, inter, d, bias, f"{role}_down", count),
+        lin(prefix + gate, d, inter, bias, f"{role}_gate", count, module),
+        lin(prefix + up, d, inter, bias, f"{role}_up", count, module),
+        lin(prefix + down, inter, d, bias, f"{role}_down", count, module),
     ]
 
 

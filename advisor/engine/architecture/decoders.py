@@ -37,6 +37,11 @@ class Moe:
     shared: str = ""  # "" | "qwen" (one shared expert + gate) | "deepseek" (n_shared_experts)
     layers: str = "all"  # all | qwen (decoder_sparse_step, mlp_only_layers) | deepseek
     router_bias: bool = False  # DeepSeek-V3's e_score_correction_bias
+    bias: bool = False  # biases on every expert projection and on the router (gpt-oss)
+    router: str = "gate"  # the router's module name
+    # Experts and router are nn.Linear modules; False: parameter tensors (gpt-oss), which
+    # PEFT's "all-linear" does not adapt.
+    modules: bool = True
 
 
 @dataclass(frozen=True)
@@ -244,7 +249,16 @@ def _experts(c: Config, moe: Moe, bp: b.Blueprint) -> b.Experts:
             field="num_experts_per_tok",
         )
     inter = c.int(moe.intermediate) if moe.intermediate else bp.inter
-    routed = b.gated_mlp(d, inter, names=moe.names, prefix="experts.", role="expert", count=experts)
+    routed = b.gated_mlp(
+        d,
+        inter,
+        names=moe.names,
+        prefix="experts.",
+        role="expert",
+        count=experts,
+        bias=moe.bias,
+        module=moe.modules,
+    )
     shared: list[b.LinearShape] = []
     shared_count = 0
     if moe.shared == "qwen":
@@ -265,7 +279,7 @@ def _experts(c: Config, moe: Moe, bp: b.Blueprint) -> b.Experts:
     if sparse < bp.layers:
         bp.notes.append(f"{bp.layers - sparse} of {bp.layers} layers use a dense MLP.")
     return b.Experts(
-        router=[b.lin("gate", d, experts, False, "router")],
+        router=[b.lin(moe.router, d, experts, moe.bias, "router", module=moe.modules)],
         routed=routed,
         shared=shared,
         experts=experts,

@@ -71,6 +71,12 @@ def _opt_projection(c: Config, bp: b.Blueprint) -> b.Blueprint:
 
 # --- The table -----------------------------------------------------------------------------
 
+
+def _attention_sinks(c: Config, bp: b.Blueprint) -> b.Blueprint:
+    """gpt-oss: one learned sink logit per attention head in every block."""
+    return replace(bp, block_norms=bp.block_norms + bp.h)
+
+
 _LLAMA = Decoder()
 _GPT2 = Decoder(
     hidden=("n_embd", "hidden_size"),
@@ -147,6 +153,21 @@ DECODERS: dict[str, Decoder] = {
         qkv_bias=True, moe=Moe(experts="num_experts", shared="qwen", layers="qwen")
     ),
     "qwen3_moe": Decoder(qk_norm="head", moe=Moe(experts="num_experts", layers="qwen")),
+    # OpenAI gpt-oss (modeling_gpt_oss.py; model card arXiv:2508.10925): attention with biases
+    # and a learned sink logit per head, alternating banded (128-token) and full attention
+    # layers, experts with biases kept as 3-D parameters (gate_up_proj [E, d, 2f] and
+    # down_proj [E, f, d]) and a router with a bias. Checkpoints store the experts in MXFP4.
+    "gpt_oss": Decoder(
+        moe=Moe(
+            experts="num_local_experts",
+            intermediate=None,
+            names=("gate_up_proj", "gate_up_proj", "down_proj"),
+            bias=True,
+            router="router",
+            modules=False,
+        ),
+        adjust=_attention_sinks,
+    ),
     "deepseek_v2": Decoder(
         attention="latent",
         moe=Moe(experts="n_routed_experts", shared="deepseek", layers="deepseek"),

@@ -77,6 +77,8 @@ def quantization_bits(q: dict[str, Any] | None) -> int | None:
         return bits
     if method == "fp8":
         return 8
+    if method == "mxfp4":  # gpt-oss: two 4-bit experts' weights per U8, U8 scales beside
+        return 4
     return None
 
 

@@ -23,6 +23,9 @@ class LinearShape(_Frozen):
     # "attn_out", "cross_attn_q", ..., "mlp_gate", "mlp_up", "mlp_gate_up", "mlp_down", "mlp_in",
     # "mlp_out", "router", "expert_gate", "expert_up", "expert_down", "shared_expert_*".
     role: str = ""
+    # An nn.Linear module, which PEFT's target_modules="all-linear" adapts; False: a weight
+    # the family keeps as a parameter tensor (gpt-oss's experts and router), which it does not.
+    module: bool = True
 
     @property
     def params(self) -> int:

@@ -78,6 +78,7 @@ ARCHITECTURES = {
     "Phi3ForCausalLM": "phi3",
     "PhiMoEForCausalLM": "phimoe",
     "MixtralForCausalLM": "mixtral",
+    "GptOssForCausalLM": "gpt_oss",
     "Qwen2MoeForCausalLM": "qwen2_moe",
     "DeepseekV2ForCausalLM": "deepseek_v2",
     "DeepseekV3ForCausalLM": "deepseek_v3",
