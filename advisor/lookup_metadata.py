@@ -12,6 +12,7 @@ from advisor.engine.architecture import (
     architecture_from_config,
     check_hub_counts,
     compare_with_hub,
+    quant_method,
     quantization_bits,
     unpacked_count,
 )
@@ -51,7 +52,8 @@ def choose_params(
         chosen.update(params_total=arch.params_total, params_source=arch.source)
         return chosen
     bits = quantization_bits(quantization)
-    note, trusted = compare_with_hub(arch, unpacked_count(counts, bits) if counts else total, bits)
+    stored = unpacked_count(counts, bits, quant_method(quantization)) if counts else total
+    note, trusted = compare_with_hub(arch, stored, bits)
     if not trusted:
         chosen["safetensors_note"] = note
         return chosen

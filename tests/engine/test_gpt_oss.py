@@ -74,3 +74,23 @@ def test_serving_says_the_experts_are_stored_in_mxfp4():
     gpus = result.recommendation.num_gpus
     assert gpus > 1
     assert result.memory.weights * gpus > 200e9
+
+
+def test_the_hubs_mxfp4_bytes_unpack_to_the_expert_weights():
+    """The Hub counts MXFP4 experts as U8 elements: per block of 32 weights, 16 bytes of 4-bit
+    values and one byte of shared scale. Unpacked so, gpt-oss-20b's safetensors agree with the
+    config's count instead of reading 43 % short (and the count being distrusted)."""
+    from advisor.engine.architecture import architecture_from_hub
+    from advisor.engine.models import HubModelMetadata
+
+    expert_weights = 24 * 32 * (2880 * 5760 + 2880 * 2880)
+    rest = 20_914_757_184 - expert_weights  # attention, norms, sinks, biases, embeddings
+    arch = architecture_from_hub(
+        HubModelMetadata(
+            repo_id="openai/gpt-oss-20b",
+            config=config("gpt-oss-20b"),
+            safetensors_parameters={"BF16": rest, "U8": expert_weights * 17 // 32},
+        )
+    )
+    assert arch.params_total == 20_914_757_184
+    assert "agrees exactly" in " ".join(arch.notes)

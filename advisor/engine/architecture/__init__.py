@@ -25,6 +25,7 @@ from advisor.engine.architecture.hub import (
     architecture_from_hub,
     check_hub_counts,
     compare_with_hub,
+    quant_method,
     quantization_bits,
     unpacked_count,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "check_hub_counts",
     "compare_with_hub",
     "known_families",
+    "quant_method",
     "quantization_bits",
     "supported_model_types",
     "unpacked_count",

@@ -64,6 +64,10 @@ def check_hub_counts(counts: dict[str, Any], total: Any = None) -> None:
             )
 
 
+def quant_method(q: dict[str, Any] | None) -> str:
+    return str(q.get("quant_method", "")).lower() if isinstance(q, dict) else ""
+
+
 def quantization_bits(q: dict[str, Any] | None) -> int | None:
     if not isinstance(q, dict) or not q:
         return None
@@ -82,16 +86,19 @@ def quantization_bits(q: dict[str, Any] | None) -> int | None:
     return None
 
 
-def unpacked_count(counts: dict[str, int], bits: int | None) -> int:
+def unpacked_count(counts: dict[str, int], bits: int | None, method: str = "") -> int:
     """Elements as stored, with packed low-bit integers unpacked to one per weight.
 
     GPTQ/AWQ pack 32/bits weights into each I32 (their I32 qzeros/g_idx are unpacked too, a small
     overcount), bitsandbytes-4bit packs two per U8. Their F16/F32 scales are counted as they are:
-    the result is an estimate, within a few per cent.
+    the result is an estimate, within a few per cent. MXFP4 (gpt-oss) stores each block of 32
+    weights as 16 bytes of values and one byte of shared scale, both U8: 17 bytes per 32 weights.
     """
     total = 0
     for dtype, count in counts.items():
-        if bits and bits < 8 and dtype in {"I32", "U32"}:
+        if method == "mxfp4" and dtype == "U8":
+            total += count * 32 // 17
+        elif bits and bits < 8 and dtype in {"I32", "U32"}:
             total += count * 32 // bits
         elif bits and bits < 8 and dtype == "U8":
             total += count * 8 // bits
@@ -203,12 +210,17 @@ def _from_hub_count(
 def architecture_from_hub(metadata: HubModelMetadata) -> ModelArchitecture:
     """Combine the Hub's safetensors counts with config.json's shape (see the module's doc)."""
     check_hub_counts(metadata.safetensors_parameters, metadata.safetensors_total)
-    bits = quantization_bits(
-        metadata.quantization_config or (metadata.config or {}).get("quantization_config")
+    quantization = metadata.quantization_config or (metadata.config or {}).get(
+        "quantization_config"
     )
+    bits = quantization_bits(quantization)
     counts = metadata.safetensors_parameters
     stored_bytes = sum(DTYPE_BYTES.get(dtype, 2) * n for dtype, n in counts.items()) or None
-    hub_count = unpacked_count(counts, bits) if counts else metadata.safetensors_total
+    hub_count = (
+        unpacked_count(counts, bits, quant_method(quantization))
+        if counts
+        else metadata.safetensors_total
+    )
     if hub_count and hub_count > MAX_PARAMS:
         check_hub_counts({}, hub_count)
     extra = {"stored_weight_bytes": stored_bytes, "quantization_bits": bits}
