@@ -320,6 +320,16 @@ def _input_warnings(request: EstimateRequest, shape: ModelShape, wl: Workload) -
                 f"{shape.max_position_embeddings:,} positions; it needs position scaling or "
                 "will not work."
             )
+    elif (
+        shape.max_position_embeddings
+        and not shape.is_encoder_decoder
+        and wl.seq_len + wl.new_tokens > shape.max_position_embeddings
+    ):
+        warnings.append(
+            f"A prompt of {wl.seq_len:,} tokens and {wl.new_tokens:,} generated ones need "
+            f"{wl.seq_len + wl.new_tokens:,} positions; the model has "
+            f"{shape.max_position_embeddings:,}: shorten the prompts or the answers."
+        )
     if wl.training and not shape.vocab_head and masked_lm_head(shape):
         # An encoder fine-tuned with a task head (workload.resolve_shape) whose config names
         # the masked-LM head.

@@ -47,12 +47,13 @@ def assumptions(
         out.append(_precision_assumption(wl, framework, best))
     if seq_len_assumed:
         limited = wl.seq_len < c.DEFAULT_SEQ_LEN.value
-        out.append(
-            c.DEFAULT_SEQ_LEN.assumption(
-                f"{plural(wl.seq_len, 'token')}"
-                + (" per sequence, the longest the model takes" if limited else " per sequence")
-            )
-        )
+        if not limited:
+            how = " per sequence"
+        elif wl.new_tokens and not shape.is_encoder_decoder:
+            how = " per prompt: with the tokens it generates, as many as the model's positions hold"
+        else:
+            how = " per sequence, the longest the model takes"
+        out.append(c.DEFAULT_SEQ_LEN.assumption(plural(wl.seq_len, "token") + how))
     out.extend(_batch_assumptions(request, wl, framework, best))
     if wl.training:
         out.extend(_training_assumptions(request, shape, wl, framework, best))

@@ -381,12 +381,17 @@ def _new_tokens(request: EstimateRequest, shape: ModelShape, task: str) -> int:
 def sequence_length(request: EstimateRequest, shape: ModelShape) -> int:
     """The researcher's sequence length, else DEFAULT_SEQ_LEN, or the model's own position
     limit where that is shorter: a BERT never sees 2,048 tokens, so sizing it at 2,048 would
-    quadruple its activations for a job that cannot run."""
+    quadruple its activations for a job that cannot run. A decoder's prompt leaves room for
+    the tokens it generates (GPT-2's 1,024 positions: a prompt of 768 and 256 generated)."""
     if request.seq_len is not None:
         return request.seq_len
     default = int(c.DEFAULT_SEQ_LEN.value)
     limit = shape.max_position_embeddings
-    return min(default, limit) if limit else default
+    if not limit:
+        return default
+    if request.task == "inference" and not shape.is_encoder_decoder:
+        limit -= _new_tokens(request, shape, "inference")
+    return max(min(default, limit), 1)
 
 
 def with_sequence_length(request: EstimateRequest, shape: ModelShape) -> EstimateRequest:

@@ -487,3 +487,19 @@ def test_a_sequence_length_left_out_is_2048_tokens_for_a_long_context_model():
     given = run(task="lora", tokens=10_000_000, seq_len=2048)
     assert left_out.memory.total_bytes == given.memory.total_bytes
     assert _assumed_sequence(left_out).startswith("2,048 tokens per sequence (")
+
+
+def test_a_prompt_left_out_leaves_room_for_the_generated_tokens():
+    """GPT-2 has 1,024 positions: a prompt of 768 tokens and the 256 generated fill them. A
+    prompt given at the limit is warned about, since generation would run past it."""
+    gpt2 = config("openai-community__gpt2")
+    left_out = run(config=gpt2, task="inference", tokens=10**6)
+    assert _assumed_sequence(left_out).startswith(
+        "768 tokens per prompt: with the tokens it generates, as many as the model's positions hold"
+    )
+    assert not any("positions" in w for w in left_out.warnings)
+    at_limit = run(config=gpt2, task="inference", tokens=10**6, seq_len=1024)
+    assert (
+        "A prompt of 1,024 tokens and 256 generated ones need 1,280 positions; the model has "
+        "1,024: shorten the prompts or the answers."
+    ) in at_limit.warnings
