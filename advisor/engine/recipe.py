@@ -387,6 +387,7 @@ class RecipeSearch:
             return []
         out = []
         gpus = f"{n} GPUs" if n > 1 else "one GPU"
+        fits = capacity is None or choice.total <= capacity * 1.0001
         if choice.level != "none":
             without = self.model.linear(strategy, n, "none", choice.optimizer)
             need = without[0] + choice.micro * without[1] + extra
@@ -415,6 +416,18 @@ class RecipeSearch:
                     + f"needs {smallest / 1e9:.1f} of the {card:.0f} GB per GPU, too close to "
                     "the limit to run safely."
                 )
+            elif not fits:
+                # Nothing fits: this is the leanest recipe, and the option says it does not fit.
+                lean = (
+                    ""
+                    if choice.optimizer == "adamw"
+                    else f" and {OPTIMIZER_WORDS[choice.optimizer]}"
+                )
+                out.append(
+                    f"even with {LEVEL_WORDS[choice.level]} (+{more:.0%} compute){lean} it needs "
+                    f"{(choice.total + extra) / 1e9:.0f} GB per GPU on {gpus}; without "
+                    f"checkpointing {need / 1e9:.0f} GB."
+                )
             elif need > (choice.total + extra) * 1.0001:
                 out.append(
                     f"{LEVEL_WORDS[choice.level]} makes it fit {gpus} at +{more:.0%} compute; "
@@ -432,11 +445,7 @@ class RecipeSearch:
                 f"{self.framework.name} turns on {LEVEL_WORDS[self.default_level]} by default; "
                 f"it fits without, which saves about {saved:.0%} of the compute (turn it off)."
             )
-        if (
-            choice.optimizer != "adamw"
-            and choice.optimizer == "adamw_8bit"
-            and (len(self.optimizers) > 1)
-        ):
+        if fits and choice.optimizer == "adamw_8bit" and (len(self.optimizers) > 1):
             plain = self.model.linear(strategy, n, choice.level, "adamw")
             need = plain[0] + choice.micro * plain[1] + extra
             out.append(

@@ -210,3 +210,27 @@ def test_the_script_says_how_to_pack_where_the_library_leaves_it_to_the_research
     assert "pack short examples (TRL's SFTConfig(packing=True))" in script("lora")
     assert "pack short examples (dataset.packed=True)" in script("lora", "torchtune")
     assert "pack short examples" not in script("pretrain")
+
+
+def test_a_recipe_that_does_not_fit_says_so_and_not_that_checkpointing_makes_it_fit():
+    """Llama 3 8B LoRA on 131,072-token sequences with the Trainer's fp32 logits (about 200 GB
+    for one sequence): no GPU holds it. Each option carries its leanest recipe, whose reason
+    used to read "full activation checkpointing makes it fit one GPU"."""
+    from tests.engine.inputs import default_catalog
+
+    result = estimate(
+        EstimateRequest(
+            config=config("meta-llama__Meta-Llama-3-8B"),
+            task="lora",
+            tokens=5 * 10**7,
+            seq_len=131072,
+        ),
+        default_catalog(),
+    )
+    assert result.recommendation is None
+    option = next(o for o in result.options if o.accelerator == "a100-80-sxm4" and o.num_gpus == 1)
+    why = " ".join(option.recipe.reasons)
+    assert not option.fits
+    assert "makes it fit" not in why
+    assert why.startswith("even with full activation checkpointing (+")
+    assert "it needs" in why
