@@ -251,7 +251,9 @@ class OptionWriting:
             reasons.append(
                 f"needs {gb(need)} per GPU even {layout}"
                 + (
-                    f", micro-batch {choice.micro} and {choice.level} checkpointing"
+                    f", micro-batch {choice.micro} and "
+                    + ("no" if choice.level == "none" else choice.level)
+                    + " checkpointing"
                     if self.training
                     else ""
                 )

@@ -412,7 +412,7 @@ class RecipeSearch:
                 out.append(
                     f"{LEVEL_WORDS[choice.level]} keeps {c.MEMORY_MARGIN.value:.0%} of the "
                     f"memory free on {gpus} at +{more:.0%} compute; without it "
-                    + ("even a micro-batch of 1 " if choice.micro > 1 else "")
+                    + ("even a micro-batch of 1 " if choice.micro > 1 else "it ")
                     + f"needs {smallest / 1e9:.1f} of the {card:.0f} GB per GPU, too close to "
                     "the limit to run safely."
                 )
