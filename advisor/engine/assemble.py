@@ -172,8 +172,10 @@ def _continuous_batching_hint(
     if other.gpu_hours >= _VLLM_WORTH_NAMING * best.option.gpu_hours:
         return None
     batch = plural(wl.batch_size, "request")
+    vllm_hours = words.hours(other.gpu_hours)
+    about = "" if vllm_hours.startswith("less than") else "about "
     return (
-        f"vLLM would generate this job in about {words.hours(other.gpu_hours)} on "
+        f"vLLM would generate this job in {about}{vllm_hours} on "
         f"{plural(other.num_gpus, 'GPU')} of the same kind, against "
         f"{words.hours(best.option.gpu_hours)} with Transformers generate() in batches of "
         f"{batch}: it schedules all the prompts itself and keeps as many sequences in flight "

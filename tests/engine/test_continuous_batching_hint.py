@@ -31,3 +31,11 @@ def test_no_hint_where_vllm_is_chosen_or_the_batch_is_already_large():
 
 def test_no_hint_for_an_encoder_that_generates_nothing():
     assert not _warnings(model=BERT_BASE, seq_len=128)
+
+
+def test_a_tiny_vllm_figure_reads_less_than_not_about_less_than():
+    request = EstimateRequest(
+        config=config("openai-community__gpt2"), task="inference", tokens=1_000_000
+    )
+    (said,) = [w for w in estimate(request, default_catalog()).warnings if w.startswith("vLLM")]
+    assert said.startswith("vLLM would generate this job in less than 0.1 GPU hours on 1 GPU")
