@@ -18,7 +18,7 @@ from advisor.engine.memory import PHASES, Workload
 from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES, kv_cache_copies
 from advisor.engine.models import Assumption, EstimateRequest, trusted
 from advisor.engine.parallel_options import layout_assumptions
-from advisor.engine.recipe import micro_batch_efficiency
+from advisor.engine.recipe import OPTIMIZER_WORDS, micro_batch_efficiency
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import decode_speed, generation
 from advisor.engine.uncertainty import memory_uncertainty_assumption
@@ -249,7 +249,8 @@ def _training_assumptions(
         if wl.gradient_checkpointing
         else ("selective recomputation" if wl.selective_recompute else "all layers kept")
     )
-    out = [c.KORTHIKANTI.assumption(f"{activ}; flash attention {wl.flash_attention}")]
+    attention = "flash attention" if wl.flash_attention else "eager attention (scores kept)"
+    out = [c.KORTHIKANTI.assumption(f"{activ}; {attention}")]
     out.append(
         c.PACKED_SEQUENCES.assumption(
             f"every sequence {wl.seq_len:,} tokens long: the tokens you gave fill whole "
@@ -355,13 +356,27 @@ def _adapter_assumptions(
 def _full_training_assumptions(wl: Workload, best) -> list[Assumption]:
     """Full training: the training state and the utilisation."""
     out = []
-    mode = wl.state_mode
-    text = {
-        "mixed": "16-bit weights and gradients, fp32 master weights and optimizer",
-        "pure16": "everything 16-bit, as torchtune trains",
-        "fp32": "everything fp32",
-    }[mode]
-    out.append(c.ZERO_MIXED_ADAM.assumption(f"{text}; optimizer {wl.optimizer}"))
+    name, text = {
+        "mixed": (
+            c.ZERO_MIXED_ADAM.name,
+            "16-bit weights and gradients, fp32 master weights and Adam moments beside the "
+            "16-bit copy the model computes with",
+        ),
+        "pure16": ("16-bit training state", "weights, gradients and Adam moments all 16-bit, "
+                   "no fp32 master copy, as torchtune trains"),
+        "fp32": ("fp32 training state", "weights, gradients and Adam moments all fp32"),
+    }[wl.state_mode]  # fmt: skip
+    optimizer = OPTIMIZER_WORDS.get(wl.optimizer, wl.optimizer)
+    if wl.optimizer == "adamw_8bit":
+        optimizer += " (its moments in 8 bits, below)"
+    out.append(
+        _built(
+            Assumption,
+            name=name,
+            value=f"{text}; optimizer {optimizer}",
+            source=c.ZERO_MIXED_ADAM.source,
+        )
+    )
     out.append(c.TRAIN_FLOPS_PER_PARAM.assumption())
     util = best.utilisation if best is not None else None
     if util is not None:
