@@ -76,6 +76,16 @@ def test_the_tokens_each_prompt_generates_are_asked_and_priced(client, default_c
     assert hours[1] > 2 * hours[0]
 
 
+def test_a_sequence_length_left_blank_is_assumed_and_said(client, default_catalog):
+    """Researchers often do not know their sequence length: the question may be left blank,
+    and the result names the length it assumed."""
+    advisor_session, page = walk_to_result(client, walks.changed(LORA_7B, seq_len=""))
+    assert advisor_session.estimate_request["seq_len"] is None
+    assert "error" not in advisor_session.estimate_result
+    assertContains(page, "Sequence length (not given)")
+    assertContains(page, "2,048 tokens per sequence (you did not give a sequence length)")
+
+
 def test_public_web_service_on_azure_is_estimated_for_the_cloud(client, default_catalog):
     answers = LORA_7B[:-2] + [("azure", "yes"), ("who_pays", "project")]
     answers[0] = ("work_kind", "inference")
