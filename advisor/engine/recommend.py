@@ -156,9 +156,11 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         search = RecipeSearch(shape, wl, request, framework, MemoryModel(shape, wl, context))
         # Those stacks are PyTorch 1.x, whose zero_grad() zeroed gradients in place instead of
         # freeing them: gradients coexist with activations (memory.py), a second search for
-        # training on pre-Ampere GPUs only. Extra context -> its search.
+        # training on pre-Ampere GPUs only. GPUs where bitsandbytes' 8-bit optimizers do not
+        # run search without 8-bit AdamW. (extra context, 8-bit optimizers) -> its search.
         self.searches: dict[tuple[float, bool], RecipeSearch] = {(0.0, True): search}
-        # (strategy, GPU count, recipe, extra context) -> (breakdown, recipe, its reasons).
+        # (strategy, GPU count, recipe, extra context, the limits it was sized for, 8-bit
+        # optimizers) -> (breakdown, recipe, its reasons).
         # Recipes are shared objects within an estimate, so their identity names them.
         self.breakdowns: dict[tuple, tuple] = {}
         # (strategy, allowed counts, capacity, extra context) -> RecipeSearch.plan's answer
