@@ -69,13 +69,12 @@ def _opt_projection(c: Config, bp: b.Blueprint) -> b.Blueprint:
     )
 
 
-# --- The table -----------------------------------------------------------------------------
-
-
 def _attention_sinks(c: Config, bp: b.Blueprint) -> b.Blueprint:
     """gpt-oss: one learned sink logit per attention head in every block."""
     return replace(bp, block_norms=bp.block_norms + bp.h)
 
+
+# --- The table -----------------------------------------------------------------------------
 
 _LLAMA = Decoder()
 _GPT2 = Decoder(
