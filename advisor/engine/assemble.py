@@ -12,7 +12,7 @@ from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import Framework, batch_limit, framework_for
 from advisor.engine.justification import draft
 from advisor.engine.memory import Workload, memory_per_gpu
-from advisor.engine.memory_terms import masked_lm_head
+from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES, masked_lm_head
 from advisor.engine.models import (
     CatalogSpec,
     EstimateRequest,
@@ -87,9 +87,12 @@ def estimate_shape(
             best, candidates, wl, framework, why, model_name, request.constraints.max_wall_hours
         )
         memory = best.option.memory
-        hint = _continuous_batching_hint(request, catalog, shape, wl, best)
-        if hint is not None:
-            warnings.append(hint)
+        for hint in (
+            _continuous_batching_hint(request, catalog, shape, wl, best),
+            _encoder_batching_hint(request, catalog, shape, best),
+        ):
+            if hint is not None:
+                warnings.append(hint)
     else:
         memory = _memory_when_nothing_fits(request, catalog, shape, wl, framework, warnings)
     flops = training_flops_per_token(shape, wl) if wl.training else 2 * shape.flop_params
@@ -181,6 +184,45 @@ def _continuous_batching_hint(
         f"{batch}: it schedules all the prompts itself and keeps as many sequences in flight "
         "as the GPU memory holds (continuous batching, paged KV cache). Choose vLLM as the "
         "library in the flowchart (framework: vllm in the API) to estimate with it."
+    )
+
+
+# sentence-transformers' SentenceTransformer.encode() embeds 32 sentences per forward pass by
+# default; transformers' pipelines batch only when given batch_size.
+_ENCODER_BATCH = 32
+
+
+def _encoder_batching_hint(
+    request: EstimateRequest, catalog: CatalogSpec, shape: ModelShape, best
+) -> str | None:
+    """An encoder embedding or classifying a corpus one sequence per forward pass (the
+    engine's inference default, the latency case) spends most of a short sequence's time on
+    launching kernels. Where 32 sequences per pass, sized on the recommended system and GPU,
+    need less than half the GPU hours, say so: batching is one argument away."""
+    if request.task != "inference" or request.tokens is None or best.option.gpu_hours is None:
+        return None
+    if shape.family not in ENCODER_ONLY_FAMILIES:
+        return None
+    if request.batch_size is not None or request.micro_batch is not None:
+        return None
+    where = {"system": best.system.name, "accelerator": best.accelerator.name}
+    pinned = request.model_copy(update={"batch_size": _ENCODER_BATCH, **where})
+    ranked = _ranked(pinned, shape, build_workload(pinned, shape), catalog, systems=[best.system])
+    other = next((cand.option for cand in ranked if cand.eligible), None)
+    if other is None or other.gpu_hours is None:
+        return None
+    if other.gpu_hours >= _VLLM_WORTH_NAMING * best.option.gpu_hours:
+        return None
+    batched = words.hours(other.gpu_hours)
+    about = "" if batched.startswith("less than") else "about "
+    return (
+        f"{_ENCODER_BATCH} sequences per forward pass would take {about}{batched} on "
+        f"{plural(other.num_gpus, 'GPU')} of the same kind, against "
+        f"{words.hours(best.option.gpu_hours)} one sequence at a time (assumed: you gave no "
+        "batch): short sequences leave the GPU waiting on kernel launches. sentence-"
+        f"transformers' encode() batches {_ENCODER_BATCH} by default; transformers' pipeline "
+        "needs batch_size. Give the batch in the flowchart (batch_size in the API) to estimate "
+        "with it."
     )
 
 

@@ -39,3 +39,23 @@ def test_a_tiny_vllm_figure_reads_less_than_not_about_less_than():
     )
     (said,) = [w for w in estimate(request, default_catalog()).warnings if w.startswith("vLLM")]
     assert said.startswith("vLLM would generate this job in less than 0.1 GPU hours on 1 GPU")
+
+
+def _encoder_hint(**fields) -> list[str]:
+    request = EstimateRequest(config=BERT_BASE, task="inference", tokens=10**9, **fields)
+    return [w for w in estimate(request, default_catalog()).warnings if "per forward pass" in w]
+
+
+def test_an_encoder_embedding_short_sequences_one_at_a_time_is_told_to_batch():
+    """BERT-base over a billion tokens of 64-token sequences, one per forward pass: the GPU
+    waits on kernel launches. 32 per pass (sentence-transformers' encode() default) needs a
+    fraction of the GPU hours, and the result says how many."""
+    (said,) = _encoder_hint(seq_len=64)
+    assert said.startswith("32 sequences per forward pass would take about ")
+    assert "one sequence at a time (assumed: you gave no batch)" in said
+    assert "batch_size in the API" in said
+
+
+def test_no_encoder_hint_when_a_batch_is_given_or_batching_saves_little():
+    assert not _encoder_hint(seq_len=64, batch_size=8)
+    assert not _encoder_hint(seq_len=512)  # long sequences already keep the GPU busy
