@@ -86,6 +86,22 @@ def test_a_sequence_length_left_blank_is_assumed_and_said(client, default_catalo
     assertContains(page, "2,048 tokens per sequence (you did not give a sequence length)")
 
 
+def test_generated_tokens_may_be_zero_but_not_negative(client, default_catalog):
+    """0 is an answer (a model that only reads: embeddings, scoring); a negative count is
+    refused on the question's page with the reason, and the session does not move on."""
+    scored, _page = walk_to_result(client, walks.changed(walks.INFERENCE_110M, new_tokens="0"))
+    assert scored.estimate_request["new_tokens"] == 0
+    assert "error" not in scored.estimate_result
+    answers = walks.between(walks.INFERENCE_110M, last="seq_len")
+    advisor_session, _ = walks.walk_partway(client, answers, azure_first=True)
+    url = reverse("advisor:step", kwargs={"session_id": advisor_session.id, "step": "new_tokens"})
+    response = client.post(url, {"answer": "-5"})
+    assert response.status_code == 200
+    assertContains(response, "Enter at least 0 tokens.")
+    advisor_session.refresh_from_db()
+    assert advisor_session.current_step == "new_tokens"
+
+
 def test_public_web_service_on_azure_is_estimated_for_the_cloud(client, default_catalog):
     answers = LORA_7B[:-2] + [("azure", "yes"), ("who_pays", "project")]
     answers[0] = ("work_kind", "inference")

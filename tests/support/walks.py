@@ -81,9 +81,9 @@ def between(answers: Answers, first: str | None = None, last: str | None = None)
     return answers[start:end]
 
 
-def walk_to_result(client, answers: Answers, *, azure_first: bool = False):
+def walk_partway(client, answers: Answers, *, azure_first: bool = False):
     """Start a session with Django's test client and post each answer (every one must be
-    accepted: a redirect); returns (the session, the result page). With `azure_first`, the
+    accepted: a redirect); returns (the session, the last response). With `azure_first`, the
     Turing chart's opening question (Azure? No) is answered first when the chart asks it."""
     # Imported here: the benches import this module before Django is set up.
     from django.urls import reverse
@@ -100,6 +100,13 @@ def walk_to_result(client, answers: Answers, *, azure_first: bool = False):
             {"answer": value},
         )
         assert response.status_code == 302, (step, response.content[:300])
-    assert response["Location"] == f"/a/{advisor_session.id}/result/"
     advisor_session.refresh_from_db()
+    return advisor_session, response
+
+
+def walk_to_result(client, answers: Answers, *, azure_first: bool = False):
+    """`walk_partway` through every answer to the result; returns (the session, the result
+    page)."""
+    advisor_session, response = walk_partway(client, answers, azure_first=azure_first)
+    assert response["Location"] == f"/a/{advisor_session.id}/result/"
     return advisor_session, client.get(response["Location"])
