@@ -19,6 +19,7 @@ from advisor.engine.models import (
     EstimateResult,
     FrameworkInfo,
     MemoryBreakdown,
+    Option,
     Recommendation,
 )
 from advisor.engine.options import inference_shards, rank, wall_target
@@ -141,8 +142,8 @@ def estimate_shape(
     )
 
 
-# Below this share of the GPU hours generate() needs, vLLM is worth naming.
-_VLLM_WORTH_NAMING = 0.5
+# Below this share of the recommendation's GPU hours, another library or batch is worth naming.
+_WORTH_NAMING = 0.5
 
 
 def _continuous_batching_hint(
@@ -161,24 +162,12 @@ def _continuous_batching_hint(
         return None
     if shape.encoder_layers or shape.is_encoder_decoder or best.option.gpu_hours is None:
         return None
-    where = {"system": best.system.name, "accelerator": best.accelerator.name}
-    pinned = request.model_copy(update={"framework": "vllm", **where})
-    try:
-        vllm_wl = build_workload(pinned, shape)
-    except EstimateError:
-        return None
-    # Only the options on the recommended system: what vLLM would do with the same GPUs.
-    ranked = _ranked(pinned, shape, vllm_wl, catalog, systems=[best.system])
-    other = next((cand.option for cand in ranked if cand.eligible), None)
-    if other is None or other.gpu_hours is None:
-        return None
-    if other.gpu_hours >= _VLLM_WORTH_NAMING * best.option.gpu_hours:
+    other = _far_cheaper_on_the_same_gpus({"framework": "vllm"}, request, shape, catalog, best)
+    if other is None:
         return None
     batch = plural(wl.batch_size, "request")
-    vllm_hours = words.hours(other.gpu_hours)
-    about = "" if vllm_hours.startswith("less than") else "about "
     return (
-        f"vLLM would generate this job in {about}{vllm_hours} on "
+        f"vLLM would generate this job in {_about_hours(other.gpu_hours)} on "
         f"{plural(other.num_gpus, 'GPU')} of the same kind, against "
         f"{words.hours(best.option.gpu_hours)} with Transformers generate() in batches of "
         f"{batch}: it schedules all the prompts itself and keeps as many sequences in flight "
@@ -205,18 +194,13 @@ def _encoder_batching_hint(
         return None
     if request.batch_size is not None or request.micro_batch is not None:
         return None
-    where = {"system": best.system.name, "accelerator": best.accelerator.name}
-    pinned = request.model_copy(update={"batch_size": _ENCODER_BATCH, **where})
-    ranked = _ranked(pinned, shape, build_workload(pinned, shape), catalog, systems=[best.system])
-    other = next((cand.option for cand in ranked if cand.eligible), None)
-    if other is None or other.gpu_hours is None:
+    batched = {"batch_size": _ENCODER_BATCH}
+    other = _far_cheaper_on_the_same_gpus(batched, request, shape, catalog, best)
+    if other is None:
         return None
-    if other.gpu_hours >= _VLLM_WORTH_NAMING * best.option.gpu_hours:
-        return None
-    batched = words.hours(other.gpu_hours)
-    about = "" if batched.startswith("less than") else "about "
     return (
-        f"{_ENCODER_BATCH} sequences per forward pass would take {about}{batched} on "
+        f"{_ENCODER_BATCH} sequences per forward pass would take "
+        f"{_about_hours(other.gpu_hours)} on "
         f"{plural(other.num_gpus, 'GPU')} of the same kind, against "
         f"{words.hours(best.option.gpu_hours)} one sequence at a time (assumed: you gave no "
         "batch): short sequences leave the GPU waiting on kernel launches. sentence-"
@@ -224,6 +208,33 @@ def _encoder_batching_hint(
         "needs batch_size. Give the batch in the flowchart (batch_size in the API) to estimate "
         "with it."
     )
+
+
+def _far_cheaper_on_the_same_gpus(
+    change: dict, request: EstimateRequest, shape: ModelShape, catalog: CatalogSpec, best
+) -> Option | None:
+    """The request with `change`, sized only on the recommended system and GPU (so it carries
+    every rule the engine applies there), when its first eligible option needs less than half
+    the recommendation's GPU hours; else None."""
+    where = {"system": best.system.name, "accelerator": best.accelerator.name}
+    pinned = request.model_copy(update={**change, **where})
+    try:
+        pinned_wl = build_workload(pinned, shape)
+    except EstimateError:
+        return None
+    ranked = _ranked(pinned, shape, pinned_wl, catalog, systems=[best.system])
+    other = next((cand.option for cand in ranked if cand.eligible), None)
+    if other is None or other.gpu_hours is None:
+        return None
+    if other.gpu_hours >= _WORTH_NAMING * best.option.gpu_hours:
+        return None
+    return other
+
+
+def _about_hours(value: float) -> str:
+    """ "about 1.5 GPU hours", or "less than 0.1 GPU hours" without the "about"."""
+    text = words.hours(value)
+    return text if text.startswith("less than") else f"about {text}"
 
 
 def _model_name(request: EstimateRequest, shape: ModelShape) -> str:
