@@ -154,13 +154,45 @@ def training_layout(
 
 
 def training_flops_per_token(shape: ModelShape, wl: Workload) -> float:
+    """FLOPs per token of the request's sequences: matmuls (per parameter and token) and
+    attention scores (12 x layers x attention width x tokens attended, forward and backward).
+    An encoder-decoder's stacks see different lengths (encoder_decoder_flop_params): its
+    FLOPs per sequence are spread over the request's sequence length."""
+    per_param = c.LORA_FLOPS_PER_PARAM.value if wl.adapters else c.TRAIN_FLOPS_PER_PARAM.value
+    if wl.encoder_len:
+        enc, dec = wl.encoder_len, wl.decoder_len
+        encoder, decoder, cross_kv = encoder_decoder_flop_params(shape)
+        matmul = (encoder + cross_kv) * enc + decoder * dec
+        attended = shape.encoder_layers * enc * enc + shape.num_layers * dec * (dec + enc)
+        attention = 12 * shape.attn_dim * attended
+        per_sequence = per_param * matmul + attention
+        if wl.gradient_checkpointing:
+            per_sequence += c.RECOMPUTE_FLOPS_PER_PARAM.value * matmul + attention / 3
+        return per_sequence / max(wl.seq_len, 1)
     n = shape.flop_params
     attention = 12 * shape.total_layers * shape.attn_dim * wl.seq_len
-    per_param = c.LORA_FLOPS_PER_PARAM.value if wl.adapters else c.TRAIN_FLOPS_PER_PARAM.value
     flops = per_param * n + attention
     if wl.gradient_checkpointing:
         flops += c.RECOMPUTE_FLOPS_PER_PARAM.value * n + attention / 3
     return flops
+
+
+_CROSS_KV_ROLES = ("cross_attn_k", "cross_attn_v")
+
+
+def encoder_decoder_flop_params(shape: ModelShape) -> tuple[int, int, int]:
+    """An encoder-decoder's matmul parameters by the tokens they process: (the encoder's,
+    which read the input; the decoder's, which read the target or generated tokens, with the
+    LM head; the cross-attention key and value projections, which read the encoder's output,
+    so run over the input's tokens although they sit in the decoder)."""
+    cross_kv = shape.num_layers * sum(
+        lin.in_features * lin.out_features * lin.count_per_layer
+        for lin in shape.linears
+        if lin.role in _CROSS_KV_ROLES
+    )
+    encoder = shape.params_encoder
+    decoder = max(shape.flop_params - encoder - cross_kv, 1)
+    return encoder, decoder, cross_kv
 
 
 def training_gpu_hours(
@@ -266,19 +298,33 @@ def inference_gpu_hours(
     batches = math.ceil(requests / wl.batch_size)
     rate = peak * 1e12 * util * n * eff
     n_flop = shape.flop_params
-    prefill_flops = (
-        wl.batch_size
-        * wl.seq_len
-        * (2 * n_flop + 4 * shape.num_layers * shape.attn_dim * wl.seq_len)
-    )
+    # Weights each generated token reads: an encoder-decoder's decoder only, its encoder
+    # having read the input once in the prefill.
+    decoder_share = 1.0
+    if wl.encoder_len:
+        encoder, decoder, cross_kv = encoder_decoder_flop_params(shape)
+        enc = wl.encoder_len
+        prefill_flops = (
+            wl.batch_size
+            * enc
+            * (2 * (encoder + cross_kv) + 4 * shape.encoder_layers * shape.attn_dim * enc)
+        )
+        n_flop = decoder
+        decoder_share = 1 - shape.params_encoder / max(shape.params_total, 1)
+    else:
+        prefill_flops = (
+            wl.batch_size
+            * wl.seq_len
+            * (2 * n_flop + 4 * shape.num_layers * shape.attn_dim * wl.seq_len)
+        )
     # Eager PyTorch launches each layer's kernels from the host: a small forward pass (an
     # encoder reading one short sequence) waits for the host, not the GPU. Launches run ahead
     # of the GPU, so the two overlap: the slower sets the time.
     library = decode_speed(wl.decode_framework)
-    prefill = max(prefill_flops / rate, library.per_layer_overhead_s * shape.num_layers)
+    prefill = max(prefill_flops / rate, library.per_layer_overhead_s * shape.total_layers)
     decode = 0.0
     if wl.new_tokens:
-        weights = decode_weight_bytes(shape, wl)
+        weights = decode_weight_bytes(shape, wl) * decoder_share
         mid = Workload(**{**_fields(wl), "seq_len": wl.seq_len, "new_tokens": wl.new_tokens // 2})
         kv = kv_cache_bytes(shape, mid)
         # Per library (speed.DECODE_SPEED): the share of the bandwidth bound its kernels reach

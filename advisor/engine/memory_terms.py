@@ -71,6 +71,11 @@ class Workload:
     # The precision was not said: a GPU without bf16 computes in fp16 with loss scaling
     # (compute.compute_dtype_for) instead of being ruled out, where the library can.
     fp16_where_no_bf16: bool = False
+    # An encoder-decoder (T5, BART, Whisper): the tokens per sequence its encoder layers read
+    # and its decoder layers write (the target in training, the generated tokens in
+    # inference); 0 for any other model, whose layers all see seq_len (workload.py sets both).
+    encoder_len: int = 0
+    decoder_len: int = 0
 
     @property
     def training(self) -> bool:
@@ -236,10 +241,16 @@ def stored_linear_inputs(shape: ModelShape, wl: Workload) -> tuple[bool, bool, b
     return attn, mlp, down
 
 
-def lora_dropout_bytes_per_token(shape: ModelShape, wl: Workload) -> float:
+def lora_dropout_bytes_per_token(
+    shape: ModelShape, wl: Workload, *, cross: float | None = 1.0
+) -> float:
     """Bytes per token and layer that LoRA dropout keeps: a bool mask and the dropped-out
     16-bit input for every adapted linear layer the token passes through (each PEFT adapter
-    has its own nn.Dropout; an expert's adapter sees only the tokens routed to it)."""
+    has its own nn.Dropout; an expert's adapter sees only the tokens routed to it).
+
+    In an encoder-decoder's decoder layer the cross-attention's key and value adapters read
+    the encoder's tokens: `cross` of them per decoder token; None: an encoder layer, which
+    has no cross-attention to adapt."""
     if not (wl.adapters and wl.lora_dropout):
         return 0.0
     per_element = c.LORA_DROPOUT.value + wl.act_bytes
@@ -247,7 +258,16 @@ def lora_dropout_bytes_per_token(shape: ModelShape, wl: Workload) -> float:
     if not linears:  # no named linears: q, k, v, o, the MLP's input projections and its output
         h, f = shape.hidden_size, shape.intermediate_size
         return per_element * ((4 + (2 if shape.gated_mlp else 1)) * h + f)
-    return per_element * sum(lin.in_features * copies_per_token(shape, lin) for lin in linears)
+    total = 0.0
+    for lin in linears:
+        share = 1.0
+        if lin.role.startswith("cross_attn"):
+            if cross is None:
+                continue
+            if lin.role in ("cross_attn_k", "cross_attn_v"):
+                share = cross
+        total += lin.in_features * copies_per_token(shape, lin) * share
+    return per_element * total
 
 
 def training_activations_per_layer(
@@ -257,6 +277,8 @@ def training_activations_per_layer(
     tp: int = 1,
     batch: int | None = None,
     sequence_parallel: bool = False,
+    seq: int | None = None,
+    cross: int = 0,
 ) -> float:
     """Bytes autograd keeps for one transformer layer (Korthikanti et al. 2022, generalised).
 
@@ -276,9 +298,16 @@ def training_activations_per_layer(
     With tensor parallelism the attention and MLP tensors are split over `tp` GPUs; sequence
     parallelism splits the norm and dropout inputs along the sequence too, so the whole layer
     is 1/tp (Korthikanti et al. 2022 equation 4: s*b*h*(34 + 5as/h)/t).
+
+    `seq` tokens pass through the layer (None: the request's sequence length). A decoder
+    layer of an encoder-decoder (`cross` encoder tokens) also keeps its cross-attention's:
+    the norm and query inputs and the query and output at the decoder's length, keys and
+    values at the encoder's, and eager attention's decoder x encoder scores; the encoder
+    output its key and value projections read is one tensor for every layer (counted once,
+    training_activations). An encoder layer has no cross-attention adapters to drop out.
     """
     b = wl.batch_size if batch is None else batch
-    s = wl.seq_len
+    s = wl.seq_len if seq is None else seq
     h = shape.hidden_size
     a = shape.num_attention_heads
     kv = shape.kv_dim
@@ -289,13 +318,20 @@ def training_activations_per_layer(
     r = 4 if amp or shape.family in c.RMSNORM_FP32_FAMILIES else e
     sb = s * b
     attn_in, mlp_in, down_in = stored_linear_inputs(shape, wl)
+    if cross:
+        adapted = lora_dropout_bytes_per_token(shape, wl, cross=cross / s)
+    else:
+        adapted = lora_dropout_bytes_per_token(shape, wl, cross=None if wl.encoder_len else 1.0)
     unsharded = (
         2 * r * sb * h
         + (attn_in + mlp_in) * e * sb * h
         + (2 * sb * h if dropout else 0)
-        + lora_dropout_bytes_per_token(shape, wl) * sb
+        + adapted * sb
     )
     attn = e * sb * (shape.attn_dim + 2 * kv + h)  # Q, K, V, output
+    if cross:
+        unsharded += r * sb * h + attn_in * e * sb * h + (sb * h if dropout else 0)
+        attn += e * (sb * (shape.attn_dim + h) + 2 * cross * b * kv)
     # Gated: gate, up and act(gate) always (SiLU and product backward), the product when the
     # down projection keeps its input. GELU: its input always, its output likewise.
     inner = (3 if shape.gated_mlp else 1) + down_in
@@ -306,14 +342,15 @@ def training_activations_per_layer(
     else:
         mlp = inner * e * sb * shape.intermediate_size
     if wl.flash_attention or wl.selective_recompute:
-        scores = 4 * b * a * s  # logsumexp in fp32 (selective: the recomputed core's input)
+        # logsumexp in fp32 (selective: the recomputed core's input), per attention block
+        scores = 4 * b * a * s * (2 if cross else 1)
     else:
         if amp:
             per_score = 4 + 2 + (1 + 4 if dropout else 0)
         else:
             upcast = 4 if e == 2 and shape.family in c.FP32_SOFTMAX_FAMILIES else 0
             per_score = e + upcast + (1 + e if dropout else 0)
-        scores = per_score * a * s * s * b
+        scores = per_score * a * s * (s + cross) * b
     sharded = attn + mlp + scores
     if sequence_parallel:
         return (unsharded + sharded) / tp
@@ -338,30 +375,50 @@ def training_activations(
     way: layer_norm autocasts to fp32 and saves that copy. Adapters train on a base stored in
     16 bits, so their stream is 16-bit too.
     """
-    layers = shape.total_layers
-    per_layer = training_activations_per_layer(
-        shape, wl, tp=tp, sequence_parallel=sequence_parallel
-    )
     # LoRA and QLoRA load the frozen base in 16-bit (or 4-bit with a 16-bit compute dtype):
     # the embedding output and every residual add are 16-bit even under autocast, only the
     # norms upcast inside the layer (counted per layer).
     fp32_stream = wl.autocast and not sixteen_bit_params and not wl.adapters
     residual_bytes = 4 if fp32_stream else wl.act_bytes
-    sbh = wl.seq_len * wl.batch_size * shape.hidden_size * residual_bytes
-    if sequence_parallel:  # the residual stream is split along the sequence between layers
-        sbh /= tp
-    embeddings_and_final_norm = 2 * sbh
+    # An encoder-decoder's two stacks: (layers, tokens per sequence, encoder tokens each
+    # layer's cross-attention reads); any other model has one stack at seq_len.
+    if wl.encoder_len:
+        stacks = [
+            (shape.encoder_layers, wl.encoder_len, 0),
+            (shape.num_layers, wl.decoder_len, wl.encoder_len),
+        ]
+    else:
+        stacks = [(shape.total_layers, wl.seq_len, 0)]
+    saved = inputs = 0.0
+    largest_layer = 0.0
+    stream = 0.0  # the embedding output and the final norm of each stack
+    for layers, seq, cross in stacks:
+        per_layer = training_activations_per_layer(
+            shape, wl, tp=tp, sequence_parallel=sequence_parallel, seq=seq, cross=cross
+        )
+        sbh = seq * wl.batch_size * shape.hidden_size * residual_bytes
+        if sequence_parallel:  # the residual stream is split along the sequence between layers
+            sbh /= tp
+        saved += layers * per_layer
+        inputs += layers * sbh
+        stream += 2 * sbh
+        largest_layer = max(largest_layer, per_layer)
+    if wl.encoder_len:
+        # The encoder's output, which every cross-attention's key and value projections read.
+        stream += wl.encoder_len * wl.batch_size * shape.hidden_size * wl.act_bytes
     if wl.gradient_checkpointing:
         # Each layer keeps only its input; one layer is recomputed in full during backward.
         # Offloaded checkpoints (Unsloth) keep only the inputs being copied in and out.
-        kept = 2 if wl.checkpoint_offload else layers
-        return kept * sbh + per_layer + embeddings_and_final_norm
-    return layers * per_layer + embeddings_and_final_norm
+        layers = shape.total_layers
+        kept = inputs if not wl.checkpoint_offload else inputs * 2 / max(layers, 1)
+        return kept + largest_layer + stream
+    return saved + stream
 
 
 def inference_activations(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
-    """Prefill's working set for one layer at a time (nothing is kept for backward)."""
-    b, s, h = wl.batch_size, wl.seq_len, shape.hidden_size
+    """Prefill's working set for one layer at a time (nothing is kept for backward); an
+    encoder-decoder's is its encoder reading the input."""
+    b, s, h = wl.batch_size, wl.encoder_len or wl.seq_len, shape.hidden_size
     f = shape.intermediate_size
     if shape.num_experts and shape.experts_per_token:
         f = (shape.moe_intermediate_size or f) * (shape.experts_per_token + shape.shared_experts)
@@ -389,7 +446,8 @@ def masked_lm_head(shape: ModelShape) -> bool:
 
 
 def logits_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
-    b, s, v = wl.batch_size, wl.seq_len, shape.vocab_size
+    # An encoder-decoder scores its decoder's tokens (the target) against the vocabulary.
+    b, s, v = wl.batch_size, wl.decoder_len or wl.seq_len, shape.vocab_size
     if wl.training:
         if not shape.vocab_head:  # an encoder's task head: a few logits per sequence
             return 0.0
@@ -415,7 +473,9 @@ def logits_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
 def kv_cache_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
     if wl.training or shape.family in ENCODER_ONLY_FAMILIES:
         return 0.0
-    tokens = wl.seq_len + wl.new_tokens
+    # An encoder-decoder's layers cache their own generated tokens and, for cross-attention,
+    # the encoder's keys and values of the whole input.
+    tokens = (wl.encoder_len or wl.seq_len) + wl.new_tokens
     # A latent cache (DeepSeek MLA) is replicated, not split by head.
     per_token = shape.kv_cache_width or 2 * math.ceil(shape.num_kv_heads / tp) * shape.head_dim
     # Sliding-window layers keep at most the window (a rolling buffer).

@@ -124,7 +124,9 @@ class EstimateRequest(_Frozen):
     seq_len: int | None = Field(default=None, ge=1)
     # Tokens processed per epoch (training), or prompt+generated tokens in total (inference).
     tokens: int | None = Field(default=None, ge=0)
-    new_tokens: int | None = Field(default=None, ge=0)  # inference: generated per request
+    # Inference: tokens generated per request. Training an encoder-decoder (T5, BART, Whisper):
+    # the target's tokens per sequence, which its decoder writes; None: as long as the input.
+    new_tokens: int | None = Field(default=None, ge=0)
     epochs: float = Field(default=1, gt=0)
     # None: the recipe search decides, starting from the library's default.
     gradient_checkpointing: bool | None = None

@@ -54,6 +54,8 @@ def assumptions(
         else:
             how = " per sequence, the longest the model takes"
         out.append(c.DEFAULT_SEQ_LEN.assumption(plural(wl.seq_len, "token") + how))
+    if wl.encoder_len:
+        out.append(_encoder_decoder_assumption(request, shape, wl))
     out.extend(_batch_assumptions(request, wl, framework, best))
     if wl.training:
         out.extend(_training_assumptions(request, shape, wl, framework, best))
@@ -71,6 +73,37 @@ def assumptions(
     out.append(c.CONTINGENCY.assumption(f"{c.CONTINGENCY.value:.0%}"))
     out.append(c.GPU_HOURS_MARGIN.assumption(f"+-{c.GPU_HOURS_MARGIN.value:.0%}"))
     return out
+
+
+def _encoder_decoder_assumption(
+    request: EstimateRequest, shape: ModelShape, wl: Workload
+) -> Assumption:
+    """What an encoder-decoder's two stacks read and write per sequence."""
+    encoder = plural(wl.encoder_len, "token") + " per sequence"
+    if shape.encoder_positions:
+        encoder += " (always: Whisper pads every clip to 30 s of audio)"
+    if not wl.training:
+        decoder = (
+            f"the decoder generates {plural(wl.new_tokens, 'token')}, each reading the decoder's "
+            "weights and both caches (its own tokens, the encoder's keys and values)"
+        )
+    elif request.new_tokens:
+        decoder = f"the decoder writes a target of {plural(wl.decoder_len, 'token')} (new_tokens)"
+    else:
+        decoder = (
+            f"the decoder writes a target of {plural(wl.decoder_len, 'token')}, the sequence "
+            "length (a summary, translation, transcript or label is usually shorter: give its "
+            "length as new_tokens)"
+        )
+    return _built(
+        Assumption,
+        name="Encoder and decoder lengths",
+        value=f"the encoder reads {encoder}; {decoder}",
+        source=(
+            "an encoder-decoder's encoder layers see the input's tokens and its decoder layers "
+            "the target's, with cross-attention over the input (Vaswani et al. 2017)"
+        ),
+    )
 
 
 def _layout_detail(best, shape: ModelShape, wl: Workload) -> str:

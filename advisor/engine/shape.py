@@ -36,6 +36,10 @@ class ModelShape:
     architecture: str | None = None
     encoder_layers: int = 0
     is_encoder_decoder: bool = False
+    # The encoder stack's parameters, and the fixed length of its input where the model has
+    # one (architecture.ModelArchitecture.params_encoder / encoder_positions).
+    params_encoder: int = 0
+    encoder_positions: int | None = None
     tied_embeddings: bool = False
     params_embedding: int = 0
     params_lm_head: int = 0
@@ -179,6 +183,8 @@ def shape_from_architecture(arch: Any) -> ModelShape:
         architecture=arch.architecture,
         encoder_layers=arch.encoder_layers,
         is_encoder_decoder=arch.is_encoder_decoder,
+        params_encoder=getattr(arch, "params_encoder", 0),
+        encoder_positions=getattr(arch, "encoder_positions", None),
         tied_embeddings=arch.tied_embeddings,
         params_embedding=arch.params_embedding,
         params_lm_head=arch.params_lm_head,

@@ -428,6 +428,7 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
     if mixed is None:
         mixed = not (framework.pure_bf16 and training)
     new_tokens = _new_tokens(request, shape, task)
+    encoder_len, decoder_len = encoder_decoder_lengths(request, shape, new_tokens)
     return Workload(
         task=task,
         precision=precision,
@@ -467,7 +468,26 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         and request.batch_size is None
         and request.micro_batch is None,
         fp16_where_no_bf16=fp16_where_no_bf16,
+        encoder_len=encoder_len,
+        decoder_len=decoder_len,
     )
+
+
+def encoder_decoder_lengths(
+    request: EstimateRequest, shape: ModelShape, new_tokens: int
+) -> tuple[int, int]:
+    """Tokens per sequence an encoder-decoder's encoder reads and its decoder writes; (0, 0)
+    for any other model. The encoder reads the request's sequence (T5's or BART's input), or
+    the length the model always has (Whisper: 30 s of audio, 1,500 positions). The decoder
+    writes the generated tokens in inference; in training the target, `new_tokens` where
+    given, else as long as the input (the safe side: a summary or a label is shorter)."""
+    if not (shape.is_encoder_decoder and shape.encoder_layers):
+        return 0, 0
+    seq_len = request.seq_len or sequence_length(request, shape)
+    encoder = shape.encoder_positions or seq_len
+    if request.task == "inference":
+        return encoder, max(new_tokens, 1)
+    return encoder, request.new_tokens or seq_len
 
 
 def global_batch(request: EstimateRequest) -> int:

@@ -147,6 +147,7 @@ class Blueprint:
     outside: int = 0  # final norm, pooler, task head, projections
     encoder: int = 0
     encoder_layers: int = 0
+    encoder_positions: int | None = None  # ModelArchitecture.encoder_positions
     experts: Experts | None = None
     notes: list[str] = field(default_factory=list)
     exact: bool = True
@@ -182,6 +183,8 @@ def assemble(c: Config, bp: Blueprint) -> ModelArchitecture:
         is_encoder_decoder=bp.encoder_layers > 0,
         num_layers=bp.layers,
         encoder_layers=bp.encoder_layers,
+        params_encoder=bp.encoder,
+        encoder_positions=bp.encoder_positions,
         hidden_size=bp.d,
         num_attention_heads=bp.h,
         num_kv_heads=bp.kv,

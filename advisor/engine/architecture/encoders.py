@@ -243,6 +243,7 @@ def bart_blueprint(c: Config, family: str) -> b.Blueprint:
     enc_block = b.total(attn("self_attn.", "attn")) + b.total(b.mlp(d, enc_inter, bias=True))
     encoder = enc_layers * (enc_block + 2 * b.ln(d))
     notes: list[str] = []
+    source_positions = None
     if whisper:
         mels = c.int("num_mel_bins")
         source_positions = c.int("max_source_positions")
@@ -283,5 +284,6 @@ def bart_blueprint(c: Config, family: str) -> b.Blueprint:
         outside=outside,
         encoder=encoder,
         encoder_layers=enc_layers,
+        encoder_positions=source_positions if whisper else None,
         notes=notes,
     )

@@ -40,6 +40,11 @@ class ModelArchitecture(_Frozen):
     is_encoder_decoder: bool = False
     num_layers: int  # decoder (or only) stack
     encoder_layers: int = 0
+    # An encoder-decoder's encoder stack (its blocks, norms and input layers; the shared
+    # token embedding is counted in params_embedding), and the length its input always has
+    # where the model fixes it (Whisper: 30 s of audio, 1,500 positions); None: the input's.
+    params_encoder: int = 0
+    encoder_positions: int | None = None
     hidden_size: int
     num_attention_heads: int
     num_kv_heads: int

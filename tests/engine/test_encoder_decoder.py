@@ -1,0 +1,83 @@
+"""Encoder-decoders (T5, BART, Whisper): the encoder reads the input, the decoder writes the
+target or the generated tokens, each stack at its own length."""
+
+from dataclasses import replace
+
+from advisor.engine import estimate
+from advisor.engine.compute import inference_gpu_hours
+from advisor.engine.models import EstimateRequest
+from advisor.engine.workload import build_workload, resolve_shape
+from advisor.model_configs import find_bundled
+from tests.engine.inputs import default_catalog
+
+FLAN_T5_XL = find_bundled("google/flan-t5-xl").config
+WHISPER_SMALL = find_bundled("openai/whisper-small").config
+
+
+def estimate_for(config, **fields):
+    fields.setdefault("tokens", 10**7)
+    return estimate(EstimateRequest(config=config, **fields), default_catalog())
+
+
+def lengths(result) -> str:
+    return next(a.value for a in result.assumptions if a.name == "Encoder and decoder lengths")
+
+
+def test_a_short_target_costs_less_memory_and_time_than_one_as_long_as_the_input():
+    """A LoRA of Flan-T5 XL reading 512-token documents and writing 64-token summaries: its
+    decoder (half the model's layers, with cross-attention) works on 64 tokens, not 512."""
+    fields = {"task": "lora", "seq_len": 512, "micro_batch": 8, "accelerator": "a100-80-sxm4"}
+    as_long = estimate_for(FLAN_T5_XL, **fields)
+    summary = estimate_for(FLAN_T5_XL, new_tokens=64, **fields)
+
+    assert summary.memory.activations < 0.65 * as_long.memory.activations
+    assert summary.memory.logits == as_long.memory.logits / 8  # scored target tokens
+    assert summary.recommendation.gpu_hours < 0.8 * as_long.recommendation.gpu_hours
+    assert "the decoder writes a target of 64 tokens (new_tokens)" in lengths(summary)
+    assert "give its length as new_tokens" in lengths(as_long)
+
+
+def test_whisper_always_encodes_thirty_seconds_of_audio_whatever_the_transcript():
+    """Whisper pads every clip to 30 s: 1,500 encoder positions. A short transcript shrinks
+    only the decoder's share; the encoder's activations stay."""
+    fields = {"task": "full_finetune", "micro_batch": 8, "accelerator": "a100-80-sxm4"}
+    long_text = estimate_for(WHISPER_SMALL, **fields)
+    short_text = estimate_for(WHISPER_SMALL, new_tokens=32, **fields)
+
+    assert "the encoder reads 1,500 tokens per sequence (always" in lengths(short_text)
+    # whisper-small's encoder alone (12 layers of 768 at 1,500 positions, batch 8) keeps
+    # several GB; sizing it at the decoder's 448 tokens kept under 2.6 GB for the whole model.
+    assert short_text.memory.activations > 3e9
+    assert long_text.memory.activations > short_text.memory.activations
+
+
+def test_cross_attention_is_counted_in_a_decoder_layer():
+    """With the target as long as the input, a T5 decoder layer keeps its self-attention,
+    MLP and cross-attention tensors: more than an encoder layer, so the whole model keeps
+    more than twice what its encoder stack does."""
+    request = EstimateRequest(config=FLAN_T5_XL, task="full_finetune", seq_len=256, micro_batch=4)
+    shape = resolve_shape(request)
+    wl = build_workload(request, shape)
+    from advisor.engine.memory_terms import training_activations_per_layer
+
+    encoder_layer = training_activations_per_layer(shape, wl, seq=256)
+    decoder_layer = training_activations_per_layer(shape, wl, seq=256, cross=256)
+    assert decoder_layer > 1.3 * encoder_layer
+
+
+def test_generating_reads_the_decoder_weights_only():
+    """Each generated token reads the decoder's weights; the encoder ran once over the
+    prompt. Flan-T5 XL writing 256 tokens for 64-token prompts, one at a time with CUDA
+    graphs (no host time per layer), is bound by those reads: the decoder side holds 59 % of
+    the weights."""
+    request = EstimateRequest(
+        config=FLAN_T5_XL, task="inference", seq_len=64, new_tokens=256, batch_size=1
+    )
+    shape = resolve_shape(request)
+    wl = replace(build_workload(request, shape), decode_framework="vllm")
+    catalog = default_catalog()
+    acc = next(a for a in catalog.accelerators if a.name == "a100-80-sxm4")
+    args = (10**6, 312.0, 0.5, 1, 1.0)
+    decoder_only = inference_gpu_hours(shape, wl, acc, *args)
+    whole_model = inference_gpu_hours(replace(shape, params_encoder=0), wl, acc, *args)
+    assert 0.5 * whole_model < decoder_only < 0.65 * whole_model
