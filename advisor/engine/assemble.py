@@ -358,16 +358,27 @@ def _constraints_no_system_meets(request: EstimateRequest, catalog: CatalogSpec)
     return out
 
 
+# Encoder-decoders whose attention takes relative position buckets, not a position table:
+# their config's n_positions is the length they were trained on, not a limit.
+_RELATIVE_POSITION_FAMILIES = frozenset({"t5", "mt5", "umt5"})
+
+
 def _input_warnings(request: EstimateRequest, shape: ModelShape, wl: Workload) -> list[str]:
     """What the request leaves the estimate unable or unsure to say."""
     warnings = []
     if shape.max_position_embeddings and wl.seq_len > shape.max_position_embeddings:
-        if shape.is_encoder_decoder:
-            # seq_len counts the decoder's tokens; the encoder's input is sized by the model.
+        if shape.encoder_positions:
+            # Whisper: seq_len counts the decoder's tokens; the encoder's input is fixed.
             warnings.append(
                 f"seq_len {wl.seq_len:,} is longer than the {shape.max_position_embeddings:,} "
                 "tokens the model's decoder holds: seq_len counts the text tokens the decoder "
                 "reads and writes, not the encoder's input (see the model's notes)."
+            )
+        elif shape.family in _RELATIVE_POSITION_FAMILIES:
+            warnings.append(
+                f"seq_len {wl.seq_len:,} is longer than the {shape.max_position_embeddings:,} "
+                "tokens the model was trained on: its relative positions take longer inputs, "
+                "but check the quality on yours."
             )
         else:
             warnings.append(
@@ -385,6 +396,19 @@ def _input_warnings(request: EstimateRequest, shape: ModelShape, wl: Workload) -
             f"{wl.seq_len + wl.new_tokens:,} positions; the model has "
             f"{shape.max_position_embeddings:,}: shorten the prompts or the answers."
         )
+    if wl.training and request.new_tokens is not None and not wl.encoder_len:
+        warnings.append(
+            "new_tokens is ignored for training this model: it is the target's length for an "
+            "encoder-decoder (T5, BART, Whisper); a decoder-only model reads its prompt and "
+            "answer as one sequence, so give their total as seq_len."
+        )
+    if wl.training and wl.encoder_len and shape.encoder_positions and request.new_tokens:
+        limit = shape.max_position_embeddings
+        if limit and wl.decoder_len > limit:
+            warnings.append(
+                f"A target of {wl.decoder_len:,} tokens is longer than the {limit:,} the "
+                "model's decoder holds: split the audio into shorter clips."
+            )
     if wl.training and not shape.vocab_head and masked_lm_head(shape):
         # An encoder fine-tuned with a task head (workload.resolve_shape) whose config names
         # the masked-LM head.

@@ -81,3 +81,20 @@ def test_generating_reads_the_decoder_weights_only():
     decoder_only = inference_gpu_hours(shape, wl, acc, *args)
     whole_model = inference_gpu_hours(replace(shape, params_encoder=0), wl, acc, *args)
     assert 0.5 * whole_model < decoder_only < 0.65 * whole_model
+
+
+def test_a_target_length_for_a_decoder_only_model_is_refused_by_name_not_silently_used():
+    llama = find_bundled("meta-llama/Llama-3.2-1B").config
+    with_target = estimate_for(llama, task="lora", seq_len=1024, new_tokens=256)
+    without = estimate_for(llama, task="lora", seq_len=1024)
+
+    assert any(
+        w.startswith("new_tokens is ignored for training this model") for w in with_target.warnings
+    )
+    assert with_target.memory == without.memory
+
+
+def test_t5_beyond_its_trained_length_is_a_quality_question_not_an_impossible_job():
+    result = estimate_for(FLAN_T5_XL, task="lora", seq_len=1024, new_tokens=128)
+    assert any("relative positions take longer inputs" in w for w in result.warnings)
+    assert not any("position scaling" in w for w in result.warnings)
