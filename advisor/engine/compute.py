@@ -157,7 +157,8 @@ def training_flops_per_token(shape: ModelShape, wl: Workload) -> float:
     """FLOPs per token of the request's sequences: matmuls (per parameter and token) and
     attention scores (12 x layers x attention width x tokens attended, forward and backward).
     An encoder-decoder's stacks see different lengths (encoder_decoder_flop_params): its
-    FLOPs per sequence are spread over the request's sequence length."""
+    FLOPs per sequence are spread over the tokens the job counts per sequence (the input's;
+    Whisper's, whose input is audio, the transcript's)."""
     per_param = c.LORA_FLOPS_PER_PARAM.value if wl.adapters else c.TRAIN_FLOPS_PER_PARAM.value
     if wl.encoder_len:
         enc, dec = wl.encoder_len, wl.decoder_len
@@ -168,7 +169,8 @@ def training_flops_per_token(shape: ModelShape, wl: Workload) -> float:
         per_sequence = per_param * matmul + attention
         if wl.gradient_checkpointing:
             per_sequence += c.RECOMPUTE_FLOPS_PER_PARAM.value * matmul + attention / 3
-        return per_sequence / max(wl.seq_len, 1)
+        # The job's tokens are the input's, or the target's where the input is not text.
+        return per_sequence / max(wl.seq_len if wl.reads_text else dec, 1)
     n = shape.flop_params
     attention = 12 * shape.total_layers * shape.attn_dim * wl.seq_len
     flops = per_param * n + attention
@@ -293,8 +295,7 @@ def inference_gpu_hours(
     eff: float,
 ) -> float:
     """Prefill is compute-bound; each decoding step reads all weights and the KV cache."""
-    per_request = wl.seq_len + wl.new_tokens
-    requests = max(tokens / per_request, 1)
+    requests = max(tokens / wl.tokens_per_request, 1)
     batches = math.ceil(requests / wl.batch_size)
     rate = peak * 1e12 * util * n * eff
     n_flop = shape.flop_params
@@ -339,7 +340,7 @@ def inference_gpu_hours(
 
 def inference_requests(wl: Workload, tokens: float) -> int:
     """How many sequences an inference job of `tokens` (prompts and generated) runs."""
-    return max(math.ceil(tokens / (wl.seq_len + wl.new_tokens)), 1)
+    return max(math.ceil(tokens / wl.tokens_per_request), 1)
 
 
 def kv_filled_batch(

@@ -76,10 +76,20 @@ class Workload:
     # inference); 0 for any other model, whose layers all see seq_len (workload.py sets both).
     encoder_len: int = 0
     decoder_len: int = 0
+    # False where the input is not text (Whisper reads audio): an inference job's tokens are
+    # then the ones it writes, not prompt and generated together (tokens_per_request).
+    reads_text: bool = True
 
     @property
     def training(self) -> bool:
         return self.task != "inference"
+
+    @property
+    def tokens_per_request(self) -> int:
+        """The tokens one inference request counts towards the job's total: its prompt and
+        what it generates, or only what it generates where the prompt is not text."""
+        prompt = self.seq_len if self.reads_text else 0
+        return max(prompt + self.new_tokens, 1)
 
     @property
     def adapters(self) -> bool:

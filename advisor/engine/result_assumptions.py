@@ -95,6 +95,10 @@ def _encoder_decoder_assumption(
             "length (a summary, translation, transcript or label is usually shorter: give its "
             "length as new_tokens)"
         )
+    if not wl.reads_text:
+        decoder += "; the job's tokens are the text it writes, one clip per " + (
+            "transcript" if wl.training else "request"
+        )
     return _built(
         Assumption,
         name="Encoder and decoder lengths",

@@ -470,6 +470,7 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         fp16_where_no_bf16=fp16_where_no_bf16,
         encoder_len=encoder_len,
         decoder_len=decoder_len,
+        reads_text=not shape.encoder_positions,
     )
 
 

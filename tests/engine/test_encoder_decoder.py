@@ -98,3 +98,18 @@ def test_t5_beyond_its_trained_length_is_a_quality_question_not_an_impossible_jo
     result = estimate_for(FLAN_T5_XL, task="lora", seq_len=1024, new_tokens=128)
     assert any("relative positions take longer inputs" in w for w in result.warnings)
     assert not any("position scaling" in w for w in result.warnings)
+
+
+def test_a_transcription_job_counts_the_transcript_tokens_one_clip_per_request():
+    """Whisper reads audio: a job of 256,000 transcript tokens at 256 per clip is 1,000
+    clips, whatever the text prompt's length; counting a 448-token prompt into each request
+    sized it as 364 clips."""
+    fields = {"task": "inference", "tokens": 256_000, "new_tokens": 256, "batch_size": 1}
+    short_prompt = estimate_for(WHISPER_SMALL, seq_len=4, **fields)
+    long_prompt = estimate_for(WHISPER_SMALL, seq_len=448, **fields)
+    half_the_clips = estimate_for(WHISPER_SMALL, seq_len=4, **{**fields, "tokens": 128_000})
+
+    hours = short_prompt.recommendation.gpu_hours
+    assert hours == long_prompt.recommendation.gpu_hours
+    assert half_the_clips.recommendation.gpu_hours < 0.55 * hours
+    assert "one clip per request" in lengths(short_prompt)
