@@ -126,15 +126,19 @@ class MemoryModel:
         wl: Workload,
         context_bytes: float | None = None,
         like: MemoryModel | None = None,
+        *,
+        same_activations: bool = True,
     ):
         """`like`: a model of the same request that differs only in whether gradients are
-        kept between steps; the per-optimizer states and per-sample tensors do not depend on
-        that, so they are shared instead of computed again."""
+        kept between steps, or (`same_activations` False) in its attention kernel; the
+        weights and per-optimizer states do not depend on either, nor the per-sample tensors
+        on the first, so they are shared instead of computed again."""
         self.shape, self.wl = shape, wl
         self.context = c.CUDA_CONTEXT.value if context_bytes is None else context_bytes
         if like is not None:
             self.base, self.gathered = like.base, like.gathered
-            self._states, self._flows = like._states, like._flows
+            self._states = like._states
+            self._flows = like._flows if same_activations else {}
         else:
             self.base = quantised_base_bytes(shape, wl)  # weights, constants, workspace
             # The unit computing and the one prefetched: layers, except where the embedding

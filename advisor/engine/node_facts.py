@@ -10,16 +10,18 @@ from advisor.engine import ranking, software
 from advisor.engine.compute import compute_dtype_for, fp16_note, peak_tflops
 from advisor.engine.layouts import counts_for
 from advisor.engine.models import AcceleratorSpec, NodeTypeSpec, PartitionSpec, SystemSpec
-from advisor.engine.options import AcceleratorFacts, NodeFacts, gb
+from advisor.engine.options import AcceleratorFacts, NodeFacts, Stack, gb
 from advisor.engine.speed import Utilisation, training_utilisation
 
 
 class FactGathering:
     """Mixin for recommend.Evaluation: `on_accelerator`, `layout` and `node_facts`."""
 
-    def on_accelerator(self, acc: AcceleratorSpec) -> AcceleratorFacts:
-        """What every node type with `acc` shares, worked out once per estimate."""
-        found = self.per_accelerator.get(acc.name)
+    def on_accelerator(self, acc: AcceleratorSpec, flash: bool = True) -> AcceleratorFacts:
+        """What every node type with `acc` shares, worked out once per estimate; `flash`
+        False: on a stack without a fused attention kernel (attention_fallback)."""
+        key = (acc.name, flash)
+        found = self.per_accelerator.get(key)
         if found is not None:
             return found
         wl = self.wl
@@ -39,7 +41,7 @@ class FactGathering:
             util = training_utilisation(
                 acc,
                 self.shape,
-                flash_attention=wl.flash_attention,
+                flash_attention=wl.flash_attention and flash,
                 distances=self.distances_by_generation.get(self.generations[acc.name].key, ()),
             )
         else:
@@ -56,7 +58,7 @@ class FactGathering:
         if timed and util.calibrated:
             # The full citation is in the result's assumptions; the option names its source.
             assumes = f"assumes {util.value:.0%} of the {dtype} dense peak ({util.label})."
-        found = self.per_accelerator[acc.name] = AcceleratorFacts(
+        found = self.per_accelerator[key] = AcceleratorFacts(
             dtype,
             no_dtype,
             capacity,
@@ -113,8 +115,14 @@ class FactGathering:
         supported, software_reasons = software.check(
             system, acc, gen, self.tools_needed, weight_format=self.wl.weight_format
         )
+        attention_note = None
+        if not supported:
+            attention_note = self.attention_fallback(system, acc, gen)
+            if attention_note is not None:
+                supported, software_reasons = True, []
         reasons.extend(software_reasons)
-        facts = self.on_accelerator(acc)
+        flash = attention_note is None
+        facts = self.on_accelerator(acc, flash)
         if facts.no_dtype is not None:
             reasons.append(facts.no_dtype)
         partition = partitions.get(node.name)
@@ -155,5 +163,23 @@ class FactGathering:
             limited,
             system.trial_gpu_hours,
             facts.dtype_note,
-            eight_bit=self.training and software.eight_bit_optimizers(system, acc, gen),
+            Stack(self.training and software.eight_bit_optimizers(system, acc, gen), flash),
+            attention_note,
+        )
+
+    def attention_fallback(self, system: SystemSpec, acc: AcceleratorSpec, gen) -> str | None:
+        """Why a training job without a fused attention kernel on this node runs with eager
+        attention instead, where that kernel is all it lacks: PyTorch's
+        scaled_dot_product_attention falls back to its math kernel on any GPU, keeping the
+        scores for backward (sized by the eager-attention search). None where the job needs
+        no fused kernel or lacks something else too."""
+        if software.FLASH not in self.tools_needed:
+            return None
+        others = tuple(tool for tool in self.tools_needed if tool != software.FLASH)
+        if not software.check(system, acc, gen, others, weight_format=self.wl.weight_format)[0]:
+            return None
+        source = software.cell(system, gen, software.FLASH).source
+        return (
+            f"No fused attention kernel on {acc.display_name} ({source}): sized and timed with "
+            "eager attention, whose scores each layer keeps for the backward pass."
         )

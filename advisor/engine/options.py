@@ -135,6 +135,7 @@ class Candidate:
     sort_key: tuple  # ranking.RankKey flattened; rank() sorts by it
     option: Option | None = None
     utilisation: Utilisation | None = None  # with its full source, for the assumptions
+    flash: bool = True  # sized with a fused attention kernel (else eager: NodeFacts.stack)
 
 
 class AcceleratorFacts(NamedTuple):
@@ -151,6 +152,19 @@ class AcceleratorFacts(NamedTuple):
     assumes: str | None  # the calibrated-utilisation reason
     extra: float  # bytes of CUDA context beyond the current stack's
     dtype_note: str | None = None  # fp16 chosen where the GPU has no bf16, and its caveat
+
+
+class Stack(NamedTuple):
+    """What a node's software stack offers the recipe search (recommend.search_for)."""
+
+    # bitsandbytes' 8-bit optimizers run: the search may choose 8-bit AdamW.
+    eight_bit: bool = True
+    # A fused attention kernel runs: False sizes eager attention, which keeps each layer's
+    # scores (software.FLASH is then not needed, node_facts.attention_fallback).
+    flash: bool = True
+
+
+FULL_STACK = Stack()  # every tool the recipe search may choose
 
 
 @dataclass(slots=True)
@@ -185,8 +199,10 @@ class NodeFacts:
     limited: str | None  # the limited-availability reason
     trial: float | None
     dtype_note: str | None = None
-    # bitsandbytes' 8-bit optimizers run here: the recipe search may choose 8-bit AdamW.
-    eight_bit: bool = True
+    # What the recipe search may use on this node's software stack.
+    stack: Stack = FULL_STACK
+    # Eager attention where the node has no fused kernel (node_facts.attention_fallback).
+    attention_note: str | None = None
 
     @property
     def limits_for_recipe(self) -> tuple[float, float]:
@@ -446,6 +462,7 @@ class OptionWriting:
             sort_key,
             None,
             f.util,
+            f.stack.flash,
         )
 
     def charge(self, rate: ranking.Rate, costs: Costs) -> Charge:

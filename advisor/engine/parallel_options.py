@@ -173,7 +173,7 @@ class ParallelPlanning:
             return self.ruled_out_tensor_parallel(f, reasons)
         sized = self.plan(f, strategy, allowed, reasons)
         breakdown, recipe, recipe_reasons = self.breakdown(
-            strategy, sized.n, sized.choice, f.extra, *f.limits_for_recipe, f.eight_bit
+            strategy, sized.n, sized.choice, f.extra, *f.limits_for_recipe, f.stack
         )
         return Planned(*sized, breakdown, recipe, recipe_reasons, False)
 
@@ -187,9 +187,7 @@ class ParallelPlanning:
         untimed = replace(f, timed=False, assumes=None)
         allowed = (f.counts[-1],)
         n, choice, _, n_fit, n_head = self.plan(untimed, "tensor_parallel", allowed, reasons)
-        breakdown, _, _ = self.breakdown(
-            "tensor_parallel", n, choice, f.extra, eight_bit=f.eight_bit
-        )
+        breakdown, _, _ = self.breakdown("tensor_parallel", n, choice, f.extra, stack=f.stack)
         return Planned(n, choice, None, n_fit, n_head, breakdown, None, [], True)
 
     def plan_tensor_parallel(self, f: NodeFacts, reasons: list[str]) -> Planned | None:
@@ -247,7 +245,7 @@ class ParallelPlanning:
         why: list[str] = []
         sized = self.plan(f, key, allowed, why)
         breakdown, recipe, recipe_why = self.breakdown(
-            key, sized.n, sized.choice, f.extra, *f.limits_for_recipe, f.eight_bit
+            key, sized.n, sized.choice, f.extra, *f.limits_for_recipe, f.stack
         )
         need = breakdown.total_bytes
         cost = (sized.gpu_hours or 0.0) if need <= f.capacity else float(need)
@@ -265,7 +263,7 @@ class ParallelPlanning:
             + (f" x {pp} pipeline stages" if pp > 1 else "")
             + (f" x {dp} data parallel" if dp > 1 else "")
         )
-        search = self.search_for(f.extra, f.eight_bit)
+        search = self.search_for(f.extra, f.stack)
         per_rank = math.ceil(search.global_batch / n)
         accumulation = max(1, math.ceil(per_rank / choice.micro))
         # Against the library's own alternative: ZeRO-3, FSDP (torchtune), or DDP where it

@@ -41,12 +41,14 @@ from advisor.engine.models import (
 )
 from advisor.engine.node_facts import FactGathering
 from advisor.engine.options import (
+    FULL_STACK,
     RANKING_TOKENS,
     AcceleratorFacts,
     Candidate,
     NodeFacts,
     OptionWriting,
     Sized,
+    Stack,
     spans_without_network,
     trusted,
     wall_target,
@@ -157,15 +159,16 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         # Those stacks are PyTorch 1.x, whose zero_grad() zeroed gradients in place instead of
         # freeing them: gradients coexist with activations (memory.py), a second search for
         # training on pre-Ampere GPUs only. GPUs where bitsandbytes' 8-bit optimizers do not
-        # run search without 8-bit AdamW. (extra context, 8-bit optimizers) -> its search.
-        self.searches: dict[tuple[float, bool], RecipeSearch] = {(0.0, True): search}
-        # (strategy, GPU count, recipe, extra context, the limits it was sized for, 8-bit
-        # optimizers) -> (breakdown, recipe, its reasons).
+        # run search without 8-bit AdamW, those without a fused attention kernel with eager
+        # attention. (extra context, options.Stack) -> its search.
+        self.searches: dict[tuple[float, Stack], RecipeSearch] = {(0.0, FULL_STACK): search}
+        # (strategy, GPU count, recipe, extra context, the limits it was sized for, stack)
+        # -> (breakdown, recipe, its reasons).
         # Recipes are shared objects within an estimate, so their identity names them.
         self.breakdowns: dict[tuple, tuple] = {}
         # (strategy, allowed counts, capacity, extra context) -> RecipeSearch.plan's answer
         self.sized: dict[tuple, tuple] = {}
-        self.per_accelerator: dict[str, AcceleratorFacts] = {}
+        self.per_accelerator: dict[tuple[str, bool], AcceleratorFacts] = {}
         self.hours_memo: dict[tuple[str, int, float, int], float] = {}
         self.filled: dict[int, Workload] = {}  # sequences at once -> the workload with them
         # The data-parallel exchange per optimizer step (scale_cost.py), for training_hours.
@@ -174,22 +177,32 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
 
     # --- shared per accelerator, per layout, per recipe ---
 
-    def search_for(self, extra: float, eight_bit: bool = True) -> RecipeSearch:
-        """The recipe search for a stack with `extra` CUDA context (0: the request's own), on
-        GPUs where bitsandbytes' 8-bit optimizers run (`eight_bit`) or not."""
-        found = self.searches.get((extra, eight_bit))
+    def search_for(self, extra: float, stack: Stack = FULL_STACK) -> RecipeSearch:
+        """The recipe search for a stack with `extra` CUDA context (0: the request's own),
+        with or without bitsandbytes' 8-bit optimizers and a fused attention kernel
+        (`stack`): each variant shares what the others computed that it does not change."""
+        found = self.searches.get((extra, stack))
         if found is not None:
             return found
-        base = self.searches[(0.0, True)]
-        if not eight_bit and self.training:
-            found = self.search_for(extra, True).without_eight_bit(self.request)
+        base = self.searches[(0.0, FULL_STACK)]
+        if not stack.flash and self.training and self.wl.flash_attention:
+            fused = self.search_for(extra, Stack(stack.eight_bit, True))
+            eager = replace(fused.wl, flash_attention=False)
+            model = MemoryModel(
+                self.shape, eager, self.context, like=fused.model, same_activations=False
+            )
+            found = RecipeSearch(
+                self.shape, eager, self.request, self.framework, model, eight_bit=stack.eight_bit
+            )
+        elif not stack.eight_bit and self.training:
+            found = self.search_for(extra, Stack(True, stack.flash)).without_eight_bit(self.request)
         elif extra and self.training and not self.wl.keeps_gradients:
             old = replace(self.wl, keeps_gradients=True)
             model = MemoryModel(self.shape, old, self.context, like=base.model)
             found = RecipeSearch(self.shape, old, self.request, self.framework, model)
         else:
             found = base
-        self.searches[(extra, eight_bit)] = found
+        self.searches[(extra, stack)] = found
         return found
 
     def breakdown(
@@ -200,7 +213,7 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         extra: float,
         capacity: float | None = None,
         headroom_limit: float | None = None,
-        eight_bit: bool = True,
+        stack: Stack = FULL_STACK,
     ) -> tuple:
         """(memory breakdown, recipe, the recipe's reasons) for one layout on one stack; the
         options with that layout share them. `capacity` and `headroom_limit`: the bytes per
@@ -208,11 +221,11 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         what a smaller recipe would have fitted)."""
         if not self.training:  # only training's reasons read them
             capacity = headroom_limit = None
-        key = (strategy, n, id(choice), extra, capacity, headroom_limit, eight_bit)
+        key = (strategy, n, id(choice), extra, capacity, headroom_limit, stack)
         found = self.breakdowns.get(key)
         if found is not None:
             return found
-        search = self.search_for(extra, eight_bit)
+        search = self.search_for(extra, stack)
         parts = search.parts(strategy, n, choice)
         if extra:
             parts["cuda_context"] += int(extra)
@@ -268,7 +281,7 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
     def filled_workload(self, f: NodeFacts, k: int, strategy: str, choice: Choice) -> Workload:
         """The workload with as many sequences at once as this layout's KV cache holds
         (compute.kv_filled_batch): vLLM fills what its reservation leaves after the model."""
-        memory = self.breakdown(strategy, k, choice, f.extra, eight_bit=f.eight_bit)[0]
+        memory = self.breakdown(strategy, k, choice, f.extra, stack=f.stack)[0]
         batch = filled_batch(self.framework, f.acc, f.capacity, memory, self.wl, self.tokens)
         found = self.filled.get(batch)
         if found is None:
@@ -417,9 +430,9 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         """The fewest GPUs that fit with headroom and their cheapest recipe, widened to more
         GPUs while they pay when the run would take longer than the target (widening.py).
         Adds the reasons for the count and the memory."""
-        search = self.search_for(f.extra, f.eight_bit)
+        search = self.search_for(f.extra, f.stack)
         capacity, headroom_limit = f.capacity - f.extra, f.headroom_limit - f.extra
-        size_key = (strategy, allowed, capacity, f.extra, f.eight_bit)
+        size_key = (strategy, allowed, capacity, f.extra, f.stack)
         found = self.sized.get(size_key)
         if found is None:
             found = self.sized[size_key] = search.plan(strategy, allowed, capacity, headroom_limit)
@@ -430,6 +443,8 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         gpu_hours = None
         if f.dtype_note is not None:
             reasons.append(f.dtype_note)
+        if f.attention_note is not None:
+            reasons.append(f.attention_note)
         if f.assumes is not None:
             reasons.append(f.assumes)
         if f.timed:

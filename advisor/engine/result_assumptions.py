@@ -286,7 +286,12 @@ def _training_assumptions(
         if wl.gradient_checkpointing
         else ("selective recomputation" if wl.selective_recompute else "all layers kept")
     )
-    attention = "flash attention" if wl.flash_attention else "eager attention (scores kept)"
+    if not wl.flash_attention:
+        attention = "eager attention (scores kept)"
+    elif best is not None and not best.flash:
+        attention = "eager attention (scores kept): the recommended GPUs have no fused kernel"
+    else:
+        attention = "flash attention"
     out = [c.KORTHIKANTI.assumption(f"{activ}; {attention}")]
     out.append(
         c.PACKED_SEQUENCES.assumption(

@@ -117,3 +117,62 @@ def test_an_unsloth_recipe_is_rejected_where_staff_mark_torch_compile_unsupporte
             "system's NVIDIA"
         )
         assert reason.endswith("GPUs (Stanage support ticket, 2026-11).")
+
+
+def fine_tune_on(accelerator: str, **fields):
+    fields.setdefault("task", "lora")
+    request = EstimateRequest(
+        config=LLAMA_2_7B,
+        seq_len=2048,
+        micro_batch=1,
+        gradient_checkpointing=False,
+        tokens=10**7,
+        accelerator=accelerator,
+        **fields,
+    )
+    single = [
+        o for o in estimate(request, default_catalog()).options
+        if o.accelerator == accelerator and o.num_gpus == 1
+    ]  # fmt: skip
+    assert single
+    return single[0]
+
+
+def test_a_gpu_without_a_fused_attention_kernel_trains_with_eager_attention_not_nothing():
+    """COSMA8's MI100 has no flash-attention build (ROCm's covers MI200/MI300): a LoRA there
+    is planned with eager attention, which keeps every layer's scores, instead of being
+    ruled out for a kernel PyTorch falls back from on any GPU."""
+    mi100 = fine_tune_on("mi100-32")
+    asked_eager = fine_tune_on("mi100-32", flash_attention=False)
+    mi210 = fine_tune_on("mi210-64")
+
+    assert mi100.supported
+    assert not mi100.software_reasons
+    assert any(
+        r.startswith("No fused attention kernel on AMD Instinct MI100") for r in mi100.reasons
+    )
+    assert mi100.memory.activations == asked_eager.memory.activations
+    # 32 heads x 2,048^2 scores per layer: gigabytes the fused kernel never keeps.
+    assert mi100.memory.activations > mi210.memory.activations + 5e9
+    assert not any("fused attention" in r for r in mi210.reasons)
+
+
+def test_a_job_that_lacks_more_than_the_attention_kernel_is_still_ruled_out():
+    """QLoRA on the MI100 also needs bitsandbytes' 4-bit kernels, not confirmed on ROCm:
+    eager attention would not make it run, so the option says what is missing."""
+    mi100 = fine_tune_on("mi100-32", task="qlora")
+    assert not mi100.supported
+    assert any("fused attention kernel" in r for r in mi100.software_reasons)
+    assert not any(r.startswith("No fused attention kernel") for r in mi100.reasons)
+
+
+def test_the_result_says_its_recommended_gpus_attend_eagerly():
+    request = EstimateRequest(
+        config=LLAMA_2_7B, task="lora", seq_len=2048, tokens=10**7, accelerator="mi100-32"
+    )
+    result = estimate(request, default_catalog())
+    assert result.recommendation.accelerator == "mi100-32"
+    activations = next(a for a in result.assumptions if a.name.startswith("Activations"))
+    assert "eager attention (scores kept): the recommended GPUs have no fused kernel" in (
+        activations.value
+    )
