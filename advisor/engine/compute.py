@@ -326,8 +326,7 @@ def inference_gpu_hours(
     decode = 0.0
     if wl.new_tokens:
         weights = decode_weight_bytes(shape, wl) * decoder_share
-        mid = Workload(**{**_fields(wl), "seq_len": wl.seq_len, "new_tokens": wl.new_tokens // 2})
-        kv = kv_cache_bytes(shape, mid)
+        kv = kv_cache_bytes(shape, wl, new_tokens=wl.new_tokens // 2)  # the average step
         # Per library (speed.DECODE_SPEED): the share of the bandwidth bound its kernels reach
         # and the host time per layer and step that no CUDA graph hides.
         bandwidth = acc.memory_bandwidth_gb_s * 1e9 * library.bandwidth_fraction * n * eff
@@ -410,7 +409,3 @@ def dequantises_per_step(wl: Workload) -> bool:
     one token; a batch of several sequences takes MatMul4Bit, which dequantises the whole
     layer to 16-bit first (bitsandbytes/autograd/_functions.py)."""
     return wl.weight_format == "int4" and wl.quant_method == "bitsandbytes" and wl.batch_size > 1
-
-
-def _fields(wl: Workload) -> dict:
-    return {name: getattr(wl, name) for name in wl.__slots__}

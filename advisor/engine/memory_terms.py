@@ -480,25 +480,32 @@ def logits_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
     return b * s * v * (wl.act_bytes + 4) / tp
 
 
-def kv_cache_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
+def kv_cache_bytes(
+    shape: ModelShape, wl: Workload, *, tp: int = 1, new_tokens: int | None = None
+) -> float:
+    """The KV cache once `new_tokens` are generated (None: all the request's)."""
     if wl.training or shape.family in ENCODER_ONLY_FAMILIES:
         return 0.0
     # An encoder-decoder's layers cache their own generated tokens and, for cross-attention,
     # the encoder's keys and values of the whole input.
-    tokens = (wl.encoder_len or wl.seq_len) + wl.new_tokens
+    generated = wl.new_tokens if new_tokens is None else new_tokens
+    tokens = (wl.encoder_len or wl.seq_len) + generated
     # A latent cache (DeepSeek MLA) is replicated, not split by head.
     per_token = shape.kv_cache_width or 2 * math.ceil(shape.num_kv_heads / tp) * shape.head_dim
     # Sliding-window layers keep at most the window (a rolling buffer).
     window = shape.sliding_window
     local = shape.sliding_layers if window and window < tokens else 0
     layer_tokens = (shape.num_layers - local) * tokens + local * (window or 0)
-    return layer_tokens * per_token * wl.batch_size * wl.act_bytes * kv_cache_copies(shape, wl)
+    copies = kv_cache_copies(shape, wl, generated)
+    return layer_tokens * per_token * wl.batch_size * wl.act_bytes * copies
 
 
-def kv_cache_copies(shape: ModelShape, wl: Workload) -> float:
+def kv_cache_copies(shape: ModelShape, wl: Workload, new_tokens: int | None = None) -> float:
     """Caches alive at the peak of generation: two where the model's own code or a
     transformers before 4.36 returns a new tuple cache each step (old and new alive
-    together), else one (constants/memory.py)."""
+    together), else one (constants/memory.py). `new_tokens`: generated so far (None: all
+    the request's)."""
     own_code = shape.remote_code and wl.decode_framework == "transformers"
-    legacy = wl.new_tokens > 0 and (wl.tuple_kv_cache or own_code)
+    generated = wl.new_tokens if new_tokens is None else new_tokens
+    legacy = generated > 0 and (wl.tuple_kv_cache or own_code)
     return c.LEGACY_KV_CACHE_COPIES.value if legacy else 1.0
