@@ -117,9 +117,8 @@ class RecipeSearch:
             self.flops = {
                 "none": base,
                 "selective": base + attention * c.SELECTIVE_RECOMPUTE_ATTENTION.value,
-                "full": base
-                + c.RECOMPUTE_FLOPS_PER_PARAM.value * shape.flop_params
-                + attention / 3,
+                # The forward again: for an encoder-decoder each stack at its own length.
+                "full": training_flops_per_token(shape, replace(wl, gradient_checkpointing=True)),
             }
         self._divisors: dict[int, list[int]] = {}
         self._per_rank: dict[tuple[str, int], tuple[int, int]] = {}
@@ -397,7 +396,32 @@ class RecipeSearch:
                 limit = headroom_limit
             fits_without = limit is None or without[0] + without[1] <= limit
             smallest = without[0] + without[1] + extra
-            if choice.micro > 1 and fits_without and limit is not None:
+            if "none" not in self.levels:
+                # The researcher asked for it: say what it costs and what it saves.
+                if limit is not None and need - extra <= limit:
+                    fit_words = (
+                        "it fits without, and would run faster (gradient_checkpointing false)"
+                    )
+                elif fits_without and not self.pinned_micro:
+                    fit_words = (
+                        f"without it micro-batch {choice.micro} needs {need / 1e9:.0f} GB per "
+                        "GPU but a smaller one fits (leave gradient_checkpointing open and the "
+                        "estimate weighs the two)"
+                    )
+                else:
+                    fit_words = f"without it it needs {need / 1e9:.0f} GB per GPU"
+                out.append(
+                    f"{LEVEL_WORDS[choice.level]} as you asked, at +{more:.0%} compute; "
+                    + fit_words
+                    + "."
+                )
+            elif self.pinned_micro and need > (choice.total + extra) * 1.0001 and fits:
+                out.append(
+                    f"{LEVEL_WORDS[choice.level]} makes your micro-batch of {choice.micro} fit "
+                    f"{gpus} at +{more:.0%} compute; without it it needs {need / 1e9:.0f} GB "
+                    "per GPU."
+                )
+            elif choice.micro > 1 and fits_without and limit is not None:
                 # Chosen for speed: without recomputation only a smaller micro-batch fits,
                 # and the search found it slower even with the recomputation added.
                 largest = max(int((limit - without[0]) // max(without[1], 1.0)), 1)

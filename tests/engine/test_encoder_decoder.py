@@ -113,3 +113,20 @@ def test_a_transcription_job_counts_the_transcript_tokens_one_clip_per_request()
     assert hours == long_prompt.recommendation.gpu_hours
     assert half_the_clips.recommendation.gpu_hours < 0.55 * hours
     assert "one clip per request" in lengths(short_prompt)
+
+
+def test_recomputing_an_encoder_decoder_repeats_both_stacks_forward_passes():
+    """Checkpointing runs the forward pass again: a third more compute for Whisper as for any
+    model, the encoder's 1,500 positions included (it used to add only a recomputation per
+    transcript token of the model's parameters: +3 %)."""
+    fields = {
+        "task": "full_finetune",
+        "micro_batch": 8,
+        "accelerator": "a100-80-sxm4",
+        "new_tokens": 64,
+        "num_gpus": 1,
+    }
+    kept = estimate_for(WHISPER_SMALL, gradient_checkpointing=False, **fields)
+    recomputed = estimate_for(WHISPER_SMALL, gradient_checkpointing=True, **fields)
+    ratio = recomputed.recommendation.gpu_hours / kept.recommendation.gpu_hours
+    assert 1.25 < ratio < 1.45

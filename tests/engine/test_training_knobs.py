@@ -235,3 +235,39 @@ def test_a_recipe_that_does_not_fit_says_so_and_not_that_checkpointing_makes_it_
     assert "makes it fit" not in why
     assert why.startswith("even with full activation checkpointing (+")
     assert "it needs" in why
+
+
+def _checkpointing_reason(**knobs) -> str:
+    request = EstimateRequest(
+        config=LLAMA32_1B,
+        task="full_finetune",
+        batch_size=128,
+        seq_len=1024,
+        tokens=10**8,
+        accelerator="a100-80-sxm4",
+        num_gpus=1,
+        **knobs,
+    )
+    option = next(o for o in estimate(request, catalog()).options if o.num_gpus == 1)
+    return option.recipe.reasons[0]
+
+
+def test_checkpointing_the_researcher_asked_for_says_so_and_what_it_costs():
+    """Pinned checkpointing with a micro-batch of 2 that fits without it: the reason used to
+    claim checkpointing 'lets micro-batch 2 fit, which runs faster than micro-batch 13'."""
+    reason = _checkpointing_reason(gradient_checkpointing=True, micro_batch=2)
+    assert reason == (
+        "full activation checkpointing as you asked, at +33% compute; it fits without, and "
+        "would run faster (gradient_checkpointing false)."
+    )
+    reason = _checkpointing_reason(gradient_checkpointing=True, micro_batch=32)
+    assert reason.startswith("full activation checkpointing as you asked, at +33% compute; ")
+    assert "without it it needs 116 GB per GPU" in reason
+
+
+def test_checkpointing_chosen_for_a_pinned_micro_batch_says_it_makes_that_micro_batch_fit():
+    reason = _checkpointing_reason(micro_batch=32)
+    assert reason == (
+        "full activation checkpointing makes your micro-batch of 32 fit one GPU at +33% "
+        "compute; without it it needs 116 GB per GPU."
+    )
