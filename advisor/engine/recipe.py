@@ -421,7 +421,7 @@ class RecipeSearch:
                     f"{gpus} at +{more:.0%} compute; without it it needs {need / 1e9:.0f} GB "
                     "per GPU."
                 )
-            elif choice.micro > 1 and fits_without and limit is not None:
+            elif choice.micro > 1 and fits_without and limit is not None and not self.pinned_micro:
                 # Chosen for speed: without recomputation only a smaller micro-batch fits,
                 # and the search found it slower even with the recomputation added.
                 largest = max(int((limit - without[0]) // max(without[1], 1.0)), 1)
