@@ -373,6 +373,17 @@ def _new_tokens(request: EstimateRequest, shape: ModelShape, task: str) -> int:
                 )
             ]
         )
+    if task == "inference" and new_tokens == 0 and shape.encoder_positions:
+        raise RequestError(
+            [
+                (
+                    "new_tokens",
+                    f"{shape.family.capitalize()} reads audio and writes text: the job's tokens "
+                    "are the ones it writes, so give the tokens it writes per clip (about 100 "
+                    "for 30 s of speech), or leave new_tokens out.",
+                )
+            ]
+        )
     if task == "inference" and new_tokens is None:
         new_tokens = 0 if encoder_only else c.DEFAULT_INFERENCE_NEW_TOKENS
     return new_tokens or 0

@@ -3,10 +3,13 @@ target or the generated tokens, each stack at its own length."""
 
 from dataclasses import replace
 
+import pytest
+
 from advisor.engine import estimate
 from advisor.engine.compute import inference_gpu_hours
+from advisor.engine.memory_terms import training_activations_per_layer
 from advisor.engine.models import EstimateRequest
-from advisor.engine.workload import build_workload, resolve_shape
+from advisor.engine.workload import RequestError, build_workload, resolve_shape
 from advisor.model_configs import find_bundled
 from tests.engine.inputs import default_catalog
 
@@ -58,8 +61,6 @@ def test_cross_attention_is_counted_in_a_decoder_layer():
     request = EstimateRequest(config=FLAN_T5_XL, task="full_finetune", seq_len=256, micro_batch=4)
     shape = resolve_shape(request)
     wl = build_workload(request, shape)
-    from advisor.engine.memory_terms import training_activations_per_layer
-
     encoder_layer = training_activations_per_layer(shape, wl, seq=256)
     decoder_layer = training_activations_per_layer(shape, wl, seq=256, cross=256)
     assert decoder_layer > 1.3 * encoder_layer
@@ -130,3 +131,10 @@ def test_recomputing_an_encoder_decoder_repeats_both_stacks_forward_passes():
     recomputed = estimate_for(WHISPER_SMALL, gradient_checkpointing=True, **fields)
     ratio = recomputed.recommendation.gpu_hours / kept.recommendation.gpu_hours
     assert 1.25 < ratio < 1.45
+
+
+def test_a_transcription_that_writes_nothing_is_refused_by_name():
+    with pytest.raises(RequestError) as refused:
+        estimate_for(WHISPER_SMALL, task="inference", new_tokens=0)
+    assert refused.value.errors[0][0] == "new_tokens"
+    assert "Whisper reads audio and writes text" in refused.value.errors[0][1]
