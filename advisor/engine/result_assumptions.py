@@ -45,7 +45,8 @@ def assumptions(
     out = _memory_assumptions(request, shape, wl, framework, assumed, best)
     if request.precision is None:
         out.append(_precision_assumption(wl, framework, best))
-    if seq_len_assumed:
+    # Audio in (Whisper): the sequence length is the text's, which inference generates.
+    if seq_len_assumed and (wl.reads_text or wl.training):
         limited = wl.seq_len < c.DEFAULT_SEQ_LEN.value
         if not limited:
             how = " per sequence"
@@ -456,7 +457,12 @@ def _inference_assumptions(
         _built(
             Assumption,
             name="Generation",
-            value=f"prompt {wl.seq_len:,} + {wl.new_tokens:,} generated tokens per request"
+            value=(
+                f"prompt {wl.seq_len:,}"
+                if wl.reads_text
+                else f"one clip ({wl.encoder_len:,} encoder positions)"
+            )
+            + f" + {wl.new_tokens:,} generated tokens per request"
             + (" (default)" if request.new_tokens is None else "")
             + f"; KV cache in {wl.compute_dtype} with {shape.num_kv_heads} KV heads",
             source="KV cache = 2 x layers x KV heads x head dim x tokens x batch x bytes",

@@ -114,6 +114,9 @@ def test_a_transcription_job_counts_the_transcript_tokens_one_clip_per_request()
     assert hours == long_prompt.recommendation.gpu_hours
     assert half_the_clips.recommendation.gpu_hours < 0.55 * hours
     assert "one clip per request" in lengths(short_prompt)
+    generation = next(a.value for a in short_prompt.assumptions if a.name == "Generation")
+    assert generation.startswith("one clip (1,500 encoder positions) + 256 generated tokens")
+    assert not any(a.name.startswith("Sequence length") for a in short_prompt.assumptions)
 
 
 def test_recomputing_an_encoder_decoder_repeats_both_stacks_forward_passes():
