@@ -299,3 +299,22 @@ def test_result_says_which_moment_of_the_step_sets_the_peak(client, default_cata
     assert phase in ("forward", "optimizer")
     assertContains(page, 'id="memory-peak-phase"')
     assertContains(page, "The peak is at the end of")
+
+
+def test_a_whisper_transcription_is_sized_per_clip_and_writing_nothing_is_explained(
+    client, default_catalog, settings
+):
+    """Whisper reads 30 s of audio and writes text: the result counts one clip per request,
+    and a researcher who answers 0 generated tokens is told why that cannot be estimated."""
+    settings.HF_ENDPOINT = "http://127.0.0.1:9"  # nothing listens: the bundled config is used
+    settings.HF_TIMEOUT_SECONDS = 1
+    whisper = walks.changed(walks.INFERENCE_110M, model="openai/whisper-small", seq_len="")
+    whisper = [answer for answer in whisper if answer[0] != "model_params"]
+
+    _sized, page = walk_to_result(client, whisper)
+    assertContains(page, "one clip (1,500 encoder positions) + 256 generated tokens per request")
+
+    refused, page = walk_to_result(client, walks.changed(whisper, new_tokens="0"))
+    assert page.status_code == 200
+    assert "Whisper reads audio and writes text" in refused.estimate_result["error"]
+    assertContains(page, "Whisper reads audio and writes text")
