@@ -266,3 +266,29 @@ def deadline_warning(*, state: FlowState, wall_hours: float | None) -> str:
             f"{days_left} days until your deadline, before any queue wait."
         )
     return ""
+
+
+# --- An estimate the engine refused ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EstimateProblem:
+    """The engine's reason for refusing an estimate, in the chart's words: the question whose
+    answer it names (None where it names none the researcher gave) and its step."""
+
+    message: str
+    question: str | None = None
+    step: str | None = None
+
+
+def estimate_problem(*, state: FlowState, error: str) -> EstimateProblem:
+    """`error` as the engine wrote it ("new_tokens: Whisper reads audio ...") with its field
+    replaced by the question the researcher answered for that field."""
+    field, sep, message = error.partition(": ")
+    if not sep or not field.replace("_", "").replace(".", "").isalnum():
+        return EstimateProblem(error)
+    name = field.split(".")[0]
+    for node in state.chart.nodes:
+        if node.estimate is not None and node.estimate.field == name and node.id in state.answers:
+            return EstimateProblem(message, node.title, node.id)
+    return EstimateProblem(error)

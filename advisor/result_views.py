@@ -17,6 +17,7 @@ from advisor.flow_requests import outcome_systems
 from advisor.flow_results import (
     cpu_advice_for,
     deadline_warning,
+    estimate_problem,
     hosting_justification,
     hosting_plan_for,
     project_pays,
@@ -175,6 +176,13 @@ def flow_result(request: HttpRequest, session_id, embed: bool = False) -> HttpRe
     result = EstimateResult.model_validate(stored) if stored and not error else None
     context = _outcome_context(request, advisor_session, state, result, embed=embed)
     context["estimate_error"] = error
+    if error:
+        problem = estimate_problem(state=state, error=error)
+        context["estimate_problem"] = problem
+        if problem.step is not None:
+            context["estimate_problem_url"] = flow_url(
+                "step", embed=embed, session_id=advisor_session.id, step=problem.step
+            )
     if result is not None:
         context.update(_estimate_context(advisor_session, state, result, sort=sort))
     state.catalog  # noqa: B018 - the page shows catalog names: kept with the catalog's stamp

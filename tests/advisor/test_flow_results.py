@@ -317,4 +317,10 @@ def test_a_whisper_transcription_is_sized_per_clip_and_writing_nothing_is_explai
     refused, page = walk_to_result(client, walks.changed(whisper, new_tokens="0"))
     assert page.status_code == 200
     assert "Whisper reads audio and writes text" in refused.estimate_result["error"]
-    assertContains(page, "Whisper reads audio and writes text")
+    # Named by the question the researcher answered, with a way back to it.
+    assertContains(
+        page,
+        "from your answer to “How many tokens does the model write for each prompt?”: "
+        "Whisper reads audio and writes text",
+    )
+    assertContains(page, f'href="/a/{refused.id}/step/new_tokens/"')
