@@ -25,7 +25,7 @@ from advisor.engine.memory_terms import (
 )
 from advisor.engine.models import AcceleratorSpec, NodeTypeSpec
 from advisor.engine.scale_cost import LayoutCost, StepModel, training_layout_cost
-from advisor.engine.shape import ModelShape
+from advisor.engine.shape import CROSS_KV_ROLES, ModelShape
 from advisor.engine.speed import decode_speed
 
 
@@ -179,9 +179,6 @@ def training_flops_per_token(shape: ModelShape, wl: Workload) -> float:
     return flops
 
 
-_CROSS_KV_ROLES = ("cross_attn_k", "cross_attn_v")
-
-
 def encoder_decoder_flop_params(shape: ModelShape) -> tuple[int, int, int]:
     """An encoder-decoder's matmul parameters by the tokens they process: (the encoder's,
     which read the input; the decoder's, which read the target or generated tokens, with the
@@ -190,7 +187,7 @@ def encoder_decoder_flop_params(shape: ModelShape) -> tuple[int, int, int]:
     cross_kv = shape.num_layers * sum(
         lin.in_features * lin.out_features * lin.count_per_layer
         for lin in shape.linears
-        if lin.role in _CROSS_KV_ROLES
+        if lin.role in CROSS_KV_ROLES
     )
     encoder = shape.params_encoder
     decoder = max(shape.flop_params - encoder - cross_kv, 1)

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from advisor.engine import constants as c
-from advisor.engine.shape import ModelShape
+from advisor.engine.shape import CROSS_KV_ROLES, ModelShape
 
 ENCODER_ONLY_FAMILIES = frozenset({"bert", "roberta", "distilbert", "vit", "deberta", "electra"})
 
@@ -274,7 +274,7 @@ def lora_dropout_bytes_per_token(
         if lin.role.startswith("cross_attn"):
             if cross is None:
                 continue
-            if lin.role in ("cross_attn_k", "cross_attn_v"):
+            if lin.role in CROSS_KV_ROLES:
                 share = cross
         total += lin.in_features * copies_per_token(shape, lin) * share
     return per_element * total

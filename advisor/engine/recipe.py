@@ -86,6 +86,7 @@ class RecipeSearch:
         self.global_batch = global_batch(request)
         self.batch_words = "you asked for" if request.batch_size is not None else "we assumed"
         self.pinned_micro = request.micro_batch
+        self.pinned_level = request.gradient_checkpointing is not None
         self.default_level = model.default_level
         if not self.training:
             levels: tuple[str, ...] = ("none",)
@@ -396,7 +397,7 @@ class RecipeSearch:
                 limit = headroom_limit
             fits_without = limit is None or without[0] + without[1] <= limit
             smallest = without[0] + without[1] + extra
-            if "none" not in self.levels:
+            if self.pinned_level:
                 # The researcher asked for it: say what it costs and what it saves.
                 if limit is not None and need - extra <= limit:
                     fit_words = (

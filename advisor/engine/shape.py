@@ -9,6 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+# The roles of an encoder-decoder's cross-attention key and value projections: in the decoder,
+# but reading the encoder's output, so they run over the input's tokens.
+CROSS_KV_ROLES = frozenset({"cross_attn_k", "cross_attn_v"})
+
 
 @dataclass(frozen=True, slots=True)
 class Linear:

@@ -495,7 +495,7 @@ def encoder_decoder_lengths(
     given, else as long as the input (the safe side: a summary or a label is shorter)."""
     if not (shape.is_encoder_decoder and shape.encoder_layers):
         return 0, 0
-    seq_len = request.seq_len or sequence_length(request, shape)
+    seq_len = request.seq_len  # settled by with_sequence_length
     encoder = shape.encoder_positions or seq_len
     if request.task == "inference":
         return encoder, max(new_tokens, 1)
