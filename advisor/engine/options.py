@@ -1,6 +1,6 @@
 """One option of the ranking: what it costs, the reasons a researcher reads, its fields and its
 ranking key. `OptionWriting` is the part of recommend.Evaluation that writes an option once its
-recipe and GPU count are chosen; Evaluation supplies the request's terms (training,
+recipe and GPU count are chosen; Evaluation supplies the request and its terms (training,
 margin_pct, contingency_rate, max_wall, with_contingency, target, pick_ties)."""
 
 from __future__ import annotations
@@ -80,6 +80,12 @@ class Planned(NamedTuple):
 LIMITED_RANKS_AFTER = (
     "Options on fully available systems are ranked before it; it is offered for when none of "
     "them can run the job."
+)
+# Why an option that enlarges the researcher's global batch sits below those that keep it
+# (ranking.RankKey.larger_batch).
+LARGER_BATCH_RANKS_AFTER = (
+    "Options that train the global batch you asked for are ranked before it: a larger batch "
+    "changes the optimisation (learning rate and steps), so use it only if you retune for it."
 )
 
 
@@ -449,7 +455,16 @@ class OptionWriting:
             "recipe": recipe,
             "queue_guidance": system.queue_guidance or None,
         }
-        sort_key = self.rank_key(f, strategy, n, need, costs, headroom, eligible)
+        # A stated batch is the researcher's choice; one left out may grow (workload.global_batch).
+        larger_batch = (
+            self.training
+            and self.request.batch_size is not None
+            and recipe is not None
+            and recipe.global_batch > self.request.batch_size
+        )
+        if larger_batch and eligible:
+            reasons.append(LARGER_BATCH_RANKS_AFTER)
+        sort_key = self.rank_key(f, strategy, n, need, costs, headroom, eligible, larger_batch)
         return Candidate(
             fields,
             eligible,
@@ -491,6 +506,7 @@ class OptionWriting:
         costs: Costs,
         headroom: bool,
         eligible: bool,
+        larger_batch: bool = False,
     ) -> tuple:
         """ranking.RankKey, flattened (sorting nested tuples costs several times more): the
         profile's tie-breakers come in its order through `pick_ties`."""
@@ -503,6 +519,7 @@ class OptionWriting:
             not headroom,
             # CPU offload trades much speed for memory: only when nothing else fits.
             strategy == "zero3_offload",
+            larger_batch,
             *self.pick_ties(
                 (
                     wall is not None and wall > self.target,  # misses the deadline
@@ -531,7 +548,8 @@ _sort_key = attrgetter("sort_key")
 
 def rank(candidates: list[Candidate]) -> list[Candidate]:
     """The order of each candidate's `sort_key` (ranking.RankKey, flattened; built in
-    evaluate): feasible and supported, available, headroom, no offload, then the profile's
+    evaluate): feasible and supported, available, headroom, no offload, the researcher's global
+    batch kept, then the profile's
     tie-breakers (by default deadline, charged cost, GPU class, queue, GPUs)."""
     ordered = sorted(candidates, key=_sort_key)
     position = 0

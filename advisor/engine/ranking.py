@@ -106,6 +106,9 @@ class RankKey(NamedTuple):
     no_network: bool
     no_headroom: bool  # fits, but within the memory margin
     offload: bool  # CPU offload: only when nothing on-GPU fits
+    # Trains a larger global batch than the researcher stated (more data-parallel ranks than
+    # the batch fills): a different optimisation, offered only after those that keep it.
+    larger_batch: bool
     # The profile's tie-breakers in its order, each (name, values): deadline (misses it?),
     # cost (unknown?, charged total), gpu_class (memory GB, dense 16-bit TFLOP/s),
     # queue (typical wait h), gpus (GPUs, nodes).
@@ -118,12 +121,12 @@ class RankKey(NamedTuple):
     @classmethod
     def from_flat(cls, flat: tuple, tie_order: tuple[str, ...]) -> RankKey:
         ties = []
-        at = 5
+        at = 6
         for name in tie_order:
             size = TIE_BREAKER_SIZE[name]
             ties.append((name, tuple(flat[at : at + size])))
             at += size
-        return cls(*flat[:5], tuple(ties), *flat[at:])
+        return cls(*flat[:6], tuple(ties), *flat[at:])
 
 
 # The tie-breakers' values, flattened in the default order: deadline (1 value), cost (2),
@@ -187,6 +190,11 @@ def why_first(best, runner_up, tie_order: tuple[str, ...]) -> str:
     if a.offload != b.offload:
         return f"Runs without CPU offload, unlike the next option ({other})."
     fa, fb = best.option, runner_up.option
+    if a.larger_batch != b.larger_batch:
+        return (
+            f"Trains the global batch you asked for ({fa.recipe.global_batch}); the next option "
+            f"({other}) would train {fb.recipe.global_batch}."
+        )
     for (name, va), (_, vb) in zip(a.tie_breakers, b.tie_breakers, strict=True):
         if va == vb:
             continue

@@ -232,6 +232,51 @@ def test_limited_systems_come_after_available_ones_and_say_why():
     assert any("has limited availability" in r for r in bask.reasons)
 
 
+def test_options_that_keep_the_stated_global_batch_come_first_and_say_why():
+    """Batch 32 with a pinned micro-batch of 16 leaves room for two data-parallel ranks: 16
+    A100 40GB would train a global batch of 256, a different optimisation. It used to be
+    recommended (the cheapest); it now follows every option that trains 32 and says why."""
+    result = run(
+        config=config("meta-llama__Llama-2-7b-hf"),
+        task="full_finetune",
+        batch_size=32,
+        micro_batch=16,
+        seq_len=2048,
+        tokens=2 * 10**9,
+    )
+    # Limited systems, CPU offload and nodes without a network between them rank after the
+    # rest first (the test above, options.rank); among the rest:
+    available = [
+        o
+        for o in result.options
+        if o.eligible
+        and o.system != "baskerville"
+        and o.strategy != "zero3_offload"
+        and not any("no cluster network" in r for r in o.reasons)
+    ]
+    larger = [o.recipe.global_batch > 32 for o in available]
+    assert any(larger)
+    assert not all(larger)
+    assert larger == sorted(larger)
+    assert result.recommendation.recipe.global_batch == 32
+    grown = available[larger.index(True)]
+    assert any(
+        "ranked before it: a larger batch changes the optimisation" in r for r in grown.reasons
+    )
+    assert "(you asked for 32: every GPU runs the micro-batch of 16 pinned)" in " ".join(
+        grown.reasons
+    )
+    assert not any("a larger batch changes" in r for r in result.recommendation.reasons)
+
+
+def test_a_batch_left_out_may_grow_with_the_gpus_without_ranking_last():
+    """With no batch stated, the assumed 8 sequences may become one per GPU: nothing is moved
+    down for it (the result says which batch it assumed)."""
+    result = run(config=config("meta-llama__Llama-2-13b-hf"), task="full_finetune", tokens=10**8)
+    assert any(o.eligible and o.recipe.global_batch > 8 for o in result.options)
+    assert not any("a larger batch changes" in r for o in result.options for r in o.reasons)
+
+
 def test_staff_charge_rates_and_tie_breaker_order_change_the_ranking():
     request = {"config": GPT3_1_3B, "task": "pretrain", "tokens": 26 * 10**9}
     base = run(**request)
