@@ -22,6 +22,7 @@ from advisor.engine.architecture import (
 )
 from advisor.engine.errors import ConfigError, EstimateError
 from advisor.engine.models import HubModelMetadata
+from advisor.model_configs import find_bundled
 
 CONFIGS = Path(__file__).parent / "configs"
 
@@ -1201,6 +1202,33 @@ def test_multimodal_config_counts_its_language_model_and_says_so():
     assert arch.params_total == 6_738_415_616
     assert arch.exact is False
     assert any("vision" in note for note in arch.notes)
+
+
+def test_qwen_vl_counts_its_vision_tower_in_either_config_layout():
+    """Qwen2.5-VL-7B was refused (model_type 'qwen2_5_vl' unknown). The Hub's config.json puts
+    the language model's fields at the top level; newer transformers save them in text_config:
+    both count the published 8,292,166,656 (676,550,144 in the vision tower and merger)."""
+    flat = find_bundled("Qwen/Qwen2.5-VL-7B-Instruct").config
+    vision = flat["vision_config"]
+    outer = {k: flat[k] for k in ("architectures", "model_type", "tie_word_embeddings")}
+    text = {k: v for k, v in flat.items() if k not in outer and k != "vision_config"}
+    nested = {**outer, "vision_config": vision, "text_config": text}
+
+    for config in (flat, nested):
+        arch = architecture_from_config(config)
+        assert arch.family == "qwen2_5_vl"
+        assert arch.params_total == 8_292_166_656
+        assert arch.exact is True
+        assert any("vision transformer and its merger (676,550,144" in n for n in arch.notes)
+
+
+def test_qwen_vl_vision_config_must_be_an_object():
+    config = {**find_bundled("Qwen/Qwen2-VL-7B-Instruct").config, "vision_config": [1280]}
+
+    with pytest.raises(ConfigError) as raised:
+        architecture_from_config(config)
+
+    assert raised.value.field == "vision_config"
 
 
 # --- Unknown architectures: refused with a clear message, never counted as another family ------

@@ -1,9 +1,12 @@
-"""Vision-language models whose vision tower the engine counts exactly: Gemma 3 (SigLIP).
+"""Vision-language models whose vision tower the engine counts exactly: Gemma 3 (SigLIP),
+Qwen2-VL and Qwen2.5-VL (their own vision transformer, `qwen_vl_blueprint`).
 
 Gemma3ForConditionalGeneration (transformers modeling_gemma3.py) is the gemma3_text decoder, a
 SigLIP vision encoder without its attention-pooling head (vision_use_head false) and a projector
 (an RMS-normalised vision_hidden x text_hidden matrix). The vision tokens are counted as
 parameters, not as sequence length: an image adds mm_tokens_per_image tokens to the prompt.
+The tower's weights are in `outside`, so its compute is approximated as those parameters
+applied once per token of the sequence (ModelShape.flop_params), not per image patch.
 """
 
 from __future__ import annotations
@@ -71,5 +74,82 @@ def gemma3_blueprint(c: Config, family: str) -> b.Blueprint:
             *bp.notes,
             f"Includes the SigLIP vision tower ({tower:,} parameters) and its projector "
             f"({projector:,}).",
+        ],
+    )
+
+
+# Qwen2-VL's and Qwen2.5-VL's vision transformer (transformers modeling_qwen2_vl.py and
+# modeling_qwen2_5_vl.py): a Conv3d patch embedding without bias over temporal_patch_size x
+# patch_size^2 pixels, `depth` blocks with a fused qkv and an output projection (both with
+# bias) and rotary positions (no table), then a merger that concatenates spatial_merge_size^2
+# patches and projects them to the language model's width through a two-layer MLP. Qwen2-VL's
+# blocks use LayerNorm and a plain GELU MLP of mlp_ratio x embed_dim; Qwen2.5-VL's use RMSNorm
+# and a SwiGLU MLP of intermediate_size, all with bias. Defaults: the 7B models' configs.
+_QWEN_VISION_DEFAULTS = {
+    "qwen2_vl": {"depth": 32, "embed_dim": 1280, "mlp_ratio": 4, "num_heads": 16},
+    "qwen2_5_vl": {"depth": 32, "hidden_size": 1280, "intermediate_size": 3420, "num_heads": 16},
+}
+_QWEN_VISION_SHARED = {
+    "patch_size": 14,
+    "temporal_patch_size": 2,
+    "spatial_merge_size": 2,
+    "in_channels": 3,
+}
+
+
+def qwen_vision_params(raw: dict, family: str, text_width: int) -> int:
+    """The vision tower and merger of a Qwen2-VL or Qwen2.5-VL model."""
+    v = Config({**_QWEN_VISION_SHARED, **_QWEN_VISION_DEFAULTS[family], **raw})
+    if family == "qwen2_vl":
+        d = v.int("embed_dim")
+        inter = d * v.int("mlp_ratio")
+        mlp = b.mlp(d, inter, bias=True)
+        norms = 2 * b.ln(d)
+        merger_norm = b.ln(d)
+        out = v.int("hidden_size", default=text_width)  # Qwen2VLVisionConfig: the LLM's width
+    else:
+        d = v.int("hidden_size")
+        inter = v.int("intermediate_size")
+        mlp = b.gated_mlp(d, inter, bias=True)
+        norms = 2 * d  # RMSNorm: weight only
+        merger_norm = d
+        out = v.int("out_hidden_size", default=text_width)
+    v.int("num_heads")  # validated like any other field; the projections do not depend on it
+    attention = [
+        b.lin("qkv", d, 3 * d, True, "attn_qkv"),
+        b.lin("proj", d, d, True, "attn_out"),
+    ]
+    block = b.total([*attention, *mlp]) + norms
+    patch = v.int("patch_size")
+    channels = v.int("in_channels", "in_chans")
+    embedding = channels * v.int("temporal_patch_size") * patch * patch * d
+    merged = d * v.int("spatial_merge_size") ** 2
+    merger = merger_norm + merged * merged + merged + merged * out + out
+    return embedding + v.int("depth") * block + merger
+
+
+def qwen_vl_blueprint(c: Config, family: str) -> b.Blueprint:
+    """Qwen2-VL / Qwen2.5-VL: the Qwen2 decoder (its fields at the top level of the Hub's
+    config.json, or in text_config where newer transformers save them) and the vision tower."""
+    vision = c.raw.get("vision_config") or {}
+    text = c.raw.get("text_config")
+    if not isinstance(vision, dict) or not isinstance(text, dict | None):
+        raise ConfigError(
+            f"config.json of a {family} vision-language model needs vision_config (and, where "
+            "given, text_config) objects",
+            field="vision_config",
+        )
+    outer = {k: v for k, v in c.raw.items() if k not in ("vision_config", "text_config")}
+    bp = decoder_blueprint(Config({**outer, **(text or {})}), "qwen2", DECODERS["qwen2"])
+    tower = qwen_vision_params(vision, family, bp.d)
+    return replace(
+        bp,
+        family=family,
+        outside=bp.outside + tower,
+        notes=[
+            *bp.notes,
+            f"Includes the vision transformer and its merger ({tower:,} parameters); an "
+            "image adds about (height / 28) x (width / 28) tokens to the sequence, which the "
+            "sequence length should include.",
         ],
     )

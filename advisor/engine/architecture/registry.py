@@ -22,7 +22,7 @@ from advisor.engine.architecture.encoders import (
 )
 from advisor.engine.architecture.families import DECODERS
 from advisor.engine.architecture.model import ModelArchitecture
-from advisor.engine.architecture.multimodal import gemma3_blueprint
+from advisor.engine.architecture.multimodal import gemma3_blueprint, qwen_vl_blueprint
 from advisor.engine.errors import ConfigError
 
 Reader = Callable[[Config, str], b.Blueprint]
@@ -38,6 +38,8 @@ REGISTRY: dict[str, Reader] = {
     "mbart": bart_blueprint,
     "whisper": bart_blueprint,
     "gemma3": gemma3_blueprint,
+    "qwen2_vl": qwen_vl_blueprint,
+    "qwen2_5_vl": qwen_vl_blueprint,
 }
 # Families reported under another name than their model_type.
 _LABEL = {"mt5": "t5"}
@@ -72,6 +74,8 @@ ARCHITECTURES = {
     "Gemma2ForCausalLM": "gemma2",
     "Gemma3ForCausalLM": "gemma3_text",
     "Gemma3ForConditionalGeneration": "gemma3",
+    "Qwen2VLForConditionalGeneration": "qwen2_vl",
+    "Qwen2_5_VLForConditionalGeneration": "qwen2_5_vl",
     "OlmoForCausalLM": "olmo",
     "Olmo2ForCausalLM": "olmo2",
     "PhiForCausalLM": "phi",
