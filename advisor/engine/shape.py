@@ -118,11 +118,19 @@ class ModelShape:
         return max(self.params_linear // max(self.total_layers, 1), 1)
 
     @property
+    def head_flop_params(self) -> int:
+        """The LM head's matmul parameters (the vocabulary projection, tied to the embedding
+        or not); 0 where the job has no vocabulary projection (`vocab_head`)."""
+        if not self.vocab_head:
+            return 0
+        return self.params_lm_head or self.vocab_size * self.hidden_size
+
+    @property
     def flop_params(self) -> int:
         """Parameters that do matmuls per token: active weights, minus the embedding lookup,
         plus the LM head's matmul even when its weight is tied to the embedding (none where
         the job has no vocabulary projection: `vocab_head`)."""
-        head = (self.params_lm_head or self.vocab_size * self.hidden_size) if self.vocab_head else 0
+        head = self.head_flop_params
         return max(self.params_active - self.params_embedding - self.params_lm_head + head, 1)
 
 

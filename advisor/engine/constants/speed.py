@@ -26,9 +26,11 @@ LORA_FLOPS_PER_PARAM = Constant(
 RECOMPUTE_FLOPS_PER_PARAM = Constant(
     "Gradient checkpointing recomputation",
     2,
-    "extra FLOPs per parameter per token",
+    "extra FLOPs per parameter per token, of the checkpointed blocks (not the LM head)",
     "Chen et al. 2016 (arXiv:1604.06174); Korthikanti et al. 2022 section 5: full "
-    "recomputation repeats the forward pass",
+    "recomputation repeats the forward pass of each checkpointed transformer block; the "
+    "vocabulary projection and loss after the last block run once (transformers and torchtune "
+    "checkpoint per decoder layer)",
     "checkpointed layers run their forward twice",
 )
 MFU_TRAINING = Constant(
