@@ -84,8 +84,9 @@ LIMITED_RANKS_AFTER = (
 # Why an option that enlarges the researcher's global batch sits below those that keep it
 # (ranking.RankKey.larger_batch).
 LARGER_BATCH_RANKS_AFTER = (
-    "Options that train the global batch you asked for are ranked before it: a larger batch "
-    "changes the optimisation (learning rate and steps), so use it only if you retune for it."
+    "Options that train the global batch you asked for within the same wall-time target are "
+    "ranked before it: a larger batch changes the optimisation (learning rate and steps), so "
+    "use it only if you retune for it."
 )
 
 
@@ -519,10 +520,10 @@ class OptionWriting:
             not headroom,
             # CPU offload trades much speed for memory: only when nothing else fits.
             strategy == "zero3_offload",
-            larger_batch,
             *self.pick_ties(
                 (
                     wall is not None and wall > self.target,  # misses the deadline
+                    larger_batch,  # enlarges the stated global batch (ranking.TIE_BREAKER_SIZE)
                     compared is None,
                     # An unknown or not comparable charge never wins; among those, fewer GPU
                     # hours do.
@@ -548,9 +549,9 @@ _sort_key = attrgetter("sort_key")
 
 def rank(candidates: list[Candidate]) -> list[Candidate]:
     """The order of each candidate's `sort_key` (ranking.RankKey, flattened; built in
-    evaluate): feasible and supported, available, headroom, no offload, the researcher's global
-    batch kept, then the profile's
-    tie-breakers (by default deadline, charged cost, GPU class, queue, GPUs)."""
+    evaluate): feasible and supported, available, headroom, no offload, then the profile's
+    tie-breakers (by default deadline and the stated batch, charged cost, GPU class, queue,
+    GPUs)."""
     ordered = sorted(candidates, key=_sort_key)
     position = 0
     for cand in ordered:

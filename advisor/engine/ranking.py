@@ -106,12 +106,10 @@ class RankKey(NamedTuple):
     no_network: bool
     no_headroom: bool  # fits, but within the memory margin
     offload: bool  # CPU offload: only when nothing on-GPU fits
-    # Trains a larger global batch than the researcher stated (more data-parallel ranks than
-    # the batch fills): a different optimisation, offered only after those that keep it.
-    larger_batch: bool
-    # The profile's tie-breakers in its order, each (name, values): deadline (misses it?),
-    # cost (unknown?, charged total), gpu_class (memory GB, dense 16-bit TFLOP/s),
-    # queue (typical wait h), gpus (GPUs, nodes).
+    # The profile's tie-breakers in its order, each (name, values): deadline (misses it?,
+    # then trains a larger global batch than the researcher stated?), cost (unknown?, charged
+    # total), gpu_class (memory GB, dense 16-bit TFLOP/s), queue (typical wait h), gpus
+    # (GPUs, nodes).
     tie_breakers: tuple[tuple[str, tuple], ...]
     complexity: int  # equal in all of that: the simpler setup (DDP before ZeRO)
     memory: int
@@ -121,29 +119,34 @@ class RankKey(NamedTuple):
     @classmethod
     def from_flat(cls, flat: tuple, tie_order: tuple[str, ...]) -> RankKey:
         ties = []
-        at = 6
+        at = 5
         for name in tie_order:
             size = TIE_BREAKER_SIZE[name]
             ties.append((name, tuple(flat[at : at + size])))
             at += size
-        return cls(*flat[:6], tuple(ties), *flat[at:])
+        return cls(*flat[:5], tuple(ties), *flat[at:])
 
 
-# The tie-breakers' values, flattened in the default order: deadline (1 value), cost (2),
-# gpu_class (2), queue (1), gpus (2).
-TIE_BREAKER_SIZE = {"deadline": 1, "cost": 2, "gpu_class": 2, "queue": 1, "gpus": 2}
+# The tie-breakers' values, flattened in the default order: deadline (2 values: misses it,
+# then enlarges the stated global batch), cost (2), gpu_class (2), queue (1), gpus (2). A
+# stated batch is the researcher's constraint like the deadline, and ranks right after it:
+# an option that trains the batch asked for comes first among those equal on the deadline,
+# while a batch no option can keep within the deadline (26B tokens at batch 1 on one GPU)
+# gives way to options that meet it.
+TIE_BREAKER_SIZE = {"deadline": 2, "cost": 2, "gpu_class": 2, "queue": 1, "gpus": 2}
 _POSITIONS = {
-    "deadline": (0,),
-    "cost": (1, 2),
-    "gpu_class": (3, 4),
-    "queue": (5,),
-    "gpus": (6, 7),
+    "deadline": (0, 1),
+    "cost": (2, 3),
+    "gpu_class": (4, 5),
+    "queue": (6,),
+    "gpus": (7, 8),
 }
 
 
 def tie_picker(tie_order: tuple[str, ...]):
-    """A function from the eight tie-breaker values in the default order (slow, cost unknown,
-    cost, GPU memory, GPU peak, queue, GPUs, nodes) to them in the profile's order."""
+    """A function from the nine tie-breaker values in the default order (slow, larger batch,
+    cost unknown, cost, GPU memory, GPU peak, queue, GPUs, nodes) to them in the profile's
+    order."""
     return itemgetter(*(i for name in tie_order for i in _POSITIONS[name]))
 
 
@@ -154,7 +157,8 @@ def order(policy: RankingPolicySpec) -> tuple[str, ...]:
 
 
 WORDS = {
-    "deadline": "those that meet your deadline",
+    "deadline": "those that meet your deadline (and among them those that train the global "
+    "batch you stated)",
     "cost": "the least charged cost (GPU hours x the system's charge rate, compared in one "
     "currency)",
     "gpu_class": "the smallest GPU that is enough",
@@ -190,15 +194,15 @@ def why_first(best, runner_up, tie_order: tuple[str, ...]) -> str:
     if a.offload != b.offload:
         return f"Runs without CPU offload, unlike the next option ({other})."
     fa, fb = best.option, runner_up.option
-    if a.larger_batch != b.larger_batch:
-        return (
-            f"Trains the global batch you asked for ({fa.recipe.global_batch}); the next option "
-            f"({other}) would train {fb.recipe.global_batch}."
-        )
     for (name, va), (_, vb) in zip(a.tie_breakers, b.tie_breakers, strict=True):
         if va == vb:
             continue
         if name == "deadline":
+            if va[0] == vb[0]:
+                return (
+                    f"Trains the global batch you asked for ({fa.recipe.global_batch}); the "
+                    f"next option ({other}) would train {fb.recipe.global_batch}."
+                )
             return f"Meets the wall-time target; the next option ({other}) would not."
         if name == "cost":
             if fa.gpu_hours is None and va[0] is False:

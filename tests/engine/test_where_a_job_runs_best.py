@@ -351,3 +351,18 @@ def test_without_any_charge_rate_fewer_gpu_hours_rank_first():
     assert rec.requested_gpu_hours == min(o.requested_gpu_hours for o in same_group)
     assert rec.accelerator == "h100-80-pcie"  # fewer hours, though the A100 is the smaller GPU
     assert result.why_first.startswith("No known price here or on NVIDIA A100 80GB SXM4")
+
+
+def test_the_one_line_reason_names_the_kept_batch_when_it_decides():
+    """Batch 4 with a pinned micro-batch of 4: one data-parallel rank. Only a GPU that holds
+    the 8B fine-tune at micro-batch 4 alone trains it as asked; every cheaper option trains 8
+    or more, and the one line says that is why the recommendation won."""
+    result = run(
+        config=config("meta-llama__Meta-Llama-3-8B"),
+        task="full_finetune",
+        batch_size=4,
+        micro_batch=4,
+        tokens=10**8,
+    )
+    assert result.recommendation.recipe.global_batch == 4
+    assert result.why_first.startswith("Trains the global batch you asked for (4); the next option")
