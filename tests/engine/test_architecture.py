@@ -1219,7 +1219,18 @@ def test_qwen_vl_counts_its_vision_tower_in_either_config_layout():
         assert arch.family == "qwen2_5_vl"
         assert arch.params_total == 8_292_166_656
         assert arch.exact is True
-        assert any("vision transformer and its merger (676,550,144" in n for n in arch.notes)
+        assert any("vision transformer and its mergers (676,550,144" in n for n in arch.notes)
+
+
+def test_qwen3_vl_moe_counts_its_experts_and_deepstack_mergers():
+    """Qwen3-VL-30B-A3B: Qwen3-30B-A3B's mixture of experts (8 of 128 per token) and a vision
+    tower with three deepstack mergers: 31,070,754,032 in all, as published, about 3.9B active."""
+    arch = architecture_from_config(find_bundled("Qwen/Qwen3-VL-30B-A3B-Instruct").config)
+
+    assert arch.family == "qwen3_vl_moe"
+    assert arch.params_total == 31_070_754_032
+    assert 3.8e9 < arch.params_active < 4.0e9
+    assert any("(538,631,408 parameters)" in n and "(height / 32)" in n for n in arch.notes)
 
 
 def test_qwen_vl_vision_config_must_be_an_object():

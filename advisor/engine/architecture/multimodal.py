@@ -1,5 +1,5 @@
 """Vision-language models whose vision tower the engine counts exactly: Gemma 3 (SigLIP),
-Qwen2-VL and Qwen2.5-VL (their own vision transformer, `qwen_vl_blueprint`).
+Qwen2-VL, Qwen2.5-VL and Qwen3-VL (their own vision transformers, `qwen_vl_blueprint`).
 
 Gemma3ForConditionalGeneration (transformers modeling_gemma3.py) is the gemma3_text decoder, a
 SigLIP vision encoder without its attention-pooling head (vision_use_head false) and a projector
@@ -129,8 +129,9 @@ def qwen_vision_params(raw: dict, family: str, text_width: int) -> int:
 
 
 def qwen_vl_blueprint(c: Config, family: str) -> b.Blueprint:
-    """Qwen2-VL / Qwen2.5-VL: the Qwen2 decoder (its fields at the top level of the Hub's
-    config.json, or in text_config where newer transformers save them) and the vision tower."""
+    """Qwen2-VL, Qwen2.5-VL and Qwen3-VL (dense or MoE): their language model (its fields at
+    the top level of the Hub's config.json, or in text_config where newer transformers and
+    Qwen3-VL save them) and their vision tower."""
     vision = c.raw.get("vision_config") or {}
     text = c.raw.get("text_config")
     if not isinstance(vision, dict) or not isinstance(text, dict | None):
@@ -139,17 +140,78 @@ def qwen_vl_blueprint(c: Config, family: str) -> b.Blueprint:
             "given, text_config) objects",
             field="vision_config",
         )
+    decoder = _QWEN_VL_DECODERS[family]
     outer = {k: v for k, v in c.raw.items() if k not in ("vision_config", "text_config")}
-    bp = decoder_blueprint(Config({**outer, **(text or {})}), "qwen2", DECODERS["qwen2"])
-    tower = qwen_vision_params(vision, family, bp.d)
+    bp = decoder_blueprint(Config({**outer, **(text or {})}), decoder, DECODERS[decoder])
+    if family.startswith("qwen3"):
+        tower = qwen3_vision_params(vision, bp.d)
+        defaults = _QWEN3_VISION_DEFAULTS
+    else:
+        tower = qwen_vision_params(vision, family, bp.d)
+        defaults = {**_QWEN_VISION_SHARED, **_QWEN_VISION_DEFAULTS[family]}
+    v = Config({**defaults, **vision})
+    side = v.int("patch_size") * v.int("spatial_merge_size")
     return replace(
         bp,
         family=family,
         outside=bp.outside + tower,
         notes=[
             *bp.notes,
-            f"Includes the vision transformer and its merger ({tower:,} parameters); an "
-            "image adds about (height / 28) x (width / 28) tokens to the sequence, which the "
-            "sequence length should include.",
+            f"Includes the vision transformer and its mergers ({tower:,} parameters); an "
+            f"image adds about (height / {side}) x (width / {side}) tokens to the sequence, "
+            "which the sequence length should include.",
         ],
     )
+
+
+# The language model inside each: Qwen2's (q/k/v biases) or Qwen3's (q/k norms, MoE).
+_QWEN_VL_DECODERS = {
+    "qwen2_vl": "qwen2",
+    "qwen2_5_vl": "qwen2",
+    "qwen3_vl": "qwen3",
+    "qwen3_vl_moe": "qwen3_moe",
+}
+
+
+# Qwen3-VL's vision transformer (transformers modeling_qwen3_vl.py): a Conv3d patch embedding
+# with bias, a learned position table (num_position_embeddings x width, interpolated to the
+# image's grid), `depth` blocks with LayerNorm, a fused qkv and output projection and a plain
+# MLP (all with bias), the merger of Qwen2-VL's form (LayerNorm before the 2 x 2 patches are
+# concatenated), and one more merger per deepstack layer (deepstack_visual_indexes), whose
+# LayerNorm comes after the concatenation: their outputs are added to the language model's
+# first layers. Defaults: Qwen3-VL-8B's config.
+_QWEN3_VISION_DEFAULTS = {
+    "depth": 27,
+    "hidden_size": 1152,
+    "intermediate_size": 4304,
+    "num_heads": 16,
+    "patch_size": 16,
+    "temporal_patch_size": 2,
+    "spatial_merge_size": 2,
+    "in_channels": 3,
+    "num_position_embeddings": 2304,
+}
+
+
+def qwen3_vision_params(raw: dict, text_width: int) -> int:
+    """The vision tower, its merger and its deepstack mergers of a Qwen3-VL model."""
+    v = Config({**_QWEN3_VISION_DEFAULTS, **raw})
+    d = v.int("hidden_size")
+    inter = v.int("intermediate_size")
+    v.int("num_heads")  # validated like any other field; the projections do not depend on it
+    block = b.total(
+        [
+            b.lin("qkv", d, 3 * d, True, "attn_qkv"),
+            b.lin("proj", d, d, True, "attn_out"),
+            *b.mlp(d, inter, names=("linear_fc1", "linear_fc2"), bias=True),
+        ]
+    ) + 2 * b.ln(d)
+    patch = v.int("patch_size")
+    embedding = v.int("in_channels") * v.int("temporal_patch_size") * patch * patch * d + d
+    positions = v.int("num_position_embeddings") * d
+    out = v.int("out_hidden_size", default=text_width)
+    merged = d * v.int("spatial_merge_size") ** 2
+    projection = merged * merged + merged + merged * out + out
+    merger = b.ln(d) + projection
+    deepstack = len(v.int_list("deepstack_visual_indexes")) * (b.ln(merged) + projection)
+    return embedding + positions + v.int("depth") * block + merger + deepstack

@@ -40,6 +40,8 @@ REGISTRY: dict[str, Reader] = {
     "gemma3": gemma3_blueprint,
     "qwen2_vl": qwen_vl_blueprint,
     "qwen2_5_vl": qwen_vl_blueprint,
+    "qwen3_vl": qwen_vl_blueprint,
+    "qwen3_vl_moe": qwen_vl_blueprint,
 }
 # Families reported under another name than their model_type.
 _LABEL = {"mt5": "t5"}
@@ -76,6 +78,8 @@ ARCHITECTURES = {
     "Gemma3ForConditionalGeneration": "gemma3",
     "Qwen2VLForConditionalGeneration": "qwen2_vl",
     "Qwen2_5_VLForConditionalGeneration": "qwen2_5_vl",
+    "Qwen3VLForConditionalGeneration": "qwen3_vl",
+    "Qwen3VLMoeForConditionalGeneration": "qwen3_vl_moe",
     "OlmoForCausalLM": "olmo",
     "Olmo2ForCausalLM": "olmo2",
     "PhiForCausalLM": "phi",
