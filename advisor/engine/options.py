@@ -82,7 +82,8 @@ LIMITED_RANKS_AFTER = (
     "them can run the job."
 )
 # Why an option that enlarges the researcher's global batch sits below those that keep it
-# (ranking.RankKey.larger_batch).
+# (the deadline tie-breaker's second value, ranking.TIE_BREAKER_SIZE); written by `rank` only
+# where some workable option keeps the batch.
 LARGER_BATCH_RANKS_AFTER = (
     "Options that train the global batch you asked for within the same wall-time target are "
     "ranked before it: a larger batch changes the optimisation (learning rate and steps), so "
@@ -143,6 +144,7 @@ class Candidate:
     option: Option | None = None
     utilisation: Utilisation | None = None  # with its full source, for the assumptions
     flash: bool = True  # sized with a fused attention kernel (else eager: NodeFacts.stack)
+    larger_batch: bool = False  # its recipe trains more than the stated global batch
 
 
 class AcceleratorFacts(NamedTuple):
@@ -463,8 +465,6 @@ class OptionWriting:
             and recipe is not None
             and recipe.global_batch > self.request.batch_size
         )
-        if larger_batch and eligible:
-            reasons.append(LARGER_BATCH_RANKS_AFTER)
         sort_key = self.rank_key(f, strategy, n, need, costs, headroom, eligible, larger_batch)
         return Candidate(
             fields,
@@ -479,6 +479,7 @@ class OptionWriting:
             None,
             f.util,
             f.stack.flash,
+            larger_batch,
         )
 
     def charge(self, rate: ranking.Rate, costs: Costs) -> Charge:
@@ -554,10 +555,14 @@ def rank(candidates: list[Candidate]) -> list[Candidate]:
     GPUs)."""
     ordered = sorted(candidates, key=_sort_key)
     position = 0
+    # Said only where it is why: some workable option trains the batch asked for.
+    batch_kept = any(cand.eligible and not cand.larger_batch for cand in ordered)
     for cand in ordered:
         fields = cand.fields
         if cand.eligible:
             position += 1
             fields["rank"] = position
+            if cand.larger_batch and batch_kept:
+                fields["reasons"].append(LARGER_BATCH_RANKS_AFTER)
         cand.option = trusted(Option, fields)
     return ordered

@@ -366,3 +366,22 @@ def test_the_one_line_reason_names_the_kept_batch_when_it_decides():
     )
     assert result.recommendation.recipe.global_batch == 4
     assert result.why_first.startswith("Trains the global batch you asked for (4); the next option")
+
+
+def test_when_every_option_enlarges_the_batch_none_claims_others_keep_it():
+    """Eight GPUs pinned with batch 4 and micro-batch 4: every option trains 32, so none says
+    that options keeping the batch rank before it (there are none); the recipe still says why
+    its batch is 32."""
+    result = run(
+        config=config("meta-llama__Meta-Llama-3-8B"),
+        task="full_finetune",
+        batch_size=4,
+        micro_batch=4,
+        num_gpus=8,
+        tokens=10**8,
+    )
+    eligible = [o for o in result.options if o.eligible]
+    assert eligible
+    assert all(o.recipe.global_batch > 4 for o in eligible)
+    assert not any("a larger batch changes" in r for o in eligible for r in o.reasons)
+    assert "(you asked for 4:" in " ".join(eligible[0].reasons)
