@@ -150,6 +150,17 @@ def sliding_window_of(config: dict | None, num_layers: int) -> tuple[int | None,
         # A multimodal checkpoint (Gemma 3 4B-27B, ...) keeps its language model's attention
         # settings in text_config; the vision tower holds no KV cache.
         config = config["text_config"]
+    chunk = config.get("attention_chunk_size")
+    if str(config.get("model_type", "")).startswith("llama4") and isinstance(chunk, int):
+        # Llama 4: its rotary layers attend within chunks of attention_chunk_size tokens
+        # (chunked attention, cached up to one chunk); one layer in no_rope_layer_interval has
+        # no rotary embedding and attends to everything (`no_rope_layers`: 1 = rotary).
+        flags = config.get("no_rope_layers")
+        if isinstance(flags, list) and flags:
+            return chunk, min(sum(1 for f in flags if f), num_layers)
+        interval = config.get("no_rope_layer_interval")
+        interval = interval if isinstance(interval, int) and interval > 0 else 4
+        return chunk, num_layers - num_layers // interval
     window = config.get("sliding_window")
     if not isinstance(window, int) or window <= 0 or config.get("use_sliding_window") is False:
         return None, 0

@@ -22,6 +22,7 @@ from advisor.engine.architecture import (
 )
 from advisor.engine.errors import ConfigError, EstimateError
 from advisor.engine.models import HubModelMetadata
+from advisor.engine.shape import sliding_window_of
 from advisor.model_configs import find_bundled
 
 CONFIGS = Path(__file__).parent / "configs"
@@ -1231,6 +1232,25 @@ def test_qwen3_vl_moe_counts_its_experts_and_deepstack_mergers():
     assert arch.params_total == 31_070_754_032
     assert 3.8e9 < arch.params_active < 4.0e9
     assert any("(538,631,408 parameters)" in n and "(height / 32)" in n for n in arch.notes)
+
+
+def test_llama4_counts_interleaved_experts_a_shared_expert_and_the_vision_encoder():
+    """Llama 4 was refused (model_type 'llama4'). Scout routes each token to 1 of 16 experts in
+    every block, Maverick to 1 of 128 in every second block, beside an always-on shared expert
+    and a vision encoder: 108,641,793,536 and 401,583,781,376 parameters, both about 17B
+    active without the embeddings. Three in four layers attend within 8,192-token chunks, so
+    only a quarter of the KV cache grows with the context."""
+    scout = find_bundled("meta-llama/Llama-4-Scout-17B-16E-Instruct").config
+    maverick = find_bundled("meta-llama/Llama-4-Maverick-17B-128E-Instruct").config
+
+    a, b = architecture_from_config(scout), architecture_from_config(maverick)
+
+    assert (a.family, a.params_total) == ("llama4", 108_641_793_536)
+    assert (b.family, b.params_total) == ("llama4", 401_583_781_376)
+    for arch in (a, b):
+        assert 16.9e9 < arch.params_active - arch.params_embedding < 17.1e9
+    assert "24 of 48 layers use a dense MLP." in b.notes
+    assert sliding_window_of(scout, 48) == (8192, 36)
 
 
 def test_qwen_vl_vision_config_must_be_an_object():

@@ -34,8 +34,12 @@ class Moe:
     experts: str  # config key of the routed-expert count
     intermediate: str | None = "moe_intermediate_size"  # None: intermediate_size
     names: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj")
-    shared: str = ""  # "" | "qwen" (one shared expert + gate) | "deepseek" (n_shared_experts)
-    layers: str = "all"  # all | qwen (decoder_sparse_step, mlp_only_layers) | deepseek
+    # "" | "qwen" (one shared expert + gate) | "deepseek" (n_shared_experts) | "one" (one
+    # shared expert of the routed experts' size, no gate: Llama 4)
+    shared: str = ""
+    # all | qwen (decoder_sparse_step, mlp_only_layers) | deepseek | interleave (Llama 4:
+    # moe_layers, else every interleave_moe_layer_step-th layer)
+    layers: str = "all"
     router_bias: bool = False  # DeepSeek-V3's e_score_correction_bias
     bias: bool = False  # biases on every expert projection and on the router (gpt-oss)
     router: str = "gate"  # the router's module name
@@ -231,6 +235,11 @@ def _sparse_layers(c: Config, moe: Moe, layers: int) -> int:
         step = c.int("decoder_sparse_step", default=1)
         dense_only = set(c.int_list("mlp_only_layers"))
         return sum(1 for i in range(layers) if i not in dense_only and (i + 1) % step == 0)
+    if moe.layers == "interleave":
+        if c.raw.get("moe_layers"):
+            return len(set(c.int_list("moe_layers")))
+        step = c.int("interleave_moe_layer_step", default=1)
+        return sum(1 for i in range(layers) if (i + 1) % step == 0)
     if moe.layers == "deepseek":
         first_dense = c.int("first_k_dense_replace", default=0, minimum=0)
         freq = c.int("moe_layer_freq", default=1)
@@ -269,6 +278,9 @@ def _experts(c: Config, moe: Moe, bp: b.Blueprint) -> b.Experts:
                 b.lin("shared_expert_gate", d, 1, False, "shared_expert_router"),
             ]
             shared_count = 1
+    elif moe.shared == "one":
+        shared = b.gated_mlp(d, inter, prefix="shared_expert.", role="shared_expert")
+        shared_count = 1
     elif moe.shared == "deepseek":
         shared_count = c.int("n_shared_experts", default=0, minimum=0)
         if shared_count:

@@ -167,6 +167,23 @@ DECODERS: dict[str, Decoder] = {
         ),
         adjust=_attention_sinks,
     ),
+    # Llama 4 (modeling_llama4.py): every interleave_moe_layer_step-th block routes each token
+    # to num_experts_per_tok of num_local_experts experts kept as 3-D parameters (gate_up_proj
+    # [E, d, 2f], down_proj [E, f, d]) beside one always-on shared expert of the same size;
+    # the other blocks have a dense MLP of intermediate_size_mlp. Its q/k norm is an L2
+    # normalisation without parameters.
+    "llama4_text": Decoder(
+        intermediate=("intermediate_size_mlp", "intermediate_size"),
+        moe=Moe(
+            experts="num_local_experts",
+            intermediate="intermediate_size",
+            names=("gate_up_proj", "gate_up_proj", "down_proj"),
+            shared="one",
+            layers="interleave",
+            router="router",
+            modules=False,
+        ),
+    ),
     "deepseek_v2": Decoder(
         attention="latent",
         moe=Moe(experts="n_routed_experts", shared="deepseek", layers="deepseek"),

@@ -215,3 +215,62 @@ def qwen3_vision_params(raw: dict, text_width: int) -> int:
     merger = b.ln(d) + projection
     deepstack = len(v.int_list("deepstack_visual_indexes")) * (b.ln(merged) + projection)
     return embedding + positions + v.int("depth") * block + merger + deepstack
+
+
+# Llama 4's vision encoder (transformers modeling_llama4.py, Llama4VisionModel): patches
+# unfolded and projected without bias, a class token and a learned position table, LayerNorms
+# before and after `num_hidden_layers` blocks (q/k/v/o and a GELU MLP, all with bias, two
+# LayerNorms), a pixel-shuffle MLP without bias (intermediate_size -> projector_input_dim ->
+# projector_output_dim), then the multi-modal projector to the language model's width.
+# Defaults: Llama 4 Scout's and Maverick's config.
+_LLAMA4_VISION_DEFAULTS = {
+    "hidden_size": 1408,
+    "num_hidden_layers": 34,
+    "num_attention_heads": 16,
+    "intermediate_size": 5632,
+    "image_size": 336,
+    "patch_size": 14,
+    "num_channels": 3,
+    "projector_input_dim": 4096,
+    "projector_output_dim": 4096,
+    "vision_output_dim": 4096,
+}
+
+
+def llama4_vision_params(raw: dict, text_width: int) -> int:
+    v = Config({**_LLAMA4_VISION_DEFAULTS, **raw})
+    d = v.int("hidden_size")
+    inter = v.int("intermediate_size")
+    v.int("num_attention_heads")  # validated like any other field
+    patch = v.int("patch_size")
+    positions = (v.int("image_size") // patch) ** 2 + 1
+    embedding = v.int("num_channels") * patch * patch * d + d + positions * d + 2 * b.ln(d)
+    attention = b.attention(d, 1, 1, d, qkv_bias=True, out_bias=True)  # q/k/v/o, d x d each
+    block = b.total([*attention, *b.mlp(d, inter, bias=True)]) + 2 * b.ln(d)
+    adapter = inter * v.int("projector_input_dim") + v.int("projector_output_dim") ** 2
+    projector = v.int("vision_output_dim") * text_width
+    return embedding + v.int("num_hidden_layers") * block + adapter + projector
+
+
+def llama4_blueprint(c: Config, family: str) -> b.Blueprint:
+    """Llama4ForConditionalGeneration: the llama4_text decoder (text_config) and the vision
+    encoder with its projector."""
+    text = c.raw.get("text_config")
+    vision = c.raw.get("vision_config") or {}
+    if not isinstance(text, dict) or not isinstance(vision, dict):
+        raise ConfigError(
+            "config.json of a Llama 4 model needs text_config and vision_config objects",
+            field="text_config",
+        )
+    outer = {k: v for k, v in c.raw.items() if k not in ("vision_config", "text_config")}
+    bp = decoder_blueprint(Config({**outer, **text}), "llama4_text", DECODERS["llama4_text"])
+    tower = llama4_vision_params(vision, bp.d)
+    return replace(
+        bp,
+        family="llama4",
+        outside=bp.outside + tower,
+        notes=[
+            *bp.notes,
+            f"Includes the vision encoder and its projector ({tower:,} parameters).",
+        ],
+    )

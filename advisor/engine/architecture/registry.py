@@ -22,7 +22,11 @@ from advisor.engine.architecture.encoders import (
 )
 from advisor.engine.architecture.families import DECODERS
 from advisor.engine.architecture.model import ModelArchitecture
-from advisor.engine.architecture.multimodal import gemma3_blueprint, qwen_vl_blueprint
+from advisor.engine.architecture.multimodal import (
+    gemma3_blueprint,
+    llama4_blueprint,
+    qwen_vl_blueprint,
+)
 from advisor.engine.errors import ConfigError
 
 Reader = Callable[[Config, str], b.Blueprint]
@@ -42,6 +46,7 @@ REGISTRY: dict[str, Reader] = {
     "qwen2_5_vl": qwen_vl_blueprint,
     "qwen3_vl": qwen_vl_blueprint,
     "qwen3_vl_moe": qwen_vl_blueprint,
+    "llama4": llama4_blueprint,
 }
 # Families reported under another name than their model_type.
 _LABEL = {"mt5": "t5"}
@@ -80,6 +85,8 @@ ARCHITECTURES = {
     "Qwen2_5_VLForConditionalGeneration": "qwen2_5_vl",
     "Qwen3VLForConditionalGeneration": "qwen3_vl",
     "Qwen3VLMoeForConditionalGeneration": "qwen3_vl_moe",
+    "Llama4ForConditionalGeneration": "llama4",
+    "Llama4ForCausalLM": "llama4_text",
     "OlmoForCausalLM": "olmo",
     "Olmo2ForCausalLM": "olmo2",
     "PhiForCausalLM": "phi",
