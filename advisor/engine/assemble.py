@@ -122,7 +122,9 @@ def estimate_shape(
         alternatives=ranking.alternatives(
             [cand.option for cand in candidates], best.option if best else None
         ),
-        objective=ranking.objective(tie_order),
+        objective=ranking.objective(
+            tie_order, stated_batch=wl.training and request.batch_size is not None
+        ),
         why_first=why,
         justification=justification,
         slurm_script=slurm_script,

@@ -157,8 +157,7 @@ def order(policy: RankingPolicySpec) -> tuple[str, ...]:
 
 
 WORDS = {
-    "deadline": "those that meet your deadline (and among them those that train the global "
-    "batch you stated)",
+    "deadline": "those that meet your deadline",
     "cost": "the least charged cost (GPU hours x the system's charge rate, compared in one "
     "currency)",
     "gpu_class": "the smallest GPU that is enough",
@@ -167,8 +166,15 @@ WORDS = {
 }
 
 
-def objective(tie_order: tuple[str, ...]) -> str:
-    parts = ", then ".join(WORDS[t] for t in tie_order)
+# Where the request states a global batch, the deadline tie-breaker's second value.
+KEEPS_BATCH_WORDS = " (and among them those that train the global batch you stated)"
+
+
+def objective(tie_order: tuple[str, ...], stated_batch: bool = False) -> str:
+    parts = ", then ".join(
+        WORDS[t] + (KEEPS_BATCH_WORDS if t == "deadline" and stated_batch else "")
+        for t in tie_order
+    )
     return (
         "Ranked by what the job costs the institute: options that fit and whose software runs "
         "there come first (fully available systems before limited ones), then " + parts + "."

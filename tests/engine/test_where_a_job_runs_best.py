@@ -385,3 +385,13 @@ def test_when_every_option_enlarges_the_batch_none_claims_others_keep_it():
     assert all(o.recipe.global_batch > 4 for o in eligible)
     assert not any("a larger batch changes" in r for o in eligible for r in o.reasons)
     assert "(you asked for 4:" in " ".join(eligible[0].reasons)
+
+
+def test_the_objective_names_the_stated_batch_only_when_there_is_one():
+    model = config("meta-llama__Meta-Llama-3-8B")
+    stated = run(config=model, task="full_finetune", batch_size=16, tokens=10**8)
+    assumed = run(config=model, task="full_finetune", tokens=10**8)
+    words = "those that meet your deadline (and among them those that train the global batch"
+    assert words in stated.objective
+    assert words not in assumed.objective
+    assert "those that meet your deadline, then" in assumed.objective
