@@ -1224,14 +1224,20 @@ def test_qwen_vl_counts_its_vision_tower_in_either_config_layout():
 
 
 def test_qwen3_vl_moe_counts_its_experts_and_deepstack_mergers():
-    """Qwen3-VL-30B-A3B: Qwen3-30B-A3B's mixture of experts (8 of 128 per token) and a vision
-    tower with three deepstack mergers: 31,070,754,032 in all, as published, about 3.9B active."""
+    """Qwen3-VL-30B-A3B: Qwen3-30B-A3B's mixture of experts (8 of 128 per token, kept as
+    parameter tensors) and a vision tower with three deepstack mergers: 31,070,754,032 in all,
+    as published, about 3.9B active."""
     arch = architecture_from_config(find_bundled("Qwen/Qwen3-VL-30B-A3B-Instruct").config)
 
     assert arch.family == "qwen3_vl_moe"
     assert arch.params_total == 31_070_754_032
     assert 3.8e9 < arch.params_active < 4.0e9
     assert any("(538,631,408 parameters)" in n and "(height / 32)" in n for n in arch.notes)
+    # Its experts are 3-D parameters (Qwen3VLMoeTextExperts), which bitsandbytes does not
+    # quantise and PEFT's "all-linear" does not adapt: not Linear modules.
+    experts = [lin for lin in arch.layer_linears if lin.role.startswith("expert")]
+    assert experts
+    assert not any(lin.module for lin in experts)
 
 
 def test_llama4_counts_interleaved_experts_a_shared_expert_and_the_vision_encoder():

@@ -152,6 +152,18 @@ DECODERS: dict[str, Decoder] = {
         qkv_bias=True, moe=Moe(experts="num_experts", shared="qwen", layers="qwen")
     ),
     "qwen3_moe": Decoder(qk_norm="head", moe=Moe(experts="num_experts", layers="qwen")),
+    # Qwen3-VL-MoE's language model (modeling_qwen3_vl_moe.py): Qwen3-MoE's layers, but its
+    # experts are 3-D parameters (Qwen3VLMoeTextExperts: gate_up_proj [E, d, 2f], down_proj
+    # [E, f, d]), which bitsandbytes and PEFT's "all-linear" leave alone, as in gpt-oss.
+    "qwen3_vl_moe_text": Decoder(
+        qk_norm="head",
+        moe=Moe(
+            experts="num_experts",
+            layers="qwen",
+            names=("gate_up_proj", "gate_up_proj", "down_proj"),
+            modules=False,
+        ),
+    ),
     # OpenAI gpt-oss (modeling_gpt_oss.py; model card arXiv:2508.10925): attention with biases
     # and a learned sink logit per head, alternating banded (128-token) and full attention
     # layers, experts with biases kept as 3-D parameters (gate_up_proj [E, d, 2f] and

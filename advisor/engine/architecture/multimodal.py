@@ -164,12 +164,13 @@ def qwen_vl_blueprint(c: Config, family: str) -> b.Blueprint:
     )
 
 
-# The language model inside each: Qwen2's (q/k/v biases) or Qwen3's (q/k norms, MoE).
+# The language model inside each: Qwen2's (q/k/v biases) or Qwen3's (q/k norms; the MoE's
+# experts as parameter tensors).
 _QWEN_VL_DECODERS = {
     "qwen2_vl": "qwen2",
     "qwen2_5_vl": "qwen2",
     "qwen3_vl": "qwen3",
-    "qwen3_vl_moe": "qwen3_moe",
+    "qwen3_vl_moe": "qwen3_vl_moe_text",
 }
 
 
