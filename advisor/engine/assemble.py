@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from advisor.engine import constants as c
 from advisor.engine import ranking, words
 from advisor.engine.compute import filled_batch, training_flops_per_token
 from advisor.engine.errors import EstimateError
@@ -420,6 +421,17 @@ def _input_warnings(request: EstimateRequest, shape: ModelShape, wl: Workload) -
             "masked-LM head its config.json names is counted in the parameters only. For "
             "masked-LM training on your own text, choose pre-training."
         )
+    fused_experts = _experts_fused_in_transformers_5(shape, wl)
+    if fused_experts:
+        warnings.append(
+            "QLoRA of a mixture-of-experts model through transformers: the experts are counted "
+            "4-bit, as transformers 4.x builds them (one Linear layer per expert). Transformers "
+            "5 stores them as fused 3-D parameters, which bitsandbytes does not quantise "
+            "(bitsandbytes issue #1849, open as of mid-2026): there they stay 16-bit, about "
+            f"{fused_experts / 1e9:,.0f} GB more in all, shared out by ZeRO-3 or FSDP. Pin "
+            "transformers<5, or use Unsloth, which says it quantises them since June 2026 "
+            "(unsloth issue #4032)."
+        )
     if wl.training and request.tokens is None:
         warnings.append("No token count given: GPU hours cannot be estimated, only memory.")
     if wl.task == "inference" and request.tokens is None:
@@ -441,6 +453,31 @@ def _input_warnings(request: EstimateRequest, shape: ModelShape, wl: Workload) -
             "80 GB GPU); elsewhere, as for training, they are dequantised as estimated."
         )
     return warnings
+
+
+# Libraries whose QLoRA quantises through transformers' bitsandbytes integration.
+_TRANSFORMERS_QLORA = ("hf_trainer", "axolotl")
+
+
+def _experts_fused_in_transformers_5(shape: ModelShape, wl: Workload) -> float:
+    """Bytes more a QLoRA of this MoE would hold under transformers 5, whose fused 3-D
+    experts bitsandbytes leaves 16-bit (16-bit against NF4's 4 bits and constants); 0 where
+    the experts are parameter tensors already (counted 16-bit) or the stack is not
+    transformers'."""
+    experts = [lin for lin in shape.linears if lin.role.startswith("expert")]
+    if (
+        wl.task != "qlora"
+        or wl.decode_framework not in _TRANSFORMERS_QLORA
+        or not experts
+        or not all(lin.module for lin in experts)
+        or shape.num_experts <= shape.experts_per_token
+    ):
+        return 0.0
+    # The routed experts' parameters: those idle per token are (E - k) / E of them.
+    idle = shape.params_total - shape.params_active
+    routed = idle * shape.num_experts / (shape.num_experts - shape.experts_per_token)
+    constants = (c.NF4_DOUBLE_QUANT if wl.double_quant else c.NF4_CONSTANTS).value
+    return routed * (2 - 0.5 - constants)
 
 
 def _stored_format(request: EstimateRequest) -> str | None:

@@ -176,3 +176,24 @@ def test_the_result_says_its_recommended_gpus_attend_eagerly():
     assert "eager attention (scores kept): the recommended GPUs have no fused kernel" in (
         activations.value
     )
+
+
+def _moe_qlora_warning(model: dict, **fields) -> str | None:
+    result = estimate(
+        EstimateRequest(config=model, task="qlora", tokens=10**8, **fields), default_catalog()
+    )
+    return next((w for w in result.warnings if "Transformers 5 stores them" in w), None)
+
+
+def test_moe_qlora_through_transformers_says_what_transformers_5_does_to_its_experts():
+    """Transformers 5 fuses Mixtral's experts into 3-D parameters, which bitsandbytes does not
+    quantise (bitsandbytes issue #1849): a QLoRA counted 4-bit as on transformers 4.x would
+    hold about 67 GB more there. The warning says so, and what to do."""
+    mixtral = config("mistralai__Mixtral-8x7B-v0.1")
+    warning = _moe_qlora_warning(mixtral)
+    assert warning is not None
+    assert "about 67 GB more in all" in warning
+    assert "Pin transformers<5, or use Unsloth" in warning
+    # Unsloth quantises them itself; LoRA has no 4-bit base; a dense model has no experts.
+    assert _moe_qlora_warning(mixtral, framework="unsloth") is None
+    assert _moe_qlora_warning(LLAMA_2_7B) is None
