@@ -423,14 +423,22 @@ def _input_warnings(request: EstimateRequest, shape: ModelShape, wl: Workload) -
         )
     fused_experts = _experts_fused_in_transformers_5(shape, wl)
     if fused_experts:
+        bits = "4-bit" if wl.weight_format == "int4" else "8-bit"
+        job = "QLoRA" if wl.training else f"{bits} inference"
         warnings.append(
-            "QLoRA of a mixture-of-experts model through transformers: the experts are counted "
-            "4-bit, as transformers 4.x builds them (one Linear layer per expert). Transformers "
-            "5 stores them as fused 3-D parameters, which bitsandbytes does not quantise "
-            "(bitsandbytes issue #1849, open as of mid-2026): there they stay 16-bit, about "
-            f"{fused_experts / 1e9:,.0f} GB more in all, shared out by ZeRO-3 or FSDP. Pin "
-            "transformers<5, or use Unsloth, which says it quantises them since June 2026 "
-            "(unsloth issue #4032)."
+            f"{job} of a mixture-of-experts model through transformers and bitsandbytes: the "
+            f"experts are counted {bits}, as transformers 4.x builds them (one Linear layer per "
+            "expert). Transformers 5 stores them as fused 3-D parameters, which bitsandbytes "
+            "does not quantise (bitsandbytes issue #1849, open as of mid-2026): there they stay "
+            f"16-bit, about {fused_experts / 1e9:,.0f} GB more in all"
+            + (", shared out by ZeRO-3 or FSDP" if wl.training else "")
+            + ". Pin transformers<5"
+            + (
+                ", or use Unsloth, which says it quantises them since June 2026 (unsloth issue "
+                "#4032)."
+                if wl.training
+                else ", or serve a GPTQ checkpoint with vLLM (quantization gptq)."
+            )
         )
     if wl.training and request.tokens is None:
         warnings.append("No token count given: GPU hours cannot be estimated, only memory.")
@@ -460,14 +468,19 @@ _TRANSFORMERS_QLORA = ("hf_trainer", "axolotl")
 
 
 def _experts_fused_in_transformers_5(shape: ModelShape, wl: Workload) -> float:
-    """Bytes more a QLoRA of this MoE would hold under transformers 5, whose fused 3-D
-    experts bitsandbytes leaves 16-bit (16-bit against NF4's 4 bits and constants); 0 where
-    the experts are parameter tensors already (counted 16-bit) or the stack is not
-    transformers'."""
+    """Bytes more this MoE's bitsandbytes-quantised base would hold under transformers 5, whose
+    fused 3-D experts bitsandbytes leaves 16-bit (against NF4's 4 bits and constants, or
+    LLM.int8()'s 8 bits); 0 where the experts are parameter tensors already (counted 16-bit)
+    or the stack does not quantise through transformers and bitsandbytes."""
     experts = [lin for lin in shape.linears if lin.role.startswith("expert")]
+    through_transformers = (wl.task == "qlora" and wl.decode_framework in _TRANSFORMERS_QLORA) or (
+        wl.task == "inference"
+        and wl.weight_format in ("int4", "int8")
+        and wl.quant_method == "bitsandbytes"
+        and wl.decode_framework == "transformers"
+    )
     if (
-        wl.task != "qlora"
-        or wl.decode_framework not in _TRANSFORMERS_QLORA
+        not through_transformers
         or not experts
         or not all(lin.module for lin in experts)
         or shape.num_experts <= shape.experts_per_token
@@ -476,6 +489,8 @@ def _experts_fused_in_transformers_5(shape: ModelShape, wl: Workload) -> float:
     # The routed experts' parameters: those idle per token are (E - k) / E of them.
     idle = shape.params_total - shape.params_active
     routed = idle * shape.num_experts / (shape.num_experts - shape.experts_per_token)
+    if wl.weight_format == "int8":
+        return routed * 1.0
     constants = (c.NF4_DOUBLE_QUANT if wl.double_quant else c.NF4_CONSTANTS).value
     return routed * (2 - 0.5 - constants)
 

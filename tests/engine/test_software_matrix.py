@@ -197,3 +197,20 @@ def test_moe_qlora_through_transformers_says_what_transformers_5_does_to_its_exp
     # Unsloth quantises them itself; LoRA has no 4-bit base; a dense model has no experts.
     assert _moe_qlora_warning(mixtral, framework="unsloth") is None
     assert _moe_qlora_warning(LLAMA_2_7B) is None
+
+
+def test_moe_4_bit_inference_through_transformers_warns_too_but_not_through_vllm():
+    mixtral = config("mistralai__Mixtral-8x7B-v0.1")
+
+    def warning(**fields):
+        request = EstimateRequest(config=mixtral, task="inference", tokens=10**7, **fields)
+        result = estimate(request, default_catalog())
+        return next((w for w in result.warnings if "Transformers 5 stores them" in w), None)
+
+    text = warning(precision="int4")
+    assert text is not None
+    assert text.startswith("4-bit inference of a mixture-of-experts model")
+    assert "about 65 GB more in all." in text
+    assert "about 45 GB more in all." in warning(precision="int8")
+    assert warning(precision="int4", framework="vllm") is None
+    assert warning(precision="bf16") is None
