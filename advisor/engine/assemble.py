@@ -424,21 +424,21 @@ def _input_warnings(request: EstimateRequest, shape: ModelShape, wl: Workload) -
     fused_experts = _experts_fused_in_transformers_5(shape, wl)
     if fused_experts:
         bits = "4-bit" if wl.weight_format == "int4" else "8-bit"
-        job = "QLoRA" if wl.training else f"{bits} inference"
+        if wl.training:
+            job, shared = "QLoRA", ", shared out by ZeRO-3 or FSDP"
+            instead = (
+                "use Unsloth, which says it quantises them since June 2026 (unsloth issue #4032)"
+            )
+        else:
+            job, shared = f"{bits} inference", ""
+            instead = "serve a GPTQ checkpoint with vLLM (quantization gptq)"
         warnings.append(
             f"{job} of a mixture-of-experts model through transformers and bitsandbytes: the "
             f"experts are counted {bits}, as transformers 4.x builds them (one Linear layer per "
             "expert). Transformers 5 stores them as fused 3-D parameters, which bitsandbytes "
             "does not quantise (bitsandbytes issue #1849, open as of mid-2026): there they stay "
-            f"16-bit, about {fused_experts / 1e9:,.0f} GB more in all"
-            + (", shared out by ZeRO-3 or FSDP" if wl.training else "")
-            + ". Pin transformers<5"
-            + (
-                ", or use Unsloth, which says it quantises them since June 2026 (unsloth issue "
-                "#4032)."
-                if wl.training
-                else ", or serve a GPTQ checkpoint with vLLM (quantization gptq)."
-            )
+            f"16-bit, about {fused_experts / 1e9:,.0f} GB more in all{shared}. Pin "
+            f"transformers<5, or {instead}."
         )
     if wl.training and request.tokens is None:
         warnings.append("No token count given: GPU hours cannot be estimated, only memory.")

@@ -508,7 +508,7 @@ class OptionWriting:
         costs: Costs,
         headroom: bool,
         eligible: bool,
-        larger_batch: bool = False,
+        larger_batch: bool,
     ) -> tuple:
         """ranking.RankKey, flattened (sorting nested tuples costs several times more): the
         profile's tie-breakers come in its order through `pick_ties`."""

@@ -151,7 +151,12 @@ def sliding_window_of(config: dict | None, num_layers: int) -> tuple[int | None,
         # settings in text_config; the vision tower holds no KV cache.
         config = config["text_config"]
     chunk = config.get("attention_chunk_size")
-    if str(config.get("model_type", "")).startswith("llama4") and isinstance(chunk, int):
+    if (
+        str(config.get("model_type", "")).startswith("llama4")
+        and isinstance(chunk, int)
+        and not isinstance(chunk, bool)
+        and chunk > 0
+    ):
         # Llama 4: its rotary layers attend within chunks of attention_chunk_size tokens
         # (chunked attention, cached up to one chunk); one layer in no_rope_layer_interval has
         # no rotary embedding and attends to everything (`no_rope_layers`: 1 = rotary).

@@ -1257,6 +1257,10 @@ def test_llama4_counts_interleaved_experts_a_shared_expert_and_the_vision_encode
         assert 16.9e9 < arch.params_active - arch.params_embedding < 17.1e9
     assert "24 of 48 layers use a dense MLP." in b.notes
     assert sliding_window_of(scout, 48) == (8192, 36)
+    # A chunk size that is no length leaves every layer attending to the whole context.
+    for chunk in (0, -8192, True):
+        text = {**scout["text_config"], "attention_chunk_size": chunk}
+        assert sliding_window_of({**scout, "text_config": text}, 48) == (None, 0)
 
 
 def test_qwen_vl_vision_config_must_be_an_object():

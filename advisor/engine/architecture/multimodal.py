@@ -97,8 +97,9 @@ _QWEN_VISION_SHARED = {
 }
 
 
-def qwen_vision_params(raw: dict, family: str, text_width: int) -> int:
-    """The vision tower and merger of a Qwen2-VL or Qwen2.5-VL model."""
+def qwen_vision_params(raw: dict, family: str, text_width: int) -> tuple[int, int]:
+    """(parameters of the vision tower and merger, pixels per side of one language-model
+    token) of a Qwen2-VL or Qwen2.5-VL model."""
     v = Config({**_QWEN_VISION_SHARED, **_QWEN_VISION_DEFAULTS[family], **raw})
     if family == "qwen2_vl":
         d = v.int("embed_dim")
@@ -123,9 +124,10 @@ def qwen_vision_params(raw: dict, family: str, text_width: int) -> int:
     patch = v.int("patch_size")
     channels = v.int("in_channels", "in_chans")
     embedding = channels * v.int("temporal_patch_size") * patch * patch * d
-    merged = d * v.int("spatial_merge_size") ** 2
+    merge = v.int("spatial_merge_size")
+    merged = d * merge**2
     merger = merger_norm + merged * merged + merged + merged * out + out
-    return embedding + v.int("depth") * block + merger
+    return embedding + v.int("depth") * block + merger, patch * merge
 
 
 def qwen_vl_blueprint(c: Config, family: str) -> b.Blueprint:
@@ -144,13 +146,9 @@ def qwen_vl_blueprint(c: Config, family: str) -> b.Blueprint:
     outer = {k: v for k, v in c.raw.items() if k not in ("vision_config", "text_config")}
     bp = decoder_blueprint(Config({**outer, **(text or {})}), decoder, DECODERS[decoder])
     if family.startswith("qwen3"):
-        tower = qwen3_vision_params(vision, bp.d)
-        defaults = _QWEN3_VISION_DEFAULTS
+        tower, side = qwen3_vision_params(vision, bp.d)
     else:
-        tower = qwen_vision_params(vision, family, bp.d)
-        defaults = {**_QWEN_VISION_SHARED, **_QWEN_VISION_DEFAULTS[family]}
-    v = Config({**defaults, **vision})
-    side = v.int("patch_size") * v.int("spatial_merge_size")
+        tower, side = qwen_vision_params(vision, family, bp.d)
     return replace(
         bp,
         family=family,
@@ -194,8 +192,9 @@ _QWEN3_VISION_DEFAULTS = {
 }
 
 
-def qwen3_vision_params(raw: dict, text_width: int) -> int:
-    """The vision tower, its merger and its deepstack mergers of a Qwen3-VL model."""
+def qwen3_vision_params(raw: dict, text_width: int) -> tuple[int, int]:
+    """(parameters of the vision tower, its merger and its deepstack mergers, pixels per side
+    of one language-model token) of a Qwen3-VL model."""
     v = Config({**_QWEN3_VISION_DEFAULTS, **raw})
     d = v.int("hidden_size")
     inter = v.int("intermediate_size")
@@ -211,11 +210,13 @@ def qwen3_vision_params(raw: dict, text_width: int) -> int:
     embedding = v.int("in_channels") * v.int("temporal_patch_size") * patch * patch * d + d
     positions = v.int("num_position_embeddings") * d
     out = v.int("out_hidden_size", default=text_width)
-    merged = d * v.int("spatial_merge_size") ** 2
+    merge = v.int("spatial_merge_size")
+    merged = d * merge**2
     projection = merged * merged + merged + merged * out + out
     merger = b.ln(d) + projection
     deepstack = len(v.int_list("deepstack_visual_indexes")) * (b.ln(merged) + projection)
-    return embedding + positions + v.int("depth") * block + merger + deepstack
+    params = embedding + positions + v.int("depth") * block + merger + deepstack
+    return params, patch * merge
 
 
 # Llama 4's vision encoder (transformers modeling_llama4.py, Llama4VisionModel): patches
