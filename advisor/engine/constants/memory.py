@@ -285,6 +285,21 @@ RMSNORM_FP32_FAMILIES = frozenset(
         "phi3",
         "deepseek_v2",
         "deepseek_v3",
+        # Their RMSNorms are copies of Llama's or, in Qwen3.5's and Qwen3-Next's (1 + w) form,
+        # normalise `x.float()`.
+        "qwen3_moe",
+        "qwen3_vl",
+        "qwen3_vl_moe",
+        "gemma3",
+        "gemma3_text",
+        "llama4",
+        "llama4_text",
+        "gpt_oss",
+        "qwen3_5",
+        "qwen3_5_moe",
+        "qwen3_5_text",
+        "qwen3_5_moe_text",
+        "qwen3_next",
     }
 )
 # Families whose eager attention runs softmax in fp32 and keeps that output for backward.
