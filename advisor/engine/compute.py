@@ -173,7 +173,9 @@ def training_flops_per_token(shape: ModelShape, wl: Workload) -> float:
         # The job's tokens are the input's, or the target's where the input is not text.
         return per_sequence / max(wl.seq_len if wl.reads_text else dec, 1)
     n = shape.flop_params
-    attention = 12 * shape.total_layers * shape.attn_dim * wl.seq_len
+    # A hybrid's linear-attention layers score no token pairs; their recurrence (a few
+    # head-dim-squared products per token and head) is under 1 % of the matmuls: not counted.
+    attention = 12 * shape.softmax_layers * shape.attn_dim * wl.seq_len
     flops = per_param * n + attention
     if wl.gradient_checkpointing:
         flops += c.RECOMPUTE_FLOPS_PER_PARAM.value * recomputed_params(shape) + attention / 3
@@ -239,12 +241,19 @@ def lora_adapter_bytes_per_token(shape: ModelShape, wl: Workload, recompute: boo
     if not wl.adapters:
         return 0.0
     linears = lora_targeted_linears(shape, wl)
+    layers = shape.total_layers
     if not linears:  # no named linears: q, k, v, o and a standard MLP
         h, f = shape.hidden_size, shape.intermediate_size
-        pairs = [(h, h, 4)] + [(h, f, 2 if shape.gated_mlp else 1), (f, h, 1)]
+        pairs = [(h, h, 4 * layers)] + [(h, f, (2 if shape.gated_mlp else 1) * layers)]
+        pairs.append((f, h, layers))
     else:
         pairs = [
-            (lin.in_features, lin.out_features, copies_per_token(shape, lin)) for lin in linears
+            (
+                lin.in_features,
+                lin.out_features,
+                copies_per_token(shape, lin) * shape.blocks_with(lin),
+            )
+            for lin in linears
         ]
     dropout = bool(wl.lora_dropout)
     e = wl.act_bytes
@@ -253,7 +262,7 @@ def lora_adapter_bytes_per_token(shape: ModelShape, wl: Workload, recompute: boo
         forward = (n_in + 6 * n_out) * e + dropout * (2 * n_in * e + n_in)
         backward = (5 * n_in + 4 * n_out) * e + dropout * (2 * n_in * e + n_in)
         total += count * (forward * (2 if recompute else 1) + backward)
-    return total * shape.total_layers
+    return total
 
 
 def lora_adapter_gpu_hours(
@@ -325,7 +334,7 @@ def inference_gpu_hours(
         prefill_flops = (
             wl.batch_size
             * wl.seq_len
-            * (2 * n_flop + 4 * shape.num_layers * shape.attn_dim * wl.seq_len)
+            * (2 * n_flop + 4 * shape.softmax_layers * shape.attn_dim * wl.seq_len)
         )
     # Eager PyTorch launches each layer's kernels from the host: a small forward pass (an
     # encoder reading one short sequence) waits for the host, not the GPU. Launches run ahead

@@ -132,8 +132,10 @@ def lora_trainable_params(shape: ModelShape, wl: Workload) -> int:
         h, f = shape.hidden_size, shape.intermediate_size
         per_layer = 4 * (h + h) + (3 if shape.gated_mlp else 2) * (h + f)
         return wl.lora_rank * per_layer * shape.total_layers
-    per_layer = sum((lin.in_features + lin.out_features) * lin.count_per_layer for lin in linears)
-    return wl.lora_rank * per_layer * shape.total_layers
+    return wl.lora_rank * sum(
+        (lin.in_features + lin.out_features) * lin.count_per_layer * shape.blocks_with(lin)
+        for lin in linears
+    )
 
 
 def copies_per_token(shape: ModelShape, lin) -> int:
@@ -203,10 +205,11 @@ def quantised_base_bytes(shape: ModelShape, wl: Workload) -> tuple[float, float,
 
 def _quantised_rows(shape: ModelShape) -> int:
     if shape.linears:
-        per_layer = sum(
-            lin.out_features * lin.count_per_layer for lin in shape.linears if lin.module
+        return sum(
+            lin.out_features * lin.count_per_layer * shape.blocks_with(lin)
+            for lin in shape.linears
+            if lin.module
         )
-        return per_layer * shape.total_layers
     return shape.params_linear // max(shape.hidden_size, 1)
 
 
@@ -270,12 +273,14 @@ def lora_dropout_bytes_per_token(
         return per_element * ((4 + (2 if shape.gated_mlp else 1)) * h + f)
     total = 0.0
     for lin in linears:
-        share = 1.0
+        # A layer only some blocks have counts by its share of them: the caller multiplies
+        # this by the number of layers.
+        share = shape.blocks_with(lin) / max(shape.total_layers, 1)
         if lin.role.startswith("cross_attn"):
             if cross is None:
                 continue
             if lin.role in CROSS_KV_ROLES:
-                share = cross
+                share *= cross
         total += lin.in_features * copies_per_token(shape, lin) * share
     return per_element * total
 
@@ -289,6 +294,7 @@ def training_activations_per_layer(
     sequence_parallel: bool = False,
     seq: int | None = None,
     cross: int = 0,
+    linear_attention: bool = False,
 ) -> float:
     """Bytes autograd keeps for one transformer layer (Korthikanti et al. 2022, generalised).
 
@@ -315,6 +321,10 @@ def training_activations_per_layer(
     values at the encoder's, and eager attention's decoder x encoder scores; the encoder
     output its key and value projections read is one tensor for every layer (counted once,
     training_activations). An encoder layer has no cross-attention adapters to drop out.
+
+    A hybrid's `linear_attention` layer keeps, instead of Q, K, V and the output, what its
+    mixer saves per token (ModelShape.linear_attention_saved) and no scores: its cost is
+    linear in the sequence.
     """
     b = wl.batch_size if batch is None else batch
     s = wl.seq_len if seq is None else seq
@@ -339,6 +349,8 @@ def training_activations_per_layer(
         + adapted * sb
     )
     attn = e * sb * (shape.attn_dim + 2 * kv + h)  # Q, K, V, output
+    if linear_attention:
+        attn = e * sb * shape.linear_attention_saved
     if cross:
         unsharded += r * sb * h + attn_in * e * sb * h + (sb * h if dropout else 0)
         attn += e * (sb * (shape.attn_dim + h) + 2 * cross * b * kv)
@@ -351,7 +363,9 @@ def training_activations_per_layer(
         mlp = inner * e * sb * f * routed + e * sb * h * routed
     else:
         mlp = inner * e * sb * shape.intermediate_size
-    if wl.flash_attention or wl.selective_recompute:
+    if linear_attention:
+        scores = 0
+    elif wl.flash_attention or wl.selective_recompute:
         # logsumexp in fp32 (selective: the recomputed core's input), per attention block
         scores = 4 * b * a * s * (2 if cross else 1)
     else:
@@ -403,16 +417,27 @@ def training_activations(
     largest_layer = 0.0
     stream = 0.0  # the embedding output and the final norm of each stack
     for layers, seq, cross in stacks:
-        per_layer = training_activations_per_layer(
-            shape, wl, tp=tp, sequence_parallel=sequence_parallel, seq=seq, cross=cross
-        )
+        # A hybrid (decoder-only) has blocks of both attention kinds.
+        linear = 0 if wl.encoder_len else shape.linear_attention_layers
+        for count, linear_attention in ((layers - linear, False), (linear, True)):
+            if not count:
+                continue
+            per_layer = training_activations_per_layer(
+                shape,
+                wl,
+                tp=tp,
+                sequence_parallel=sequence_parallel,
+                seq=seq,
+                cross=cross,
+                linear_attention=linear_attention,
+            )
+            saved += count * per_layer
+            largest_layer = max(largest_layer, per_layer)
         sbh = seq * wl.batch_size * shape.hidden_size * residual_bytes
         if sequence_parallel:  # the residual stream is split along the sequence between layers
             sbh /= tp
-        saved += layers * per_layer
         inputs += layers * sbh
         stream += 2 * sbh
-        largest_layer = max(largest_layer, per_layer)
     if wl.encoder_len:
         # The encoder's output, which every cross-attention's key and value projections read.
         stream += wl.encoder_len * wl.batch_size * shape.hidden_size * wl.act_bytes
@@ -492,12 +517,26 @@ def kv_cache_bytes(
     tokens = (wl.encoder_len or wl.seq_len) + generated
     # A latent cache (DeepSeek MLA) is replicated, not split by head.
     per_token = shape.kv_cache_width or 2 * math.ceil(shape.num_kv_heads / tp) * shape.head_dim
-    # Sliding-window layers keep at most the window (a rolling buffer).
+    # Sliding-window layers keep at most the window (a rolling buffer); a hybrid's
+    # linear-attention layers keep none.
     window = shape.sliding_window
     local = shape.sliding_layers if window and window < tokens else 0
-    layer_tokens = (shape.num_layers - local) * tokens + local * (window or 0)
+    softmax = shape.num_layers - shape.linear_attention_layers
+    layer_tokens = (softmax - local) * tokens + local * (window or 0)
     copies = kv_cache_copies(shape, wl, generated)
-    return layer_tokens * per_token * wl.batch_size * wl.act_bytes * copies
+    cache = layer_tokens * per_token * wl.batch_size * wl.act_bytes * copies
+    return cache + recurrent_state_bytes(shape, wl, tp=tp)
+
+
+def recurrent_state_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
+    """A hybrid's linear-attention layers keep, per sequence and whatever its length, the
+    short convolution's last inputs in the activation dtype and the delta rule's matrix state
+    in float32 (Qwen3.5's config: mamba_ssm_dtype float32); both are split by head under
+    tensor parallelism."""
+    per_sequence = (
+        shape.recurrent_state_values * wl.act_bytes + shape.recurrent_state_fp32_values * 4
+    )
+    return shape.linear_attention_layers * per_sequence * wl.batch_size / tp
 
 
 def kv_cache_copies(shape: ModelShape, wl: Workload, new_tokens: int | None = None) -> float:

@@ -22,6 +22,7 @@ class Linear:
     count_per_layer: int = 1
     role: str = ""  # "attn_q", "mlp_down", ... as architecture.LinearShape.role
     module: bool = True  # an nn.Linear, which PEFT's "all-linear" adapts
+    layers: int | None = None  # blocks that have it, when not all (LinearShape.layers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,12 @@ class ModelShape:
     sliding_window: int | None = None
     sliding_layers: int = 0
     linears: tuple[Linear, ...] = field(default_factory=tuple)
+    # A hybrid's linear-attention blocks: no KV cache, a fixed recurrent state per sequence,
+    # and their own saved tensors (architecture.ModelArchitecture.linear_attention_*).
+    linear_attention_layers: int = 0
+    recurrent_state_values: int = 0
+    recurrent_state_fp32_values: int = 0
+    linear_attention_saved: int = 0
     # Runs its repository's own modelling code (architecture.registry.runs_remote_code).
     remote_code: bool = False
     # Whether the job's forward pass projects onto the vocabulary (the LM head's matmul and
@@ -82,13 +89,24 @@ class ModelShape:
         return self.num_layers + self.encoder_layers
 
     @property
+    def softmax_layers(self) -> int:
+        """Layers whose attention scores every pair of tokens (all but a hybrid's linear
+        attention): the quadratic FLOPs and the KV cache are theirs."""
+        return self.total_layers - self.linear_attention_layers
+
+    def blocks_with(self, lin: Linear) -> int:
+        """How many blocks have this linear layer."""
+        return self.total_layers if lin.layers is None else lin.layers
+
+    @property
     def params_linear(self) -> int:
         """Weights inside the transformer blocks' linear layers: what int8/int4 quantises."""
         if self.linears:
-            per_layer = sum(
-                lin.in_features * lin.out_features * lin.count_per_layer for lin in self.linears
+            weights = sum(
+                lin.in_features * lin.out_features * lin.count_per_layer * self.blocks_with(lin)
+                for lin in self.linears
             )
-            return min(per_layer * self.total_layers, self.params_total)
+            return min(weights, self.params_total)
         kept = self.params_embedding + self.params_lm_head
         return max(self.params_total - kept, 0)
 
@@ -98,12 +116,12 @@ class ModelShape:
         replace with quantised layers. A family's parameter-tensor experts (gpt-oss) stay in
         16-bit."""
         if self.linears and not all(lin.module for lin in self.linears):
-            per_layer = sum(
-                lin.in_features * lin.out_features * lin.count_per_layer
+            weights = sum(
+                lin.in_features * lin.out_features * lin.count_per_layer * self.blocks_with(lin)
                 for lin in self.linears
                 if lin.module
             )
-            return min(per_layer * self.total_layers, self.params_total)
+            return min(weights, self.params_total)
         return self.params_linear
 
     @property
@@ -193,6 +211,7 @@ def shape_from_architecture(arch: Any) -> ModelShape:
             count_per_layer=lin.count_per_layer,
             role=getattr(lin, "role", "") or "",
             module=getattr(lin, "module", True),
+            layers=getattr(lin, "layers", None),
         )
         for lin in (arch.layer_linears or [])
     )
@@ -223,6 +242,10 @@ def shape_from_architecture(arch: Any) -> ModelShape:
         max_position_embeddings=arch.max_position_embeddings,
         kv_cache_width=getattr(arch, "kv_cache_width", None),
         linears=linears,
+        linear_attention_layers=getattr(arch, "linear_attention_layers", 0),
+        recurrent_state_values=getattr(arch, "recurrent_state_values", 0),
+        recurrent_state_fp32_values=getattr(arch, "recurrent_state_fp32_values", 0),
+        linear_attention_saved=getattr(arch, "linear_attention_saved", 0),
         remote_code=bool(getattr(arch, "remote_code", False)),
         source=arch.source,
         exact=arch.exact,

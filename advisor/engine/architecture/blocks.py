@@ -1,9 +1,10 @@
 """The one parameter-count formula, and the layer builders every family shares.
 
-A transformer is counted as Megatron's memory report does it: embeddings, then `layers` identical
-blocks (attention + MLP or experts + norms), then what sits outside the blocks (final norm,
-pooler, task head, projections), then the LM head (0 when tied). Families differ only in the
-Blueprint they fill in; `assemble` is the only place that adds the pieces up.
+A transformer is counted as Megatron's memory report does it: embeddings, then `layers` blocks
+(attention + MLP or experts + norms), then what sits outside the blocks (final norm, pooler,
+task head, projections), then the LM head (0 when tied). Blocks differ only where a MoE mixes
+dense and sparse blocks or a hybrid mixes softmax and linear attention (Qwen3.5). Families
+differ only in the Blueprint they fill in; `assemble` is the only place that adds the pieces up.
 """
 
 from __future__ import annotations
@@ -153,18 +154,41 @@ class Blueprint:
     exact: bool = True
     source: str | None = None
     kv_cache_width: int | None = None
+    # A hybrid (Qwen3.5): `linear_attention_layers` of the blocks replace `attention` with these
+    # linear-attention projections plus `linear_attention_norms` other parameters (short
+    # convolution, decay and step parameters, gated norm); `attention_norms` are the softmax
+    # attention's own (q/k norms), which the other blocks lack. The rest as
+    # ModelArchitecture.linear_attention_*.
+    linear_attention: list[LinearShape] = field(default_factory=list)
+    linear_attention_layers: int = 0
+    linear_attention_norms: int = 0
+    attention_norms: int = 0
+    recurrent_state_values: int = 0
+    recurrent_state_fp32_values: int = 0
+    linear_attention_saved: int = 0
+
+
+def _in_blocks(linears: list[LinearShape], blocks: int, every: int) -> list[LinearShape]:
+    """The layers, marked with how many blocks have them where that is not every block."""
+    if blocks == every:
+        return list(linears)
+    return [lin.model_copy(update={"layers": blocks}) for lin in linears]
 
 
 def assemble(c: Config, bp: Blueprint) -> ModelArchitecture:
-    """Total = embeddings + dense blocks + sparse blocks + encoder + outside + LM head."""
-    per_block = total(bp.attention) + bp.block_norms
+    """Total = embeddings + blocks (softmax or linear attention; dense MLP or experts) + encoder
+    + outside + LM head."""
     moe = bp.experts
     sparse = moe.sparse_layers if moe else 0
     dense = bp.layers - sparse
+    softmax = bp.layers - bp.linear_attention_layers
     params = (
         bp.embedding
-        + dense * (per_block + total(bp.mlp))
-        + (sparse * (per_block + moe.params) if moe else 0)
+        + softmax * (total(bp.attention) + bp.attention_norms)
+        + bp.linear_attention_layers * (total(bp.linear_attention) + bp.linear_attention_norms)
+        + bp.layers * bp.block_norms
+        + dense * total(bp.mlp)
+        + (sparse * moe.params if moe else 0)
         + bp.encoder
         + bp.outside
         + bp.lm_head
@@ -176,7 +200,12 @@ def assemble(c: Config, bp: Blueprint) -> ModelArchitecture:
             field="config.json",
         )
     active = params - (sparse * moe.idle_per_token if moe else 0)
-    linears = [*bp.attention, *(moe.router + moe.routed + moe.shared if moe else bp.mlp)]
+    linears = [
+        *_in_blocks(bp.attention, softmax, bp.layers),
+        *_in_blocks(bp.linear_attention, bp.linear_attention_layers, bp.layers),
+        *(_in_blocks(moe.router + moe.routed + moe.shared, sparse, bp.layers) if moe else []),
+        *(_in_blocks(bp.mlp, dense, bp.layers) if dense else []),
+    ]
     return ModelArchitecture(
         family=bp.family,
         architecture=c.architecture(),
@@ -207,4 +236,8 @@ def assemble(c: Config, bp: Blueprint) -> ModelArchitecture:
         exact=bp.exact,
         notes=bp.notes,
         kv_cache_width=bp.kv_cache_width,
+        linear_attention_layers=bp.linear_attention_layers,
+        recurrent_state_values=bp.recurrent_state_values,
+        recurrent_state_fp32_values=bp.recurrent_state_fp32_values,
+        linear_attention_saved=bp.linear_attention_saved,
     )

@@ -13,6 +13,7 @@ from dataclasses import replace
 from advisor.engine.architecture import blocks as b
 from advisor.engine.architecture.config import Config, heads
 from advisor.engine.architecture.decoders import Decoder, Dims, Moe
+from advisor.engine.errors import ConfigError
 
 # --- Head layouts that a config flag decides ---------------------------------------------------
 
@@ -72,6 +73,92 @@ def _opt_projection(c: Config, bp: b.Blueprint) -> b.Blueprint:
 def _attention_sinks(c: Config, bp: b.Blueprint) -> b.Blueprint:
     """gpt-oss: one learned sink logit per attention head in every block."""
     return replace(bp, block_norms=bp.block_norms + bp.h)
+
+
+# The flash-linear-attention kernels' chunk (chunk_gated_delta_rule: 64 tokens), whose
+# within-chunk matrix (one row of the chunk per token and value head) is kept for backward.
+_DELTA_RULE_CHUNK = 64
+
+
+def _gated_delta_net(fused: bool):
+    """Qwen3.5 and Qwen3-Next (modeling_qwen3_5.py, modeling_qwen3_next.py): three of every
+    four blocks (`layer_types`, else all but every full_attention_interval-th) replace softmax
+    attention with a gated DeltaNet (Yang et al. 2024, arXiv:2412.06464): projections to
+    queries and keys (linear_num_key_heads x linear_key_head_dim each), values and an output
+    gate (linear_num_value_heads x linear_value_head_dim each) and one decay and one step size
+    per value head, a depthwise causal convolution over the queries, keys and values, a gated
+    RMSNorm, an output projection; none with bias. Qwen3-Next fuses the projections
+    (in_proj_qkvz, in_proj_ba), Qwen3.5 does not: the same count. The softmax blocks' query
+    projection is twice as wide (the query and a sigmoid output gate) and has q/k norms."""
+
+    def adjust(c: Config, bp: b.Blueprint) -> b.Blueprint:
+        d, layers = bp.d, bp.layers
+        types = c.raw.get("layer_types")
+        if isinstance(types, list) and types:
+            if len(types) != layers or not all(
+                t in ("linear_attention", "full_attention") for t in types
+            ):
+                raise ConfigError(
+                    f"config.json field 'layer_types' must name {layers} layers, each "
+                    "'linear_attention' or 'full_attention'",
+                    field="layer_types",
+                )
+            linear = types.count("linear_attention")
+        else:
+            linear = layers - layers // c.int("full_attention_interval", default=4)
+        nk = c.int("linear_num_key_heads", default=16)
+        nv = c.int("linear_num_value_heads", default=32)
+        dk = c.int("linear_key_head_dim", default=128)
+        dv = c.int("linear_value_head_dim", default=128)
+        kernel = c.int("linear_conv_kernel_dim", default=4)
+        keys, values = nk * dk, nv * dv
+        conv = 2 * keys + values
+        if fused:
+            mixer = [
+                b.lin("in_proj_qkvz", d, conv + values, False, "linear_attn_qkvz"),
+                b.lin("in_proj_ba", d, 2 * nv, False, "linear_attn_ba"),
+            ]
+        else:
+            mixer = [
+                b.lin("in_proj_qkv", d, conv, False, "linear_attn_qkv"),
+                b.lin("in_proj_z", d, values, False, "linear_attn_z"),
+                b.lin("in_proj_b", d, nv, False, "linear_attn_b"),
+                b.lin("in_proj_a", d, nv, False, "linear_attn_a"),
+            ]
+        mixer.append(b.lin("out_proj", values, d, False, "linear_attn_out"))
+        q, k, v, o = bp.attention
+        attention = [q.model_copy(update={"out_features": 2 * q.out_features}), k, v, o]
+        notes = [
+            f"{linear} of {layers} layers use gated DeltaNet linear attention: they keep no KV "
+            f"cache but a fixed state of "
+            f"{(conv * kernel * 2 + nv * dk * dv * 4) / 2**20:.1f} MiB per sequence each.",
+            "Training through transformers needs flash-linear-attention and causal-conv1d "
+            "installed: without them it runs a plain PyTorch recurrence, much slower and "
+            "keeping more activations than counted.",
+        ]
+        if c.opt_int("mtp_num_hidden_layers", "num_nextn_predict_layers", minimum=0):
+            notes.append(
+                "The multi-token-prediction layer stored in the checkpoint is not counted "
+                "(transformers does not load it; a server drafting with it holds it too)."
+            )
+        return replace(
+            bp,
+            attention=attention,
+            block_norms=bp.block_norms - 2 * bp.hd,  # the q/k norms are the softmax blocks'
+            attention_norms=2 * bp.hd,
+            linear_attention=mixer,
+            linear_attention_layers=linear,
+            linear_attention_norms=conv * kernel + 2 * nv + dv,  # conv, A_log, dt_bias, norm
+            recurrent_state_values=conv * kernel,
+            recurrent_state_fp32_values=nv * dk * dv,
+            # Kept for backward per token: the convolution's input and output (queries, keys
+            # and values), the gate, the recurrence's output and the normed output, and the
+            # kernel's within-chunk matrix.
+            linear_attention_saved=2 * conv + 3 * values + nv * _DELTA_RULE_CHUNK,
+            notes=[*bp.notes, *notes],
+        )
+
+    return adjust
 
 
 # --- The table -----------------------------------------------------------------------------
@@ -195,6 +282,29 @@ DECODERS: dict[str, Decoder] = {
             router="router",
             modules=False,
         ),
+    ),
+    # Qwen3.5's language model (modeling_qwen3_5.py): the gated DeltaNet hybrid, dense MLP.
+    "qwen3_5_text": Decoder(qk_norm="head", adjust=_gated_delta_net(fused=False)),
+    # Qwen3.5's MoE (modeling_qwen3_5_moe.py): every block routes to num_experts_per_tok of
+    # num_experts experts kept as 3-D parameters (gate_up_proj, down_proj), beside a gated
+    # shared expert. Its configuration has no dense MLP width.
+    "qwen3_5_moe_text": Decoder(
+        qk_norm="head",
+        intermediate=("intermediate_size", "moe_intermediate_size"),
+        moe=Moe(
+            experts="num_experts",
+            shared="qwen",
+            names=("gate_up_proj", "gate_up_proj", "down_proj"),
+            modules=False,
+        ),
+        adjust=_gated_delta_net(fused=False),
+    ),
+    # Qwen3-Next (modeling_qwen3_next.py): the same hybrid with fused input projections and
+    # Qwen2-MoE's experts (nn.Linear modules in transformers 4) and gated shared expert.
+    "qwen3_next": Decoder(
+        qk_norm="head",
+        moe=Moe(experts="num_experts", shared="qwen", layers="qwen"),
+        adjust=_gated_delta_net(fused=True),
     ),
     "deepseek_v2": Decoder(
         attention="latent",

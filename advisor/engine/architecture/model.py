@@ -26,9 +26,13 @@ class LinearShape(_Frozen):
     # An nn.Linear module, which PEFT's target_modules="all-linear" adapts; False: a weight
     # the family keeps as a parameter tensor (gpt-oss's experts and router), which it does not.
     module: bool = True
+    # How many blocks have this layer when not every block does: a hybrid's softmax-attention
+    # and linear-attention blocks (Qwen3.5), a MoE's dense and sparse blocks. None: all.
+    layers: int | None = None
 
     @property
     def params(self) -> int:
+        """The parameters of this layer in one block that has it."""
         return self.count_per_layer * (
             self.in_features * self.out_features + self.out_features * self.bias
         )
@@ -77,3 +81,13 @@ class ModelArchitecture(_Frozen):
     # The model runs its repository's own code (config.json's auto_map names a class transformers
     # does not ship): that code keeps transformers' pre-4.36 habits (memory.py says which).
     remote_code: bool = False
+    # A hybrid's linear-attention blocks (Qwen3.5's gated DeltaNet): they keep no KV cache but,
+    # per sequence, a fixed recurrent state of `recurrent_state_values` values in the
+    # activation dtype (the short convolution's window) and `recurrent_state_fp32_values` in
+    # float32 (the delta rule's matrix state); `linear_attention_saved` is what one keeps for
+    # backward per token, in activation elements, in place of softmax attention's Q, K, V and
+    # output.
+    linear_attention_layers: int = 0
+    recurrent_state_values: int = 0
+    recurrent_state_fp32_values: int = 0
+    linear_attention_saved: int = 0

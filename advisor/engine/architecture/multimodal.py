@@ -1,5 +1,5 @@
 """Vision-language models whose vision tower the engine counts exactly: Gemma 3 (SigLIP),
-Qwen2-VL, Qwen2.5-VL and Qwen3-VL (their own vision transformers, `qwen_vl_blueprint`).
+Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Qwen3.5 (their own vision transformers, `qwen_vl_blueprint`).
 
 Gemma3ForConditionalGeneration (transformers modeling_gemma3.py) is the gemma3_text decoder, a
 SigLIP vision encoder without its attention-pooling head (vision_use_head false) and a projector
@@ -131,9 +131,9 @@ def qwen_vision_params(raw: dict, family: str, text_width: int) -> tuple[int, in
 
 
 def qwen_vl_blueprint(c: Config, family: str) -> b.Blueprint:
-    """Qwen2-VL, Qwen2.5-VL and Qwen3-VL (dense or MoE): their language model (its fields at
-    the top level of the Hub's config.json, or in text_config where newer transformers and
-    Qwen3-VL save them) and their vision tower."""
+    """Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Qwen3.5 (dense or MoE): their language model (its
+    fields at the top level of the Hub's config.json, or in text_config where newer
+    transformers, Qwen3-VL and Qwen3.5 save them) and their vision tower."""
     vision = c.raw.get("vision_config") or {}
     text = c.raw.get("text_config")
     if not isinstance(vision, dict) or not isinstance(text, dict | None):
@@ -169,6 +169,10 @@ _QWEN_VL_DECODERS = {
     "qwen2_5_vl": "qwen2",
     "qwen3_vl": "qwen3",
     "qwen3_vl_moe": "qwen3_vl_moe_text",
+    # Qwen3.5 (modeling_qwen3_5.py): Qwen3-VL's vision tower without deepstack mergers, the
+    # gated DeltaNet hybrid as language model.
+    "qwen3_5": "qwen3_5_text",
+    "qwen3_5_moe": "qwen3_5_moe_text",
 }
 
 

@@ -46,6 +46,8 @@ REGISTRY: dict[str, Reader] = {
     "qwen2_5_vl": qwen_vl_blueprint,
     "qwen3_vl": qwen_vl_blueprint,
     "qwen3_vl_moe": qwen_vl_blueprint,
+    "qwen3_5": qwen_vl_blueprint,
+    "qwen3_5_moe": qwen_vl_blueprint,
     "llama4": llama4_blueprint,
 }
 # Families reported under another name than their model_type.
@@ -85,6 +87,11 @@ ARCHITECTURES = {
     "Qwen2_5_VLForConditionalGeneration": "qwen2_5_vl",
     "Qwen3VLForConditionalGeneration": "qwen3_vl",
     "Qwen3VLMoeForConditionalGeneration": "qwen3_vl_moe",
+    "Qwen3_5ForConditionalGeneration": "qwen3_5",
+    "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
+    "Qwen3_5ForCausalLM": "qwen3_5_text",
+    "Qwen3_5MoeForCausalLM": "qwen3_5_moe_text",
+    "Qwen3NextForCausalLM": "qwen3_next",
     "Llama4ForConditionalGeneration": "llama4",
     "Llama4ForCausalLM": "llama4_text",
     "OlmoForCausalLM": "olmo",
