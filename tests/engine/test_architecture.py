@@ -1488,6 +1488,47 @@ def test_hub_count_that_agrees_confirms_the_config_count():
     assert arch.stored_weight_bytes == 2 * 1_235_814_400
 
 
+def test_hub_lookup_counts_a_config_that_keeps_its_sizes_in_text_config():
+    """A vision-language config keeps its language model's sizes in text_config. Before engine
+    1.13 a Hub lookup took that for "no usable config.json" and guessed a dense shape from the
+    count: Llama 4 Scout became a dense 108B model, all of it active per token."""
+    config = find_bundled("meta-llama/Llama-4-Scout-17B-16E-Instruct").config
+    metadata = HubModelMetadata(
+        repo_id="meta-llama/Llama-4-Scout-17B-16E-Instruct",
+        safetensors_parameters={"BF16": 108_641_793_536},
+        config=config,
+    )
+
+    arch = architecture_from_hub(metadata)
+
+    assert arch.family == "llama4"
+    assert arch.source == "config.json (llama4), checked against hub safetensors"
+    assert arch.params_active < 0.2 * arch.params_total
+
+
+def test_hub_total_with_the_multi_token_prediction_layer_is_explained_to_the_parameter():
+    """Qwen3.5's and Qwen3-Next's checkpoints store an MTP layer transformers does not load:
+    the Hub's totals are the count plus exactly that layer."""
+    for repo, hub_total in [
+        ("Qwen/Qwen3.5-9B", 9_653_104_368),
+        ("Qwen/Qwen3.6-35B-A3B", 35_951_822_704),
+        ("Qwen/Qwen3-Next-80B-A3B-Instruct", 81_324_862_720),
+    ]:
+        metadata = HubModelMetadata(
+            repo_id=repo,
+            safetensors_parameters={"BF16": hub_total},
+            config=find_bundled(repo).config,
+        )
+
+        arch = architecture_from_hub(metadata)
+
+        assert arch.exact, repo
+        assert arch.params_total < hub_total
+        assert (
+            "the multi-token-prediction layer, which transformers does not load" in (arch.notes[-1])
+        )
+
+
 def test_hub_tied_embedding_stored_twice_is_counted_once():
     lm_head = 128256 * 2048
     metadata = HubModelMetadata(

@@ -166,6 +166,7 @@ class Blueprint:
     recurrent_state_values: int = 0
     recurrent_state_fp32_values: int = 0
     linear_attention_saved: int = 0
+    params_not_loaded: int = 0  # ModelArchitecture.params_not_loaded
 
 
 def _in_blocks(linears: list[LinearShape], blocks: int, every: int) -> list[LinearShape]:
@@ -240,4 +241,5 @@ def assemble(c: Config, bp: Blueprint) -> ModelArchitecture:
         recurrent_state_values=bp.recurrent_state_values,
         recurrent_state_fp32_values=bp.recurrent_state_fp32_values,
         linear_attention_saved=bp.linear_attention_saved,
+        params_not_loaded=bp.params_not_loaded,
     )

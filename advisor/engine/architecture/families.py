@@ -136,11 +136,21 @@ def _gated_delta_net(fused: bool):
             "installed: without them it runs a plain PyTorch recurrence, much slower and "
             "keeping more activations than counted.",
         ]
-        if c.opt_int("mtp_num_hidden_layers", "num_nextn_predict_layers", minimum=0):
+        mtp_layers = c.opt_int("mtp_num_hidden_layers", "num_nextn_predict_layers", minimum=0)
+        if mtp_layers:
             notes.append(
                 "The multi-token-prediction layer stored in the checkpoint is not counted "
                 "(transformers does not load it; a server drafting with it holds it too)."
             )
+        # The MTP module (vLLM's qwen3_5_mtp.py): a 2d -> d projection, three norms and
+        # full-attention blocks with the model's MLP or experts.
+        # (bp.block_norms still holds the q/k norms here.)
+        mtp_block = (
+            b.total(attention)
+            + bp.block_norms
+            + (bp.experts.params if bp.experts else b.total(bp.mlp))
+        )
+        mtp = (2 * d * d + 3 * d + mtp_layers * mtp_block) if mtp_layers else 0
         return replace(
             bp,
             attention=attention,
@@ -155,6 +165,7 @@ def _gated_delta_net(fused: bool):
             # and values), the gate, the recurrence's output and the normed output, and the
             # kernel's within-chunk matrix.
             linear_attention_saved=2 * conv + 3 * values + nv * _DELTA_RULE_CHUNK,
+            params_not_loaded=mtp,
             notes=[*bp.notes, *notes],
         )
 

@@ -119,6 +119,10 @@ def _explain_difference(arch: ModelArchitecture, difference: int) -> str:
         "a causal-mask buffer per layer": arch.num_layers * positions * positions,
         # Older Llama conversions: rotary_emb.inv_freq, head_dim / 2 per layer.
         "a rotary inv_freq buffer per layer": arch.num_layers * (arch.head_dim // 2),
+        # Qwen3.5's and Qwen3-Next's mtp.* weights, which transformers skips on load.
+        "the multi-token-prediction layer, which transformers does not load": (
+            arch.params_not_loaded
+        ),
     }
     names = [name for name, size in extras.items() if size]
     for r in range(1, len(names) + 1):
@@ -165,10 +169,22 @@ def compare_with_hub(arch: ModelArchitecture, hub_count: int, bits: int | None) 
     )
 
 
+_DIMENSIONS = ("hidden_size", "n_embd", "d_model", "dim")
+
+
+def _has_dimensions(config: dict | None) -> bool:
+    """config.json sizes the model: at its top level, or in text_config where a
+    vision-language model (Gemma 3, Qwen3-VL, Llama 4, Qwen3.5) keeps its language model's."""
+    if not config:
+        return False
+    text = config.get("text_config")
+    return any(k in config for k in _DIMENSIONS) or (
+        isinstance(text, dict) and any(k in text for k in _DIMENSIONS)
+    )
+
+
 def _config_architecture(metadata: HubModelMetadata) -> tuple[ModelArchitecture | None, str]:
-    if metadata.config and any(
-        k in metadata.config for k in ("hidden_size", "n_embd", "d_model", "dim")
-    ):
+    if _has_dimensions(metadata.config):
         try:
             return architecture_from_config(metadata.config), ""
         except ConfigError as error:

@@ -91,3 +91,6 @@ class ModelArchitecture(_Frozen):
     recurrent_state_values: int = 0
     recurrent_state_fp32_values: int = 0
     linear_attention_saved: int = 0
+    # Weights the checkpoint stores that transformers does not load (Qwen3.5's and
+    # Qwen3-Next's multi-token-prediction layer): not counted, but they explain the Hub's total.
+    params_not_loaded: int = 0
