@@ -323,7 +323,7 @@ def training_activations_per_layer(
     training_activations). An encoder layer has no cross-attention adapters to drop out.
 
     A hybrid's `linear_attention` layer keeps, instead of Q, K, V and the output, what its
-    mixer saves per token (ModelShape.linear_attention_saved) and no scores: its cost is
+    mixer saves per token (LinearAttention.saved_per_token) and no scores: its cost is
     linear in the sequence.
     """
     b = wl.batch_size if batch is None else batch
@@ -350,7 +350,7 @@ def training_activations_per_layer(
     )
     attn = e * sb * (shape.attn_dim + 2 * kv + h)  # Q, K, V, output
     if linear_attention:
-        attn = e * sb * shape.linear_attention_saved
+        attn = e * sb * shape.linear_attention.saved_per_token
     if cross:
         unsharded += r * sb * h + attn_in * e * sb * h + (sb * h if dropout else 0)
         attn += e * (sb * (shape.attn_dim + h) + 2 * cross * b * kv)
@@ -533,10 +533,11 @@ def recurrent_state_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> fl
     short convolution's last inputs in the activation dtype and the delta rule's matrix state
     in float32 (Qwen3.5's config: mamba_ssm_dtype float32); both are split by head under
     tensor parallelism."""
-    per_sequence = (
-        shape.recurrent_state_values * wl.act_bytes + shape.recurrent_state_fp32_values * 4
-    )
-    return shape.linear_attention_layers * per_sequence * wl.batch_size / tp
+    hybrid = shape.linear_attention
+    if not hybrid:
+        return 0.0
+    per_sequence = hybrid.state_values * wl.act_bytes + hybrid.state_fp32_values * 4
+    return hybrid.layers * per_sequence * wl.batch_size / tp
 
 
 def kv_cache_copies(shape: ModelShape, wl: Workload, new_tokens: int | None = None) -> float:

@@ -61,11 +61,8 @@ class ModelShape:
     sliding_layers: int = 0
     linears: tuple[Linear, ...] = field(default_factory=tuple)
     # A hybrid's linear-attention blocks: no KV cache, a fixed recurrent state per sequence,
-    # and their own saved tensors (architecture.ModelArchitecture.linear_attention_*).
-    linear_attention_layers: int = 0
-    recurrent_state_values: int = 0
-    recurrent_state_fp32_values: int = 0
-    linear_attention_saved: int = 0
+    # and their own saved tensors (architecture.model.LinearAttention); None: none.
+    linear_attention: Any = None
     # Runs its repository's own modelling code (architecture.registry.runs_remote_code).
     remote_code: bool = False
     # Whether the job's forward pass projects onto the vocabulary (the LM head's matmul and
@@ -93,6 +90,10 @@ class ModelShape:
         """Layers whose attention scores every pair of tokens (all but a hybrid's linear
         attention): the quadratic FLOPs and the KV cache are theirs."""
         return self.total_layers - self.linear_attention_layers
+
+    @property
+    def linear_attention_layers(self) -> int:
+        return self.linear_attention.layers if self.linear_attention else 0
 
     def blocks_with(self, lin: Linear) -> int:
         """How many blocks have this linear layer."""
@@ -242,10 +243,7 @@ def shape_from_architecture(arch: Any) -> ModelShape:
         max_position_embeddings=arch.max_position_embeddings,
         kv_cache_width=getattr(arch, "kv_cache_width", None),
         linears=linears,
-        linear_attention_layers=getattr(arch, "linear_attention_layers", 0),
-        recurrent_state_values=getattr(arch, "recurrent_state_values", 0),
-        recurrent_state_fp32_values=getattr(arch, "recurrent_state_fp32_values", 0),
-        linear_attention_saved=getattr(arch, "linear_attention_saved", 0),
+        linear_attention=getattr(arch, "linear_attention", None),
         remote_code=bool(getattr(arch, "remote_code", False)),
         source=arch.source,
         exact=arch.exact,

@@ -47,7 +47,7 @@ def test_hybrids_are_counted_to_the_published_parameter(repo, total, linear_laye
     arch = _arch(repo)
 
     assert arch.params_total == total
-    assert (arch.linear_attention_layers, arch.num_layers) == (linear_layers, layers)
+    assert (arch.linear_attention.layers, arch.num_layers) == (linear_layers, layers)
     assert any(f"{linear_layers} of {layers} layers use gated DeltaNet" in n for n in arch.notes)
 
 
@@ -89,7 +89,7 @@ def test_only_the_softmax_layers_cache_keys_and_values():
     assert kv_cache_bytes(shape, wl) == expected
     # Counted as a dense model of the same widths, every layer's cache would grow with the
     # context: four times the keys and values, 3.8 times the whole.
-    dense = replace(shape, linear_attention_layers=0)
+    dense = replace(shape, linear_attention=None)
     assert kv_cache_bytes(dense, wl) == 4 * (expected - 16 * 24 * state)
 
 
@@ -98,7 +98,7 @@ def test_linear_attention_scores_no_token_pairs():
     matrices likewise."""
     shape = shape_from_architecture(_arch("Qwen/Qwen3.5-9B"))
     wl = workload(task="full_finetune", seq_len=32768, new_tokens=0)
-    dense = replace(shape, linear_attention_layers=0)
+    dense = replace(shape, linear_attention=None)
 
     hybrid_attention = training_flops_per_token(shape, wl) - 6 * shape.flop_params
     dense_attention = training_flops_per_token(dense, wl) - 6 * shape.flop_params
@@ -118,7 +118,7 @@ def test_a_deltanet_block_keeps_its_wider_tensors_for_backward():
     64-token chunk rows: more than a softmax block's Q, K, V and output."""
     shape = shape_from_architecture(_arch("Qwen/Qwen3.5-9B"))
     wl = workload(task="full_finetune", seq_len=2048, new_tokens=0)
-    softmax_only = replace(shape, linear_attention_layers=0)
+    softmax_only = replace(shape, linear_attention=None)
 
     extra = training_activations(shape, wl) - training_activations(softmax_only, wl)
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from advisor.engine.architecture.config import MAX_PARAMS, Config
-from advisor.engine.architecture.model import LinearShape, ModelArchitecture
+from advisor.engine.architecture.model import LinearAttention, LinearShape, ModelArchitecture
 from advisor.engine.errors import ConfigError
 
 
@@ -154,18 +154,14 @@ class Blueprint:
     exact: bool = True
     source: str | None = None
     kv_cache_width: int | None = None
-    # A hybrid (Qwen3.5): `linear_attention_layers` of the blocks replace `attention` with these
+    # A hybrid (Qwen3.5): `hybrid.layers` of the blocks replace `attention` with these
     # linear-attention projections plus `linear_attention_norms` other parameters (short
     # convolution, decay and step parameters, gated norm); `attention_norms` are the softmax
-    # attention's own (q/k norms), which the other blocks lack. The rest as
-    # ModelArchitecture.linear_attention_*.
+    # attention's own (q/k norms), which the other blocks lack.
     linear_attention: list[LinearShape] = field(default_factory=list)
-    linear_attention_layers: int = 0
     linear_attention_norms: int = 0
     attention_norms: int = 0
-    recurrent_state_values: int = 0
-    recurrent_state_fp32_values: int = 0
-    linear_attention_saved: int = 0
+    hybrid: LinearAttention | None = None
     params_not_loaded: int = 0  # ModelArchitecture.params_not_loaded
 
 
@@ -182,11 +178,12 @@ def assemble(c: Config, bp: Blueprint) -> ModelArchitecture:
     moe = bp.experts
     sparse = moe.sparse_layers if moe else 0
     dense = bp.layers - sparse
-    softmax = bp.layers - bp.linear_attention_layers
+    linear = bp.hybrid.layers if bp.hybrid else 0
+    softmax = bp.layers - linear
     params = (
         bp.embedding
         + softmax * (total(bp.attention) + bp.attention_norms)
-        + bp.linear_attention_layers * (total(bp.linear_attention) + bp.linear_attention_norms)
+        + linear * (total(bp.linear_attention) + bp.linear_attention_norms)
         + bp.layers * bp.block_norms
         + dense * total(bp.mlp)
         + (sparse * moe.params if moe else 0)
@@ -203,7 +200,7 @@ def assemble(c: Config, bp: Blueprint) -> ModelArchitecture:
     active = params - (sparse * moe.idle_per_token if moe else 0)
     linears = [
         *_in_blocks(bp.attention, softmax, bp.layers),
-        *_in_blocks(bp.linear_attention, bp.linear_attention_layers, bp.layers),
+        *_in_blocks(bp.linear_attention, linear, bp.layers),
         *(_in_blocks(moe.router + moe.routed + moe.shared, sparse, bp.layers) if moe else []),
         *(_in_blocks(bp.mlp, dense, bp.layers) if dense else []),
     ]
@@ -237,9 +234,6 @@ def assemble(c: Config, bp: Blueprint) -> ModelArchitecture:
         exact=bp.exact,
         notes=bp.notes,
         kv_cache_width=bp.kv_cache_width,
-        linear_attention_layers=bp.linear_attention_layers,
-        recurrent_state_values=bp.recurrent_state_values,
-        recurrent_state_fp32_values=bp.recurrent_state_fp32_values,
-        linear_attention_saved=bp.linear_attention_saved,
+        linear_attention=bp.hybrid,
         params_not_loaded=bp.params_not_loaded,
     )

@@ -13,6 +13,7 @@ from dataclasses import replace
 from advisor.engine.architecture import blocks as b
 from advisor.engine.architecture.config import Config, heads
 from advisor.engine.architecture.decoders import Decoder, Dims, Moe
+from advisor.engine.architecture.model import LinearAttention
 from advisor.engine.errors import ConfigError
 
 # --- Head layouts that a config flag decides ---------------------------------------------------
@@ -157,14 +158,16 @@ def _gated_delta_net(fused: bool):
             block_norms=bp.block_norms - 2 * bp.hd,  # the q/k norms are the softmax blocks'
             attention_norms=2 * bp.hd,
             linear_attention=mixer,
-            linear_attention_layers=linear,
             linear_attention_norms=conv * kernel + 2 * nv + dv,  # conv, A_log, dt_bias, norm
-            recurrent_state_values=conv * kernel,
-            recurrent_state_fp32_values=nv * dk * dv,
-            # Kept for backward per token: the convolution's input and output (queries, keys
-            # and values), the gate, the recurrence's output and the normed output, and the
-            # kernel's within-chunk matrix.
-            linear_attention_saved=2 * conv + 3 * values + nv * _DELTA_RULE_CHUNK,
+            hybrid=LinearAttention(
+                layers=linear,
+                state_values=conv * kernel,
+                state_fp32_values=nv * dk * dv,
+                # Kept for backward per token: the convolution's input and output (queries,
+                # keys and values), the gate, the recurrence's output and the normed output,
+                # and the kernel's within-chunk matrix.
+                saved_per_token=2 * conv + 3 * values + nv * _DELTA_RULE_CHUNK,
+            ),
             params_not_loaded=mtp,
             notes=[*bp.notes, *notes],
         )

@@ -38,6 +38,18 @@ class LinearShape(_Frozen):
         )
 
 
+class LinearAttention(_Frozen):
+    """A hybrid's linear-attention blocks (Qwen3.5's gated DeltaNet): they keep no KV cache
+    but, per sequence and whatever its length, a fixed recurrent state, and their own tensors
+    for backward."""
+
+    layers: int  # blocks of this kind (the others use softmax attention)
+    state_values: int  # per sequence and block, in the activation dtype (the conv window)
+    state_fp32_values: int  # per sequence and block, in float32 (the delta rule's matrix)
+    saved_per_token: int  # activation elements one block keeps for backward per token,
+    # in place of softmax attention's Q, K, V and output
+
+
 class ModelArchitecture(_Frozen):
     family: str
     architecture: str | None = None  # config["architectures"][0]
@@ -81,16 +93,8 @@ class ModelArchitecture(_Frozen):
     # The model runs its repository's own code (config.json's auto_map names a class transformers
     # does not ship): that code keeps transformers' pre-4.36 habits (memory.py says which).
     remote_code: bool = False
-    # A hybrid's linear-attention blocks (Qwen3.5's gated DeltaNet): they keep no KV cache but,
-    # per sequence, a fixed recurrent state of `recurrent_state_values` values in the
-    # activation dtype (the short convolution's window) and `recurrent_state_fp32_values` in
-    # float32 (the delta rule's matrix state); `linear_attention_saved` is what one keeps for
-    # backward per token, in activation elements, in place of softmax attention's Q, K, V and
-    # output.
-    linear_attention_layers: int = 0
-    recurrent_state_values: int = 0
-    recurrent_state_fp32_values: int = 0
-    linear_attention_saved: int = 0
+    # A hybrid's linear-attention blocks; None: every block uses softmax attention.
+    linear_attention: LinearAttention | None = None
     # Weights the checkpoint stores that transformers does not load (Qwen3.5's and
     # Qwen3-Next's multi-token-prediction layer): not counted, but they explain the Hub's total.
     params_not_loaded: int = 0
