@@ -59,6 +59,9 @@ class ModelShape:
     # others attend to the whole context). Their KV cache never holds more than the window.
     sliding_window: int | None = None
     sliding_layers: int = 0
+    # The local layers attend within fixed chunks of `sliding_window` tokens (Llama 4's chunked
+    # attention) rather than a window that slides with each token.
+    sliding_chunked: bool = False
     linears: tuple[Linear, ...] = field(default_factory=tuple)
     # A hybrid's linear-attention blocks: no KV cache, a fixed recurrent state per sequence,
     # and their own saved tensors (architecture.model.LinearAttention); None: none.
@@ -94,6 +97,21 @@ class ModelShape:
     @property
     def linear_attention_layers(self) -> int:
         return self.linear_attention.layers if self.linear_attention else 0
+
+    def attended_tokens(self, seq: int) -> float:
+        """Tokens one token's attention reads, summed over the softmax layers, in the count the
+        FLOP formulas use for a full layer: the sequence length, as Megatron's and PaLM's MFU
+        formulas count causal attention (a causal read averages half of it). A sliding-window
+        layer's causal reads average w - w^2/2s, which is 2w - w^2/s in that count; a chunked
+        layer's (Llama 4) average half a chunk: c in that count. Gemma 3 27B at 32,768 tokens
+        (52 of 62 layers within 1,024 tokens) reads a fifth of what 62 full layers would."""
+        full = self.softmax_layers
+        window = self.sliding_window
+        if not window or not self.sliding_layers or seq <= window:
+            return full * seq
+        local = min(self.sliding_layers, full)
+        per_local = window if self.sliding_chunked else 2 * window - window * window / seq
+        return (full - local) * seq + local * per_local
 
     def blocks_with(self, lin: Linear) -> int:
         """How many blocks have this linear layer."""
