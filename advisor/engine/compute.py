@@ -176,7 +176,7 @@ def training_flops_per_token(shape: ModelShape, wl: Workload) -> float:
     # A hybrid's linear-attention layers score no token pairs; their recurrence (a few
     # head-dim-squared products per token and head) is under 1 % of the matmuls: not counted.
     # Sliding-window and chunked layers read at most their window.
-    attention = 12 * shape.attn_dim * shape.attended_tokens(wl.seq_len)
+    attention = 12 * shape.attention_reads(wl.seq_len)
     flops = per_param * n + attention
     if wl.gradient_checkpointing:
         flops += c.RECOMPUTE_FLOPS_PER_PARAM.value * recomputed_params(shape) + attention / 3
@@ -333,9 +333,7 @@ def inference_gpu_hours(
         decoder_share = 1 - shape.params_encoder / max(shape.params_total, 1)
     else:
         prefill_flops = (
-            wl.batch_size
-            * wl.seq_len
-            * (2 * n_flop + 4 * shape.attn_dim * shape.attended_tokens(wl.seq_len))
+            wl.batch_size * wl.seq_len * (2 * n_flop + 4 * shape.attention_reads(wl.seq_len))
         )
     # Eager PyTorch launches each layer's kernels from the host: a small forward pass (an
     # encoder reading one short sequence) waits for the host, not the GPU. Launches run ahead

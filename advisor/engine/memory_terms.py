@@ -517,13 +517,21 @@ def kv_cache_bytes(
     tokens = (wl.encoder_len or wl.seq_len) + generated
     # A latent cache (DeepSeek MLA) is replicated, not split by head.
     per_token = shape.kv_cache_width or 2 * math.ceil(shape.num_kv_heads / tp) * shape.head_dim
+    copies = kv_cache_copies(shape, wl, generated)
+    if shape.attention_groups:
+        # Layers that differ in heads and window; those reading another layer's cache keep none.
+        values = sum(
+            g.layers * 2 * math.ceil(g.kv_heads / tp) * g.head_dim * min(tokens, g.window or tokens)
+            for g in shape.attention_groups
+            if g.caches
+        )
+        return values * wl.batch_size * wl.act_bytes * copies
     # Sliding-window layers keep at most the window (a rolling buffer); a hybrid's
     # linear-attention layers keep none.
     window = shape.sliding_window
     local = shape.sliding_layers if window and window < tokens else 0
     softmax = shape.num_layers - shape.linear_attention_layers
     layer_tokens = (softmax - local) * tokens + local * (window or 0)
-    copies = kv_cache_copies(shape, wl, generated)
     cache = layer_tokens * per_token * wl.batch_size * wl.act_bytes * copies
     return cache + recurrent_state_bytes(shape, wl, tp=tp)
 

@@ -114,7 +114,7 @@ class RecipeSearch:
         if self.training:
             base_wl = replace(wl, gradient_checkpointing=False)
             base = training_flops_per_token(shape, base_wl)
-            attention = 12 * shape.attn_dim * shape.attended_tokens(wl.seq_len)
+            attention = 12 * shape.attention_reads(wl.seq_len)
             self.flops = {
                 "none": base,
                 "selective": base + attention * c.SELECTIVE_RECOMPUTE_ATTENTION.value,

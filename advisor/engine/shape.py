@@ -66,6 +66,9 @@ class ModelShape:
     # A hybrid's linear-attention blocks: no KV cache, a fixed recurrent state per sequence,
     # and their own saved tensors (architecture.model.LinearAttention); None: none.
     linear_attention: Any = None
+    # Softmax layers that differ in widths, window or caching (architecture.model.
+    # AttentionGroup, Gemma 4); empty: every layer as the fields above say.
+    attention_groups: tuple[Any, ...] = ()
     # Runs its repository's own modelling code (architecture.registry.runs_remote_code).
     remote_code: bool = False
     # Whether the job's forward pass projects onto the vocabulary (the LM head's matmul and
@@ -98,20 +101,24 @@ class ModelShape:
     def linear_attention_layers(self) -> int:
         return self.linear_attention.layers if self.linear_attention else 0
 
-    def attended_tokens(self, seq: int) -> float:
-        """Tokens one token's attention reads, summed over the softmax layers, in the count the
-        FLOP formulas use for a full layer: the sequence length, as Megatron's and PaLM's MFU
-        formulas count causal attention (a causal read averages half of it). A sliding-window
-        layer's causal reads average w - w^2/2s, which is 2w - w^2/s in that count; a chunked
-        layer's (Llama 4) average half a chunk: c in that count. Gemma 3 27B at 32,768 tokens
-        (52 of 62 layers within 1,024 tokens) reads a fifth of what 62 full layers would."""
+    def attention_reads(self, seq: int) -> float:
+        """Query width x tokens one token's attention reads, summed over the softmax layers, in
+        the count the FLOP formulas use for a full layer: the sequence length, as Megatron's
+        and PaLM's MFU formulas count causal attention (a causal read averages half of it). A
+        sliding-window layer's causal reads average w - w^2/2s, which is 2w - w^2/s in that
+        count; a chunked layer's (Llama 4) average half a chunk: c in that count. Gemma 3 27B
+        at 32,768 tokens (52 of 62 layers within 1,024 tokens) reads a fifth of what 62 full
+        layers would."""
+        if self.attention_groups:
+            return sum(
+                g.layers * g.query_width * _reads(seq, g.window, chunked=False)
+                for g in self.attention_groups
+            )
         full = self.softmax_layers
         window = self.sliding_window
-        if not window or not self.sliding_layers or seq <= window:
-            return full * seq
-        local = min(self.sliding_layers, full)
-        per_local = window if self.sliding_chunked else 2 * window - window * window / seq
-        return (full - local) * seq + local * per_local
+        local = min(self.sliding_layers, full) if window else 0
+        per_local = _reads(seq, window, chunked=self.sliding_chunked)
+        return self.attn_dim * ((full - local) * seq + local * per_local)
 
     def blocks_with(self, lin: Linear) -> int:
         """How many blocks have this linear layer."""
@@ -169,6 +176,13 @@ class ModelShape:
         the job has no vocabulary projection: `vocab_head`)."""
         head = self.head_flop_params
         return max(self.params_active - self.params_embedding - self.params_lm_head + head, 1)
+
+
+def _reads(seq: int, window: int | None, *, chunked: bool) -> float:
+    """Tokens a layer's attention reads per token (ModelShape.attention_reads' count)."""
+    if not window or seq <= window:
+        return seq
+    return window if chunked else 2 * window - window * window / seq
 
 
 def sliding_window_of(config: dict | None, num_layers: int) -> tuple[int | None, int]:
@@ -262,6 +276,7 @@ def shape_from_architecture(arch: Any) -> ModelShape:
         kv_cache_width=getattr(arch, "kv_cache_width", None),
         linears=linears,
         linear_attention=getattr(arch, "linear_attention", None),
+        attention_groups=tuple(getattr(arch, "attention_groups", ()) or ()),
         remote_code=bool(getattr(arch, "remote_code", False)),
         source=arch.source,
         exact=arch.exact,

@@ -13,7 +13,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from advisor.engine.architecture.config import MAX_PARAMS, Config
-from advisor.engine.architecture.model import LinearAttention, LinearShape, ModelArchitecture
+from advisor.engine.architecture.model import (
+    AttentionGroup,
+    LinearAttention,
+    LinearShape,
+    ModelArchitecture,
+)
 from advisor.engine.errors import ConfigError
 
 
@@ -162,14 +167,22 @@ class Blueprint:
     linear_attention_norms: int = 0
     attention_norms: int = 0
     hybrid: LinearAttention | None = None
-    params_not_loaded: int = 0  # ModelArchitecture.params_not_loaded
+    stored_extras: dict[str, int] = field(default_factory=dict)  # ModelArchitecture's
+    attention_groups: list[AttentionGroup] = field(default_factory=list)  # ModelArchitecture's
 
 
 def _in_blocks(linears: list[LinearShape], blocks: int, every: int) -> list[LinearShape]:
-    """The layers, marked with how many blocks have them where that is not every block."""
-    if blocks == every:
-        return list(linears)
-    return [lin.model_copy(update={"layers": blocks}) for lin in linears]
+    """The layers, marked with how many blocks have them where that is not every block (a
+    layer that already says so, as Gemma 4's per-kind projections do, keeps its own)."""
+    return [
+        lin.model_copy(update={"layers": blocks}) if lin.layers is None and blocks != every else lin
+        for lin in linears
+    ]
+
+
+def _in_all(linears: list[LinearShape], blocks: int) -> int:
+    """Parameters of these layers over the `blocks` that have them (or each its own count)."""
+    return sum(lin.params * (blocks if lin.layers is None else lin.layers) for lin in linears)
 
 
 def assemble(c: Config, bp: Blueprint) -> ModelArchitecture:
@@ -182,10 +195,12 @@ def assemble(c: Config, bp: Blueprint) -> ModelArchitecture:
     softmax = bp.layers - linear
     params = (
         bp.embedding
-        + softmax * (total(bp.attention) + bp.attention_norms)
-        + linear * (total(bp.linear_attention) + bp.linear_attention_norms)
+        + _in_all(bp.attention, softmax)
+        + softmax * bp.attention_norms
+        + _in_all(bp.linear_attention, linear)
+        + linear * bp.linear_attention_norms
         + bp.layers * bp.block_norms
-        + dense * total(bp.mlp)
+        + _in_all(bp.mlp, dense)
         + (sparse * moe.params if moe else 0)
         + bp.encoder
         + bp.outside
@@ -235,5 +250,6 @@ def assemble(c: Config, bp: Blueprint) -> ModelArchitecture:
         notes=bp.notes,
         kv_cache_width=bp.kv_cache_width,
         linear_attention=bp.hybrid,
-        params_not_loaded=bp.params_not_loaded,
+        stored_extras=bp.stored_extras,
+        attention_groups=bp.attention_groups,
     )

@@ -168,7 +168,11 @@ def _gated_delta_net(fused: bool):
                 # and the kernel's within-chunk matrix.
                 saved_per_token=2 * conv + 3 * values + nv * _DELTA_RULE_CHUNK,
             ),
-            params_not_loaded=mtp,
+            stored_extras={
+                "the multi-token-prediction layer, which transformers does not load": mtp
+            }
+            if mtp
+            else {},
             notes=[*bp.notes, *notes],
         )
 

@@ -119,10 +119,8 @@ def _explain_difference(arch: ModelArchitecture, difference: int) -> str:
         "a causal-mask buffer per layer": arch.num_layers * positions * positions,
         # Older Llama conversions: rotary_emb.inv_freq, head_dim / 2 per layer.
         "a rotary inv_freq buffer per layer": arch.num_layers * (arch.head_dim // 2),
-        # Qwen3.5's and Qwen3-Next's mtp.* weights, which transformers skips on load.
-        "the multi-token-prediction layer, which transformers does not load": (
-            arch.params_not_loaded
-        ),
+        # What the family stores beyond its parameters (Qwen3.5's mtp.* weights, ...).
+        **arch.stored_extras,
     }
     names = [name for name, size in extras.items() if size]
     for r in range(1, len(names) + 1):

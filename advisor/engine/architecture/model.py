@@ -50,6 +50,19 @@ class LinearAttention(_Frozen):
     # in place of softmax attention's Q, K, V and output
 
 
+class AttentionGroup(_Frozen):
+    """Decoder layers that attend alike, where a model's softmax layers differ (Gemma 4: its
+    sliding and full layers differ in head size, key/value heads and window, and its KV-shared
+    layers read another layer's cache instead of keeping their own)."""
+
+    layers: int
+    query_width: int  # query heads x head dim
+    kv_heads: int
+    head_dim: int
+    window: int | None = None  # a sliding window; None: the whole context
+    caches: bool = True  # False: reads the keys and values another layer cached
+
+
 class ModelArchitecture(_Frozen):
     family: str
     architecture: str | None = None  # config["architectures"][0]
@@ -95,6 +108,10 @@ class ModelArchitecture(_Frozen):
     remote_code: bool = False
     # A hybrid's linear-attention blocks; None: every block uses softmax attention.
     linear_attention: LinearAttention | None = None
-    # Weights the checkpoint stores that transformers does not load (Qwen3.5's and
-    # Qwen3-Next's multi-token-prediction layer): not counted, but they explain the Hub's total.
-    params_not_loaded: int = 0
+    # What the checkpoint stores beyond the parameters counted, by what it is (Qwen3.5's
+    # multi-token-prediction layer, which transformers does not load; Gemma 4's per-layer
+    # scalar buffers): not counted, but they explain the Hub's total.
+    stored_extras: dict[str, int] = Field(default_factory=dict)
+    # Set where the softmax layers differ (AttentionGroup); empty: every layer as the fields
+    # above say.
+    attention_groups: list[AttentionGroup] = Field(default_factory=list)
