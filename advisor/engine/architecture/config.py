@@ -30,6 +30,7 @@ LIMITS["params"] = MAX_PARAMS
 
 _KIND_OF = {
     "vocab_size": "vocab",
+    "vocab_size_per_layer_input": "vocab",  # Gemma 4's per-layer embedding table
     "type_vocab_size": "vocab",
     "num_labels": "vocab",
     "relative_attention_num_buckets": "vocab",

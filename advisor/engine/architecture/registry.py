@@ -21,6 +21,7 @@ from advisor.engine.architecture.encoders import (
     vit_blueprint,
 )
 from advisor.engine.architecture.families import DECODERS
+from advisor.engine.architecture.gemma4 import gemma4_blueprint
 from advisor.engine.architecture.model import ModelArchitecture
 from advisor.engine.architecture.multimodal import (
     gemma3_blueprint,
@@ -49,6 +50,8 @@ REGISTRY: dict[str, Reader] = {
     "qwen3_5": qwen_vl_blueprint,
     "qwen3_5_moe": qwen_vl_blueprint,
     "llama4": llama4_blueprint,
+    "gemma4": gemma4_blueprint,
+    "gemma4_text": gemma4_blueprint,
 }
 # Families reported under another name than their model_type.
 _LABEL = {"mt5": "t5"}
@@ -83,6 +86,8 @@ ARCHITECTURES = {
     "Gemma2ForCausalLM": "gemma2",
     "Gemma3ForCausalLM": "gemma3_text",
     "Gemma3ForConditionalGeneration": "gemma3",
+    "Gemma4ForConditionalGeneration": "gemma4",
+    "Gemma4ForCausalLM": "gemma4_text",
     "Qwen2VLForConditionalGeneration": "qwen2_vl",
     "Qwen2_5_VLForConditionalGeneration": "qwen2_5_vl",
     "Qwen3VLForConditionalGeneration": "qwen3_vl",

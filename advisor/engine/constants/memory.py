@@ -292,6 +292,8 @@ RMSNORM_FP32_FAMILIES = frozenset(
         "qwen3_vl_moe",
         "gemma3",
         "gemma3_text",
+        "gemma4",
+        "gemma4_text",
         "llama4",
         "llama4_text",
         "gpt_oss",
