@@ -179,6 +179,113 @@ def _gated_delta_net(fused: bool):
     return adjust
 
 
+# --- GLM-4.5 / 4.6 and ERNIE 4.5 MoE ------------------------------------------------------------
+
+
+def _glm4_moe(c: Config, bp: b.Blueprint) -> b.Blueprint:
+    """GLM-4.5 / 4.6 (modeling_glm4_moe.py): q/k norms of head_dim only where use_qk_norm is set
+    (GLM-4.5, 4.6: yes; GLM-4.5-Air: no). The router's e_score_correction_bias is a buffer in
+    transformers 5 (not a parameter), but the checkpoint stores it, one float per routed expert
+    and sparse layer. The checkpoint also stores num_nextn_predict_layers multi-token-prediction
+    layers (model.layers.<num_hidden_layers>.*: a MoE block, enorm, hnorm, eh_proj 2d -> d and
+    shared_head.norm), which transformers does not load; GLM-4.5 and GLM-4.5-Air also store that
+    layer's own copy of the embedding and the LM head, GLM-4.6 does not."""
+    moe = bp.experts
+    assert moe is not None
+    d = bp.d
+    qk = 2 * bp.hd if c.bool("use_qk_norm", default=False) else 0
+    stored = {"the routers' score-correction biases (buffers)": moe.sparse_layers * moe.experts}
+    mtp_layers = c.opt_int("num_nextn_predict_layers", minimum=0) or 0
+    notes = []
+    if mtp_layers:
+        block = b.total(bp.attention) + bp.block_norms + qk + moe.params + moe.experts
+        stored["the multi-token-prediction layer, which transformers does not load"] = (
+            mtp_layers * (2 * d * d + 3 * d + block)
+        )
+        stored["that layer's own copy of the embedding and LM head"] = mtp_layers * 2 * bp.vocab * d
+        notes.append(
+            "The multi-token-prediction layer stored in the checkpoint is not counted "
+            "(transformers does not load it; a server drafting with it holds it too)."
+        )
+    return replace(
+        bp,
+        block_norms=bp.block_norms + qk,
+        stored_extras=stored,
+        notes=[*bp.notes, *notes],
+    )
+
+
+def _ernie4_5_moe(c: Config, bp: b.Blueprint) -> b.Blueprint:
+    """ERNIE 4.5 MoE (modeling_ernie4_5_moe.py): block i routes when (i + 1) is a multiple of
+    moe_layer_interval and moe_layer_start_index <= i <= moe_layer_end_index (-1: the last
+    layer); the others keep the dense MLP of intermediate_size. A sparse block holds
+    moe_num_experts experts of moe_intermediate_size as 3-D parameters (gate_up_proj,
+    down_proj; no bias), a router weight (a parameter, not an nn.Linear) with its
+    e_score_correction_bias (a parameter in transformers, 1 x E) and moe_num_shared_experts
+    shared experts fused into one gated MLP. moe_k experts run per token. Defaults: transformers'
+    Ernie4_5_MoeConfig. The checkpoint also stores num_nextn_predict_layers multi-token-prediction
+    blocks (mtp_block: a dense decoder block; mtp_emb_norm, mtp_hidden_norm; mtp_linear_proj
+    2d -> d), which transformers does not load."""
+    d, layers = bp.d, bp.layers
+    experts = c.int("moe_num_experts", "num_experts", default=64)
+    per_token = c.int("moe_k", "num_experts_per_tok", default=6)
+    if per_token > experts:
+        raise ConfigError(
+            f"config.json field 'moe_k' ({per_token}) exceeds the number of experts ({experts})",
+            field="moe_k",
+        )
+    inter = c.int("moe_intermediate_size", default=1536)
+    shared = c.int("moe_num_shared_experts", default=2, minimum=0)
+    start = c.int("moe_layer_start_index", default=1, minimum=0)
+    end_raw = c.raw.get("moe_layer_end_index")
+    end = (
+        layers - 1 if end_raw is None or end_raw == -1 else c.int("moe_layer_end_index", minimum=0)
+    )
+    interval = c.int("moe_layer_interval", default=1)
+    sparse = sum(1 for i in range(layers) if (i + 1) % interval == 0 and start <= i <= end)
+    bias = c.bool("use_bias", default=False)
+    names = ("gate_up_proj", "gate_up_proj", "down_proj")
+    experts_part = b.Experts(
+        router=[b.lin("gate", d, experts, False, "router", module=False)],
+        routed=b.gated_mlp(
+            d, inter, names=names, prefix="experts.", role="expert", count=experts, module=False
+        ),
+        shared=(
+            b.gated_mlp(
+                d, inter * shared, prefix="shared_experts.", role="shared_expert", bias=bias
+            )
+            if shared
+            else []
+        ),
+        experts=experts,
+        per_token=per_token,
+        shared_experts=shared,
+        intermediate=inter,
+        sparse_layers=sparse,
+        router_extra=experts,  # e_score_correction_bias: a parameter here (1 x E)
+    )
+    notes = []
+    if sparse < layers:
+        notes.append(f"{layers - sparse} of {layers} layers use a dense MLP.")
+    stored = {}
+    mtp_layers = c.opt_int("num_nextn_predict_layers", minimum=0) or 0
+    if mtp_layers:
+        dense_block = b.total(bp.attention) + bp.block_norms + b.total(bp.mlp)
+        stored["the multi-token-prediction layer, which transformers does not load"] = (
+            mtp_layers * (dense_block + 2 * d + 2 * d * d)
+        )
+        notes.append(
+            "The multi-token-prediction layer stored in the checkpoint is not counted "
+            "(transformers does not load it)."
+        )
+    # A tied head keeps its own bias where use_bias (lm_head is a biased nn.Linear whose weight
+    # alone is tied to the embedding).
+    outside = bp.outside + (bp.vocab if bp.tied and bias else 0)
+    return replace(
+        bp, experts=experts_part, outside=outside, stored_extras=stored, notes=[*bp.notes, *notes]
+    )
+
+
 # --- The table -----------------------------------------------------------------------------
 
 _LLAMA = Decoder()
@@ -331,6 +438,46 @@ DECODERS: dict[str, Decoder] = {
     "deepseek_v3": Decoder(
         attention="latent",
         moe=Moe(experts="n_routed_experts", shared="deepseek", layers="deepseek", router_bias=True),
+    ),
+    # GLM-4.5, GLM-4.5-Air, GLM-4.6 (modeling_glm4_moe.py): q/k/v biases where attention_bias
+    # (o_proj never has one), partial rotary (no parameters), the first first_k_dense_replace
+    # blocks dense, the others n_routed_experts experts as 3-D parameters (gate_up_proj
+    # [E, 2f, d], down_proj [E, d, f]) beside n_shared_experts shared experts fused into one
+    # gated MLP, a router weight kept as a parameter (no nn.Linear, no bias).
+    "glm4_moe": Decoder(
+        qkv_bias=("attention_bias", False),
+        out_bias=False,
+        moe=Moe(
+            experts="n_routed_experts",
+            names=("gate_up_proj", "gate_up_proj", "down_proj"),
+            shared="deepseek",
+            layers="deepseek",
+            modules=False,
+        ),
+        adjust=_glm4_moe,
+    ),
+    # SmolLM3 (modeling_smollm3.py): Llama's layers; every no_rope_layer_interval-th layer skips
+    # the rotary embedding (no parameters change); the head is tied by default.
+    "smollm3": Decoder(tied=("tie_word_embeddings", True)),
+    # OLMo 3 (modeling_olmo3.py): OLMo 2's layers (post-attention and post-feedforward norms,
+    # q/k norms over all heads); three of four layers attend in a 4,096-token window (no
+    # parameters change; layer_types names them).
+    "olmo3": Decoder(qk_norm="full"),
+    # Seed-OSS (modeling_seed_oss.py): Llama's layers with q/k/v biases (attention_bias, on by
+    # default) and an output-projection bias only where attention_out_bias.
+    "seed_oss": Decoder(
+        qkv_bias=("attention_bias", True),
+        out_bias=("attention_out_bias", False),
+    ),
+    # ERNIE 4.5 MoE (modeling_ernie4_5_moe.py): use_bias on every attention and dense-MLP
+    # projection and the LM head; the experts as `_ernie4_5_moe` says; head tied by default.
+    "ernie4_5_moe": Decoder(
+        qkv_bias=("use_bias", False),
+        out_bias=("use_bias", False),
+        mlp_bias=("use_bias", False),
+        lm_head_bias=("use_bias", False),
+        tied=("tie_word_embeddings", True),
+        adjust=_ernie4_5_moe,
     ),
     "gpt2": _GPT2,
     # GPT-1: GPT-2's block with post-norm LayerNorms and no final LayerNorm; head tied.

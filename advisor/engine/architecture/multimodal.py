@@ -280,3 +280,90 @@ def llama4_blueprint(c: Config, family: str) -> b.Blueprint:
             f"Includes the vision encoder and its projector ({tower:,} parameters).",
         ],
     )
+
+
+# Mistral Small 3.1 / 3.2 and Magistral Small 1.2 (transformers modeling_mistral3.py and
+# modeling_pixtral.py): a Pixtral vision encoder (a patch Conv2d without bias, an RMSNorm
+# ln_pre, num_hidden_layers blocks of q/k/v/o (hidden x hidden each, no bias, 2-D rotary
+# positions: no table) and a gated MLP without bias, two RMSNorms a block, no final norm), then
+# the multi-modal projector: an RMSNorm over the vision width, a patch merger (one Linear from
+# spatial_merge_size^2 x vision width to the vision width, no bias) and two Linears (vision
+# width x number of feature layers -> text width -> text width, biased where
+# multimodal_projector_bias). Defaults: transformers' PixtralVisionConfig.
+_PIXTRAL_DEFAULTS = {
+    "hidden_size": 1024,
+    "intermediate_size": 4096,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 16,
+    "num_channels": 3,
+    "patch_size": 16,
+}
+# The language models a Mistral3ForConditionalGeneration wraps that the engine counts.
+_MISTRAL3_TEXT = {"mistral": "mistral"}
+
+
+def pixtral_vision_params(raw: dict) -> tuple[int, int]:
+    """(parameters of the Pixtral encoder, its width)."""
+    v = Config({**_PIXTRAL_DEFAULTS, **raw})
+    d = v.int("hidden_size")
+    inter = v.int("intermediate_size")
+    v.int("num_attention_heads")  # validated; q/k/v/o are hidden x hidden whatever the heads
+    patch = v.int("patch_size")
+    block = 4 * d * d + 3 * d * inter + 2 * d
+    return v.int("num_channels") * patch * patch * d + d + v.int("num_hidden_layers") * block, d
+
+
+def mistral3_blueprint(c: Config, family: str) -> b.Blueprint:
+    """Mistral3ForConditionalGeneration: the text_config's decoder, the Pixtral encoder and the
+    projector. The LM head is untied unless config.json says otherwise: transformers 5's
+    Mistral3Config defaults tie_word_embeddings to true, so a model built from a config.json
+    that omits it (Mistral Small 3.1's) ties it, but from_pretrained unties it again because the
+    checkpoint stores lm_head.weight apart from the embedding (the Hub totals count both)."""
+    text = c.raw.get("text_config")
+    vision = c.raw.get("vision_config") or {}
+    if not isinstance(text, dict) or not isinstance(vision, dict):
+        raise ConfigError(
+            "config.json of a Mistral 3 vision-language model needs text_config and "
+            "vision_config objects",
+            field="text_config",
+        )
+    text_type = text.get("model_type", "mistral")
+    if text_type not in _MISTRAL3_TEXT:
+        raise ConfigError(
+            f"The estimator cannot count a Mistral 3 model whose language model is "
+            f"'{text_type}': it counts only {', '.join(sorted(_MISTRAL3_TEXT))}. Enter the "
+            "parameter count from the model card instead.",
+            field="text_config",
+        )
+    t = Config(text)
+    tied = c.bool("tie_word_embeddings", default=t.bool("tie_word_embeddings", default=False))
+    decoder = _MISTRAL3_TEXT[text_type]
+    bp = decoder_blueprint(
+        Config({**text, "tie_word_embeddings": tied}), decoder, DECODERS[decoder]
+    )
+    tower, vision_d = pixtral_vision_params(vision)
+    merge = c.int("spatial_merge_size", default=2)
+    layers = c.raw.get("vision_feature_layer", -1)
+    feature_layers = len(layers) if isinstance(layers, list) and layers else 1
+    bias = c.bool("multimodal_projector_bias", default=False)
+    text_d = bp.d
+    projector = (
+        vision_d
+        + merge * merge * vision_d * vision_d
+        + vision_d * feature_layers * text_d
+        + text_d * text_d
+        + (2 * text_d if bias else 0)
+    )
+    patch = Config({**_PIXTRAL_DEFAULTS, **vision}).int("patch_size")
+    return replace(
+        bp,
+        family="mistral3",
+        outside=bp.outside + tower + projector,
+        notes=[
+            *bp.notes,
+            f"Includes the Pixtral vision encoder ({tower:,} parameters) and its projector "
+            f"({projector:,}); an image adds about (height / {patch * merge}) x "
+            f"(width / {patch * merge}) tokens to the sequence, which the sequence length "
+            "should include.",
+        ],
+    )

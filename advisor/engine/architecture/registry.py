@@ -26,6 +26,7 @@ from advisor.engine.architecture.model import ModelArchitecture
 from advisor.engine.architecture.multimodal import (
     gemma3_blueprint,
     llama4_blueprint,
+    mistral3_blueprint,
     qwen_vl_blueprint,
 )
 from advisor.engine.errors import ConfigError
@@ -52,6 +53,7 @@ REGISTRY: dict[str, Reader] = {
     "llama4": llama4_blueprint,
     "gemma4": gemma4_blueprint,
     "gemma4_text": gemma4_blueprint,
+    "mistral3": mistral3_blueprint,
 }
 # Families reported under another name than their model_type.
 _LABEL = {"mt5": "t5"}
@@ -118,6 +120,12 @@ ARCHITECTURES = {
     "ViTModel": "vit",
     "ViTForImageClassification": "vit",
     "WhisperForConditionalGeneration": "whisper",
+    "Glm4MoeForCausalLM": "glm4_moe",
+    "Mistral3ForConditionalGeneration": "mistral3",
+    "SmolLM3ForCausalLM": "smollm3",
+    "Olmo3ForCausalLM": "olmo3",
+    "Ernie4_5_MoeForCausalLM": "ernie4_5_moe",
+    "SeedOssForCausalLM": "seed_oss",
 }
 
 

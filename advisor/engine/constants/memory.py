@@ -302,6 +302,13 @@ RMSNORM_FP32_FAMILIES = frozenset(
         "qwen3_5_text",
         "qwen3_5_moe_text",
         "qwen3_next",
+        "olmo2",
+        "olmo3",
+        "smollm3",
+        "seed_oss",
+        "glm4_moe",
+        "ernie4_5_moe",
+        "mistral3",
     }
 )
 # Families whose eager attention runs softmax in fp32 and keeps that output for backward.
