@@ -152,8 +152,8 @@ def gemma4_blueprint(c: Config, family: str) -> b.Blueprint:
     n_sliding, n_sliding_caching = layers - n_full, caching - n_full_caching
     bias = t.bool("attention_bias", default=False)
 
-    def lin(name, i, o, count, role):
-        return b.lin(name, i, o, bias, role).model_copy(update={"layers": count})
+    def lin(name, i, o, count, role, with_bias=bias):
+        return b.lin(name, i, o, with_bias, role).model_copy(update={"layers": count})
 
     attention = [
         lin("q_proj", d, heads * hd, n_sliding, "attn_q"),
@@ -188,8 +188,8 @@ def gemma4_blueprint(c: Config, family: str) -> b.Blueprint:
         outside += d * layers * per_layer + per_layer
         block_norms += d
         attention += [
-            lin("per_layer_input_gate", d, per_layer, layers, "per_layer_gate"),
-            lin("per_layer_projection", per_layer, d, layers, "per_layer_projection"),
+            lin("per_layer_input_gate", d, per_layer, layers, "per_layer_gate", False),
+            lin("per_layer_projection", per_layer, d, layers, "per_layer_projection", False),
         ]
         notes.append(
             f"{table:,} of the parameters are per-layer embedding tables: each token reads one "
