@@ -248,7 +248,13 @@ def stored_linear_inputs(shape: ModelShape, wl: Workload) -> tuple[bool, bool, b
     roles = [lin.role for lin in shape.linears if _short(lin.name) in targets]
     if not roles or not all(roles):  # a target we cannot place: keep everything (safe side)
         return True, True, True
-    attn = any(role in _ATTN_IN_ROLES or role.startswith("cross_attn") for role in roles)
+    attn = any(
+        role in _ATTN_IN_ROLES
+        or role.startswith("cross_attn")
+        # a hybrid's linear-attention input projections read the same normed input
+        or (role.startswith("linear_attn") and role != "linear_attn_out")
+        for role in roles
+    )
     mlp = any(role.endswith(_MLP_IN_SUFFIXES) for role in roles)
     down = any(role.endswith(_MLP_DOWN_SUFFIXES) for role in roles)
     return attn, mlp, down

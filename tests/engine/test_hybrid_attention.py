@@ -18,6 +18,7 @@ from advisor.engine.errors import ConfigError
 from advisor.engine.memory_terms import (
     kv_cache_bytes,
     lora_trainable_params,
+    stored_linear_inputs,
     training_activations,
 )
 from advisor.engine.models import EstimateRequest
@@ -185,3 +186,18 @@ def test_layer_types_that_do_not_describe_the_blocks_are_refused(layer_types):
 
     assert raised.value.field == "layer_types"
     assert "must name 32 layers" in str(raised.value)
+
+
+def test_adapting_only_the_deltanet_projections_keeps_their_input_for_backward():
+    """A LoRA adapter on in_proj_qkv needs the block's normed input in backward, as one on
+    q_proj does: the frozen 16-bit base keeps it."""
+    shape = shape_from_architecture(_arch("Qwen/Qwen3.5-9B"))
+    wl = workload(task="lora", seq_len=2048, new_tokens=0, lora_dropout=0.0)
+    deltanet = replace(wl, lora_targets=("in_proj_qkv",))
+    output_only = replace(wl, lora_targets=("out_proj",))
+
+    assert stored_linear_inputs(shape, deltanet) == (True, False, False)
+    assert stored_linear_inputs(shape, output_only) == (False, False, False)
+    # the normed input, 2 bytes x 4,096 per token, in each of the 32 blocks
+    kept = training_activations(shape, deltanet) - training_activations(shape, output_only)
+    assert kept == pytest.approx(32 * 2048 * 4096 * 2, rel=0.05)
