@@ -301,6 +301,8 @@ def training_activations_per_layer(
     seq: int | None = None,
     cross: int = 0,
     linear_attention: bool = False,
+    mixer: bool = True,
+    mlp: bool = True,
 ) -> float:
     """Bytes autograd keeps for one transformer layer (Korthikanti et al. 2022, generalised).
 
@@ -330,7 +332,10 @@ def training_activations_per_layer(
 
     A hybrid's `linear_attention` layer keeps, instead of Q, K, V and the output, what its
     mixer saves per token (LinearAttention.saved_per_token) and no scores: its cost is
-    linear in the sequence.
+    linear in the sequence; where the block also runs softmax attention beside it (Falcon-H1,
+    LinearAttention.parallel_attention) it keeps that attention's tensors and scores too. A
+    block without a `mixer` (Nemotron-H's MLP blocks) or without an `mlp` (its mixer blocks)
+    keeps one norm input and only its own sub-layer's tensors.
     """
     b = wl.batch_size if batch is None else batch
     s = wl.seq_len if seq is None else seq
@@ -348,15 +353,19 @@ def training_activations_per_layer(
         adapted = lora_dropout_bytes_per_token(shape, wl, cross=cross / s)
     else:
         adapted = lora_dropout_bytes_per_token(shape, wl, cross=None if wl.encoder_len else 1.0)
+    sublayers = int(mixer) + int(mlp)
     unsharded = (
-        2 * r * sb * h
-        + (attn_in + mlp_in) * e * sb * h
-        + (2 * sb * h if dropout else 0)
+        sublayers * r * sb * h
+        + (attn_in * mixer + mlp_in * mlp) * e * sb * h
+        + (sublayers * sb * h if dropout else 0)
         + adapted * sb
     )
-    attn = e * sb * (shape.attn_dim + 2 * kv + h)  # Q, K, V, output
+    softmax = e * sb * (shape.attn_dim + 2 * kv + h)  # Q, K, V, output
+    hybrid = shape.linear_attention
+    parallel = bool(linear_attention and hybrid.parallel_attention)
+    attn = softmax if mixer else 0
     if linear_attention:
-        attn = e * sb * shape.linear_attention.saved_per_token
+        attn = e * sb * hybrid.saved_per_token + (softmax if parallel else 0)
     if cross:
         unsharded += r * sb * h + attn_in * e * sb * h + (sb * h if dropout else 0)
         attn += e * (sb * (shape.attn_dim + h) + 2 * cross * b * kv)
@@ -366,10 +375,12 @@ def training_activations_per_layer(
     if shape.num_experts and shape.experts_per_token:
         f = shape.moe_intermediate_size or shape.intermediate_size
         routed = shape.experts_per_token + shape.shared_experts
-        mlp = inner * e * sb * f * routed + e * sb * h * routed
+        mlp_bytes = inner * e * sb * f * routed + e * sb * h * routed
     else:
-        mlp = inner * e * sb * shape.intermediate_size
-    if linear_attention:
+        mlp_bytes = inner * e * sb * shape.intermediate_size
+    if not mlp:
+        mlp_bytes = 0
+    if (linear_attention and not parallel) or not mixer:
         scores = 0
     elif wl.flash_attention or wl.selective_recompute:
         # logsumexp in fp32 (selective: the recomputed core's input), per attention block
@@ -381,7 +392,7 @@ def training_activations_per_layer(
             upcast = 4 if e == 2 and shape.family in c.FP32_SOFTMAX_FAMILIES else 0
             per_score = e + upcast + (1 + e if dropout else 0)
         scores = per_score * a * s * (s + cross) * b
-    sharded = attn + mlp + scores
+    sharded = attn + mlp_bytes + scores
     if sequence_parallel:
         return (unsharded + sharded) / tp
     return unsharded + sharded / tp
@@ -423,9 +434,18 @@ def training_activations(
     largest_layer = 0.0
     stream = 0.0  # the embedding output and the final norm of each stack
     for layers, seq, cross in stacks:
-        # A hybrid (decoder-only) has blocks of both attention kinds.
-        linear = 0 if wl.encoder_len else shape.linear_attention_layers
-        for count, linear_attention in ((layers - linear, False), (linear, True)):
+        # A hybrid (decoder-only) has blocks of both attention kinds, and Nemotron-H blocks
+        # that are an MLP alone while its mixer blocks have none.
+        hybrid = None if wl.encoder_len else shape.linear_attention
+        linear = hybrid.layers if hybrid else 0
+        mlp_only = hybrid.mlp_only_layers if hybrid else 0
+        separate = bool(hybrid and hybrid.separate_mlp)
+        kinds = (
+            (layers - linear - mlp_only, False, True),
+            (linear, True, True),
+            (mlp_only, False, False),
+        )
+        for count, linear_attention, mixer in kinds:
             if not count:
                 continue
             per_layer = training_activations_per_layer(
@@ -436,6 +456,8 @@ def training_activations(
                 seq=seq,
                 cross=cross,
                 linear_attention=linear_attention,
+                mixer=mixer,
+                mlp=not (separate and mixer),
             )
             saved += count * per_layer
             largest_layer = max(largest_layer, per_layer)
@@ -531,12 +553,13 @@ def kv_cache_bytes(
             for g in shape.attention_groups
             if g.caches
         )
-        return values * wl.batch_size * wl.act_bytes * copies
+        cache = values * wl.batch_size * wl.act_bytes * copies
+        return cache + recurrent_state_bytes(shape, wl, tp=tp)
     # Sliding-window layers keep at most the window (a rolling buffer); a hybrid's
-    # linear-attention layers keep none.
+    # linear-attention layers keep none (Falcon-H1's, attending as well, keep both).
     window = shape.sliding_window
     local = shape.sliding_layers if window and window < tokens else 0
-    softmax = shape.num_layers - shape.linear_attention_layers
+    softmax = shape.softmax_layers - shape.encoder_layers
     layer_tokens = (softmax - local) * tokens + local * (window or 0)
     cache = layer_tokens * per_token * wl.batch_size * wl.act_bytes * copies
     return cache + recurrent_state_bytes(shape, wl, tp=tp)
@@ -544,9 +567,10 @@ def kv_cache_bytes(
 
 def recurrent_state_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
     """A hybrid's linear-attention layers keep, per sequence and whatever its length, the
-    short convolution's last inputs in the activation dtype and the delta rule's matrix state
-    in float32 (Qwen3.5's config: mamba_ssm_dtype float32); both are split by head under
-    tensor parallelism."""
+    short convolution's last inputs in the activation dtype and the delta rule's (or the
+    Mamba-2 scan's) matrix state in float32 (Qwen3.5's config: mamba_ssm_dtype float32;
+    transformers' Mamba-2 cache keeps the scan's float32 final state); both are split by head
+    under tensor parallelism."""
     hybrid = shape.linear_attention
     if not hybrid:
         return 0.0

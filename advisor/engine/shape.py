@@ -94,8 +94,13 @@ class ModelShape:
     @property
     def softmax_layers(self) -> int:
         """Layers whose attention scores every pair of tokens (all but a hybrid's linear
-        attention): the quadratic FLOPs and the KV cache are theirs."""
-        return self.total_layers - self.linear_attention_layers
+        attention, and its MLP-only blocks; Falcon-H1's linear blocks attend as well): the
+        quadratic FLOPs and the KV cache are theirs."""
+        hybrid = self.linear_attention
+        if not hybrid:
+            return self.total_layers
+        softmax = self.total_layers - hybrid.layers - hybrid.mlp_only_layers
+        return softmax + (hybrid.layers if hybrid.parallel_attention else 0)
 
     @property
     def linear_attention_layers(self) -> int:

@@ -286,6 +286,19 @@ def _ernie4_5_moe(c: Config, bp: b.Blueprint) -> b.Blueprint:
     )
 
 
+def _xielu(c: Config, bp: b.Blueprint) -> b.Blueprint:
+    """Apertus (modeling_apertus.py): its MLP's xIELU activation (hidden_act "xielu", the
+    default) learns two scalars per block (alpha_p, alpha_n) and keeps two scalar buffers
+    (beta, eps) that the checkpoint stores."""
+    if c.str("hidden_act", "xielu") != "xielu":
+        return bp
+    return replace(
+        bp,
+        block_norms=bp.block_norms + 2,
+        stored_extras={"the xIELU activations' beta and eps (buffers)": 2 * bp.layers},
+    )
+
+
 # --- The table -----------------------------------------------------------------------------
 
 _LLAMA = Decoder()
@@ -478,6 +491,19 @@ DECODERS: dict[str, Decoder] = {
         lm_head_bias=("use_bias", False),
         tied=("tie_word_embeddings", True),
         adjust=_ernie4_5_moe,
+    ),
+    # EXAONE 4.0 (modeling_exaone4.py): Llama's projections without biases, RMSNorm(head_dim)
+    # on q and k, norms after attention and after the MLP (two a block, none before); three
+    # of four layers attend in a sliding window (layer_types; no parameters change).
+    "exaone4": Decoder(qk_norm="head"),
+    # Apertus (modeling_apertus.py): q/k/v/o with attention_bias, RMSNorm(head_dim) on q and k,
+    # a non-gated MLP (up_proj, xIELU, down_proj) without biases.
+    "apertus": Decoder(
+        mlp="plain",
+        mlp_names=("up_proj", "down_proj"),
+        mlp_bias=False,
+        qk_norm="head",
+        adjust=_xielu,
     ),
     "gpt2": _GPT2,
     # GPT-1: GPT-2's block with post-norm LayerNorms and no final LayerNorm; head tied.

@@ -39,15 +39,23 @@ class LinearShape(_Frozen):
 
 
 class LinearAttention(_Frozen):
-    """A hybrid's linear-attention blocks (Qwen3.5's gated DeltaNet): they keep no KV cache
-    but, per sequence and whatever its length, a fixed recurrent state, and their own tensors
-    for backward."""
+    """A hybrid's linear-attention blocks (Qwen3.5's gated DeltaNet, a Mamba-2 mixer, LFM2's
+    short convolution): they keep no KV cache but, per sequence and whatever its length, a
+    fixed recurrent state, and their own tensors for backward."""
 
     layers: int  # blocks of this kind (the others use softmax attention)
     state_values: int  # per sequence and block, in the activation dtype (the conv window)
     state_fp32_values: int  # per sequence and block, in float32 (the delta rule's matrix)
     saved_per_token: int  # activation elements one block keeps for backward per token,
     # in place of softmax attention's Q, K, V and output
+    # Falcon-H1: these blocks also run the model's softmax attention beside the linear mixer
+    # (the two summed): they keep a KV cache and attention activations as well.
+    parallel_attention: bool = False
+    # Nemotron-H: a block holds a mixer (linear or softmax attention) or an MLP, never both:
+    # no mixer block has an MLP, and `mlp_only_layers` further blocks are an MLP (dense or
+    # experts) alone.
+    separate_mlp: bool = False
+    mlp_only_layers: int = 0
 
 
 class AttentionGroup(_Frozen):

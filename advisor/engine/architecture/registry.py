@@ -22,6 +22,12 @@ from advisor.engine.architecture.encoders import (
 )
 from advisor.engine.architecture.families import DECODERS
 from advisor.engine.architecture.gemma4 import gemma4_blueprint
+from advisor.engine.architecture.hybrids import (
+    falcon_h1_blueprint,
+    granitemoehybrid_blueprint,
+    lfm2_blueprint,
+    nemotron_h_blueprint,
+)
 from advisor.engine.architecture.model import ModelArchitecture
 from advisor.engine.architecture.multimodal import (
     gemma3_blueprint,
@@ -54,6 +60,10 @@ REGISTRY: dict[str, Reader] = {
     "gemma4": gemma4_blueprint,
     "gemma4_text": gemma4_blueprint,
     "mistral3": mistral3_blueprint,
+    "granitemoehybrid": granitemoehybrid_blueprint,
+    "nemotron_h": nemotron_h_blueprint,
+    "falcon_h1": falcon_h1_blueprint,
+    "lfm2": lfm2_blueprint,
 }
 # Families reported under another name than their model_type.
 _LABEL = {"mt5": "t5"}
@@ -126,6 +136,12 @@ ARCHITECTURES = {
     "Olmo3ForCausalLM": "olmo3",
     "Ernie4_5_MoeForCausalLM": "ernie4_5_moe",
     "SeedOssForCausalLM": "seed_oss",
+    "GraniteMoeHybridForCausalLM": "granitemoehybrid",
+    "NemotronHForCausalLM": "nemotron_h",
+    "FalconH1ForCausalLM": "falcon_h1",
+    "Lfm2ForCausalLM": "lfm2",
+    "Exaone4ForCausalLM": "exaone4",
+    "ApertusForCausalLM": "apertus",
 }
 
 

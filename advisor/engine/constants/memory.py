@@ -309,6 +309,12 @@ RMSNORM_FP32_FAMILIES = frozenset(
         "glm4_moe",
         "ernie4_5_moe",
         "mistral3",
+        "granitemoehybrid",
+        "nemotron_h",
+        "falcon_h1",
+        "lfm2",
+        "exaone4",
+        "apertus",
     }
 )
 # Families whose eager attention runs softmax in fp32 and keeps that output for backward.
