@@ -196,9 +196,10 @@ def sliding_window_of(config: dict | None, num_layers: int) -> tuple[int | None,
     Mistral 7B v0.1: `sliding_window` 4096 on every layer (Jiang et al. 2023, arXiv:2310.06825,
     "Sliding Window Attention"; its rolling buffer cache keeps only the window). Gemma 2:
     alternating local (4,096-token window) and global layers (Gemma 2 report, arXiv:2408.00118,
-    section 2). Gemma 3: `sliding_window_pattern` local layers per global one. Qwen2 and others
-    carry a `sliding_window` they do not use unless `use_sliding_window` is true. A
-    `layer_types` list (recent transformers) names each layer.
+    section 2). Gemma 3: `sliding_window_pattern` local layers per global one; EXAONE 4.0: a
+    string of local and global layers ("LLLG"). Qwen2 and others carry a `sliding_window` they
+    do not use unless `use_sliding_window` is true. A `layer_types` list (recent transformers)
+    names each layer.
     """
     if not config:
         return None, 0
@@ -228,6 +229,10 @@ def sliding_window_of(config: dict | None, num_layers: int) -> tuple[int | None,
     types = config.get("layer_types")
     if isinstance(types, list) and types:
         return window, sum(1 for t in types if t == "sliding_attention")
+    pattern = config.get("sliding_window_pattern")
+    if isinstance(pattern, str) and pattern and set(pattern) <= {"L", "G"}:
+        # EXAONE 4.0: a pattern of local (L) and global (G) layers, repeated ("LLLG").
+        return window, sum(1 for i in range(num_layers) if pattern[i % len(pattern)] == "L")
     model_type = config.get("model_type", "")
     if model_type == "gemma2":
         return window, num_layers // 2

@@ -105,3 +105,12 @@ def test_seed_oss_has_query_key_value_biases_unless_the_config_turns_them_off():
     assert architecture_from_config(without_key).params_total == 36_151_104_512
     # q (80 x 128), k and v (8 x 128 each) biases in 64 layers
     assert unbiased.params_total == 36_151_104_512 - 64 * (80 + 16) * 128
+
+
+def test_exaone4_local_global_pattern_bounds_three_in_four_layers_cache():
+    """EXAONE 4.0-32B's config gives sliding_window 4096 and the pattern "LLLG" (no
+    layer_types): 48 of its 64 layers keep at most 4,096 tokens."""
+    config = {"model_type": "exaone4", "sliding_window": 4096, "sliding_window_pattern": "LLLG"}
+
+    assert sliding_window_of(config, 64) == (4096, 48)
+    assert sliding_window_of({**config, "sliding_window_pattern": "LLXG"}, 64) == (None, 0)
