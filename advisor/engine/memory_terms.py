@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from advisor.engine import constants as c
 from advisor.engine.shape import CROSS_KV_ROLES, ModelShape
 
-ENCODER_ONLY_FAMILIES = frozenset({"bert", "roberta", "distilbert", "vit", "deberta", "electra"})
+ENCODER_ONLY_FAMILIES = frozenset(
+    {"bert", "roberta", "distilbert", "vit", "deberta", "electra", "modernbert", "esm", "dinov2"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -504,8 +506,10 @@ _VOCAB_HEADS = ("ForMaskedLM", "ForPreTraining")
 
 
 def masked_lm_head(shape: ModelShape) -> bool:
-    """The head config.json's `architectures` names scores tokens against the vocabulary."""
-    return (shape.architecture or "").endswith(_VOCAB_HEADS)
+    """The head config.json's `architectures` names scores tokens against the vocabulary.
+    ElectraForPreTraining is the discriminator: one logit per token (replaced or not)."""
+    name = shape.architecture or ""
+    return name.endswith(_VOCAB_HEADS) and name != "ElectraForPreTraining"
 
 
 def logits_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:

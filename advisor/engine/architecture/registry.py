@@ -20,6 +20,7 @@ from advisor.engine.architecture.encoders import (
     t5_blueprint,
     vit_blueprint,
 )
+from advisor.engine.architecture.encoders_modern import MODERN_ARCHITECTURES, MODERN_ENCODERS
 from advisor.engine.architecture.families import DECODERS
 from advisor.engine.architecture.gemma4 import gemma4_blueprint
 from advisor.engine.architecture.hybrids import (
@@ -64,6 +65,7 @@ REGISTRY: dict[str, Reader] = {
     "nemotron_h": nemotron_h_blueprint,
     "falcon_h1": falcon_h1_blueprint,
     "lfm2": lfm2_blueprint,
+    **MODERN_ENCODERS,
 }
 # Families reported under another name than their model_type.
 _LABEL = {"mt5": "t5"}
@@ -142,6 +144,7 @@ ARCHITECTURES = {
     "Lfm2ForCausalLM": "lfm2",
     "Exaone4ForCausalLM": "exaone4",
     "ApertusForCausalLM": "apertus",
+    **MODERN_ARCHITECTURES,
 }
 
 

@@ -267,6 +267,10 @@ DROPOUT_FAMILIES = frozenset(
         "vit",
         "whisper",
         "bloom",
+        # DeBERTa-v2/v3 and ELECTRA: hidden and attention dropout 0.1 in every released config
+        # (ModernBERT, ESM-2 and DINOv2 ship 0.0).
+        "deberta",
+        "electra",
     }
 )
 # Families whose RMSNorm upcasts its input to fp32 before normalising (transformers'
