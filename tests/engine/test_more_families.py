@@ -1,6 +1,7 @@
 """ModernBERT, DeBERTa-v3, ESM-2, DINOv2 and ELECTRA are counted exactly: each release's
-config.json (tests/engine/configs) and some of its heads and flags give the number of
-parameters transformers 5.24 builds (num_parameters() of the class on the meta device)."""
+config.json (tests/engine/configs, whose README says how faithful each copy is) and some of its
+heads and flags give the number of parameters transformers 5.24 builds (num_parameters() of the
+class on the meta device)."""
 
 import pytest
 

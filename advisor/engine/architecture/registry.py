@@ -36,6 +36,11 @@ from advisor.engine.architecture.multimodal import (
     mistral3_blueprint,
     qwen_vl_blueprint,
 )
+from advisor.engine.architecture.vlm import (
+    idefics3_blueprint,
+    llava_blueprint,
+    paligemma_blueprint,
+)
 from advisor.engine.errors import ConfigError
 
 Reader = Callable[[Config, str], b.Blueprint]
@@ -61,6 +66,12 @@ REGISTRY: dict[str, Reader] = {
     "gemma4": gemma4_blueprint,
     "gemma4_text": gemma4_blueprint,
     "mistral3": mistral3_blueprint,
+    "llava": llava_blueprint,
+    "llava_next": llava_blueprint,
+    "llava_onevision": llava_blueprint,
+    "paligemma": paligemma_blueprint,
+    "idefics3": idefics3_blueprint,
+    "smolvlm": idefics3_blueprint,
     "granitemoehybrid": granitemoehybrid_blueprint,
     "nemotron_h": nemotron_h_blueprint,
     "falcon_h1": falcon_h1_blueprint,
@@ -134,6 +145,12 @@ ARCHITECTURES = {
     "WhisperForConditionalGeneration": "whisper",
     "Glm4MoeForCausalLM": "glm4_moe",
     "Mistral3ForConditionalGeneration": "mistral3",
+    "LlavaForConditionalGeneration": "llava",
+    "LlavaNextForConditionalGeneration": "llava_next",
+    "LlavaOnevisionForConditionalGeneration": "llava_onevision",
+    "PaliGemmaForConditionalGeneration": "paligemma",
+    "Idefics3ForConditionalGeneration": "idefics3",
+    "SmolVLMForConditionalGeneration": "smolvlm",
     "SmolLM3ForCausalLM": "smollm3",
     "Olmo3ForCausalLM": "olmo3",
     "Ernie4_5_MoeForCausalLM": "ernie4_5_moe",

@@ -1,0 +1,249 @@
+"""Vision-language models built as a vision tower, a projector and a decoder of families.py:
+LLaVA 1.5 (llava), LLaVA-NeXT (llava_next), LLaVA-OneVision (llava_onevision), PaliGemma
+(paligemma), Idefics3 and SmolVLM (idefics3, smolvlm).
+
+Each reader counts the language model with the text_config's row of DECODERS and adds the
+vision tower and projector to `outside` (as multimodal.py does for Gemma 3). A text_config may
+omit the fields its model class defaults (llava-1.5's names only its vocabulary); those
+defaults are filled from transformers' configuration classes for the text models listed in
+_TEXT_DEFAULTS. The LM head is tied when the top-level tie_word_embeddings says so or, where
+it does not, when the text model's own default ties it (transformers forwards the text
+config's flag to the wrapper).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from advisor.engine.architecture import blocks as b
+from advisor.engine.architecture.config import Config, heads
+from advisor.engine.architecture.decoders import blueprint as decoder_blueprint
+from advisor.engine.architecture.decoders import flag
+from advisor.engine.architecture.families import DECODERS
+from advisor.engine.architecture.multimodal import siglip_vision_params
+from advisor.engine.errors import ConfigError
+
+# Fields transformers' LlamaConfig / MistralConfig default when a text_config omits them.
+_TEXT_DEFAULTS = {
+    "llama": {
+        "hidden_size": 4096,
+        "intermediate_size": 11008,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "vocab_size": 32000,
+    },
+    "mistral": {
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 32000,
+    },
+}
+
+# CLIP ViT-L/14 at 336 px, the vision tower transformers' LlavaConfig defaults to.
+_CLIP_DEFAULTS = {
+    "hidden_size": 1024,
+    "intermediate_size": 4096,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 16,
+    "image_size": 336,
+    "patch_size": 14,
+    "num_channels": 3,
+}
+# SigLIP-So400m at 384 px, LLaVA-OneVision's default tower (vision_use_head false).
+_SIGLIP_384 = {
+    "hidden_size": 1152,
+    "intermediate_size": 4304,
+    "num_hidden_layers": 26,
+    "num_attention_heads": 16,
+    "image_size": 384,
+    "patch_size": 14,
+    "vision_use_head": False,
+}
+# PaliGemma's default tower: SigLIP-So400m at 224 px without its pooling head.
+_SIGLIP_224 = {**_SIGLIP_384, "num_hidden_layers": 27, "image_size": 224}
+# Idefics3 / SmolVLM vision transformer defaults (Idefics3VisionConfig, SmolVLMVisionConfig).
+_IDEFICS3_VISION = {
+    "hidden_size": 1152,
+    "intermediate_size": 3072,
+    "num_hidden_layers": 12,
+    "num_attention_heads": 16,
+    "image_size": 224,
+    "patch_size": 32,
+    "num_channels": 3,
+}
+_DEFAULT_TEXT = {
+    "llava": "llama",
+    "llava_next": "llama",
+    "llava_onevision": "qwen2",
+    "paligemma": "gemma",
+    "idefics3": "llama",
+    "smolvlm": "llama",
+}
+
+
+def _block(d: int, inter: int) -> int:
+    """A pre-LN ViT block: q/k/v/o and a two-layer MLP, all with bias, two LayerNorms."""
+    h = b.attention(d, 1, 1, d, qkv_bias=True, out_bias=True)
+    return b.total([*h, *b.mlp(d, inter, bias=True)]) + 2 * b.ln(d)
+
+
+def clip_vision_params(raw: dict) -> int:
+    """CLIPVisionModel: class token, patch conv (no bias), positions (patches + 1), pre-LN,
+    blocks, post-LN. Every layer is built even where the projector reads layer -2."""
+    v = Config({**_CLIP_DEFAULTS, **raw})
+    d = v.int("hidden_size")
+    heads(v, d, ("num_attention_heads",))
+    patch = v.int("patch_size")
+    patches = (v.int("image_size") // patch) ** 2
+    embeddings = d + v.int("num_channels") * patch * patch * d + (patches + 1) * d
+    block = _block(d, v.int("intermediate_size"))
+    return embeddings + 2 * b.ln(d) + v.int("num_hidden_layers") * block
+
+
+def _siglip(raw: dict, defaults: dict) -> int:
+    """SiglipVisionModel, with its attention-pooling head where vision_use_head is true."""
+    merged = {**defaults, **raw}
+    v = Config(merged)
+    tower = siglip_vision_params(merged)
+    if not v.bool("vision_use_head", default=True):
+        return tower
+    d = v.int("hidden_size")
+    # probe, MultiheadAttention (in_proj 3d x d + bias, out_proj), LayerNorm, MLP
+    head = d + 3 * d * d + 3 * d + d * d + d + b.ln(d)
+    return tower + head + b.total(b.mlp(d, v.int("intermediate_size"), bias=True))
+
+
+def idefics3_vision_params(raw: dict) -> int:
+    """Idefics3VisionTransformer / SmolVLMVisionTransformer: patch conv with bias, a position
+    table of (image_size / patch_size)^2, SigLIP blocks, post-LN; no head."""
+    v = Config({**_IDEFICS3_VISION, **raw})
+    d = v.int("hidden_size")
+    heads(v, d, ("num_attention_heads",))
+    patch = v.int("patch_size")
+    patches = (v.int("image_size") // patch) ** 2
+    embeddings = v.int("num_channels") * patch * patch * d + d + patches * d
+    block = _block(d, v.int("intermediate_size"))
+    return embeddings + v.int("num_hidden_layers") * block + b.ln(d)
+
+
+def _text(c: Config, family: str) -> tuple[b.Blueprint, str]:
+    text = c.raw.get("text_config") or {}
+    vision = c.raw.get("vision_config") or {}
+    if not isinstance(text, dict) or not isinstance(vision, dict):
+        raise ConfigError(
+            f"config.json of a {family} vision-language model needs text_config and "
+            "vision_config objects",
+            field="text_config",
+        )
+    text_type = text.get("model_type") or _DEFAULT_TEXT[family]
+    if text_type not in DECODERS:
+        raise ConfigError(
+            f"The estimator cannot count a {family} model whose language model is "
+            f"'{text_type}'. Enter the parameter count from the model card instead.",
+            field="text_config",
+        )
+    spec = DECODERS[text_type]
+    t = Config({**_TEXT_DEFAULTS.get(text_type, {}), **text})
+    tied = c.bool("tie_word_embeddings", default=False) or flag(t, spec.tied)
+    if family == "paligemma":
+        tied = c.bool("tie_word_embeddings", default=True)
+    bp = decoder_blueprint(Config({**t.raw, "tie_word_embeddings": tied}), text_type, spec)
+    return bp, text_type
+
+
+def _with(bp: b.Blueprint, family: str, tower: int, projector: int, what: str, tokens: str):
+    return replace(
+        bp,
+        family=family,
+        outside=bp.outside + tower + projector,
+        notes=[
+            *bp.notes,
+            f"Includes the {what} ({tower:,} parameters) and its projector ({projector:,}); "
+            f"{tokens}, which the sequence length should include.",
+        ],
+    )
+
+
+def llava_blueprint(c: Config, family: str) -> b.Blueprint:
+    """LlavaForConditionalGeneration, LlavaNextForConditionalGeneration and
+    LlavaOnevisionForConditionalGeneration: vision tower, a two-layer MLP projector (vision
+    width x number of feature layers -> text width -> text width, biased unless
+    multimodal_projector_bias is false) and, for NeXT and OneVision, an image_newline vector."""
+    bp, _ = _text(c, family)
+    vision = c.raw.get("vision_config") or {}
+    vision_type = vision.get("model_type") or (
+        "siglip_vision_model" if family == "llava_onevision" else "clip_vision_model"
+    )
+    if vision_type == "clip_vision_model":
+        tower = clip_vision_params(vision)
+        v = Config({**_CLIP_DEFAULTS, **vision})
+        what = "CLIP vision tower"
+    elif vision_type == "siglip_vision_model":
+        defaults = _SIGLIP_384 if family == "llava_onevision" else {}
+        tower = _siglip(vision, defaults)
+        v = Config({**_SIGLIP_384, **vision}) if defaults else Config(vision)
+        what = "SigLIP vision tower"
+    else:
+        raise ConfigError(
+            f"The estimator cannot count a {family} model whose vision tower is "
+            f"'{vision_type}'. Enter the parameter count from the model card instead.",
+            field="vision_config",
+        )
+    vision_d = v.int("hidden_size")
+    layers = c.raw.get("vision_feature_layer", -2 if family != "llava_onevision" else -1)
+    feature_layers = len(layers) if isinstance(layers, list) and layers else 1
+    bias = c.bool("multimodal_projector_bias", default=True)
+    text_d = bp.d
+    projector = vision_d * feature_layers * text_d + text_d * text_d + (2 * text_d if bias else 0)
+    side = v.int("image_size") // v.int("patch_size")
+    if family == "llava":
+        tokens = (
+            f"an image adds {side * side} tokens ({side} x {side} patches of the resized image)"
+        )
+    else:
+        projector += text_d  # image_newline
+        tokens = (
+            f"an image adds {side * side} tokens per {v.int('image_size')} px tile (anyres: "
+            "the resized base image plus one tile per grid cell of the best-fitting "
+            "image_grid_pinpoints resolution, and one image_newline token per row of the "
+            "tile grid)"
+        )
+    return _with(bp, family, tower, projector, what, tokens)
+
+
+def paligemma_blueprint(c: Config, family: str) -> b.Blueprint:
+    """PaliGemmaForConditionalGeneration: a SigLIP tower without head, one biased Linear to
+    projection_dim (the text width) and the Gemma / Gemma 2 decoder, its head tied."""
+    bp, _ = _text(c, family)
+    vision = c.raw.get("vision_config") or {}
+    tower = _siglip(vision, _SIGLIP_224)
+    v = Config({**_SIGLIP_224, **vision})
+    vision_d = v.int("hidden_size")
+    out = v.int("projection_dim", default=c.int("projection_dim", default=bp.d))
+    projector = vision_d * out + out
+    side = v.int("image_size") // v.int("patch_size")
+    tokens = f"an image adds {side * side} tokens at {v.int('image_size')} px"
+    return _with(bp, "paligemma", tower, projector, "SigLIP vision tower", tokens)
+
+
+def idefics3_blueprint(c: Config, family: str) -> b.Blueprint:
+    """Idefics3ForConditionalGeneration and SmolVLMForConditionalGeneration: the vision
+    transformer, a pixel-shuffle connector (one Linear, no bias, from vision width x
+    scale_factor^2 to the text width) and the text_config's decoder."""
+    bp, _ = _text(c, family)
+    vision = c.raw.get("vision_config") or {}
+    tower = idefics3_vision_params(vision)
+    v = Config({**_IDEFICS3_VISION, **vision})
+    scale = c.int("scale_factor", default=2)
+    projector = v.int("hidden_size") * scale * scale * bp.d
+    side = v.int("image_size") // v.int("patch_size")
+    per_tile = side * side // (scale * scale)
+    tokens = (
+        f"an image adds {per_tile} tokens per {v.int('image_size')} px tile after the "
+        f"{scale} x {scale} pixel shuffle (the processor splits a large image into tiles plus "
+        "a downscaled global view)"
+    )
+    return _with(bp, family, tower, projector, "vision transformer", tokens)
