@@ -1193,8 +1193,8 @@ def test_family_detected_from_architectures_when_model_type_is_missing():
 
 def test_multimodal_config_counts_its_language_model_and_says_so():
     config = {
-        "model_type": "internvl",
-        "architectures": ["InternVLForConditionalGeneration"],
+        "model_type": "brand_new_vlm",
+        "architectures": ["BrandNewVlmForConditionalGeneration"],
         "text_config": load("meta-llama/Llama-2-7b-hf"),
     }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from advisor.engine.architecture import blocks as b
-from advisor.engine.architecture.config import Config, heads
+from advisor.engine.architecture.config import LIMITS, Config, check_int, heads
 from advisor.engine.architecture.decoders import Decoder, Dims, Moe
 from advisor.engine.architecture.model import LinearAttention
 from advisor.engine.errors import ConfigError
@@ -286,6 +286,76 @@ def _ernie4_5_moe(c: Config, bp: b.Blueprint) -> b.Blueprint:
     )
 
 
+def _uniform(c: Config, name: str, default: int, *, limit_kind: str = "experts") -> int:
+    """An int, or a per-layer list whose entries all agree (Hunyuan writes moe_topk and
+    num_experts either way); a list that varies is refused rather than counted wrongly."""
+    value = c.raw.get(name, default)
+    if isinstance(value, list):
+        values = c.int_list(name)
+        if not values or len(set(values)) != 1:
+            raise ConfigError(
+                f"config.json field '{name}' varies across layers ({sorted(set(values))}); the "
+                "estimator counts only models whose layers all have the same experts",
+                field=name,
+            )
+        return check_int(values[0], name, limit=LIMITS[limit_kind])
+    return c.int(name, default=default)
+
+
+def _hunyuan_moe(c: Config, bp: b.Blueprint) -> b.Blueprint:
+    """Hunyuan-A13B (modeling_hunyuan_v1_moe.py): every block routes each token to moe_topk of
+    num_experts experts kept as 3-D parameters (gate_up_proj [E, 2f, d], down_proj [E, d, f])
+    of intermediate_size (transformers reads neither moe_intermediate_size nor
+    num_shared_expert), beside one always-on shared MLP (shared_mlp, nn.Linear, the same size)
+    and a router nn.Linear `gate.wg` (float32 weights, no bias). moe_topk and num_experts may be
+    per-layer lists; they must agree across layers."""
+    d = bp.d
+    experts = _uniform(c, "num_experts", 1)
+    per_token = _uniform(c, "moe_topk", 1)
+    if per_token > experts:
+        raise ConfigError(
+            f"config.json field 'moe_topk' ({per_token}) exceeds the number of experts ({experts})",
+            field="moe_topk",
+        )
+    inter = bp.inter
+    names = ("gate_up_proj", "gate_up_proj", "down_proj")
+    experts_part = b.Experts(
+        router=[b.lin("gate.wg", d, experts, False, "router")],
+        routed=b.gated_mlp(
+            d, inter, names=names, prefix="experts.", role="expert", count=experts, module=False
+        ),
+        shared=b.gated_mlp(d, inter, prefix="shared_mlp.", role="shared_expert"),
+        experts=experts,
+        per_token=per_token,
+        shared_experts=1,
+        intermediate=inter,
+        sparse_layers=bp.layers,
+    )
+    return replace(bp, experts=experts_part)
+
+
+def _minimax_m2(c: Config, bp: b.Blueprint) -> b.Blueprint:
+    """MiniMax-M2 (modeling_minimax_m2.py): the router's e_score_correction_bias is a buffer
+    (not a parameter) that the checkpoint stores, one float per expert and layer. Its config
+    describes multi-token-prediction modules (use_mtp, num_mtp_modules), which transformers
+    does not build."""
+    moe = bp.experts
+    assert moe is not None
+    notes = []
+    if c.bool("use_mtp", default=False) and c.opt_int("num_mtp_modules", minimum=0):
+        notes.append(
+            "The multi-token-prediction modules the config describes are not counted "
+            "(transformers does not build or load them)."
+        )
+    return replace(
+        bp,
+        stored_extras={
+            "the routers' score-correction biases (buffers)": moe.sparse_layers * moe.experts
+        },
+        notes=[*bp.notes, *notes],
+    )
+
+
 def _xielu(c: Config, bp: b.Blueprint) -> b.Blueprint:
     """Apertus (modeling_apertus.py): its MLP's xIELU activation (hidden_act "xielu", the
     default) learns two scalars per block (alpha_p, alpha_n) and keeps two scalar buffers
@@ -504,6 +574,30 @@ DECODERS: dict[str, Decoder] = {
         mlp_bias=False,
         qk_norm="head",
         adjust=_xielu,
+    ),
+    # MiniMax-M2 (modeling_minimax_m2.py): Llama-style attention without biases, RMSNorm over
+    # all query heads and over all key heads (q_norm, k_norm), partial rotary (rotary_dim; no
+    # parameters); every block routes to num_experts_per_tok of num_local_experts experts of
+    # intermediate_size kept as 3-D parameters (gate_up_proj [E, 2f, d], down_proj [E, d, f]),
+    # a router weight kept as a parameter, no shared expert; head untied.
+    "minimax_m2": Decoder(
+        qk_norm="full",
+        qkv_bias=False,
+        out_bias=False,
+        moe=Moe(
+            experts="num_local_experts",
+            intermediate=None,
+            names=("gate_up_proj", "gate_up_proj", "down_proj"),
+            modules=False,
+        ),
+        adjust=_minimax_m2,
+    ),
+    # Hunyuan-A13B (modeling_hunyuan_v1_moe.py): q/k/v/o with attention_bias, RMSNorm(head_dim)
+    # on q and k (query_layernorm, key_layernorm), the experts as `_hunyuan_moe` says.
+    "hunyuan_v1_moe": Decoder(
+        qk_norm="head",
+        mlp_bias=False,
+        adjust=_hunyuan_moe,
     ),
     "gpt2": _GPT2,
     # GPT-1: GPT-2's block with post-norm LayerNorms and no final LayerNorm; head tied.

@@ -38,6 +38,7 @@ from advisor.engine.architecture.multimodal import (
 )
 from advisor.engine.architecture.vlm import (
     idefics3_blueprint,
+    internvl_blueprint,
     llava_blueprint,
     paligemma_blueprint,
 )
@@ -72,6 +73,7 @@ REGISTRY: dict[str, Reader] = {
     "paligemma": paligemma_blueprint,
     "idefics3": idefics3_blueprint,
     "smolvlm": idefics3_blueprint,
+    "internvl": internvl_blueprint,
     "granitemoehybrid": granitemoehybrid_blueprint,
     "nemotron_h": nemotron_h_blueprint,
     "falcon_h1": falcon_h1_blueprint,
@@ -151,6 +153,9 @@ ARCHITECTURES = {
     "PaliGemmaForConditionalGeneration": "paligemma",
     "Idefics3ForConditionalGeneration": "idefics3",
     "SmolVLMForConditionalGeneration": "smolvlm",
+    "InternVLForConditionalGeneration": "internvl",
+    "MiniMaxM2ForCausalLM": "minimax_m2",
+    "HunYuanMoEV1ForCausalLM": "hunyuan_v1_moe",
     "SmolLM3ForCausalLM": "smollm3",
     "Olmo3ForCausalLM": "olmo3",
     "Ernie4_5_MoeForCausalLM": "ernie4_5_moe",

@@ -1,6 +1,6 @@
 """Vision-language models built as a vision tower, a projector and a decoder of families.py:
 LLaVA 1.5 (llava), LLaVA-NeXT (llava_next), LLaVA-OneVision (llava_onevision), PaliGemma
-(paligemma), Idefics3 and SmolVLM (idefics3, smolvlm).
+(paligemma), Idefics3 and SmolVLM (idefics3, smolvlm), InternVL 3 / 3.5 "-hf" (internvl).
 
 Each reader counts the language model with the text_config's row of DECODERS and adds the
 vision tower and projector to `outside` (as multimodal.py does for Gemma 3). A text_config may
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from advisor.engine.architecture import blocks as b
-from advisor.engine.architecture.config import Config, heads
+from advisor.engine.architecture.config import Config, check_int, heads
 from advisor.engine.architecture.decoders import blueprint as decoder_blueprint
 from advisor.engine.architecture.decoders import flag
 from advisor.engine.architecture.families import DECODERS
@@ -81,6 +81,7 @@ _DEFAULT_TEXT = {
     "paligemma": "gemma",
     "idefics3": "llama",
     "smolvlm": "llama",
+    "internvl": "qwen2",
 }
 
 
@@ -247,3 +248,95 @@ def idefics3_blueprint(c: Config, family: str) -> b.Blueprint:
         "a downscaled global view)"
     )
     return _with(bp, family, tower, projector, "vision transformer", tokens)
+
+
+# InternVLVisionConfig's defaults (InternViT-300M-448px): the tower of every InternVL3 / 3.5
+# "-hf" release up to 14B (transformers configuration_internvl.py).
+_INTERNVL_VISION = {
+    "hidden_size": 1024,
+    "intermediate_size": 4096,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 16,
+    "image_size": 448,
+    "patch_size": 14,
+    "num_channels": 3,
+}
+
+
+def _pair(v: Config, name: str) -> tuple[int, int]:
+    """image_size / patch_size: one int or an [height, width] pair."""
+    value = v.raw.get(name)
+    if isinstance(value, list | tuple):
+        if len(value) != 2:
+            raise ConfigError(
+                f"config.json field 'vision_config.{name}' must be an integer or a pair",
+                field="vision_config",
+            )
+        return check_int(value[0], name), check_int(value[1], name)
+    side = v.int(name)
+    return side, side
+
+
+def internvl_vision_params(raw: dict) -> int:
+    """InternVLVisionModel (transformers modeling_internvl.py): a class token, a patch Conv2d
+    with bias, a position table of patches + 1 (use_absolute_position_embeddings), an optional
+    mask token; blocks of q/k/v (biased where attention_bias) and a biased output projection,
+    RMSNorm over the width on q and k where use_qk_norm, a two-layer biased GELU MLP, two norms
+    (LayerNorm, or RMSNorm where norm_type is rms_norm) and two layer-scale vectors (lambda_1,
+    lambda_2); a final LayerNorm only where use_mean_pooling is false."""
+    v = Config({**_INTERNVL_VISION, **raw})
+    d = v.int("hidden_size")
+    heads(v, d, ("num_attention_heads",))
+    height, width = _pair(v, "image_size")
+    patch_h, patch_w = _pair(v, "patch_size")
+    patches = (height // patch_h) * (width // patch_w)
+    embeddings = d + v.int("num_channels") * patch_h * patch_w * d + d
+    if v.bool("use_absolute_position_embeddings", default=True):
+        embeddings += (patches + 1) * d
+    if v.bool("use_mask_token", default=False):
+        embeddings += d
+    qkv_bias = v.bool("attention_bias", default=False)
+    norm = d if v.str("norm_type", "layer_norm") == "rms_norm" else b.ln(d)
+    block = (
+        b.total(b.attention(d, 1, 1, d, qkv_bias=qkv_bias, out_bias=True))
+        + (2 * d if v.bool("use_qk_norm", default=False) else 0)
+        + b.total(b.mlp(d, v.int("intermediate_size"), bias=True))
+        + 2 * norm
+        + 2 * d  # lambda_1, lambda_2
+    )
+    final = 0 if v.bool("use_mean_pooling", default=True) else b.ln(d)
+    return embeddings + v.int("num_hidden_layers") * block + final
+
+
+def internvl_blueprint(c: Config, family: str) -> b.Blueprint:
+    """InternVLForConditionalGeneration: the InternViT tower, a projector (LayerNorm over the
+    pixel-shuffled width, vision width x (1 / downsample_ratio)^2, then Linear to the text
+    width, GELU, Linear; both biased) and the text_config's decoder (Qwen2 by default). The LM
+    head is untied unless config.json ties it: transformers 5's InternVLConfig defaults
+    tie_word_embeddings to true, so a model built from a config.json that omits it ties it, but
+    from_pretrained unties it again where the checkpoint stores lm_head.weight apart from the
+    embedding (InternVL3-8B-hf's 7.94B counts both), as for Mistral 3."""
+    bp, _ = _text(c, family)
+    vision = c.raw.get("vision_config") or {}
+    tower = internvl_vision_params(vision)
+    v = Config({**_INTERNVL_VISION, **vision})
+    ratio = c.raw.get("downsample_ratio", 0.5)
+    if not isinstance(ratio, int | float) or isinstance(ratio, bool) or not 0 < ratio <= 1:
+        raise ConfigError(
+            f"config.json field 'downsample_ratio' must be a number in (0, 1], got {ratio!r}",
+            field="downsample_ratio",
+        )
+    scale = int(1 / ratio)
+    vision_d = v.int("hidden_size")
+    shuffled = vision_d * scale * scale
+    text_d = bp.d
+    projector = b.ln(shuffled) + shuffled * text_d + text_d + text_d * text_d + text_d
+    height, width = _pair(v, "image_size")
+    patch_h, patch_w = _pair(v, "patch_size")
+    per_tile = (height // patch_h) * (width // patch_w) // (scale * scale)
+    tokens = (
+        f"an image adds {per_tile} tokens per {height} px tile after the {scale} x {scale} "
+        "pixel shuffle, plus two (<img>, </img>); the processor splits an image into 1 to "
+        "max_patches (12) tiles and adds a thumbnail tile when it splits"
+    )
+    return _with(bp, family, tower, projector, "InternViT vision tower", tokens)
