@@ -45,13 +45,18 @@ ENCODERS = {
 }
 
 
+def label_count(c: Config) -> int:
+    """The classes a task head scores: id2label's, else num_labels (2 by default)."""
+    labels = c.raw.get("id2label")
+    if isinstance(labels, dict) and labels:
+        return len(labels)
+    return c.int("num_labels", default=2)
+
+
 def _encoder_head(c: Config, family: str, d: int, vocab: int) -> tuple[int, str]:
     """Parameters of the pooler and task head that architectures[0] names, and a note."""
     name = c.architecture() or ""
-    labels = c.raw.get("id2label")
-    num_labels = (
-        len(labels) if isinstance(labels, dict) and labels else c.int("num_labels", default=2)
-    )
+    num_labels = label_count(c)
     pooler = 0 if family == "distilbert" else d * d + d
     transform = d * d + d + b.ln(d)  # dense + LayerNorm before the tied vocabulary projection
     classifier = num_labels * d + num_labels
@@ -81,7 +86,17 @@ def _encoder_head(c: Config, family: str, d: int, vocab: int) -> tuple[int, str]
     )
 
 
-def _encoder_block(d, h, hd, inter, attn_names, mlp_names, *, qkv_bias=True):
+def encoder_block(
+    d,
+    h,
+    hd,
+    inter,
+    attn_names=("query", "key", "value", "attention.output.dense"),
+    mlp_names=("intermediate.dense", "output.dense"),
+    *,
+    qkv_bias=True,
+):
+    """BERT's block: q/k/v/o and a plain MLP, every projection with a bias."""
     up, down = mlp_names
     return [
         *b.attention(d, h, h, hd, names=attn_names, qkv_bias=qkv_bias, out_bias=True),
@@ -103,7 +118,7 @@ def encoder_blueprint(c: Config, family: str, spec: Encoder) -> b.Blueprint:
         # create_position_ids_from_input_ids): its table of 514 holds 512 tokens.
         usable = positions - (c.int("pad_token_id", default=1, minimum=0) + 1)
     types = c.int("type_vocab_size", default=2, minimum=0) if spec.token_types else 0
-    block = _encoder_block(d, h, hd, inter, spec.attn_names, spec.mlp_names)
+    block = encoder_block(d, h, hd, inter, spec.attn_names, spec.mlp_names)
     head, note = _encoder_head(c, spec.label, d, vocab)
     return b.Blueprint(
         family=spec.label,
@@ -136,15 +151,7 @@ def vit_blueprint(c: Config, family: str) -> b.Blueprint:
     patch = c.int("patch_size", default=16)
     channels = c.int("num_channels", default=3)
     patches = (image // patch) ** 2
-    block = _encoder_block(
-        d,
-        h,
-        hd,
-        inter,
-        ("query", "key", "value", "attention.output.dense"),
-        ("intermediate.dense", "output.dense"),
-        qkv_bias=c.bool("qkv_bias", default=True),
-    )
+    block = encoder_block(d, h, hd, inter, qkv_bias=c.bool("qkv_bias", default=True))
     head, note = _encoder_head(c, family, d, 0)
     return b.Blueprint(
         family=family,

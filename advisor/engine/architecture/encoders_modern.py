@@ -11,14 +11,8 @@ from __future__ import annotations
 
 from advisor.engine.architecture import blocks as b
 from advisor.engine.architecture.config import Config, heads
+from advisor.engine.architecture.encoders import encoder_block, label_count
 from advisor.engine.errors import ConfigError
-
-
-def _num_labels(c: Config) -> int:
-    labels = c.raw.get("id2label")
-    if isinstance(labels, dict) and labels:
-        return len(labels)
-    return c.int("num_labels", default=2)
 
 
 def _head(c: Config, family: str, heads_of: dict[str, tuple[int, str]]) -> tuple[int, str, bool]:
@@ -59,7 +53,7 @@ def modernbert_blueprint(c: Config, family: str) -> b.Blueprint:
     mlp_bias = c.bool("mlp_bias", default=False)
     dense = d * d + (d if c.bool("classifier_bias", default=False) else 0)
     transform = dense + norm  # ModernBertPredictionHead: dense, activation, LayerNorm
-    labels = _num_labels(c)
+    labels = label_count(c)
     decoder = (vocab if c.bool("decoder_bias", default=True) else 0) + _untied(c, vocab, d)
     head, note, exact = _head(
         c,
@@ -142,15 +136,10 @@ def deberta_v2_blueprint(c: Config, family: str) -> b.Blueprint:
         pos_types = [x.strip() for x in pos_types.lower().split("|")]
     if not isinstance(pos_types, list):
         raise ConfigError("config.json field 'pos_att_type' must be a list", field="pos_att_type")
-    attention = b.attention(
-        d,
-        h,
-        h,
-        hd,
-        names=("query_proj", "key_proj", "value_proj", "attention.output.dense"),
-        qkv_bias=True,
-        out_bias=True,
+    block = encoder_block(
+        d, h, hd, inter, ("query_proj", "key_proj", "value_proj", "attention.output.dense")
     )
+    attention, mlp = block[:4], block[4:]
     if relative and not c.bool("share_att_key", default=False):
         if "c2p" in pos_types:
             attention.append(b.lin("pos_key_proj", d, h * hd, True, "attn_pos_k"))
@@ -170,7 +159,7 @@ def deberta_v2_blueprint(c: Config, family: str) -> b.Blueprint:
     if kernel:
         groups = c.int("conv_groups", default=1)
         encoder_extra += d * (d // groups) * kernel + d + b.ln(d)
-    labels = _num_labels(c)
+    labels = label_count(c)
     pooled = c.int("pooler_hidden_size", default=d)
     pooler = pooled * pooled + pooled  # ContextPooler: dense over the first token
     transform = d * e + e + b.ln(e)  # the masked-LM head's dense and LayerNorm
@@ -206,10 +195,7 @@ def deberta_v2_blueprint(c: Config, family: str) -> b.Blueprint:
         positions=positions,
         tied=True,
         attention=attention,
-        mlp=[
-            b.lin("intermediate.dense", d, inter, True, "mlp_in"),
-            b.lin("output.dense", inter, d, True, "mlp_out"),
-        ],
+        mlp=mlp,
         block_norms=2 * b.ln(d),
         embedding=embedding,
         outside=encoder_extra + head,
@@ -246,7 +232,7 @@ def esm_blueprint(c: Config, family: str) -> b.Blueprint:
     embedding = vocab * d + (positions * d if absolute else 0)
     embedding += b.ln(d) if c.bool("emb_layer_norm_before", default=False) else 0
     contact = layers * h + 1
-    labels = _num_labels(c)
+    labels = label_count(c)
     pooler = d * d + d
     head, note, exact = _head(
         c,
@@ -264,6 +250,7 @@ def esm_blueprint(c: Config, family: str) -> b.Blueprint:
             "ForTokenClassification": (d * labels + labels, f"its {labels}-label classifier"),
         },
     )
+    block = encoder_block(d, h, hd, inter)
     return _blueprint(
         c,
         "esm",
@@ -276,19 +263,8 @@ def esm_blueprint(c: Config, family: str) -> b.Blueprint:
         vocab=vocab,
         positions=positions,
         tied=True,
-        attention=b.attention(
-            d,
-            h,
-            h,
-            hd,
-            names=("query", "key", "value", "attention.output.dense"),
-            qkv_bias=True,
-            out_bias=True,
-        ),
-        mlp=[
-            b.lin("intermediate.dense", d, inter, True, "mlp_in"),
-            b.lin("output.dense", inter, d, True, "mlp_out"),
-        ],
+        attention=block[:4],
+        mlp=block[4:],
         block_norms=2 * b.ln(d),
         embedding=embedding,
         outside=b.ln(d) + contact + head,
@@ -331,7 +307,7 @@ def dinov2_blueprint(c: Config, family: str) -> b.Blueprint:
         + channels * patch * patch * d
         + d
     )
-    labels = _num_labels(c)
+    labels = label_count(c)
     head, note, exact = _head(
         c,
         "dinov2",
@@ -384,7 +360,7 @@ def electra_blueprint(c: Config, family: str) -> b.Blueprint:
     positions = c.int("max_position_embeddings", default=512)
     types = c.int("type_vocab_size", default=2, minimum=0)
     embedding = (vocab + positions + types) * e + b.ln(e) + (e * d + d if e != d else 0)
-    labels = _num_labels(c)
+    labels = label_count(c)
     # ElectraSequenceSummary: a dense layer over the first token where summary_use_proj, to
     # num_labels outputs only where the config sets summary_proj_to_labels.
     summary_out = labels if c.bool("summary_proj_to_labels", default=False) else d
@@ -408,6 +384,7 @@ def electra_blueprint(c: Config, family: str) -> b.Blueprint:
             "ForMultipleChoice": (summary + d + 1, "its sequence summary and choice scorer"),
         },
     )
+    block = encoder_block(d, h, hd, inter)
     return _blueprint(
         c,
         "electra",
@@ -420,19 +397,8 @@ def electra_blueprint(c: Config, family: str) -> b.Blueprint:
         vocab=vocab,
         positions=positions,
         tied=True,
-        attention=b.attention(
-            d,
-            h,
-            h,
-            hd,
-            names=("query", "key", "value", "attention.output.dense"),
-            qkv_bias=True,
-            out_bias=True,
-        ),
-        mlp=[
-            b.lin("intermediate.dense", d, inter, True, "mlp_in"),
-            b.lin("output.dense", inter, d, True, "mlp_out"),
-        ],
+        attention=block[:4],
+        mlp=block[4:],
         block_norms=2 * b.ln(d),
         embedding=embedding,
         outside=head,
