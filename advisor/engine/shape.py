@@ -59,9 +59,6 @@ class ModelShape:
     # others attend to the whole context). Their KV cache never holds more than the window.
     sliding_window: int | None = None
     sliding_layers: int = 0
-    # The local layers attend within fixed chunks of `sliding_window` tokens (Llama 4's chunked
-    # attention) rather than a window that slides with each token.
-    sliding_chunked: bool = False
     linears: tuple[Linear, ...] = field(default_factory=tuple)
     # A hybrid's linear-attention blocks: no KV cache, a fixed recurrent state per sequence,
     # and their own saved tensors (architecture.model.LinearAttention); None: none.
@@ -105,6 +102,12 @@ class ModelShape:
     @property
     def linear_attention_layers(self) -> int:
         return self.linear_attention.layers if self.linear_attention else 0
+
+    @property
+    def sliding_chunked(self) -> bool:
+        """The local layers attend within fixed chunks of `sliding_window` tokens (Llama 4's
+        chunked attention, sliding_window_of) rather than a window sliding with each token."""
+        return self.family.startswith("llama4")
 
     def attention_reads(self, seq: int) -> float:
         """Query width x tokens one token's attention reads, summed over the softmax layers, in

@@ -333,12 +333,7 @@ def resolve_shape(request: EstimateRequest) -> ModelShape:
     )
     window, layers = sliding_window_of(config, shape.num_layers)
     if window and layers and shape.max_position_embeddings != window:
-        shape = replace(
-            shape,
-            sliding_window=window,
-            sliding_layers=min(layers, shape.num_layers),
-            sliding_chunked=shape.family.startswith("llama4"),  # shape.sliding_window_of
-        )
+        shape = replace(shape, sliding_window=window, sliding_layers=min(layers, shape.num_layers))
     if shape.family in ENCODER_ONLY_FAMILIES:
         # Only masked-LM training projects onto the vocabulary; fine-tuning trains a task head
         # (classification, tagging, QA) and inference reads embeddings or a task head, even

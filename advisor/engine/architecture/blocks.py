@@ -171,6 +171,11 @@ class Blueprint:
     attention_groups: list[AttentionGroup] = field(default_factory=list)  # ModelArchitecture's
 
 
+def in_layers(linears: Iterable[LinearShape], count: int) -> list[LinearShape]:
+    """These layers, present in `count` blocks only (a hybrid's or Gemma 4's layer kinds)."""
+    return [lin.model_copy(update={"layers": count}) for lin in linears]
+
+
 def _in_blocks(linears: list[LinearShape], blocks: int, every: int) -> list[LinearShape]:
     """The layers, marked with how many blocks have them where that is not every block (a
     layer that already says so, as Gemma 4's per-kind projections do, keeps its own)."""

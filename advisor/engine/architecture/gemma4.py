@@ -174,8 +174,7 @@ def gemma4_blueprint(c: Config, family: str) -> b.Blueprint:
     wide = t.bool("use_double_wide_mlp", default=False) and shared > 0
     mlp = b.gated_mlp(d, inter)
     if wide:
-        mlp = [x.model_copy(update={"layers": caching}) for x in mlp]
-        mlp += [x.model_copy(update={"layers": shared}) for x in b.gated_mlp(d, 2 * inter)]
+        mlp = b.in_layers(mlp, caching) + b.in_layers(b.gated_mlp(d, 2 * inter), shared)
 
     per_layer = t.int("hidden_size_per_layer_input", minimum=0)
     embedding = vocab * d

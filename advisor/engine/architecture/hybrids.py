@@ -148,10 +148,6 @@ def _mamba2(
     )
 
 
-def _with_layers(linears: list[b.LinearShape], layers: int) -> list[b.LinearShape]:
-    return [lin.model_copy(update={"layers": layers}) for lin in linears]
-
-
 def _state_note(kind: str, count: int, layers: int, mib: float) -> str:
     return (
         f"{count} of {layers} layers use {kind}: they keep no KV cache but a fixed state of "
@@ -363,9 +359,9 @@ def nemotron_h_blueprint(c: Config, family: str) -> b.Blueprint:
             f"num_hidden_layers says {declared}, but the layer pattern lists {layers} layers, "
             "which transformers builds."
         )
-    attention = _with_layers(b.attention(d, h, kv, hd), count["attention"])
+    attention = b.in_layers(b.attention(d, h, kv, hd), count["attention"])
     mlp = (
-        _with_layers(b.mlp(d, inter, names=("up_proj", "down_proj"), bias=mlp_bias), count["mlp"])
+        b.in_layers(b.mlp(d, inter, names=("up_proj", "down_proj"), bias=mlp_bias), count["mlp"])
         if count["mlp"]
         else []
     )
@@ -551,7 +547,7 @@ def falcon_h1_blueprint(c: Config, family: str) -> b.Blueprint:
         positions=c.opt_int("max_position_embeddings"),
         tied=tied,
         # Every block has both mixers: the attention is counted in all of them.
-        attention=_with_layers(b.attention(d, h, kv, hd, qkv_bias=bias, out_bias=bias), layers),
+        attention=b.in_layers(b.attention(d, h, kv, hd, qkv_bias=bias, out_bias=bias), layers),
         mlp=b.gated_mlp(d, inter, bias=mlp_bias),
         block_norms=2 * d,
         embedding=vocab * d,
