@@ -233,35 +233,22 @@ def gemma4_blueprint(c: Config, family: str) -> b.Blueprint:
         block_norms += 3 * d
 
     window = t.opt_int("sliding_window")
+    # (layers, layers of them that cache, head size, key/value heads, window) per kind
+    kinds = [
+        (n_sliding, n_sliding_caching, hd, kv, window),
+        (n_full, n_full_caching, global_hd, global_kv, None),
+    ]
     groups = [
         AttentionGroup(
-            layers=n_sliding_caching,
-            query_width=heads * hd,
-            kv_heads=kv,
-            head_dim=hd,
-            window=window,
-        ),
-        AttentionGroup(
-            layers=n_sliding - n_sliding_caching,
-            query_width=heads * hd,
-            kv_heads=kv,
-            head_dim=hd,
-            window=window,
-            caches=False,
-        ),
-        AttentionGroup(
-            layers=n_full_caching,
-            query_width=heads * global_hd,
-            kv_heads=global_kv,
-            head_dim=global_hd,
-        ),
-        AttentionGroup(
-            layers=n_full - n_full_caching,
-            query_width=heads * global_hd,
-            kv_heads=global_kv,
-            head_dim=global_hd,
-            caches=False,
-        ),
+            layers=count,
+            query_width=heads * size,
+            kv_heads=kv_heads,
+            head_dim=size,
+            window=kind_window,
+            caches=caches,
+        )
+        for total_layers, caching_layers, size, kv_heads, kind_window in kinds
+        for count, caches in ((caching_layers, True), (total_layers - caching_layers, False))
     ]
     stored = {"a scalar buffer per layer": layers}
     if shared:
