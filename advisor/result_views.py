@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from advisor import flow_services
+from advisor.engine.device_memory import device_bytes
 from advisor.engine.memory import PHASES
 from advisor.engine.models import EstimateResult, Option
 from advisor.engine.ranking import alternatives as alternatives_of
@@ -49,7 +50,7 @@ def _allocation_url(advisor_session: AdvisorSession) -> str:
 def _names(catalog) -> tuple[dict[str, str], dict[str, str], dict[str, float]]:
     systems = {s.name: s.display_name for s in catalog.systems}
     accelerators = {a.name: a.display_name for a in catalog.accelerators}
-    capacity = {a.name: a.memory_gb * 1e9 for a in catalog.accelerators}
+    capacity = {a.name: device_bytes(a) for a in catalog.accelerators}
     return systems, accelerators, capacity
 
 

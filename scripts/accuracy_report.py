@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from advisor.engine import ENGINE_VERSION, estimate  # noqa: E402
 from advisor.engine.constants import MEMORY_MARGIN  # noqa: E402
+from advisor.engine.device_memory import device_bytes  # noqa: E402
 from advisor.engine.memory import COMPONENTS  # noqa: E402
 from advisor.engine.models import (  # noqa: E402
     AcceleratorSpec,
@@ -467,7 +468,7 @@ def evaluate(
     outcome = Outcome(point=point)
     if point.measured.value is not None and point.measured.unit in BYTES_PER_UNIT:
         outcome.measured_bytes = point.measured.value * BYTES_PER_UNIT[point.measured.unit]
-    outcome.capacity_bytes = accelerators[point.gpu.accelerator].memory_gb * 1e9
+    outcome.capacity_bytes = device_bytes(accelerators[point.gpu.accelerator])
     result, error, used_params = run_engine(point, catalog)
     params = point.model.params
     if result is not None:
@@ -923,7 +924,8 @@ METHOD_TEXT = """\
   "Training using Adam" = 4 x Total Size for full training. It has no adapter mode, so for LoRA
   and QLoRA it is the frozen base's Total Size.
 - Both baselines use the engine's parameter count, so the comparison is about method, not counting.
-- Fit checks compare with the catalog capacity (memory_gb x 1e9) of the measured GPU.
+- Fit checks compare with the memory the measured GPU reports (its label read as GiB, less
+  ECC and driver reserve where nvidia-smi shows them: `advisor/engine/device_memory.py`).
 - GPU hours: both kinds are compared with `gpu_hours`, the compute alone (issue 14). A
   throughput benchmark (tokens per second over a few steps) is compute alone; so, in practice,
   is a published pre-training total: LLaMA-65B's 1.4T tokens at the published 380

@@ -9,6 +9,7 @@ from dataclasses import replace
 from advisor.engine import constants as c
 from advisor.engine import ranking, words
 from advisor.engine.compute import filled_batch, training_flops_per_token
+from advisor.engine.device_memory import capacity_text
 from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import Framework, batch_limit, framework_for
 from advisor.engine.justification import draft
@@ -565,7 +566,7 @@ def _recommendation_reasons(best, candidates, wl: Workload, framework, why: str)
     acc = best.accelerator
     free = 1 - opt.memory_per_gpu_bytes / opt.capacity_bytes
     reasons = [
-        f"Fits: {opt.memory_per_gpu_bytes / 1e9:.1f} GB per GPU of the {acc.memory_gb:g} GB "
+        f"Fits: {opt.memory_per_gpu_bytes / 1e9:.1f} GB per GPU of the {capacity_text(acc)} "
         f"on {words.with_article(acc.display_name)} ({free:.0%} headroom), "
         + ("on " if opt.strategy == "single" and opt.num_gpus == 1 else "")
         + f"{words.gpus_and_strategy(opt.num_gpus, opt.strategy, opt.nodes, not wl.training)}."

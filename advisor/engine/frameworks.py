@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.engine import constants as c
+from advisor.engine.device_memory import device_bytes
 from advisor.engine.models import AcceleratorSpec
 
 MIB = 2**20
@@ -368,7 +369,7 @@ def batch_limit(framework: Framework, acc: AcceleratorSpec) -> int | None:
     if framework.max_num_seqs is None:
         return None
     default, large = framework.max_num_seqs
-    if acc.memory_gb * 1e9 >= LARGE_GPU_GIB * 2**30 and "a100" not in acc.name.lower():
+    if device_bytes(acc) >= LARGE_GPU_GIB * 2**30 and "a100" not in acc.name.lower():
         return large
     return default
 

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from advisor.engine.constants import MEMORY_MARGIN
+from advisor.engine.device_memory import device_bytes
 from advisor.engine.models import AcceleratorSpec, Assumption, NodeTypeSpec, SystemSpec
 from advisor.engine.words import gigabytes
 
@@ -126,7 +127,7 @@ def _hosting_vm(
     """One VM size: whether the service fits on its GPUs (margin included) and its price."""
     margin = 1 + MEMORY_MARGIN.value
     gpus = node.gpus_per_node
-    capacity = acc.memory_gb * 1e9 * gpus
+    capacity = device_bytes(acc) * gpus
     need = (weights_and_working_bytes + per_gpu_overhead_bytes * gpus) * margin
     fits = need <= capacity
     price = (node.price_per_gpu_hour * gpus if node.price_per_gpu_hour is not None else None) or (

@@ -3,6 +3,7 @@ and compute calculation, and why this system."""
 
 from __future__ import annotations
 
+from advisor.engine.device_memory import capacity_text
 from advisor.engine.memory import Workload
 from advisor.engine.models import AcceleratorSpec, EstimateRequest, Option, SystemSpec
 from advisor.engine.recipe import LEVEL_WORDS, OPTIMIZER_WORDS
@@ -94,7 +95,7 @@ def _memory_sentence(option: Option, accelerator: AcceleratorSpec, serving: bool
     listed = ", ".join(f"{name} {gigabytes(value)}" for name, value in pieces if value)
     return (
         f"Memory per GPU comes to {gigabytes(mem.total_bytes)} ({listed}) against the "
-        f"{accelerator.memory_gb:g} GB of {with_article(accelerator.display_name)}, using "
+        f"{capacity_text(accelerator)} of {with_article(accelerator.display_name)}, using "
         f"{gpus_and_strategy(option.num_gpus, option.strategy, option.nodes, serving)}."
     )
 

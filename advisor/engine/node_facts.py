@@ -8,9 +8,10 @@ from __future__ import annotations
 from advisor.engine import constants as c
 from advisor.engine import ranking, software
 from advisor.engine.compute import compute_dtype_for, fp16_note, peak_tflops
+from advisor.engine.device_memory import capacity_text, device_bytes
 from advisor.engine.layouts import counts_for
 from advisor.engine.models import AcceleratorSpec, NodeTypeSpec, PartitionSpec, SystemSpec
-from advisor.engine.options import AcceleratorFacts, NodeFacts, Stack, gb
+from advisor.engine.options import AcceleratorFacts, NodeFacts, Stack
 from advisor.engine.speed import Utilisation, training_utilisation
 
 
@@ -35,7 +36,7 @@ class FactGathering:
                 if self.training and not self.framework.fp16
                 else " (use fp16)."
             )
-        capacity = int(acc.memory_gb * 1e9)
+        capacity = device_bytes(acc)
         legacy = acc.vendor.lower() == "nvidia" and not acc.bf16_supported
         if self.training:
             util = training_utilisation(
@@ -63,7 +64,7 @@ class FactGathering:
             no_dtype,
             capacity,
             capacity / (1 + self.margin),
-            gb(capacity),
+            capacity_text(acc),
             util,
             peak,
             timed,

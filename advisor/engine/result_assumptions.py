@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from advisor.engine import constants as c
-from advisor.engine import scale_cost
+from advisor.engine import device_memory, scale_cost
 from advisor.engine.compute import (
     dequantises_per_step,
     expert_read_share,
@@ -228,9 +228,13 @@ def _memory_assumptions(
         _built(
             Assumption,
             name="GPU capacity",
-            value="vendor GB x 1e9 bytes: about 7% below the GiB the card has, which absorbs "
-            "ECC and driver reservations",
-            source="vendor datasheets (catalog)",
+            value=(
+                device_memory.reading(best.accelerator)
+                if best is not None
+                else "each GPU's memory label read as GiB, as the driver reports it"
+            )
+            + "; a GDDR card with ECC on keeps 1/16 of it for check bits, HBM does not",
+            source="nvidia-smi / rocm totals of real cards (advisor/engine/device_memory.py)",
         ),
         memory_uncertainty_assumption(wl.task),
     ]
@@ -464,8 +468,14 @@ def _inference_assumptions(
             )
             + f" + {wl.new_tokens:,} generated tokens per request"
             + (" (default)" if request.new_tokens is None else "")
-            + f"; KV cache in {wl.compute_dtype} with {shape.num_kv_heads} KV heads",
-            source="KV cache = 2 x layers x KV heads x head dim x tokens x batch x bytes",
+            + (
+                f"; KV cache in {wl.compute_dtype} with {shape.num_kv_heads} KV heads"
+                if shape.softmax_layers
+                else "; no KV cache: a fixed recurrent state per sequence"
+            ),
+            source="KV cache = 2 x layers x KV heads x head dim x tokens x batch x bytes"
+            if shape.softmax_layers
+            else "state = layers x (conv window + SSM state) x batch, whatever the length",
         )
     )
     prefill = c.MFU_PREFILL

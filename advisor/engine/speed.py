@@ -82,11 +82,11 @@ _GENERATIONS: tuple[tuple[tuple[str, ...], Generation], ...] = (
     (("gh200", "h200", "h100"), Generation("nvidia-hopper", "NVIDIA Hopper", "nvidia", "cuda")),
     (("a100", "a800"), Generation("nvidia-ampere-dc", "NVIDIA Ampere (A100)", "nvidia", "cuda")),
     (
-        ("l40", "l20", "l4-", "rtx-40", "4090", "ada"),
+        ("l40", "l20", "l4-", "rtx-40", "4090", "4080", "4070", "4060", "ada"),
         Generation("nvidia-ada", "NVIDIA Ada", "nvidia", "cuda"),
     ),  # noqa: E501
     (
-        ("a2000", "a4000", "a5000", "a6000", "a40-", "a10-", "3090", "3080"),
+        ("a2000", "a4000", "a5000", "a6000", "a40-", "a10-", "3090", "3080", "3070", "3060"),
         Generation("nvidia-ampere-ws", "NVIDIA Ampere workstation", "nvidia", "cuda"),
     ),
     (("v100",), Generation("nvidia-volta", "NVIDIA Volta", "nvidia", "cuda")),

@@ -67,7 +67,7 @@ def test_70b_inference_in_bf16_needs_several_gpus_and_says_how_much_memory():
     ][0]
     assert not single_a100_40.fits
     assert single_a100_40.reasons[0].startswith("needs 1")
-    assert single_a100_40.reasons[0].endswith("NVIDIA A100 40GB SXM4 has 40.0 GB.")
+    assert single_a100_40.reasons[0].endswith("NVIDIA A100 40GB SXM4 has 42.9 GB (40 GiB).")
     assert result.recommendation.num_gpus >= 2
     assert result.recommendation.strategy == "tensor_parallel"
 

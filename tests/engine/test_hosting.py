@@ -84,10 +84,10 @@ def test_retired_sizes_are_never_offered_and_nothing_fitting_means_no_vm():
 
 
 def test_overhead_counts_once_per_gpu_and_the_margin_applies():
-    # 70 GB + 1 GB overhead = 71 GB, x1.1 = 78.1 GB: one 80 GB GPU holds it.
+    # 70 GB + 1 GB overhead = 71 GB, x1.1 = 78.1 GB: one A100 80GB (80 GiB, 85.9 GB) holds it.
     assert plan(cloud(vm("one", "a100", 1, 1.0)), need_gb=70).vm is not None
-    # 72 GB + 1 GB = 73 GB x 1.1 = 80.3 GB: it does not.
-    assert plan(cloud(vm("one", "a100", 1, 1.0)), need_gb=72).vm is None
+    # 78 GB + 1 GB = 79 GB x 1.1 = 86.9 GB: it does not.
+    assert plan(cloud(vm("one", "a100", 1, 1.0)), need_gb=78).vm is None
 
 
 def test_assumptions_are_stated():

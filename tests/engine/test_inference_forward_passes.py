@@ -151,11 +151,12 @@ def test_a_fused_loss_under_the_trainer_drops_the_logits_and_goes_into_the_scrip
     plain = estimate(request.model_copy(update={"fused_loss": None}), default_catalog())
     assert rec.memory.logits == 0
     assert plain.recommendation.memory.logits > 40e9
-    # Without the logits it fits an 80 GB A100 (with room for two sequences per micro-batch);
-    # with them only the 128 GB Intel Max 1550 held one.
-    assert plain.recommendation.accelerator == "max1550-128"
-    assert rec.accelerator.startswith("a100-80")
-    assert rec.memory_per_gpu_bytes < 80e9
+    # Without the logits one A100 holds it (a 40 GB one, a sequence per micro-batch); with them
+    # one GPU needs about 92 GB, more than any 80 GB card holds.
+    assert min(o.memory_per_gpu_bytes for o in plain.options if o.strategy == "single") > 86e9
+    assert rec.accelerator.startswith("a100")
+    assert rec.num_gpus == 1
+    assert rec.memory_per_gpu_bytes < 40e9
     assert not any("Liger" in r for r in rec.reasons)
     logits = next(a for a in result.assumptions if a.name == "Logits and loss buffers")
     assert logits.value.startswith("0 bytes per token x vocabulary entry: a fused linear")

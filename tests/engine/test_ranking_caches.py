@@ -39,8 +39,8 @@ def test_a_catalog_change_between_estimates_shows_in_the_next_one():
     before = estimate(request, catalog())
     after = estimate(request, shrunk)
     again = estimate(request, catalog())
-    assert capacities(before, "a100-80-sxm4") == {80_000_000_000}
-    assert capacities(after, "a100-80-sxm4") == {40_000_000_000}
+    assert capacities(before, "a100-80-sxm4") == {80 * 2**30}
+    assert capacities(after, "a100-80-sxm4") == {40 * 2**30}
     assert again.model_dump_json() == before.model_dump_json()
 
 

@@ -18,6 +18,7 @@ from django.urls import reverse
 from tests.engine.inputs import config
 
 GB = 1e9
+T4_REPORTED = 15_360 * 2**20  # what nvidia-smi shows of a T4's 16 GiB with ECC on
 
 
 LLAMA3_8B = "meta-llama__Meta-Llama-3-8B"
@@ -415,7 +416,7 @@ def test_unsloth_qwen_7b_qlora_fits_a_t4(api):
     rec = result["recommendation"]
     assert rec is not None
     assert rec["num_gpus"] == 1
-    assert rec["memory_per_gpu_bytes"] <= 16 * GB / 1.1
+    assert rec["memory_per_gpu_bytes"] <= T4_REPORTED / 1.1  # with the 10 % margin
 
 
 def test_unknown_framework_is_a_400_naming_the_field(client, db):
@@ -495,7 +496,7 @@ def test_phi2_lora_fits_a_t4(api):
     rec = result["recommendation"]
     assert rec is not None
     assert rec["num_gpus"] == 1
-    assert rec["memory_per_gpu_bytes"] <= 16 * GB / 1.1
+    assert rec["memory_per_gpu_bytes"] <= T4_REPORTED / 1.1  # with the 10 % margin
 
 
 def test_mistral_sliding_window_bounds_the_kv_cache(api):

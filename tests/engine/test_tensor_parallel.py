@@ -68,7 +68,7 @@ def test_tensor_parallel_makes_it_fit_without_offload_and_says_so():
     tp = on(result, "a100-80-sxm4", "tensor_parallel")
     assert tp
     reason = tp[0].recipe.reasons[0]
-    assert "makes it fit 8 x 80.0 GB without offload" in reason
+    assert "makes it fit 8 x 85.9 GB (80 GiB) without offload" in reason
     assert "FSDP on the same GPUs with the same recipe" in reason
 
 
