@@ -17,6 +17,8 @@ from advisor.engine.shape import CROSS_KV_ROLES, ModelShape
 
 ENCODER_ONLY_FAMILIES = frozenset(
     {"bert", "roberta", "distilbert", "vit", "deberta", "electra", "modernbert", "esm", "dinov2"}
+    | {"clip", "siglip"}  # dual encoders (architecture/dual_encoders.py)
+    | {"mpnet", "longformer"}  # BERT-like encoders (architecture/encoders.py)
 )
 
 
@@ -422,7 +424,9 @@ def training_activations(
     # the embedding output and every residual add are 16-bit even under autocast, only the
     # norms upcast inside the layer (counted per layer).
     fp32_stream = wl.autocast and not sixteen_bit_params and not wl.adapters
-    residual_bytes = 4 if fp32_stream else wl.act_bytes
+    # Mamba adds each block's output to a float32 residual whatever the model's dtype.
+    fp32_residual = bool(shape.linear_attention and shape.linear_attention.fp32_residual)
+    residual_bytes = 4 if fp32_stream or fp32_residual else wl.act_bytes
     # An encoder-decoder's two stacks: (layers, tokens per sequence, encoder tokens each
     # layer's cross-attention reads); any other model has one stack at seq_len.
     if wl.encoder_len:
@@ -493,7 +497,7 @@ def inference_activations(shape: ModelShape, wl: Workload, *, tp: int = 1) -> fl
         # its paged attention kernels never hold the scores.
         return min(b * s, wl.prefill_chunk_tokens) * per_token * wl.act_bytes
     working = b * s * per_token * wl.act_bytes
-    if not wl.flash_attention:
+    if not wl.flash_attention and shape.softmax_layers:  # a pure state-space model scores none
         per_score = wl.act_bytes + (4 if shape.family in c.FP32_SOFTMAX_FAMILIES else 0)
         working += per_score * b * shape.num_attention_heads * s * s / tp
     return working
@@ -551,9 +555,14 @@ def kv_cache_bytes(
     per_token = shape.kv_cache_width or 2 * math.ceil(shape.num_kv_heads / tp) * shape.head_dim
     copies = kv_cache_copies(shape, wl, generated)
     if shape.attention_groups:
-        # Layers that differ in heads and window; those reading another layer's cache keep none.
+        # Layers that differ in heads and window; those reading another layer's cache keep none;
+        # cross-attention layers keep their image tokens' keys and values whatever the length.
         values = sum(
-            g.layers * 2 * math.ceil(g.kv_heads / tp) * g.head_dim * min(tokens, g.window or tokens)
+            g.layers
+            * 2
+            * math.ceil(g.kv_heads / tp)
+            * g.head_dim
+            * (g.cross_tokens or min(tokens, g.window or tokens))
             for g in shape.attention_groups
             if g.caches
         )

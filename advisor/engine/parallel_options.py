@@ -316,6 +316,8 @@ class ParallelPlanning:
         split = f"{heads} attention heads" + (
             f" and {plural(kv_heads, 'key/value head')}" if kv_heads not in (1, heads) else ""
         )
+        if not self.shape.softmax_layers:  # a state-space model: its SSM heads and groups
+            split = f"{heads} SSM heads and {kv_heads} groups" if heads else "the layers"
         if self.pinned_tp:
             return (
                 f"tensor parallel {self.pinned_tp} needs {self.pinned_tp} GPUs in one node that "

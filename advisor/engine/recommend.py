@@ -401,7 +401,8 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
             heads, kv_heads = self.shape.num_attention_heads, self.shape.num_kv_heads
             if heads % tp or kv_heads % tp and kv_heads > tp:
                 hard = True
-                reasons.append(f"{heads} attention heads do not split over {tp} GPUs.")
+                what = "attention heads" if self.shape.softmax_layers else "SSM heads"
+                reasons.append(f"{heads} {what} do not split over {tp} GPUs.")
             elif stages > 1:
                 reasons.append(
                     f"The model is split over {stages} nodes as vLLM serves one larger than a "

@@ -118,8 +118,12 @@ class ModelShape:
         at 32,768 tokens (52 of 62 layers within 1,024 tokens) reads a fifth of what 62 full
         layers would."""
         if self.attention_groups:
+            # A cross-attention group (AttentionGroup.cross_tokens) reads all of its n image
+            # tokens from every query: 2n in this count, as a window read in full.
             return sum(
-                g.layers * g.query_width * _reads(seq, g.window, chunked=False)
+                g.layers
+                * g.query_width
+                * (2 * g.cross_tokens if g.cross_tokens else _reads(seq, g.window, chunked=False))
                 for g in self.attention_groups
             )
         full = self.softmax_layers

@@ -169,6 +169,9 @@ class Blueprint:
     hybrid: LinearAttention | None = None
     stored_extras: dict[str, int] = field(default_factory=dict)  # ModelArchitecture's
     attention_groups: list[AttentionGroup] = field(default_factory=list)  # ModelArchitecture's
+    # Parameters an average token does not pass through beyond idle experts: a dual encoder's
+    # image patches skip its text tower and its text tokens its vision tower (CLIP, SigLIP).
+    idle: int = 0
 
 
 def in_layers(linears: Iterable[LinearShape], count: int) -> list[LinearShape]:
@@ -217,7 +220,7 @@ def assemble(c: Config, bp: Blueprint) -> ModelArchitecture:
             f"(limit {MAX_PARAMS:.0e})",
             field="config.json",
         )
-    active = params - (sparse * moe.idle_per_token if moe else 0)
+    active = params - (sparse * moe.idle_per_token if moe else 0) - bp.idle
     linears = [
         *_in_blocks(bp.attention, softmax, bp.layers),
         *_in_blocks(bp.linear_attention, linear, bp.layers),

@@ -1,4 +1,5 @@
-"""Encoder-only (BERT, RoBERTa, DistilBERT, ViT) and encoder-decoder (T5, BART, Whisper) families.
+"""Encoder-only (BERT, RoBERTa, CamemBERT, DistilBERT, MPNet, Longformer, ViT) and
+encoder-decoder (T5, BART, Whisper) families.
 
 Encoder-only models are counted as the class config["architectures"][0] names (design.md): the
 bare model with its pooler, or the masked-LM / classification head the name says; a head the
@@ -11,7 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.engine.architecture import blocks as b
-from advisor.engine.architecture.config import Config, heads
+from advisor.engine.architecture.config import Config, check_int, heads
+from advisor.engine.architecture.model import AttentionGroup
+from advisor.engine.architecture.seq2seq import token_tables
+from advisor.engine.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -25,12 +29,35 @@ class Encoder:
     mlp_names: tuple[str, ...] = ("intermediate.dense", "output.dense")
     token_types: bool = True
     pooler: bool = True
+    # RoBERTa's habits: positions numbered from padding_idx + 1, and a sequence-classification
+    # head of dense + out_proj over the first token instead of the pooler.
+    roberta_like: bool = False
+    # MPNet: one table of relative_attention_num_buckets x heads position biases, shared by
+    # every block (MPNetEncoder.relative_attention_bias).
+    relative_bias: bool = False
+    # Longformer: every block also has query_global / key_global / value_global projections for
+    # the tokens given global attention, and attends locally within attention_window.
+    local_attention: bool = False
 
 
 ENCODERS = {
     "bert": Encoder("bert"),
-    "roberta": Encoder("roberta"),
-    "xlm-roberta": Encoder("roberta"),
+    "roberta": Encoder("roberta", roberta_like=True),
+    "xlm-roberta": Encoder("roberta", roberta_like=True),
+    # CamemBERT (modeling_camembert.py) is RoBERTa's code under another name, as XLM-R is.
+    "camembert": Encoder("roberta", roberta_like=True),
+    # MPNet (modeling_mpnet.py): RoBERTa's embeddings without token types, blocks whose
+    # projections are named q/k/v/o, the relative position bias table.
+    "mpnet": Encoder(
+        "mpnet",
+        attn_names=("q", "k", "v", "o"),
+        token_types=False,
+        roberta_like=True,
+        relative_bias=True,
+    ),
+    # Longformer (modeling_longformer.py): RoBERTa with the global projections and local
+    # attention (allenai/longformer-*-4096 were initialised from RoBERTa).
+    "longformer": Encoder("longformer", roberta_like=True, local_attention=True),
     "distilbert": Encoder(
         "distilbert",
         hidden=("dim", "hidden_size"),
@@ -72,7 +99,7 @@ def _encoder_head(c: Config, family: str, d: int, vocab: int) -> tuple[int, str]
         "ForImageClassification": (classifier, f"its {num_labels}-class classifier"),
         "ForSequenceClassification": (
             (d * d + d + classifier, f"its {num_labels}-label classification head")
-            if family in ("roberta", "distilbert")
+            if family in ("roberta", "distilbert", "mpnet", "longformer")
             else (pooler + classifier, f"its pooler and {num_labels}-label classifier")
         ),
     }
@@ -113,13 +140,25 @@ def encoder_blueprint(c: Config, family: str, spec: Encoder) -> b.Blueprint:
     vocab = c.int("vocab_size")
     positions = c.int("max_position_embeddings")
     usable = positions
-    if spec.label == "roberta":
+    if spec.roberta_like:
         # RoBERTa numbers positions from padding_idx + 1 (transformers'
         # create_position_ids_from_input_ids): its table of 514 holds 512 tokens.
         usable = positions - (c.int("pad_token_id", default=1, minimum=0) + 1)
     types = c.int("type_vocab_size", default=2, minimum=0) if spec.token_types else 0
     block = encoder_block(d, h, hd, inter, spec.attn_names, spec.mlp_names)
     head, note = _encoder_head(c, spec.label, d, vocab)
+    notes = [note]
+    extra = 0
+    if spec.relative_bias:
+        extra += c.int("relative_attention_num_buckets", default=32) * h
+    groups: list[AttentionGroup] = []
+    if spec.local_attention:
+        block[3:3] = [
+            b.lin(f"{name}_global", d, h * hd, True, f"attn_global_{name[0]}")
+            for name in ("query", "key", "value")
+        ]
+        groups, window_note = _local_attention_groups(c, layers, h * hd, h, hd)
+        notes.append(window_note)
     return b.Blueprint(
         family=spec.label,
         d=d,
@@ -132,13 +171,49 @@ def encoder_blueprint(c: Config, family: str, spec: Encoder) -> b.Blueprint:
         vocab=vocab,
         positions=usable,
         tied=True,
-        attention=block[:4],
-        mlp=block[4:],
+        attention=block[:-2],
+        mlp=block[-2:],
         block_norms=2 * b.ln(d),
         embedding=(vocab + positions + types) * d,
         lm_head=0,
-        outside=b.ln(d) + head,  # the embedding LayerNorm, then the head
-        notes=[note],
+        outside=b.ln(d) + extra + head,  # the embedding LayerNorm, position biases, the head
+        notes=notes,
+        attention_groups=groups,
+    )
+
+
+def _local_attention_groups(
+    c: Config, layers: int, width: int, h: int, hd: int
+) -> tuple[list[AttentionGroup], str]:
+    """Longformer's local attention: a block's attention_window (one for all blocks, or one per
+    block) is the whole window, attention_window / 2 tokens on each side of each token
+    (LongformerSelfAttention.one_sided_attn_window_size). The groups' `window` is that one-sided
+    half, so a token reads about attention_window keys (ModelShape.attention_reads). The tokens
+    given global attention (a classifier's <s>, a QA question) attend to and are attended by
+    all; they are few and not counted. transformers computes the band in overlapping chunks,
+    which does up to ~1.75x the band's score FLOPs; the band is what is counted."""
+    raw = c.raw.get("attention_window", 512)
+    windows = raw if isinstance(raw, list) else [raw] * layers
+    if len(windows) != layers or not all(
+        isinstance(w, int) and not isinstance(w, bool) and w > 0 and w % 2 == 0 for w in windows
+    ):
+        raise ConfigError(
+            "config.json field 'attention_window' must be an even positive integer or a list "
+            f"of one per layer ({layers}), got {str(raw)[:80]}",
+            field="attention_window",
+        )
+    for w in windows:
+        check_int(w, "attention_window")
+    groups = [
+        AttentionGroup(
+            layers=windows.count(w), query_width=width, kv_heads=h, head_dim=hd, window=w // 2
+        )
+        for w in sorted(set(windows))
+    ]
+    shown = ", ".join(f"{w:,}" for w in sorted(set(windows)))
+    return groups, (
+        f"Local attention: each token attends to a window of {shown} tokens around it (plus the "
+        "few tokens given global attention), so attention grows linearly with the sequence."
     )
 
 
@@ -237,6 +312,7 @@ def bart_blueprint(c: Config, family: str) -> b.Blueprint:
     vocab = c.int("vocab_size")
     tied = c.bool("tie_word_embeddings", default=True)
     whisper = family == "whisper"
+    lm_head = 0 if tied else vocab * d  # Whisper: proj_out, tied to the decoder's embed_tokens
 
     def attn(prefix: str, role: str) -> list[b.LinearShape]:
         names = ("q_proj", "k_proj", "v_proj", "out_proj")
@@ -266,7 +342,11 @@ def bart_blueprint(c: Config, family: str) -> b.Blueprint:
         # Learned positions with 2 extra rows (fairseq offset) in each stack, and a LayerNorm
         # after each stack's embeddings; mBART adds a final LayerNorm per stack.
         encoder += b.ln(d)
-        embedding = vocab * d + 2 * (positions + 2) * d
+        architecture = c.architecture() or ""
+        tables, lm_head = token_tables(
+            d, vocab, vocab, tied=tied, shared=True, bare=architecture.endswith("Model")
+        )
+        embedding = tables + 2 * (positions + 2) * d
         outside = b.ln(d)
         if family == "mbart":
             encoder += b.ln(d)
@@ -287,7 +367,7 @@ def bart_blueprint(c: Config, family: str) -> b.Blueprint:
         mlp=b.mlp(d, inter, bias=True),
         block_norms=3 * b.ln(d),
         embedding=embedding,
-        lm_head=0 if tied else vocab * d,
+        lm_head=lm_head,
         outside=outside,
         encoder=encoder,
         encoder_layers=enc_layers,

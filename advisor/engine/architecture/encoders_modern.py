@@ -407,12 +407,36 @@ def electra_blueprint(c: Config, family: str) -> b.Blueprint:
     )
 
 
+# ALBERT (modeling_albert.py) runs one block (or num_hidden_groups blocks) num_hidden_layers
+# times: albert-base-v2's 12 layers are one set of weights. The engine derives compute from the
+# parameter count (ModelShape.flop_params) and weight memory from the same count, so it cannot
+# hold both "11.7M parameters" and "the FLOPs of 12 layers" without a broader change: counted
+# once, its training and inference time would be 12-24x too short; counted per layer, its
+# weights and optimizer 12-24x too large. Refused, with that reason.
+def albert_refused(c: Config, family: str) -> b.Blueprint:
+    layers = c.int("num_hidden_layers", default=12)
+    groups = c.int("num_hidden_groups", default=1)
+    raise ConfigError(
+        f"The estimator cannot count ALBERT (model_type 'albert') yet: it shares {groups} "
+        f"block{'s' if groups > 1 else ''} of weights across its {layers} layers, and the "
+        "estimator derives compute and weight memory from one parameter count, so it would "
+        f"get either the time ({layers // groups}x too short) or the memory ({layers // groups}"
+        "x too large) wrong. A typed parameter count would understate its compute the same "
+        "way.",
+        field="model_type",
+    )
+
+
+# Families registered only to be refused with their own reason (never listed as counted).
+REFUSED_FAMILIES = frozenset({"albert"})
+
 MODERN_ENCODERS = {
     "modernbert": modernbert_blueprint,
     "deberta-v2": deberta_v2_blueprint,
     "esm": esm_blueprint,
     "dinov2": dinov2_blueprint,
     "electra": electra_blueprint,
+    "albert": albert_refused,
 }
 MODERN_ARCHITECTURES = {
     "ModernBertModel": "modernbert",
@@ -425,4 +449,7 @@ MODERN_ARCHITECTURES = {
     "ElectraModel": "electra",
     "ElectraForPreTraining": "electra",
     "ElectraForMaskedLM": "electra",
+    "AlbertModel": "albert",
+    "AlbertForMaskedLM": "albert",
+    "AlbertForPreTraining": "albert",
 }

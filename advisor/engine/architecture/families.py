@@ -13,7 +13,7 @@ from dataclasses import replace
 from advisor.engine.architecture import blocks as b
 from advisor.engine.architecture.config import LIMITS, Config, check_int, heads
 from advisor.engine.architecture.decoders import Decoder, Dims, Moe
-from advisor.engine.architecture.model import LinearAttention
+from advisor.engine.architecture.model import AttentionGroup, LinearAttention
 from advisor.engine.errors import ConfigError
 
 # --- Head layouts that a config flag decides ---------------------------------------------------
@@ -369,6 +369,149 @@ def _xielu(c: Config, bp: b.Blueprint) -> b.Blueprint:
     )
 
 
+# --- Local (windowed) attention layers, and the families added in engine 1.13 -----------------
+
+
+def _window_groups(bp: b.Blueprint, windows: list[int | None]) -> list[AttentionGroup]:
+    """One AttentionGroup per distinct window (None: the whole context), so that the KV cache
+    and the attention reads of windowed layers stop at their window (memory_terms.kv_cache_bytes,
+    ModelShape.attention_reads)."""
+    counts: dict[int | None, int] = {}
+    for window in windows:
+        counts[window] = counts.get(window, 0) + 1
+    return [
+        AttentionGroup(
+            layers=n, query_width=bp.h * bp.hd, kv_heads=bp.kv, head_dim=bp.hd, window=window
+        )
+        for window, n in counts.items()
+    ]
+
+
+def _layer_types(c: Config, layers: int) -> list[str] | None:
+    """config.json's `layer_types` (recent transformers), checked, or None when absent."""
+    types = c.raw.get("layer_types")
+    if not isinstance(types, list) or not types:
+        return None
+    if len(types) != layers or not all(t in ("sliding_attention", "full_attention") for t in types):
+        raise ConfigError(
+            f"config.json field 'layer_types' must name {layers} layers, each "
+            "'sliding_attention' or 'full_attention'",
+            field="layer_types",
+        )
+    return types
+
+
+def _starcoder2(c: Config, bp: b.Blueprint) -> b.Blueprint:
+    """StarCoder2 (modeling_starcoder2.py): every layer attends within `sliding_window` tokens
+    when the config sets one (create_sliding_window_causal_mask; transformers' DynamicCache
+    then keeps a sliding-window layer per block), else the whole context."""
+    window = c.opt_int("sliding_window")
+    if window is None:
+        return bp
+    return replace(
+        bp,
+        attention_groups=_window_groups(bp, [window] * bp.layers),
+        notes=[*bp.notes, f"Every layer attends within a {window:,}-token sliding window."],
+    )
+
+
+def _gpt_neo(c: Config, bp: b.Blueprint) -> b.Blueprint:
+    """GPT-Neo (configuration_gpt_neo.py): `attention_types` ([[["global", "local"], 12]]) lists
+    each layer's kind, repeated; a local layer attends to the last `window_size` (256) tokens
+    (modeling_gpt_neo.py masks the rest). Its KV cache and reads are counted within that
+    window, as for Gemma 2's local layers: what a windowed cache and kernel hold. (transformers'
+    own DynamicCache keeps every token here, its config naming no sliding_window, and its eager
+    attention masks rather than skips the older tokens.)"""
+    # GPTNeoConfig's default when absent or null: 24 layers alternating.
+    types = c.raw.get("attention_types") or [[["global", "local"], 12]]
+    kinds: list[str] = []
+    if isinstance(types, list):
+        for item in types:
+            if (
+                not isinstance(item, list | tuple)
+                or len(item) != 2
+                or not isinstance(item[0], list)
+                or not all(k in ("global", "local") for k in item[0])
+                or not isinstance(item[1], int)
+                or isinstance(item[1], bool)
+                or not 0 <= item[1] <= bp.layers
+            ):
+                kinds = []
+                break
+            kinds += item[0] * item[1]
+            if len(kinds) > bp.layers:
+                break
+    if len(kinds) != bp.layers:
+        raise ConfigError(
+            f"config.json field 'attention_types' must expand to {bp.layers} layers of "
+            "'global' or 'local' attention (e.g. [[[\"global\", \"local\"], 12]])",
+            field="attention_types",
+        )
+    window = c.int("window_size", default=256)
+    local = kinds.count("local")
+    notes = [f"{local} of {bp.layers} layers attend within a {window}-token local window."]
+    return replace(
+        bp,
+        attention_groups=_window_groups(bp, [window if k == "local" else None for k in kinds]),
+        notes=[*bp.notes, *notes] if local else bp.notes,
+    )
+
+
+def _cohere_qk_norm(c: Config, bp: b.Blueprint) -> b.Blueprint:
+    """Command R / Aya (modeling_cohere.py): where use_qk_norm (Command R+), a bias-free
+    LayerNorm weight over (heads, head_dim) on q and over (kv heads, head_dim) on k."""
+    if not c.bool("use_qk_norm", default=False):
+        return bp
+    return replace(bp, block_norms=bp.block_norms + (bp.h + bp.kv) * bp.hd)
+
+
+def _cohere2(c: Config, bp: b.Blueprint) -> b.Blueprint:
+    """Command R7B / Command A (configuration_cohere2.py): `layer_types`, else every
+    sliding_window_pattern-th layer (4) attends to the whole context and the others within
+    `sliding_window` tokens (a sliding-window cache layer each); a null window: all global."""
+    types = _layer_types(c, bp.layers)
+    if types is None:
+        pattern = c.int("sliding_window_pattern", default=4)
+        types = [
+            "sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(bp.layers)
+        ]
+    window = c.opt_int("sliding_window") if "sliding_window" in c.raw else 4096
+    if window is None:
+        return bp
+    local = types.count("sliding_attention")
+    return replace(
+        bp,
+        attention_groups=_window_groups(
+            bp, [window if t == "sliding_attention" else None for t in types]
+        ),
+        notes=[
+            *bp.notes,
+            f"{local} of {bp.layers} layers attend within a {window:,}-token window.",
+        ],
+    )
+
+
+def _olmoe_qk_norm(c: Config, bp: b.Blueprint) -> b.Blueprint:
+    """OLMoE (modeling_olmoe.py): RMSNorm over hidden_size on q and over
+    (hidden_size // heads) x kv heads on k, in every block."""
+    return replace(bp, block_norms=bp.block_norms + bp.d + (bp.d // bp.h) * bp.kv)
+
+
+def _stablelm(c: Config, bp: b.Blueprint) -> b.Blueprint:
+    """StableLM (modeling_stablelm.py): input_layernorm, and post_attention_layernorm only
+    without use_parallel_residual (LayerNorms with bias); where qk_layernorm, one bias-free
+    LayerNorm(head_dim) per query head and per key head. Partial rotary has no parameters."""
+    norms = (1 if c.bool("use_parallel_residual", default=False) else 2) * b.ln(bp.d)
+    if c.bool("qk_layernorm", default=False):
+        norms += (bp.h + bp.kv) * bp.hd
+    return replace(bp, block_norms=norms)
+
+
+def _glm_heads(c: Config, x: Dims) -> Dims:
+    """GLM-4 (GlmConfig, Glm4Config): head_dim defaults to 128, not hidden_size // heads."""
+    return replace(x, hd=c.int("head_dim", default=128))
+
+
 # --- The table -----------------------------------------------------------------------------
 
 _LLAMA = Decoder()
@@ -704,6 +847,115 @@ DECODERS: dict[str, Decoder] = {
         tied=("tie_word_embeddings", True),
         embed_norm=True,
         notes=("BLOOM uses ALiBi: no position embeddings, no length limit in the config.",),
+    ),
+    # StarCoder2 (modeling_starcoder2.py): q/k/v/o and a non-gated MLP (c_fc, c_proj) with
+    # biases where use_bias (the default), LayerNorms with bias, grouped-query attention, every
+    # layer within `sliding_window` tokens; head tied by default.
+    "starcoder2": Decoder(
+        qkv_bias=("use_bias", True),
+        out_bias=("use_bias", True),
+        mlp="plain",
+        mlp_names=("c_fc", "c_proj"),
+        mlp_bias=("use_bias", True),
+        norm="ln",
+        tied=("tie_word_embeddings", True),
+        adjust=_starcoder2,
+    ),
+    # GPT-Neo (modeling_gpt_neo.py): learned positions, q/k/v without bias and out_proj with,
+    # a non-gated MLP (c_fc, c_proj; nn.Linear with bias) of intermediate_size (4 x hidden when
+    # null), LayerNorms with bias, alternating global and local layers; head tied.
+    "gpt_neo": Decoder(
+        layers=("num_layers", "num_hidden_layers"),
+        heads=("num_heads", "num_attention_heads"),
+        kv_heads=(),
+        inter_default=4,
+        position_table=0,
+        attn_names=("q_proj", "k_proj", "v_proj", "out_proj"),
+        qkv_bias=False,
+        out_bias=True,
+        mlp="plain",
+        mlp_names=("c_fc", "c_proj"),
+        mlp_bias=True,
+        norm="ln",
+        tied=("tie_word_embeddings", True),
+        adjust=_gpt_neo,
+    ),
+    # Command R / Aya 23 / Aya Expanse (modeling_cohere.py): attention and gated MLP run in
+    # parallel after one bias-free LayerNorm (CohereLayerNorm: a weight only), biases where
+    # attention_bias, optional q/k norms; logit_scale is a scalar; head tied by default.
+    "cohere": Decoder(
+        qkv_bias=("attention_bias", False),
+        out_bias=("attention_bias", False),
+        norm="ln",
+        norm_bias=False,
+        norms_per_block=1,
+        tied=("tie_word_embeddings", True),
+        adjust=_cohere_qk_norm,
+    ),
+    # Command R7B / Command A (modeling_cohere2.py): Cohere's parallel block without q/k norms,
+    # three sliding-window layers to one global.
+    "cohere2": Decoder(
+        qkv_bias=("attention_bias", False),
+        out_bias=("attention_bias", False),
+        norm="ln",
+        norm_bias=False,
+        norms_per_block=1,
+        tied=("tie_word_embeddings", True),
+        adjust=_cohere2,
+    ),
+    # OLMoE (modeling_olmoe.py): q/k norms, every block routing to num_experts_per_tok of
+    # num_experts experts of intermediate_size kept as 3-D parameters (gate_up_proj [E, 2f, d],
+    # down_proj [E, d, f]) and a router weight kept as a parameter; no shared expert.
+    "olmoe": Decoder(
+        moe=Moe(
+            experts="num_experts",
+            intermediate=None,
+            names=("gate_up_proj", "gate_up_proj", "down_proj"),
+            modules=False,
+        ),
+        adjust=_olmoe_qk_norm,
+    ),
+    # StableLM 2 / 3B-4E1T (modeling_stablelm.py): q/k/v biases where use_qkv_bias, o_proj
+    # without, a gated MLP, LayerNorms with bias, the norms `_stablelm` says; head untied.
+    "stablelm": Decoder(
+        qkv_bias=("use_qkv_bias", False),
+        out_bias=False,
+        norm="ln",
+        adjust=_stablelm,
+    ),
+    # GLM-4-0414 (modeling_glm4.py): q/k/v biases where attention_bias (default on), o_proj
+    # without, a fused gate_up_proj, four RMSNorms a block (before and after attention and the
+    # MLP), partial rotary (no parameters), head_dim 128 by default; head untied.
+    "glm4": Decoder(
+        qkv_bias=("attention_bias", True),
+        out_bias=False,
+        mlp="fused_gated",
+        mlp_names=("gate_up_proj", "down_proj"),
+        mlp_bias=False,
+        norms_per_block=4,
+        shape=_glm_heads,
+    ),
+    # GLM-4 (glm-4-9b-chat-hf; modeling_glm.py): GLM-4-0414's layers with two norms a block.
+    "glm": Decoder(
+        qkv_bias=("attention_bias", True),
+        out_bias=False,
+        mlp="fused_gated",
+        mlp_names=("gate_up_proj", "down_proj"),
+        mlp_bias=False,
+        shape=_glm_heads,
+    ),
+    # Granite 3.0 MoE (modeling_granitemoe.py): Llama-style attention (attention_bias), every
+    # block routing to num_experts_per_tok of num_local_experts experts of intermediate_size
+    # kept as 3-D parameters (gate_up_proj, down_proj) and a router weight kept as a parameter;
+    # its multipliers are scalars in the config.
+    "granitemoe": Decoder(
+        moe=Moe(
+            experts="num_local_experts",
+            intermediate=None,
+            names=("gate_up_proj", "gate_up_proj", "down_proj"),
+            router="router",
+            modules=False,
+        ),
     ),
 }
 # Falcon-7B/40B configs from before transformers 4.33 (custom code): same layout.

@@ -56,6 +56,9 @@ class LinearAttention(_Frozen):
     # experts) alone.
     separate_mlp: bool = False
     mlp_only_layers: int = 0
+    # Mamba (residual_in_fp32): every block adds its output to a float32 copy of the residual,
+    # so the stream between blocks (and each checkpointed block input) is float32.
+    fp32_residual: bool = False
 
 
 class AttentionGroup(_Frozen):
@@ -69,6 +72,11 @@ class AttentionGroup(_Frozen):
     head_dim: int
     window: int | None = None  # a sliding window; None: the whole context
     caches: bool = True  # False: reads the keys and values another layer cached
+    # Cross-attention to another input's tokens (Llama 3.2 Vision's layers read an image's
+    # max_num_tiles x patches vision states): every query reads all of them and the layer
+    # caches their keys and values once per sequence, however long the text; None: the
+    # layer attends to the sequence itself.
+    cross_tokens: int | None = None
 
 
 class ModelArchitecture(_Frozen):

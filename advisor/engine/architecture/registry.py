@@ -13,6 +13,7 @@ from functools import partial
 from advisor.engine.architecture import blocks as b
 from advisor.engine.architecture.config import Config
 from advisor.engine.architecture.decoders import blueprint as decoder_blueprint
+from advisor.engine.architecture.dual_encoders import dual_encoder_blueprint
 from advisor.engine.architecture.encoders import (
     ENCODERS,
     bart_blueprint,
@@ -20,7 +21,11 @@ from advisor.engine.architecture.encoders import (
     t5_blueprint,
     vit_blueprint,
 )
-from advisor.engine.architecture.encoders_modern import MODERN_ARCHITECTURES, MODERN_ENCODERS
+from advisor.engine.architecture.encoders_modern import (
+    MODERN_ARCHITECTURES,
+    MODERN_ENCODERS,
+    REFUSED_FAMILIES,
+)
 from advisor.engine.architecture.families import DECODERS
 from advisor.engine.architecture.gemma4 import gemma4_blueprint
 from advisor.engine.architecture.hybrids import (
@@ -29,6 +34,7 @@ from advisor.engine.architecture.hybrids import (
     lfm2_blueprint,
     nemotron_h_blueprint,
 )
+from advisor.engine.architecture.mllama import mllama_blueprint
 from advisor.engine.architecture.model import ModelArchitecture
 from advisor.engine.architecture.multimodal import (
     gemma3_blueprint,
@@ -36,6 +42,8 @@ from advisor.engine.architecture.multimodal import (
     mistral3_blueprint,
     qwen_vl_blueprint,
 )
+from advisor.engine.architecture.seq2seq import SEQ2SEQ, SEQ2SEQ_ARCHITECTURES, seq2seq_blueprint
+from advisor.engine.architecture.ssm import jamba_blueprint, mamba2_blueprint, mamba_blueprint
 from advisor.engine.architecture.vlm import (
     idefics3_blueprint,
     internvl_blueprint,
@@ -74,11 +82,20 @@ REGISTRY: dict[str, Reader] = {
     "idefics3": idefics3_blueprint,
     "smolvlm": idefics3_blueprint,
     "internvl": internvl_blueprint,
+    "mllama": mllama_blueprint,
+    "mllama_text_model": mllama_blueprint,
+    "clip": dual_encoder_blueprint,
+    "siglip": dual_encoder_blueprint,
     "granitemoehybrid": granitemoehybrid_blueprint,
     "nemotron_h": nemotron_h_blueprint,
     "falcon_h1": falcon_h1_blueprint,
     "lfm2": lfm2_blueprint,
+    "mamba": mamba_blueprint,
+    "falcon_mamba": mamba_blueprint,
+    "mamba2": mamba2_blueprint,
+    "jamba": jamba_blueprint,
     **MODERN_ENCODERS,
+    **dict.fromkeys(SEQ2SEQ, seq2seq_blueprint),
 }
 # Families reported under another name than their model_type.
 _LABEL = {"mt5": "t5"}
@@ -154,6 +171,10 @@ ARCHITECTURES = {
     "Idefics3ForConditionalGeneration": "idefics3",
     "SmolVLMForConditionalGeneration": "smolvlm",
     "InternVLForConditionalGeneration": "internvl",
+    "MllamaForConditionalGeneration": "mllama",
+    "MllamaForCausalLM": "mllama_text_model",
+    "CLIPModel": "clip",
+    "SiglipModel": "siglip",
     "MiniMaxM2ForCausalLM": "minimax_m2",
     "HunYuanMoEV1ForCausalLM": "hunyuan_v1_moe",
     "SmolLM3ForCausalLM": "smollm3",
@@ -164,19 +185,42 @@ ARCHITECTURES = {
     "NemotronHForCausalLM": "nemotron_h",
     "FalconH1ForCausalLM": "falcon_h1",
     "Lfm2ForCausalLM": "lfm2",
+    "MambaForCausalLM": "mamba",
+    "FalconMambaForCausalLM": "falcon_mamba",
+    "Mamba2ForCausalLM": "mamba2",
+    "JambaForCausalLM": "jamba",
     "Exaone4ForCausalLM": "exaone4",
     "ApertusForCausalLM": "apertus",
+    "Starcoder2ForCausalLM": "starcoder2",
+    "GPTNeoForCausalLM": "gpt_neo",
+    "CohereForCausalLM": "cohere",
+    "Cohere2ForCausalLM": "cohere2",
+    "OlmoeForCausalLM": "olmoe",
+    "StableLmForCausalLM": "stablelm",
+    "Glm4ForCausalLM": "glm4",
+    "GlmForCausalLM": "glm",
+    "GraniteMoeForCausalLM": "granitemoe",
     **MODERN_ARCHITECTURES,
+    **SEQ2SEQ_ARCHITECTURES,
+    "CamembertModel": "camembert",
+    "CamembertForMaskedLM": "camembert",
+    "MPNetModel": "mpnet",
+    "MPNetForMaskedLM": "mpnet",
+    "LongformerModel": "longformer",
+    "LongformerForMaskedLM": "longformer",
 }
 
 
 def supported_model_types() -> list[str]:
-    return sorted(REGISTRY)
+    return sorted(name for name in REGISTRY if name not in REFUSED_FAMILIES)
 
 
 def known_families() -> list[str]:
-    """The family names a researcher would recognise (model_type spellings, no aliases)."""
-    return sorted(name for name in REGISTRY if not name.startswith("Refined"))
+    """The family names a researcher would recognise (model_type spellings, no aliases), less
+    those registered only to be refused with their own reason (ALBERT)."""
+    return sorted(
+        name for name in REGISTRY if not name.startswith("Refined") and name not in REFUSED_FAMILIES
+    )
 
 
 def family_of(c: Config) -> str | None:

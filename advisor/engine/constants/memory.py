@@ -271,6 +271,12 @@ DROPOUT_FAMILIES = frozenset(
         # (ModernBERT, ESM-2 and DINOv2 ship 0.0).
         "deberta",
         "electra",
+        # MPNet, Longformer, M2M-100 / NLLB-200 and Pegasus: hidden and attention dropout 0.1
+        # in their released configs (Marian's attention dropout is 0.0: not listed).
+        "mpnet",
+        "longformer",
+        "m2m_100",
+        "pegasus",
     }
 )
 # Families whose RMSNorm upcasts its input to fp32 before normalising (transformers'
@@ -319,6 +325,10 @@ RMSNORM_FP32_FAMILIES = frozenset(
         "lfm2",
         "exaone4",
         "apertus",
+        # MambaRMSNorm and its Falcon Mamba / Mamba-2 copies.
+        "mamba",
+        "falcon_mamba",
+        "mamba2",
     }
 )
 # Families whose eager attention runs softmax in fp32 and keeps that output for backward.
