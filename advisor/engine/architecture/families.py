@@ -417,11 +417,10 @@ def _starcoder2(c: Config, bp: b.Blueprint) -> b.Blueprint:
 
 def _gpt_neo(c: Config, bp: b.Blueprint) -> b.Blueprint:
     """GPT-Neo (configuration_gpt_neo.py): `attention_types` ([[["global", "local"], 12]]) lists
-    each layer's kind, repeated; a local layer attends to the last `window_size` (256) tokens
-    (modeling_gpt_neo.py masks the rest). Its KV cache and reads are counted within that
-    window, as for Gemma 2's local layers: what a windowed cache and kernel hold. (transformers'
-    own DynamicCache keeps every token here, its config naming no sliding_window, and its eager
-    attention masks rather than skips the older tokens.)"""
+    each layer's kind, repeated; a local layer attends to the last `window_size` (256) tokens,
+    but modeling_gpt_neo.py only masks the older ones: its eager attention scores every token
+    pair and its DynamicCache keeps every token (the config names no sliding_window). So the
+    local layers cost memory and time as global ones do, unlike Gemma 2's; the note says so."""
     # GPTNeoConfig's default when absent or null: 24 layers alternating.
     types = c.raw.get("attention_types") or [[["global", "local"], 12]]
     kinds: list[str] = []
@@ -449,12 +448,12 @@ def _gpt_neo(c: Config, bp: b.Blueprint) -> b.Blueprint:
         )
     window = c.int("window_size", default=256)
     local = kinds.count("local")
-    notes = [f"{local} of {bp.layers} layers attend within a {window}-token local window."]
-    return replace(
-        bp,
-        attention_groups=_window_groups(bp, [window if k == "local" else None for k in kinds]),
-        notes=[*bp.notes, *notes] if local else bp.notes,
-    )
+    notes = [
+        f"{local} of {bp.layers} layers attend within a {window}-token local window; "
+        "transformers masks the older tokens rather than skipping them, so those layers "
+        "cache and score the whole context (counted so)."
+    ]
+    return replace(bp, notes=[*bp.notes, *notes] if local else bp.notes)
 
 
 def _cohere_qk_norm(c: Config, bp: b.Blueprint) -> b.Blueprint:
