@@ -95,6 +95,11 @@ class Framework:
     checkpointing_off: str = ""
     # How the library packs short examples into full sequences, as the estimate counts them.
     packing: str = ""
+    # A 4-/8-bit base goes through PEFT's prepare_model_for_kbit_training, which casts every
+    # 16-bit parameter that is not quantised (embeddings, LM head, norms) to fp32, so under
+    # AMP the embedding output, the residual stream and the quantised layers' outputs
+    # (bitsandbytes returns its input's dtype) are fp32 too (memory_terms.fp32_unquantised).
+    upcasts_kbit_base: bool = False
 
     @property
     def chunked_loss(self) -> bool:
@@ -117,8 +122,10 @@ TRAINING_FRAMEWORKS = {
         launcher="accelerate",
         source="transformers TrainingArguments (gradient_checkpointing=False, bf16 AMP with "
         "fp32 master weights); peft/utils/other.py prepare_model_for_kbit_training "
-        "(use_gradient_checkpointing=True); causal-LM heads upcast logits to fp32 for the loss",
+        "(use_gradient_checkpointing=True; it also casts every 16-bit parameter that is not "
+        "4-bit to fp32); causal-LM heads upcast logits to fp32 for the loss",
         quantises_head=False,
+        upcasts_kbit_base=True,
     ),
     "torchtune": Framework(
         key="torchtune",
@@ -184,8 +191,10 @@ TRAINING_FRAMEWORKS = {
         checkpoint_levels=("none", "full"),
         launcher="accelerate",
         source="axolotl-ai-cloud/axolotl examples (llama-3/qlora.yml, lora.yml, fft): "
-        "gradient_checkpointing: true; trains through the Transformers Trainer",
+        "gradient_checkpointing: true; trains through the Transformers Trainer and prepares a "
+        "4-bit base with PEFT's prepare_model_for_kbit_training (16-bit parameters to fp32)",
         quantises_head=False,
+        upcasts_kbit_base=True,
     ),
     "lightning": Framework(
         key="lightning",

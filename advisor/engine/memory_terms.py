@@ -53,6 +53,11 @@ class Workload:
     selective_recompute: bool = False
     # Whether a 4-bit base quantises the LM head (frameworks.Framework.quantises_head).
     quantises_head: bool | None = None
+    # A quantised base whose other parameters the library casts to fp32 and trains under AMP
+    # (frameworks.Framework.upcasts_kbit_base): they, the residual stream and the quantised
+    # layers' outputs take 4 bytes. Pure 16-bit training (qlora.py casts them back to bf16
+    # after PEFT's preparation) keeps them 16-bit.
+    fp32_unquantised: bool = False
     # Whether the gradients of the last step still exist during the forward pass: False for
     # PyTorch >= 2.0 stacks (zero_grad(set_to_none=True) frees them), True for PyTorch 1.x
     # (zero_grad zeroed in place) and for stacks with a persistent gradient buffer.
@@ -155,9 +160,14 @@ def _short(name: str) -> str:
 
 
 def base_weight_bytes(
-    shape: ModelShape, weight_format: str, double_quant: bool = False, method: str = ""
+    shape: ModelShape,
+    weight_format: str,
+    double_quant: bool = False,
+    method: str = "",
+    kept_bytes: int = 2,
 ) -> tuple[float, float]:
-    """(bytes of the stored weights, bytes of the quantisation constants)."""
+    """(bytes of the stored weights, bytes of the quantisation constants); `kept_bytes` per
+    parameter a quantised base leaves unquantised (2; 4 where PEFT casts them to fp32)."""
     total = shape.params_total
     if weight_format == "fp8":
         # vLLM and transformers quantise the blocks' linear layers; the rest stays 16-bit.
@@ -168,11 +178,11 @@ def base_weight_bytes(
         kept = total - linear  # embeddings, LM head, norms stay in 16-bit
         if weight_format == "int8":
             rows = _quantised_rows(shape)
-            return linear * 1 + kept * 2, rows * c.INT8_ROW_SCALE.value
+            return linear * 1 + kept * kept_bytes, rows * c.INT8_ROW_SCALE.value
         if method == "gptq":
-            return linear * 0.5 + kept * 2, linear * c.GPTQ_GROUP_CONSTANTS.value
+            return linear * 0.5 + kept * kept_bytes, linear * c.GPTQ_GROUP_CONSTANTS.value
         per_weight = (c.NF4_DOUBLE_QUANT if double_quant else c.NF4_CONSTANTS).value
-        return linear * 0.5 + kept * 2, linear * per_weight
+        return linear * 0.5 + kept * kept_bytes, linear * per_weight
     return total * c.BYTES[weight_format], 0.0
 
 
@@ -188,8 +198,9 @@ def quantised_base_bytes(shape: ModelShape, wl: Workload) -> tuple[float, float,
     saves. Where the library's choice is unknown, the larger of the two layouts is what the GPU
     must hold.
     """
+    kept_bytes = 4 if wl.fp32_unquantised else 2
     weights, constants = base_weight_bytes(
-        shape, wl.weight_format, wl.double_quant, wl.quant_method
+        shape, wl.weight_format, wl.double_quant, wl.quant_method, kept_bytes
     )
     workspace = dequant_workspace_bytes(shape, wl)
     head = shape.vocab_size * shape.hidden_size
@@ -198,7 +209,7 @@ def quantised_base_bytes(shape: ModelShape, wl: Workload) -> tuple[float, float,
     if wl.weight_format != "int4" or not head or wl.quantises_head is False or gptq:
         return weights, constants, workspace
     per_weight = (c.NF4_DOUBLE_QUANT if wl.double_quant else c.NF4_CONSTANTS).value
-    head_weights = weights - shape.params_lm_head * 2 + head * 0.5
+    head_weights = weights - shape.params_lm_head * kept_bytes + head * 0.5
     head_constants = constants + head * per_weight
     head_workspace = c.DEQUANT_WORKSPACE_LAYERS.value * max(shape.largest_linear, head) * 2
     larger = head_weights + head_constants + head_workspace > weights + constants + workspace
@@ -347,7 +358,8 @@ def training_activations_per_layer(
     a = shape.num_attention_heads
     kv = shape.kv_dim
     dropout = shape.family in c.DROPOUT_FAMILIES
-    e = wl.act_bytes
+    # bitsandbytes' quantised layers return their input's dtype: fp32 after PEFT's cast.
+    e = 4 if wl.fp32_unquantised else wl.act_bytes
     amp = wl.autocast
     # Norm inputs: fp32 under autocast, and where the RMSNorm upcasts before normalising.
     r = 4 if amp or shape.family in c.RMSNORM_FP32_FAMILIES else e
@@ -423,7 +435,9 @@ def training_activations(
     # LoRA and QLoRA load the frozen base in 16-bit (or 4-bit with a 16-bit compute dtype):
     # the embedding output and every residual add are 16-bit even under autocast, only the
     # norms upcast inside the layer (counted per layer).
-    fp32_stream = wl.autocast and not sixteen_bit_params and not wl.adapters
+    fp32_stream = (wl.autocast and not sixteen_bit_params and not wl.adapters) or (
+        wl.fp32_unquantised  # PEFT's kbit preparation made the embedding output fp32
+    )
     # Mamba adds each block's output to a float32 residual whatever the model's dtype.
     fp32_residual = bool(shape.linear_attention and shape.linear_attention.fp32_residual)
     residual_bytes = 4 if fp32_stream or fp32_residual else wl.act_bytes

@@ -390,6 +390,22 @@ def _adapter_assumptions(
             "against 7,210 for the same full fine-tune (docs/accuracy.md)",
         )
     )
+    if wl.fp32_unquantised:
+        kept = shape.params_total - shape.params_quantisable
+        out.append(
+            _built(
+                Assumption,
+                name="Parameters PEFT upcasts",
+                value=f"{kept:,} parameters the base does not quantise (embeddings, LM head, "
+                "norms) in fp32, 4 bytes each, and so an fp32 residual stream and fp32 "
+                "outputs of the quantised layers (bitsandbytes returns its input's dtype); "
+                "with bf16 training without AMP (mixed_precision false, as qlora.py casts "
+                "them back) they stay 16-bit",
+                source="peft/utils/other.py prepare_model_for_kbit_training: 'cast all non "
+                "INT8 parameters to fp32' (every fp16/bf16 parameter that is not Params4bit); "
+                "bitsandbytes Linear4bit.forward casts its output to the input's dtype",
+            )
+        )
     if wl.weight_format == "int4":  # QLoRA: the base is dequantised per pass (compute.py)
         out.append(c.QLORA_DEQUANT_BYTES_PER_PARAM.assumption())
         out.append(

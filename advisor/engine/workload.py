@@ -466,6 +466,12 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         )
         and training,
         quantises_head=framework.quantises_head,
+        fp32_unquantised=framework.upcasts_kbit_base
+        and training
+        and mixed
+        and compute != "fp32"
+        and weight_format in ("int4", "int8")
+        and (request.quantization or "bitsandbytes") == "bitsandbytes",
         keeps_gradients=framework.keeps_gradients and training,
         decode_framework=framework.key,
         prefill_chunk_tokens=None if training else framework.prefill_chunk_tokens,

@@ -141,15 +141,15 @@ def test_the_checkpointing_reason_says_whether_it_buys_memory_or_speed():
         assert "without it even a micro-batch of 1 needs" in why
     else:
         assert "without it it needs" in why
-    # Llama 2 13B QLoRA on one 16 GB T4 at 128-token sequences: micro-batch 2 fits without
-    # recomputation (14.2 GB, with the margin free) but leaves the GPU idle; micro-batch 16
-    # with it takes about two thirds of the GPU hours.
+    # Llama 2 13B QLoRA on one 16 GB T4 at 128-token sequences: micro-batch 1 fits without
+    # recomputation (with the margin free) but leaves the GPU idle; micro-batch 16 with it
+    # takes about two thirds of the GPU hours.
     result = llama2_13b_on_short_sequences("qlora")
     faster = next(o for o in result.options if o.accelerator == "t4-16" and o.strategy == "single")
     assert faster.recipe.checkpointing == "full"
     assert (
         f"lets micro-batch {faster.recipe.micro_batch} fit, which runs faster even at +49% "
-        "compute than micro-batch 2, the largest that fits without it"
+        "compute than micro-batch 1, the largest that fits without it"
     ) in " ".join(faster.recipe.reasons)
 
 
