@@ -14,6 +14,7 @@ from typing import Any
 
 from advisor.chart_walk import AnswerError, Decision, answer_fields
 from advisor.engine import estimate
+from advisor.engine.device_memory import capacity_text, device_bytes
 from advisor.engine.models import CatalogSpec, EstimateRequest, EstimateResult, Option
 from advisor.engine.words import STRATEGY_NAMES, plural
 from advisor.engine_catalog import engine_catalog_stamped
@@ -22,7 +23,8 @@ from advisor.flowchart import Flowchart, Node
 from advisor.selectors import hf_model_lookup_metadata, local_model_config
 from catalog.templatetags.catalog_format import gigabytes
 
-V100_MEMORY_BYTES = 32 * 10**9  # V100 SXM2/PCIe 32 GB (catalog-facts.md)
+# A V100 32GB as the driver reports it (nvidia-smi: 32,768 MiB), for catalogs without V100s.
+V100_MEMORY_BYTES = 32 * 2**30
 V100_MAX_GPUS_PER_NODE = 8  # DGX-1 class nodes; larger jobs span nodes
 
 
@@ -196,13 +198,20 @@ def check_v100_sufficient(*, node, fields, catalog, cache) -> Decision:
 
 
 def check_fits_gpu_memory(*, node, fields, catalog, cache) -> Decision:
-    """Fits when some option needs at most `memory_gb` per GPU on at most `max_gpus` GPUs."""
+    """Fits when some option needs at most `memory_gb` per GPU on at most `max_gpus` GPUs.
+
+    Where the node names the catalog's `accelerator`, the limit is what that GPU holds as its
+    driver reports it (an A100 80GB: 85.9 GB), the capacity every option is sized against;
+    otherwise `memory_gb` in decimal GB, the smaller figure."""
     limit_gb = float(node.params.get("memory_gb", 80))
     max_gpus = int(node.params.get("max_gpus", 1))
     result = _estimate_for_check(fields, catalog, cache)
     if isinstance(result, str):
         return Decision("unknown", f"We could not estimate the memory: {result}")
-    limit = limit_gb * 1e9
+    named = node.params.get("accelerator")
+    gpu = next((a for a in catalog.accelerators if a.name == named), None) if named else None
+    limit = device_bytes(gpu) if gpu is not None else limit_gb * 1e9
+    room = f"the {capacity_text(gpu)} of the {gpu.display_name}" if gpu else f"{limit_gb:g} GB"
     fitting = [
         o for o in result.options if o.num_gpus <= max_gpus and o.memory_per_gpu_bytes <= limit
     ]
@@ -212,13 +221,11 @@ def check_fits_gpu_memory(*, node, fields, catalog, cache) -> Decision:
             "yes",
             f"It needs {gb_text(best.memory_per_gpu_bytes)} per GPU on "
             f"{plural(best.num_gpus, 'GPU')}, "
-            f"within {limit_gb:g} GB.",
+            f"within {room}.",
         )
     need = _one_gpu_need(result)
     gpus = "one GPU" if max_gpus == 1 else f"up to {max_gpus} GPUs"
-    return Decision(
-        "no", f"It needs {gb_text(need)} on one GPU and does not fit {limit_gb:g} GB on {gpus}."
-    )
+    return Decision("no", f"It needs {gb_text(need)} on one GPU and does not fit {room} on {gpus}.")
 
 
 def check_model_size_known(*, node, fields, catalog, cache) -> Decision:

@@ -42,8 +42,6 @@ logger = logging.getLogger(__name__)
 
 GPU_TASKS = set(TASK_LABELS)
 SENSITIVE = {"confidential", "restricted"}
-V100_MEMORY_BYTES = 32 * 10**9  # V100 SXM2/PCIe 32 GB (catalog-facts.md)
-V100_MAX_GPUS_PER_NODE = 8  # DGX-1 class nodes; larger jobs span nodes
 
 
 class StepNotOnPath(Exception):
