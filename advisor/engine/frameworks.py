@@ -99,6 +99,7 @@ class Framework:
     # 16-bit parameter that is not quantised (embeddings, LM head, norms) to fp32, so under
     # AMP the embedding output, the residual stream and the quantised layers' outputs
     # (bitsandbytes returns its input's dtype) are fp32 too (memory_terms.fp32_unquantised).
+    # False where the library casts them back afterwards (Axolotl, qlora.py).
     upcasts_kbit_base: bool = False
 
     @property
@@ -191,10 +192,11 @@ TRAINING_FRAMEWORKS = {
         checkpoint_levels=("none", "full"),
         launcher="accelerate",
         source="axolotl-ai-cloud/axolotl examples (llama-3/qlora.yml, lora.yml, fft): "
-        "gradient_checkpointing: true; trains through the Transformers Trainer and prepares a "
-        "4-bit base with PEFT's prepare_model_for_kbit_training (16-bit parameters to fp32)",
+        "gradient_checkpointing: true; trains through the Transformers Trainer; after PEFT's "
+        "prepare_model_for_kbit_training it casts norms and embedding modules back to the "
+        "model's dtype for adapters (axolotl/loaders/model.py, 'converting modules to "
+        "torch_dtype for flash-attn compatibility')",
         quantises_head=False,
-        upcasts_kbit_base=True,
     ),
     "lightning": Framework(
         key="lightning",

@@ -60,14 +60,13 @@ def test_the_trainers_growth_per_token_matches_unsloths_table():
     assert per_token == pytest.approx(measured, rel=0.03)
 
 
-def test_axolotl_upcasts_and_torchtune_and_unsloth_do_not():
+def test_only_the_trainer_keeps_the_upcast():
+    """Axolotl (and qlora.py) cast norms and embeddings back to the model's dtype after the
+    preparation; torchtune and Unsloth never upcast them."""
     _, hf = qlora(framework="hf_trainer", seq_len=2048)
-    _, axolotl = qlora(framework="axolotl", seq_len=2048)
-    _, torchtune = qlora(framework="torchtune", seq_len=2048)
-    _, unsloth = qlora(framework="unsloth", seq_len=2048)
-    assert axolotl.weights == hf.weights
-    assert torchtune.weights < hf.weights - 2e9
-    assert unsloth.weights < hf.weights - 2e9
+    for framework in ("axolotl", "torchtune", "unsloth"):
+        _, other = qlora(framework=framework, seq_len=2048)
+        assert other.weights < hf.weights - 2e9, framework
 
 
 def test_the_result_says_what_peft_upcasts_and_how_to_avoid_it():
