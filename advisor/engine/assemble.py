@@ -8,7 +8,11 @@ from dataclasses import replace
 
 from advisor.engine import constants as c
 from advisor.engine import ranking, words
-from advisor.engine.compute import filled_batch, training_flops_per_token
+from advisor.engine.compute import (
+    filled_batch,
+    inference_flops_per_token,
+    training_flops_per_token,
+)
 from advisor.engine.device_memory import capacity_text
 from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import Framework, batch_limit, framework_for
@@ -98,7 +102,7 @@ def estimate_shape(
                 warnings.append(hint)
     else:
         memory = _memory_when_nothing_fits(request, catalog, shape, wl, framework, warnings)
-    flops = training_flops_per_token(shape, wl) if wl.training else 2 * shape.flop_params
+    flops = training_flops_per_token(shape, wl) if wl.training else inference_flops_per_token(shape)
     justification = draft(
         request=request,
         shape=shape,

@@ -19,6 +19,7 @@ from advisor.engine.memory_terms import (
     Workload,
     base_weight_bytes,
     copies_per_token,
+    frontend_trained,
     kv_cache_bytes,
     lora_targeted_linears,
     lora_trainable_params,
@@ -164,8 +165,13 @@ def training_flops_per_token(shape: ModelShape, wl: Workload) -> float:
         enc, dec = wl.encoder_len, wl.decoder_len
         encoder, decoder, cross_kv = encoder_decoder_flop_params(shape)
         matmul = (encoder + cross_kv) * enc + decoder * dec
-        attended = shape.encoder_layers * enc * enc + shape.num_layers * dec * (dec + enc)
-        attention = 12 * shape.attn_dim * attended
+        # A masked autoencoder's decoder (ViT-MAE) has no cross-attention, and its encoder
+        # its own width (ModelShape.encoder_view).
+        crossed = enc if shape.cross_attends else 0
+        attention = 12 * (
+            shape.encoder_view().attn_dim * shape.encoder_layers * enc * enc
+            + shape.attn_dim * shape.num_layers * dec * (dec + crossed)
+        )
         per_sequence = per_param * matmul + attention
         if wl.gradient_checkpointing:
             recomputed = matmul - shape.head_flop_params * dec
@@ -173,14 +179,33 @@ def training_flops_per_token(shape: ModelShape, wl: Workload) -> float:
         # The job's tokens are the input's, or the target's where the input is not text.
         return per_sequence / max(wl.seq_len if wl.reads_text else dec, 1)
     n = shape.flop_params
+    front = frontend_training_flops(shape, wl)
     # A hybrid's linear-attention layers score no token pairs; their recurrence (a few
     # head-dim-squared products per token and head) is under 1 % of the matmuls: not counted.
     # Sliding-window and chunked layers read at most their window.
     attention = 12 * shape.attention_reads(wl.seq_len)
-    flops = per_param * n + attention
+    flops = per_param * n + attention + front
     if wl.gradient_checkpointing:
         flops += c.RECOMPUTE_FLOPS_PER_PARAM.value * recomputed_params(shape) + attention / 3
     return flops
+
+
+def frontend_training_flops(shape: ModelShape, wl: Workload) -> float:
+    """FLOPs per token of a convolutional stem (a speech encoder's feature encoder,
+    architecture.model.Frontend) in a training step: forward, backward's two (input and
+    weight gradients) and a recomputed forward where its layers are checkpointed, when the
+    job trains it; its forward alone when the job freezes it (fine-tuning, adapters)."""
+    front = shape.frontend
+    if not front:
+        return 0.0
+    if not frontend_trained(shape, wl):
+        return float(front.forward_flops)
+    return front.forward_flops * (4 if wl.gradient_checkpointing else 3)
+
+
+def inference_flops_per_token(shape: ModelShape) -> float:
+    """Matmul FLOPs per token of a forward pass: 2 per matmul parameter and the stem's."""
+    return 2 * shape.flop_params + (shape.frontend.forward_flops if shape.frontend else 0)
 
 
 def recomputed_params(shape: ModelShape) -> int:
@@ -324,17 +349,21 @@ def inference_gpu_hours(
     if wl.encoder_len:
         encoder, decoder, cross_kv = encoder_decoder_flop_params(shape)
         enc = wl.encoder_len
-        prefill_flops = (
-            wl.batch_size
-            * enc
-            * (2 * (encoder + cross_kv) + 4 * shape.encoder_layers * shape.attn_dim * enc)
-        )
+        width = shape.encoder_view().attn_dim
+        attended = 4 * shape.encoder_layers * width * enc
+        prefill_flops = wl.batch_size * enc * (2 * (encoder + cross_kv) + attended)
         n_flop = decoder
         decoder_share = 1 - shape.params_encoder / max(shape.params_total, 1)
+        if not shape.cross_attends:
+            # A masked autoencoder's decoder (ViT-MAE) generates nothing: it reads all the
+            # patches in the same forward pass.
+            dec = wl.decoder_len
+            reads = shape.num_layers * shape.attn_dim * dec
+            prefill_flops += wl.batch_size * dec * (2 * decoder + 4 * reads)
     else:
-        prefill_flops = (
-            wl.batch_size * wl.seq_len * (2 * n_flop + 4 * shape.attention_reads(wl.seq_len))
-        )
+        stem = shape.frontend.forward_flops if shape.frontend else 0
+        reads = 4 * shape.attention_reads(wl.seq_len)
+        prefill_flops = wl.batch_size * wl.seq_len * (2 * n_flop + stem + reads)
     # Eager PyTorch launches each layer's kernels from the host: a small forward pass (an
     # encoder reading one short sequence) waits for the host, not the GPU. Launches run ahead
     # of the GPU, so the two overlap: the slower sets the time.

@@ -10,7 +10,7 @@ constants they use are in constants/memory.py, with their sources.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from advisor.engine import constants as c
 from advisor.engine.shape import CROSS_KV_ROLES, ModelShape
@@ -19,6 +19,8 @@ ENCODER_ONLY_FAMILIES = frozenset(
     {"bert", "roberta", "distilbert", "vit", "deberta", "electra", "modernbert", "esm", "dinov2"}
     | {"clip", "siglip"}  # dual encoders (architecture/dual_encoders.py)
     | {"mpnet", "longformer"}  # BERT-like encoders (architecture/encoders.py)
+    | {"deit", "beit", "vit_mae", "videomae"}  # vision encoders (architecture/vision.py)
+    | {"wav2vec2", "hubert", "wavlm", "data2vec-audio"}  # speech (architecture/speech.py)
 )
 
 
@@ -398,7 +400,7 @@ def training_activations_per_layer(
         mlp_bytes = 0
     if (linear_attention and not parallel) or not mixer:
         scores = 0
-    elif wl.flash_attention or wl.selective_recompute:
+    elif (wl.flash_attention and not shape.eager_attention) or wl.selective_recompute:
         # logsumexp in fp32 (selective: the recomputed core's input), per attention block
         scores = 4 * b * a * s * (2 if cross else 1)
     else:
@@ -443,17 +445,19 @@ def training_activations(
     residual_bytes = 4 if fp32_stream or fp32_residual else wl.act_bytes
     # An encoder-decoder's two stacks: (layers, tokens per sequence, encoder tokens each
     # layer's cross-attention reads); any other model has one stack at seq_len.
+    # A masked autoencoder's decoder (ViT-MAE) reads no cross-attention, and its encoder has
+    # its own widths (ModelShape.encoder_view).
     if wl.encoder_len:
         stacks = [
-            (shape.encoder_layers, wl.encoder_len, 0),
-            (shape.num_layers, wl.decoder_len, wl.encoder_len),
+            (shape.encoder_layers, wl.encoder_len, 0, shape.encoder_view()),
+            (shape.num_layers, wl.decoder_len, wl.encoder_len * shape.cross_attends, shape),
         ]
     else:
-        stacks = [(shape.total_layers, wl.seq_len, 0)]
+        stacks = [(shape.total_layers, wl.seq_len, 0, shape)]
     saved = inputs = 0.0
     largest_layer = 0.0
     stream = 0.0  # the embedding output and the final norm of each stack
-    for layers, seq, cross in stacks:
+    for layers, seq, cross, stack in stacks:
         # A hybrid (decoder-only) has blocks of both attention kinds, and Nemotron-H blocks
         # that are an MLP alone while its mixer blocks have none.
         hybrid = None if wl.encoder_len else shape.linear_attention
@@ -469,7 +473,7 @@ def training_activations(
             if not count:
                 continue
             per_layer = training_activations_per_layer(
-                shape,
+                stack,
                 wl,
                 tp=tp,
                 sequence_parallel=sequence_parallel,
@@ -481,26 +485,70 @@ def training_activations(
             )
             saved += count * per_layer
             largest_layer = max(largest_layer, per_layer)
-        sbh = seq * wl.batch_size * shape.hidden_size * residual_bytes
+        sbh = seq * wl.batch_size * stack.hidden_size * residual_bytes
         if sequence_parallel:  # the residual stream is split along the sequence between layers
             sbh /= tp
         inputs += layers * sbh
         stream += 2 * sbh
+    if shape.eager_attention and not wl.encoder_len:
+        # WavLM: the first layer's relative-position bias (batch x heads x tokens^2, looked
+        # up in the fp32 table), which every layer's gate multiplies: kept once.
+        bias_bytes = 4 if wl.autocast else wl.act_bytes
+        stream += bias_bytes * wl.batch_size * shape.num_attention_heads * wl.seq_len**2 / tp
+    front_kept, front_working = frontend_training_bytes(shape, wl)
+    stream += front_kept
     if wl.encoder_len:
         # The encoder's output, which every cross-attention's key and value projections read.
-        stream += wl.encoder_len * wl.batch_size * shape.hidden_size * wl.act_bytes
+        width = shape.encoder_view().hidden_size
+        stream += wl.encoder_len * wl.batch_size * width * wl.act_bytes
     if wl.gradient_checkpointing:
         # Each layer keeps only its input; one layer is recomputed in full during backward.
         # Offloaded checkpoints (Unsloth) keep only the inputs being copied in and out.
         layers = shape.total_layers
         kept = inputs if not wl.checkpoint_offload else inputs * 2 / max(layers, 1)
-        return kept + largest_layer + stream
-    return saved + stream
+        return max(kept + largest_layer + stream, front_working)
+    return max(saved + stream, front_working)
+
+
+def frontend_trained(shape: ModelShape, wl: Workload) -> bool:
+    """Whether the job trains the model's convolutional stem (a speech encoder's feature
+    encoder: pre-training does; fine-tuning freezes it, LoRA leaves the base frozen)."""
+    front = shape.frontend
+    return bool(front) and wl.task in front.trained_tasks
+
+
+def frontend_training_bytes(shape: ModelShape, wl: Workload) -> tuple[float, float]:
+    """(bytes the stem keeps for backward, bytes a frozen stem holds at once in its forward
+    pass) in a training step, for the request's frames (architecture.model.Frontend). A
+    trained stem keeps its conv and GELU inputs and its norms' (fp32 under autocast), or
+    checkpointed each conv layer's input and one layer; a frozen one runs without autograd,
+    its largest layer's tensors alive only at the start of the forward pass."""
+    front = shape.frontend
+    if not front:
+        return 0.0, 0.0
+    tokens = wl.batch_size * wl.seq_len
+    e = wl.act_bytes
+    head = tokens * front.head_saved_fp32 * 4 if wl.task == "pretrain" else 0.0
+    if not frontend_trained(shape, wl):
+        return head, tokens * front.working * e
+    if wl.gradient_checkpointing:
+        return head + tokens * front.checkpointed * e, 0.0
+    fp32 = front.saved_fp32 if wl.autocast else 0
+    return head + tokens * (front.saved * e + fp32 * (4 - e)), 0.0
 
 
 def inference_activations(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
     """Prefill's working set for one layer at a time (nothing is kept for backward); an
-    encoder-decoder's is its encoder reading the input."""
+    encoder-decoder's is its encoder reading the input, a masked autoencoder's the larger of
+    its encoder's (the visible patches) and its decoder's (all of them)."""
+    if wl.encoder_len and not shape.cross_attends and shape.family in ENCODER_ONLY_FAMILIES:
+        decoder = replace(wl, encoder_len=0, seq_len=wl.decoder_len or wl.seq_len)
+        return max(
+            inference_activations(
+                shape.encoder_view(), replace(wl, seq_len=wl.encoder_len, encoder_len=0), tp=tp
+            ),
+            inference_activations(shape, decoder, tp=tp),
+        )
     b, s, h = wl.batch_size, wl.encoder_len or wl.seq_len, shape.hidden_size
     f = shape.intermediate_size
     if shape.num_experts and shape.experts_per_token:
@@ -511,9 +559,14 @@ def inference_activations(shape: ModelShape, wl: Workload, *, tp: int = 1) -> fl
         # its paged attention kernels never hold the scores.
         return min(b * s, wl.prefill_chunk_tokens) * per_token * wl.act_bytes
     working = b * s * per_token * wl.act_bytes
-    if not wl.flash_attention and shape.softmax_layers:  # a pure state-space model scores none
+    # A pure state-space model scores none; WavLM scores eagerly whatever the kernel.
+    if (not wl.flash_attention or shape.eager_attention) and shape.softmax_layers:
         per_score = wl.act_bytes + (4 if shape.family in c.FP32_SOFTMAX_FAMILIES else 0)
         working += per_score * b * shape.num_attention_heads * s * s / tp
+    if shape.frontend:
+        # A speech encoder's feature encoder runs first, on the raw waveform: its first
+        # layers hold more per frame than a block does.
+        working = max(working, b * s * shape.frontend.working * wl.act_bytes)
     return working
 
 
@@ -525,8 +578,13 @@ _VOCAB_HEADS = ("ForMaskedLM", "ForPreTraining")
 
 def masked_lm_head(shape: ModelShape) -> bool:
     """The head config.json's `architectures` names scores tokens against the vocabulary.
-    ElectraForPreTraining is the discriminator: one logit per token (replaced or not)."""
+    ElectraForPreTraining is the discriminator: one logit per token (replaced or not). A
+    vision encoder's pre-training head does only where it has a vocabulary: BEiT's masked
+    image modelling scores every patch against its 8,192 visual tokens; ViT-MAE's and
+    VideoMAE's regress pixels (vocab 0)."""
     name = shape.architecture or ""
+    if name.endswith("ForMaskedImageModeling") or shape.family in ("vit_mae", "videomae"):
+        return shape.vocab_size > 0 and name.endswith("ForMaskedImageModeling")
     return name.endswith(_VOCAB_HEADS) and name != "ElectraForPreTraining"
 
 
@@ -571,11 +629,10 @@ def kv_cache_bytes(
     if shape.attention_groups:
         # Layers that differ in heads and window; those reading another layer's cache keep none;
         # cross-attention layers keep their image tokens' keys and values whatever the length.
+        # A latent cache (AttentionGroup.cache_width) is replicated, not split by head.
         values = sum(
             g.layers
-            * 2
-            * math.ceil(g.kv_heads / tp)
-            * g.head_dim
+            * (g.cache_width or 2 * math.ceil(g.kv_heads / tp) * g.head_dim)
             * (g.cross_tokens or min(tokens, g.window or tokens))
             for g in shape.attention_groups
             if g.caches

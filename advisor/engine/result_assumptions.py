@@ -80,6 +80,21 @@ def _encoder_decoder_assumption(
     request: EstimateRequest, shape: ModelShape, wl: Workload
 ) -> Assumption:
     """What an encoder-decoder's two stacks read and write per sequence."""
+    if not shape.cross_attends:
+        # A masked autoencoder (ViT-MAE, VideoMAE pre-training).
+        return _built(
+            Assumption,
+            name="Encoder and decoder lengths",
+            value=f"the encoder reads the {plural(wl.encoder_len, 'token')} of each input left "
+            f"visible by the mask; the decoder reads all {plural(wl.decoder_len, 'token')} "
+            "(the encoded ones and a mask token for each hidden patch) to reconstruct them",
+            source=(
+                "masked autoencoders encode only the unmasked patches and reconstruct all of "
+                "them with a smaller decoder (He et al. 2021, arXiv:2111.06377; Tong et al. "
+                "2022, arXiv:2203.12602); transformers' ViTMAEForPreTraining and "
+                "VideoMAEForPreTraining"
+            ),
+        )
     encoder = plural(wl.encoder_len, "token") + " per sequence"
     if shape.encoder_positions:
         encoder += " (always: Whisper pads every clip to 30 s of audio)"

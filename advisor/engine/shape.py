@@ -6,7 +6,7 @@ from the `ModelArchitecture` that `advisor.engine.architecture` counts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 # The roles of an encoder-decoder's cross-attention key and value projections: in the decoder,
@@ -68,6 +68,15 @@ class ModelShape:
     attention_groups: tuple[Any, ...] = ()
     # Runs its repository's own modelling code (architecture.registry.runs_remote_code).
     remote_code: bool = False
+    # The encoder stack's widths where they differ from the decoder's (a masked autoencoder:
+    # architecture.model.StackWidths); None: the fields above (encoder_view).
+    encoder_widths: Any = None
+    # A convolutional stem in front of the blocks (architecture.model.Frontend: a speech
+    # encoder's feature encoder), whose FLOPs and activations per token the block formulas
+    # do not see; None: none. `eager_attention`: the model keeps its attention scores
+    # whatever kernel is asked for (WavLM).
+    frontend: Any = None
+    eager_attention: bool = False
     # Whether the job's forward pass projects onto the vocabulary (the LM head's matmul and
     # logits): language models do; an encoder only in masked-LM training
     # (workload.resolve_shape; fine-tuning trains a task head, inference reads embeddings).
@@ -87,6 +96,29 @@ class ModelShape:
     @property
     def total_layers(self) -> int:
         return self.num_layers + self.encoder_layers
+
+    @property
+    def cross_attends(self) -> bool:
+        """The decoder reads the encoder's output through cross-attention (T5, BART, Whisper);
+        a masked autoencoder's decoder (ViT-MAE, VideoMAE) takes it as its input instead."""
+        return any(lin.role in CROSS_KV_ROLES for lin in self.linears)
+
+    def encoder_view(self) -> ModelShape:
+        """This shape with the encoder stack's widths, for the formulas that size one layer of
+        it (activations, attention): itself where both stacks share them."""
+        w = self.encoder_widths
+        if w is None:
+            return self
+        return replace(
+            self,
+            hidden_size=w.hidden_size,
+            num_attention_heads=w.num_attention_heads,
+            num_kv_heads=w.num_attention_heads,
+            head_dim=w.head_dim,
+            intermediate_size=w.intermediate_size,
+            linears=(),
+            encoder_widths=None,
+        )
 
     @property
     def softmax_layers(self) -> int:
@@ -123,7 +155,12 @@ class ModelShape:
             return sum(
                 g.layers
                 * g.query_width
-                * (2 * g.cross_tokens if g.cross_tokens else _reads(seq, g.window, chunked=False))
+                * (
+                    2 * g.cross_tokens
+                    if g.cross_tokens
+                    # a sparse layer's top-k reads average as a window of that size does
+                    else _reads(seq, g.reads or g.window, chunked=False)
+                )
                 for g in self.attention_groups
             )
         full = self.softmax_layers
@@ -295,6 +332,9 @@ def shape_from_architecture(arch: Any) -> ModelShape:
         linear_attention=getattr(arch, "linear_attention", None),
         attention_groups=tuple(getattr(arch, "attention_groups", ()) or ()),
         remote_code=bool(getattr(arch, "remote_code", False)),
+        encoder_widths=getattr(arch, "encoder_widths", None),
+        frontend=getattr(arch, "frontend", None),
+        eager_attention=bool(getattr(arch, "eager_attention", False)),
         source=arch.source,
         exact=arch.exact,
         notes=tuple(arch.notes or ()),

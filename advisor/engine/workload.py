@@ -373,7 +373,7 @@ def _new_tokens(request: EstimateRequest, shape: ModelShape, task: str) -> int:
                 )
             ]
         )
-    if task == "inference" and new_tokens == 0 and shape.encoder_positions:
+    if task == "inference" and new_tokens == 0 and shape.encoder_positions and not encoder_only:
         raise RequestError(
             [
                 (
@@ -487,7 +487,9 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         fp16_where_no_bf16=fp16_where_no_bf16,
         encoder_len=encoder_len,
         decoder_len=decoder_len,
-        reads_text=not shape.encoder_positions,
+        # A masked autoencoder's (ViT-MAE) fixed encoder length is its visible patches: its
+        # job's tokens are still the image's.
+        reads_text=not shape.encoder_positions or shape.family in ENCODER_ONLY_FAMILIES,
     )
 
 
@@ -503,6 +505,10 @@ def encoder_decoder_lengths(
         return 0, 0
     seq_len = request.seq_len  # settled by with_sequence_length
     encoder = shape.encoder_positions or seq_len
+    if shape.family in ENCODER_ONLY_FAMILIES:
+        # A masked autoencoder (ViT-MAE): the encoder reads the visible patches, the decoder
+        # all of them, in training and inference alike.
+        return encoder, seq_len
     if request.task == "inference":
         return encoder, max(new_tokens, 1)
     return encoder, request.new_tokens or seq_len

@@ -77,13 +77,13 @@ def test_mistral_small_keeps_its_own_lm_head_unless_the_config_ties_it():
 
 def test_a_mistral3_wrapper_around_an_unknown_language_model_is_refused():
     config = _config("mistralai/Mistral-Small-3.1-24B-Instruct-2503")
-    text = {**config["text_config"], "model_type": "ministral3"}
+    text = {**config["text_config"], "model_type": "ministral"}
 
     with pytest.raises(ConfigError) as raised:
         architecture_from_config({**config, "text_config": text})
 
     assert raised.value.field == "text_config"
-    assert "'ministral3'" in str(raised.value)
+    assert "'ministral'" in str(raised.value)
 
 
 def test_olmo3_sliding_layers_bound_their_cache():

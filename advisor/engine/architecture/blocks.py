@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from advisor.engine.architecture.config import MAX_PARAMS, Config
 from advisor.engine.architecture.model import (
     AttentionGroup,
+    Frontend,
     LinearAttention,
     LinearShape,
     ModelArchitecture,
+    StackWidths,
 )
 from advisor.engine.errors import ConfigError
 
@@ -172,6 +174,10 @@ class Blueprint:
     # Parameters an average token does not pass through beyond idle experts: a dual encoder's
     # image patches skip its text tower and its text tokens its vision tower (CLIP, SigLIP).
     idle: int = 0
+    # ModelArchitecture's: a masked autoencoder's encoder widths (ViT-MAE, VideoMAE).
+    encoder_widths: StackWidths | None = None
+    frontend: Frontend | None = None  # ModelArchitecture's (speech encoders' feature encoder)
+    eager_attention: bool = False  # ModelArchitecture's (WavLM)
 
 
 def in_layers(linears: Iterable[LinearShape], count: int) -> list[LinearShape]:
@@ -260,4 +266,7 @@ def assemble(c: Config, bp: Blueprint) -> ModelArchitecture:
         linear_attention=bp.hybrid,
         stored_extras=bp.stored_extras,
         attention_groups=bp.attention_groups,
+        encoder_widths=bp.encoder_widths,
+        frontend=bp.frontend,
+        eager_attention=bp.eager_attention,
     )

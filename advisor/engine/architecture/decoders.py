@@ -38,9 +38,12 @@ class Moe:
     # shared expert of the routed experts' size, no gate: Llama 4)
     shared: str = ""
     # all | qwen (decoder_sparse_step, mlp_only_layers) | deepseek | interleave (Llama 4:
-    # moe_layers, else every interleave_moe_layer_step-th layer)
+    # moe_layers, else every interleave_moe_layer_step-th layer) | types (DeepSeek-V3.2:
+    # mlp_layer_types' "sparse" layers, else as first_k) | first_k (all but the first
+    # first_k_dense_replace, `dense_default` when absent: GLM-4.5V)
     layers: str = "all"
     router_bias: bool = False  # DeepSeek-V3's e_score_correction_bias
+    dense_default: int = 3  # first_k_dense_replace's default where `layers` reads it
     bias: bool = False  # biases on every expert projection and on the router (gpt-oss)
     router: str = "gate"  # the router's module name
     # Experts and router are nn.Linear modules; False: parameter tensors (gpt-oss), which
@@ -240,6 +243,22 @@ def _sparse_layers(c: Config, moe: Moe, layers: int) -> int:
             return len(set(c.int_list("moe_layers")))
         step = c.int("interleave_moe_layer_step", default=1)
         return sum(1 for i in range(layers) if (i + 1) % step == 0)
+    if moe.layers in ("types", "first_k"):
+        types = c.raw.get("mlp_layer_types") if moe.layers == "types" else None
+        if types is None:
+            first = c.int("first_k_dense_replace", default=moe.dense_default, minimum=0)
+            return layers - min(first, layers)
+        if (
+            not isinstance(types, list)
+            or len(types) != layers
+            or not all(t in ("dense", "sparse") for t in types)
+        ):
+            raise ConfigError(
+                f"config.json field 'mlp_layer_types' must name {layers} layers, each 'dense' "
+                "or 'sparse'",
+                field="mlp_layer_types",
+            )
+        return types.count("sparse")
     if moe.layers == "deepseek":
         first_dense = c.int("first_k_dense_replace", default=0, minimum=0)
         freq = c.int("moe_layer_freq", default=1)

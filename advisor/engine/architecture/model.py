@@ -77,6 +77,47 @@ class AttentionGroup(_Frozen):
     # caches their keys and values once per sequence, however long the text; None: the
     # layer attends to the sequence itself.
     cross_tokens: int | None = None
+    # Sparse attention (DeepSeek Sparse Attention): every query reads at most this many of the
+    # cached tokens (index_topk), picked by an indexer, though the layer caches them all; None:
+    # it reads its window or the whole context.
+    reads: int | None = None
+    # Values cached per token where not 2 x kv_heads x head_dim (DeepSeek-V3.2: MLA's latent
+    # and rotary key plus the indexer's key), replicated, not split by head, under tensor
+    # parallelism; None: 2 x kv_heads x head_dim.
+    cache_width: int | None = None
+
+
+class StackWidths(_Frozen):
+    """An encoder stack's widths where they differ from the decoder's: a masked autoencoder
+    (ViT-MAE, VideoMAE) runs a wide encoder over the visible patches and a narrow decoder over
+    all of them (ViT-MAE base: 12 layers of 768 over 50 tokens, 8 of 512 over 197)."""
+
+    hidden_size: int
+    num_attention_heads: int
+    head_dim: int
+    intermediate_size: int
+
+
+class Frontend(_Frozen):
+    """A convolutional stem that turns raw input into the blocks' tokens, where its cost per
+    token is not 2 x its parameters (a speech encoder's feature encoder reads 320 waveform
+    samples per frame through seven strided convolutions: architecture/speech.py). All
+    counts are per token (frame) and in elements; its parameters sit in params_embedding."""
+
+    samples_per_token: int  # raw input samples one token stands for
+    seconds_per_token: float  # of audio at the model's sampling rate
+    params: int
+    forward_flops: int  # per token, one forward pass
+    saved: int  # kept for backward per token when the stem is trained
+    saved_fp32: int  # of those, kept in fp32 under autocast (its norms' outputs)
+    checkpointed: int  # kept per token when its layers are checkpointed (inputs + one layer)
+    working: int  # held at once per token by a forward pass without autograd
+    # Trained only in pre-training: fine-tuning freezes it (freeze_feature_encoder), so it
+    # runs forward without autograd.
+    trained_tasks: tuple[str, ...] = ("pretrain",)
+    # Kept per token in fp32 by a pre-training head's loss outside the blocks (wav2vec 2.0's
+    # contrastive loss: the distractors' cosine similarities), when the job pre-trains.
+    head_saved_fp32: int = 0
 
 
 class ModelArchitecture(_Frozen):
@@ -131,3 +172,12 @@ class ModelArchitecture(_Frozen):
     # Set where the softmax layers differ (AttentionGroup); empty: every layer as the fields
     # above say.
     attention_groups: list[AttentionGroup] = Field(default_factory=list)
+    # The encoder stack's widths where they differ from the decoder's (StackWidths); None:
+    # both stacks have the fields above (T5, BART, Whisper).
+    encoder_widths: StackWidths | None = None
+    # A convolutional stem in front of the blocks (speech encoders' feature encoder); None:
+    # the tokens are looked up (or patch-embedded at 2 x parameters per token).
+    frontend: Frontend | None = None
+    # The model computes attention with explicit scores whatever attn_implementation says
+    # (WavLM's gated relative-position bias): no fused kernel, the scores are kept.
+    eager_attention: bool = False

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from advisor.engine.architecture import blocks as b
 from advisor.engine.architecture.config import Config, heads
+from advisor.engine.architecture.decoders import Decoder, Dims, Moe
 from advisor.engine.architecture.decoders import blueprint as decoder_blueprint
 from advisor.engine.architecture.families import DECODERS
 from advisor.engine.errors import ConfigError
@@ -298,8 +299,10 @@ _PIXTRAL_DEFAULTS = {
     "num_channels": 3,
     "patch_size": 16,
 }
-# The language models a Mistral3ForConditionalGeneration wraps that the engine counts.
-_MISTRAL3_TEXT = {"mistral": "mistral"}
+# The language models a Mistral3ForConditionalGeneration wraps that the engine counts: Mistral
+# Small 3.1 / 3.2's (mistral) and Ministral 3's (ministral3: Mistral's layers, head_dim 128 by
+# default).
+_MISTRAL3_TEXT = {"mistral": "mistral", "ministral3": "ministral3"}
 
 
 def pixtral_vision_params(raw: dict) -> tuple[int, int]:
@@ -365,5 +368,210 @@ def mistral3_blueprint(c: Config, family: str) -> b.Blueprint:
             f"({projector:,}); an image adds about (height / {patch * merge}) x "
             f"(width / {patch * merge}) tokens to the sequence, which the sequence length "
             "should include.",
+        ],
+    )
+
+
+# GLM-4.1V-Thinking, GLM-4.5V and GLM-4.6V (transformers modeling_glm4v.py, modeling_glm4v_moe.py,
+# modeling_glm46v.py). The vision transformer: a learned position table ((image_size /
+# patch_size)^2 x width, interpolated to the image's grid), a Conv3d patch embedding with bias,
+# `depth` blocks of two RMSNorms, a fused qkv (bias where attention_bias) and an output
+# projection without bias, and a SwiGLU MLP without bias whose inner width is out_hidden_size;
+# then an RMSNorm, a spatial_merge_size x spatial_merge_size Conv2d with bias from the width to
+# out_hidden_size (the downsample), and the merger: a square projection, a LayerNorm and a SwiGLU
+# MLP of intermediate_size (none with bias). post_conv_layernorm is built but holds only an
+# RMSNorm weight. Defaults: transformers' Glm4vVisionConfig.
+_GLM4V_VISION_DEFAULTS = {
+    "depth": 24,
+    "hidden_size": 1536,
+    "num_heads": 12,
+    "in_channels": 3,
+    "image_size": 336,
+    "patch_size": 14,
+    "spatial_merge_size": 2,
+    "temporal_patch_size": 2,
+    "out_hidden_size": 4096,
+    "intermediate_size": 13696,
+}
+
+
+def glm4v_vision_params(raw: dict) -> tuple[int, int, int]:
+    """(parameters of the GLM-4V vision tower with its downsample and merger, their output width,
+    pixels per side of one language-model token)."""
+    v = Config({**_GLM4V_VISION_DEFAULTS, **raw})
+    d = v.int("hidden_size")
+    out = v.int("out_hidden_size")
+    inter = v.int("intermediate_size")
+    v.int("num_heads")  # validated; the projections do not depend on it
+    patch = v.int("patch_size")
+    merge = v.int("spatial_merge_size")
+    bias = v.bool("attention_bias", default=False)
+    block = 2 * d + b.total(
+        [
+            b.lin("qkv", d, 3 * d, bias, "attn_qkv"),
+            b.lin("proj", d, d, False, "attn_out"),
+            *b.gated_mlp(d, out),
+        ]
+    )
+    positions = (v.int("image_size") // patch) ** 2 * d
+    embedding = v.int("in_channels") * v.int("temporal_patch_size") * patch * patch * d + d
+    downsample = 2 * d + d * out * merge * merge + out  # post_conv / post_layernorm, Conv2d
+    merger = out * out + b.ln(out) + 3 * out * inter
+    params = positions + embedding + v.int("depth") * block + downsample + merger
+    return params, out, patch * merge
+
+
+def _head_from_width(c: Config, x: Dims) -> Dims:
+    """GLM-4.1V's language model (Glm4vTextAttention): head_dim is hidden_size // heads whatever
+    config.json says."""
+    return replace(x, hd=x.d // x.h)
+
+
+def _glm4v_moe_buffers(c: Config, bp: b.Blueprint) -> b.Blueprint:
+    """GLM-4.5V's router keeps e_score_correction_bias as a buffer the checkpoint stores."""
+    moe = bp.experts
+    assert moe is not None
+    return replace(
+        bp,
+        stored_extras={
+            "the routers' score-correction biases (buffers)": moe.sparse_layers * moe.experts
+        },
+    )
+
+
+# The language models: GLM-4.1V's (Glm4vTextModel: GLM-4-0414's layers, q/k/v biases always,
+# o_proj without, a fused gate_up_proj, four RMSNorms a block) and GLM-4.5V's (Glm4vMoeTextModel:
+# GLM-4.5-Air's layers without q/k norms, biases where attention_bias (default on), the first
+# first_k_dense_replace (1) blocks dense, the others n_routed_experts experts as 3-D parameters
+# beside n_shared_experts shared experts, a router weight kept as a parameter).
+_GLM4V_TEXT = {
+    "glm4v": Decoder(
+        qkv_bias=True,
+        out_bias=False,
+        mlp="fused_gated",
+        mlp_names=("gate_up_proj", "down_proj"),
+        mlp_bias=False,
+        norms_per_block=4,
+        shape=_head_from_width,
+    ),
+    "glm4v_moe": Decoder(
+        qkv_bias=("attention_bias", True),
+        out_bias=False,
+        moe=Moe(
+            experts="n_routed_experts",
+            names=("gate_up_proj", "gate_up_proj", "down_proj"),
+            shared="deepseek",
+            layers="first_k",
+            dense_default=1,
+            modules=False,
+        ),
+        adjust=_glm4v_moe_buffers,
+    ),
+}
+_GLM4V_TEXT["glm46v"] = _GLM4V_TEXT["glm4v"]  # GLM-4.6V-Flash: glm4v_text and glm4v_vision
+
+
+def glm4v_blueprint(c: Config, family: str) -> b.Blueprint:
+    """Glm4vForConditionalGeneration, Glm4vMoeForConditionalGeneration and
+    Glm46VForConditionalGeneration: the text_config's language model, the vision tower and its
+    merger; the LM head untied unless config.json ties it (transformers 5 reads
+    tie_word_embeddings at the top level, or where older saves put it, in text_config)."""
+    text = c.raw.get("text_config")
+    vision = c.raw.get("vision_config") or {}
+    if not isinstance(text, dict) or not isinstance(vision, dict):
+        raise ConfigError(
+            f"config.json of a {family} vision-language model needs text_config and "
+            "vision_config objects",
+            field="text_config",
+        )
+    t = Config(text)
+    tied = c.bool("tie_word_embeddings", default=False) or t.bool(
+        "tie_word_embeddings", default=False
+    )
+    bp = decoder_blueprint(
+        Config({**text, "tie_word_embeddings": tied}), family, _GLM4V_TEXT[family]
+    )
+    tower, out, side = glm4v_vision_params(vision)
+    if out != bp.d:
+        raise ConfigError(
+            f"config.json vision_config.out_hidden_size ({out}) must equal the language model's "
+            f"hidden_size ({bp.d}): the merger feeds its tokens to the language model",
+            field="vision_config",
+        )
+    return replace(
+        bp,
+        outside=bp.outside + tower,
+        notes=[
+            *bp.notes,
+            f"Includes the vision transformer and its merger ({tower:,} parameters); an image "
+            f"adds about (height / {side}) x (width / {side}) tokens to the sequence, which the "
+            "sequence length should include.",
+        ],
+    )
+
+
+# Qwen2-Audio (transformers modeling_qwen2_audio.py): Whisper's encoder (Qwen2AudioEncoder: two
+# Conv1d over num_mel_bins mel channels, max_source_positions fixed positions kept as an
+# nn.Embedding parameter, encoder_layers blocks of q/k/v/out (k without bias) and fc1/fc2 with
+# biases and two LayerNorms, a final LayerNorm, then a 2x average pool), a biased Linear from
+# d_model to the language model's width, and Qwen2 (text_config) with its LM head. Defaults:
+# transformers' Qwen2AudioEncoderConfig.
+_QWEN2_AUDIO_DEFAULTS = {
+    "num_mel_bins": 128,
+    "encoder_layers": 32,
+    "encoder_attention_heads": 20,
+    "encoder_ffn_dim": 5120,
+    "d_model": 1280,
+    "max_source_positions": 1500,
+}
+
+
+def qwen2_audio_encoder_params(raw: dict) -> tuple[int, int, int]:
+    """(parameters of the Whisper-style audio encoder, its width, its output tokens per 30 s)."""
+    a = Config({**_QWEN2_AUDIO_DEFAULTS, **raw})
+    d = a.int("d_model")
+    heads(a, d, ("encoder_attention_heads",))  # validated; the projections are d x d
+    inter = a.int("encoder_ffn_dim")
+    positions = a.int("max_source_positions")
+    block = 4 * d * d + 3 * d + 2 * d * inter + inter + d + 2 * b.ln(d)
+    convs = a.int("num_mel_bins") * d * 3 + d + d * d * 3 + d
+    params = convs + positions * d + a.int("encoder_layers") * block + b.ln(d)
+    return params, d, positions // 2
+
+
+def qwen2_audio_blueprint(c: Config, family: str) -> b.Blueprint:
+    """Qwen2AudioForConditionalGeneration: the Qwen2 language model, the audio encoder and its
+    projector; the audio's tokens join the text's in the language model's sequence."""
+    text = c.raw.get("text_config")
+    audio = c.raw.get("audio_config") or {}
+    if not isinstance(text, dict) or not isinstance(audio, dict):
+        raise ConfigError(
+            "config.json of a Qwen2-Audio model needs text_config and audio_config objects",
+            field="text_config",
+        )
+    text_type = text.get("model_type", "qwen2")
+    if text_type != "qwen2":
+        raise ConfigError(
+            f"The estimator cannot count a Qwen2-Audio model whose language model is "
+            f"'{text_type}': it counts only qwen2. Enter the parameter count from the model "
+            "card instead.",
+            field="text_config",
+        )
+    # Qwen2AudioForConditionalGeneration declares no tied weights: its lm_head is its own
+    # whatever tie_word_embeddings says.
+    bp = decoder_blueprint(
+        Config({**text, "tie_word_embeddings": False}), "qwen2", DECODERS["qwen2"]
+    )
+    encoder, width, tokens = qwen2_audio_encoder_params(audio)
+    projector = width * bp.d + bp.d
+    return replace(
+        bp,
+        family=family,
+        outside=bp.outside + encoder + projector,
+        notes=[
+            *bp.notes,
+            f"Includes the Whisper-style audio encoder ({encoder:,} parameters) and its projector "
+            f"({projector:,}); 30 s of audio adds {tokens:,} tokens to the sequence, which the "
+            "sequence length should include.",
         ],
     )

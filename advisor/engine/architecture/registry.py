@@ -27,6 +27,7 @@ from advisor.engine.architecture.encoders_modern import (
     REFUSED_FAMILIES,
 )
 from advisor.engine.architecture.families import DECODERS
+from advisor.engine.architecture.gemma3n import gemma3n_blueprint
 from advisor.engine.architecture.gemma4 import gemma4_blueprint
 from advisor.engine.architecture.hybrids import (
     falcon_h1_blueprint,
@@ -38,12 +39,24 @@ from advisor.engine.architecture.mllama import mllama_blueprint
 from advisor.engine.architecture.model import ModelArchitecture
 from advisor.engine.architecture.multimodal import (
     gemma3_blueprint,
+    glm4v_blueprint,
     llama4_blueprint,
     mistral3_blueprint,
+    qwen2_audio_blueprint,
     qwen_vl_blueprint,
 )
 from advisor.engine.architecture.seq2seq import SEQ2SEQ, SEQ2SEQ_ARCHITECTURES, seq2seq_blueprint
+from advisor.engine.architecture.speech import (
+    SPEECH_ARCHITECTURES,
+    SPEECH_FAMILIES,
+    speech_blueprint,
+)
 from advisor.engine.architecture.ssm import jamba_blueprint, mamba2_blueprint, mamba_blueprint
+from advisor.engine.architecture.vision import (
+    VISION_ARCHITECTURES,
+    VISION_ENCODERS,
+    VISION_REFUSED,
+)
 from advisor.engine.architecture.vlm import (
     idefics3_blueprint,
     internvl_blueprint,
@@ -74,7 +87,13 @@ REGISTRY: dict[str, Reader] = {
     "llama4": llama4_blueprint,
     "gemma4": gemma4_blueprint,
     "gemma4_text": gemma4_blueprint,
+    "gemma3n": gemma3n_blueprint,
+    "gemma3n_text": gemma3n_blueprint,
     "mistral3": mistral3_blueprint,
+    "glm4v": glm4v_blueprint,
+    "glm4v_moe": glm4v_blueprint,
+    "glm46v": glm4v_blueprint,
+    "qwen2_audio": qwen2_audio_blueprint,
     "llava": llava_blueprint,
     "llava_next": llava_blueprint,
     "llava_onevision": llava_blueprint,
@@ -95,7 +114,9 @@ REGISTRY: dict[str, Reader] = {
     "mamba2": mamba2_blueprint,
     "jamba": jamba_blueprint,
     **MODERN_ENCODERS,
+    **VISION_ENCODERS,
     **dict.fromkeys(SEQ2SEQ, seq2seq_blueprint),
+    **dict.fromkeys(SPEECH_FAMILIES, speech_blueprint),
 }
 # Families reported under another name than their model_type.
 _LABEL = {"mt5": "t5"}
@@ -132,6 +153,8 @@ ARCHITECTURES = {
     "Gemma3ForConditionalGeneration": "gemma3",
     "Gemma4ForConditionalGeneration": "gemma4",
     "Gemma4ForCausalLM": "gemma4_text",
+    "Gemma3nForConditionalGeneration": "gemma3n",
+    "Gemma3nForCausalLM": "gemma3n_text",
     "Qwen2VLForConditionalGeneration": "qwen2_vl",
     "Qwen2_5_VLForConditionalGeneration": "qwen2_5_vl",
     "Qwen3VLForConditionalGeneration": "qwen3_vl",
@@ -153,6 +176,7 @@ ARCHITECTURES = {
     "Qwen2MoeForCausalLM": "qwen2_moe",
     "DeepseekV2ForCausalLM": "deepseek_v2",
     "DeepseekV3ForCausalLM": "deepseek_v3",
+    "DeepseekV32ForCausalLM": "deepseek_v32",
     "FalconForCausalLM": "falcon",
     "RWForCausalLM": "RefinedWebModel",
     "GPTNeoXForCausalLM": "gpt_neox",
@@ -164,6 +188,11 @@ ARCHITECTURES = {
     "WhisperForConditionalGeneration": "whisper",
     "Glm4MoeForCausalLM": "glm4_moe",
     "Mistral3ForConditionalGeneration": "mistral3",
+    "Ministral3ForCausalLM": "ministral3",
+    "Glm4vForConditionalGeneration": "glm4v",
+    "Glm4vMoeForConditionalGeneration": "glm4v_moe",
+    "Glm46VForConditionalGeneration": "glm46v",
+    "Qwen2AudioForConditionalGeneration": "qwen2_audio",
     "LlavaForConditionalGeneration": "llava",
     "LlavaNextForConditionalGeneration": "llava_next",
     "LlavaOnevisionForConditionalGeneration": "llava_onevision",
@@ -201,7 +230,9 @@ ARCHITECTURES = {
     "GlmForCausalLM": "glm",
     "GraniteMoeForCausalLM": "granitemoe",
     **MODERN_ARCHITECTURES,
+    **VISION_ARCHITECTURES,
     **SEQ2SEQ_ARCHITECTURES,
+    **SPEECH_ARCHITECTURES,
     "CamembertModel": "camembert",
     "CamembertForMaskedLM": "camembert",
     "MPNetModel": "mpnet",
@@ -212,14 +243,16 @@ ARCHITECTURES = {
 
 
 def supported_model_types() -> list[str]:
-    return sorted(name for name in REGISTRY if name not in REFUSED_FAMILIES)
+    return sorted(name for name in REGISTRY if name not in REFUSED_FAMILIES | VISION_REFUSED)
 
 
 def known_families() -> list[str]:
     """The family names a researcher would recognise (model_type spellings, no aliases), less
     those registered only to be refused with their own reason (ALBERT)."""
     return sorted(
-        name for name in REGISTRY if not name.startswith("Refined") and name not in REFUSED_FAMILIES
+        name
+        for name in REGISTRY
+        if not name.startswith("Refined") and name not in REFUSED_FAMILIES | VISION_REFUSED
     )
 
 

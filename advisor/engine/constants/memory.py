@@ -277,6 +277,12 @@ DROPOUT_FAMILIES = frozenset(
         "longformer",
         "m2m_100",
         "pegasus",
+        # Speech encoders: attention and hidden dropout 0.1 in the released wav2vec 2.0,
+        # HuBERT, WavLM and data2vec-audio configs.
+        "wav2vec2",
+        "hubert",
+        "wavlm",
+        "data2vec-audio",
     }
 )
 # Families whose RMSNorm upcasts its input to fp32 before normalising (transformers'
