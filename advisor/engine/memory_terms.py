@@ -172,8 +172,11 @@ def base_weight_bytes(
     parameter a quantised base leaves unquantised (2; 4 where PEFT casts them to fp32)."""
     total = shape.params_total
     if weight_format == "fp8":
-        # vLLM and transformers quantise the blocks' linear layers; the rest stays 16-bit.
-        linear = shape.params_quantisable
+        # vLLM and transformers quantise the blocks' matmul weights; the rest stays 16-bit.
+        # Unlike bitsandbytes, fp8 also covers experts kept as parameter tensors (DeepSeek-V3.2
+        # and GLM-4.5 in transformers 5): their FP8 checkpoints store them in fp8 and vLLM's
+        # fused MoE layer serves them so.
+        linear = shape.params_linear
         return linear * 1 + (total - linear) * 2, linear * c.FP8_BLOCK_SCALES.value
     if weight_format in ("int8", "int4"):
         linear = shape.params_quantisable

@@ -65,6 +65,26 @@ def test_deepseek_v3_in_fp8_runs_on_one_h200_node_as_published():
     assert fp8.recommendation.accelerator in ("h100-80-sxm5", "h200-141-sxm")
 
 
+@pytest.mark.parametrize(
+    ("repo", "accelerator", "gpus"),
+    [
+        # DeepSeek-V3.2: an 8 x H200 node in fp8, as V3 (its experts are parameter tensors in
+        # transformers 5, which bitsandbytes would leave 16-bit but fp8 quantises).
+        ("deepseek-ai/DeepSeek-V3.2-Exp", "h200-141-sxm", 8),
+        # GLM-4.5-FP8: Z.ai's model card serves the 355B model on 8 H100s.
+        ("zai-org/GLM-4.5", "h100-80-sxm5", 8),
+    ],
+)
+def test_fp8_quantises_experts_kept_as_parameter_tensors(repo, accelerator, gpus):
+    fp8 = generate(repo, precision="fp8", framework="vllm")
+    option = by_accelerator(fp8)[accelerator]
+    assert (option.num_gpus, option.nodes, option.fits) == (gpus, 1, True)
+    bf16 = by_accelerator(generate(repo, framework="vllm"))[accelerator]
+    # Every expert at one byte: the whole model's weights about half the bf16 ones.
+    fp8_total = option.memory.weights * option.num_gpus
+    assert fp8_total < 0.55 * bf16.memory.weights * bf16.num_gpus
+
+
 def test_vllm_fp8_runs_from_turing_up_and_on_mi300_not_on_volta_mi200_or_intel():
     options = by_accelerator(generate("Qwen/Qwen2.5-7B", precision="fp8", framework="vllm"))
     for name in ("t4-16", "a100-80-sxm4", "h100-80-sxm5", "h200-141-sxm"):
