@@ -20,7 +20,7 @@ from advisor.engine.memory_terms import (
     base_weight_bytes,
     copies_per_token,
     frontend_trained,
-    kv_cache_bytes,
+    kv_read_bytes,
     lora_targeted_linears,
     lora_trainable_params,
 )
@@ -372,7 +372,7 @@ def inference_gpu_hours(
     decode = 0.0
     if wl.new_tokens:
         weights = decode_weight_bytes(shape, wl) * decoder_share
-        kv = kv_cache_bytes(shape, wl, new_tokens=wl.new_tokens // 2)  # the average step
+        kv = kv_read_bytes(shape, wl, new_tokens=wl.new_tokens // 2)  # the average step
         # Per library (speed.DECODE_SPEED): the share of the bandwidth bound its kernels reach
         # and the host time per layer and step that no CUDA graph hides.
         bandwidth = acc.memory_bandwidth_gb_s * 1e9 * library.bandwidth_fraction * n * eff

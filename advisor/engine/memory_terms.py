@@ -652,6 +652,28 @@ def kv_cache_bytes(
     return cache + recurrent_state_bytes(shape, wl, tp=tp)
 
 
+def kv_read_bytes(
+    shape: ModelShape, wl: Workload, *, tp: int = 1, new_tokens: int | None = None
+) -> float:
+    """The KV cache one decoding step reads once `new_tokens` are generated: the cache itself,
+    except where layers differ (AttentionGroup). There a sparse layer (DeepSeek-V3.2) reads
+    only its top-k keys and values while its indexer group scores every cached key, and a
+    layer that caches nothing (Gemma 4's and 3n's KV-shared layers) still reads the cache it
+    shares: each group reads its own width over the tokens it attends to."""
+    if not shape.attention_groups or wl.training or shape.family in ENCODER_ONLY_FAMILIES:
+        return kv_cache_bytes(shape, wl, tp=tp, new_tokens=new_tokens)
+    generated = wl.new_tokens if new_tokens is None else new_tokens
+    tokens = (wl.encoder_len or wl.seq_len) + generated
+    values = sum(
+        g.layers
+        * (g.cache_width or 2 * math.ceil(g.kv_heads / tp) * g.head_dim)
+        * (g.cross_tokens or min(tokens, g.reads or g.window or tokens))
+        for g in shape.attention_groups
+    )
+    copies = kv_cache_copies(shape, wl, generated)  # a rebuilt tuple cache is read and copied
+    return values * wl.batch_size * wl.act_bytes * copies + recurrent_state_bytes(shape, wl, tp=tp)
+
+
 def recurrent_state_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
     """A hybrid's linear-attention layers keep, per sequence and whatever its length, the
     short convolution's last inputs in the activation dtype and the delta rule's (or the
