@@ -488,7 +488,15 @@ def training_activations(
             )
             saved += count * per_layer
             largest_layer = max(largest_layer, per_layer)
-        sbh = seq * wl.batch_size * stack.hidden_size * residual_bytes
+        # Gemma 3n's AltUp carries several copies of the hidden state from block to block: each
+        # block's input, kept under checkpointing, is all of them, and its predictions and
+        # corrections of them are kept for backward.
+        streams = stack.residual_streams
+        sbh = seq * wl.batch_size * stack.hidden_size * residual_bytes * streams
+        if streams > 1:
+            altup = 2 * (streams - 1) * seq * wl.batch_size * stack.hidden_size * wl.act_bytes
+            saved += layers * altup
+            largest_layer += altup
         if sequence_parallel:  # the residual stream is split along the sequence between layers
             sbh /= tp
         inputs += layers * sbh

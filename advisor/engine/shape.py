@@ -77,6 +77,8 @@ class ModelShape:
     # whatever kernel is asked for (WavLM).
     frontend: Any = None
     eager_attention: bool = False
+    # Copies of the hidden state between blocks (Gemma 3n's AltUp: 4); 1 otherwise.
+    residual_streams: int = 1
     # Whether the job's forward pass projects onto the vocabulary (the LM head's matmul and
     # logits): language models do; an encoder only in masked-LM training
     # (workload.resolve_shape; fine-tuning trains a task head, inference reads embeddings).
@@ -335,6 +337,7 @@ def shape_from_architecture(arch: Any) -> ModelShape:
         encoder_widths=getattr(arch, "encoder_widths", None),
         frontend=getattr(arch, "frontend", None),
         eager_attention=bool(getattr(arch, "eager_attention", False)),
+        residual_streams=int(getattr(arch, "residual_streams", 1) or 1),
         source=arch.source,
         exact=arch.exact,
         notes=tuple(arch.notes or ()),

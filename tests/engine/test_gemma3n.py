@@ -7,14 +7,21 @@ Gemma3nForCausalLM), and the Hub totals are explained to the parameter
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from advisor.engine import estimate
 from advisor.engine.architecture import architecture_from_config, architecture_from_hub
 from advisor.engine.errors import ConfigError
-from advisor.engine.memory_terms import kv_cache_bytes, lora_trainable_params
+from advisor.engine.memory_terms import (
+    kv_cache_bytes,
+    lora_trainable_params,
+    training_activations,
+)
 from advisor.engine.models import EstimateRequest, HubModelMetadata
 from advisor.engine.shape import shape_from_architecture
+from advisor.engine.workload import build_workload
 from advisor.model_configs import find_bundled
 from tests.engine.inputs import default_catalog
 from tests.engine.test_memory import workload
@@ -280,3 +287,27 @@ def test_an_e4b_inference_request_holds_all_its_bf16_weights_on_the_gpu():
     assert result.recommendation.fits
     memory = result.recommendation.memory
     assert memory.weights == pytest.approx(2 * 7_818_517_072, rel=0.01)
+
+
+def test_altup_keeps_four_copies_of_the_hidden_state_for_backward():
+    """With checkpointing a layer keeps its input: under AltUp that is four copies of the
+    hidden state, so the kept inputs are four times a plain model's of the same width."""
+    config = find_bundled("google/gemma-3n-E4B-it").config
+    shape = shape_from_architecture(architecture_from_config(config))
+    assert shape.residual_streams == 4
+    request = EstimateRequest(
+        config=config,
+        task="lora",
+        seq_len=4096,
+        micro_batch=1,
+        batch_size=1,
+        gradient_checkpointing=True,
+        tokens=10**6,
+    )
+    wl = build_workload(request, shape)
+    one_stream = replace(shape, residual_streams=1)
+    kept = training_activations(shape, wl) - training_activations(one_stream, wl)
+    # 35 layers x 4,096 tokens x 2,048 wide x 2 bytes x 3 more copies, and one layer's
+    # predictions and corrections on top.
+    inputs = shape.total_layers * 4096 * 2048 * 2 * 3
+    assert inputs < kept < 1.2 * inputs

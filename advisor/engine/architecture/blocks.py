@@ -178,6 +178,7 @@ class Blueprint:
     encoder_widths: StackWidths | None = None
     frontend: Frontend | None = None  # ModelArchitecture's (speech encoders' feature encoder)
     eager_attention: bool = False  # ModelArchitecture's (WavLM)
+    residual_streams: int = 1  # ModelArchitecture's (Gemma 3n's AltUp)
 
 
 def in_layers(linears: Iterable[LinearShape], count: int) -> list[LinearShape]:
@@ -269,4 +270,5 @@ def assemble(c: Config, bp: Blueprint) -> ModelArchitecture:
         encoder_widths=bp.encoder_widths,
         frontend=bp.frontend,
         eager_attention=bp.eager_attention,
+        residual_streams=bp.residual_streams,
     )

@@ -298,9 +298,10 @@ def gemma3n_blueprint(c: Config, family: str) -> b.Blueprint:
         "row of it, so it takes memory but no compute. transformers loads it on the GPU with "
         "the rest (counted here); Google's on-device runtimes can cache it in local storage "
         "instead (PLE caching), which is what its 'effective' size leaves out.",
-        f"AltUp carries {altup} copies of the hidden state between layers, which the training "
-        "activation estimate counts as one (it is somewhat low for this family); the first "
-        "layers' activation sparsity has no parameters and saves no matmul in transformers.",
+        f"AltUp carries {altup} copies of the hidden state between layers: training keeps "
+        "all of them as each layer's input, and each layer's predicted and corrected copies; "
+        "the first layers' activation sparsity has no parameters and saves no matmul in "
+        "transformers.",
     ]
     if shared:
         notes.append(
@@ -373,4 +374,5 @@ def gemma3n_blueprint(c: Config, family: str) -> b.Blueprint:
         notes=notes,
         attention_groups=[g for g in groups if g.layers],
         stored_extras=stored,
+        residual_streams=altup,
     )

@@ -181,3 +181,6 @@ class ModelArchitecture(_Frozen):
     # The model computes attention with explicit scores whatever attn_implementation says
     # (WavLM's gated relative-position bias): no fused kernel, the scores are kept.
     eager_attention: bool = False
+    # Copies of the hidden state the residual stream carries between blocks (Gemma 3n's AltUp:
+    # altup_num_inputs); 1 for every other model.
+    residual_streams: int = 1
