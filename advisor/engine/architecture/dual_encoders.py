@@ -1,5 +1,5 @@
-"""Dual encoders: CLIPModel (clip) and SiglipModel (siglip), a vision and a text transformer
-side by side, each embedding its input for a contrastive score.
+"""Dual encoders: CLIPModel (clip), SiglipModel (siglip) and Siglip2Model (siglip2), a vision and
+a text transformer side by side, each embedding its input for a contrastive score.
 
 - CLIPModel (transformers modeling_clip.py): CLIPTextModel (token and position tables,
   pre-LN blocks of q/k/v/o and a two-layer MLP, all biased, a final LayerNorm),
@@ -9,7 +9,14 @@ side by side, each embedding its input for a contrastive score.
 - SiglipModel (modeling_siglip.py): SiglipTextModel (token and position tables, the same
   blocks, a final LayerNorm and a biased head to projection_size, the hidden size by
   default), SiglipVisionModel (patch Conv2d with bias, a position per patch, post-LayerNorm
-  and, where vision_use_head, the attention-pooling head), logit_scale and logit_bias.
+  and, where vision_use_head, the attention-pooling head), logit_scale and logit_bias. SigLIP 2's
+  fixed-resolution releases (google/siglip2-base-patch16-224, -so400m-patch14-384,
+  -giant-opt-patch16-256 ...) are SiglipModel checkpoints (model_type siglip).
+- Siglip2Model (modeling_siglip2.py, SigLIP 2's NaFlex releases): SigLIP's towers, but the
+  patch embedding is a biased Linear over num_channels x patch_size^2 pixels (as many
+  parameters as the Conv2d) and the position table has num_patches rows (256 by default),
+  resized to each image's patch grid; an image is at most num_patches patches (the processor's
+  max_num_patches), whatever its aspect ratio.
 
 What a token is: one position of either tower. One image-text pair is the image's patches
 (with CLIP's class token) plus the text's max_position_embeddings tokens (77 for CLIP, 64 for
@@ -58,6 +65,8 @@ _SIGLIP_TEXT = {
     "max_position_embeddings": 64,
 }
 _SIGLIP_VISION = {**_CLIP_VISION, "patch_size": 16, "vision_use_head": True}
+# Siglip2VisionConfig: no image_size; num_patches positions (16 x 16).
+_SIGLIP2_VISION = {**_SIGLIP_VISION, "num_patches": 256}
 
 
 def _sub(c: Config, name: str, defaults: dict) -> Config:
@@ -80,13 +89,16 @@ def _text_tower(t: Config) -> tuple[int, int, int]:
 
 def dual_encoder_blueprint(c: Config, family: str) -> b.Blueprint:
     clip = family == "clip"
+    naflex = family == "siglip2"
     text = _sub(c, "text_config", _CLIP_TEXT if clip else _SIGLIP_TEXT)
-    vision = _sub(c, "vision_config", _CLIP_VISION if clip else _SIGLIP_VISION)
+    vision_defaults = _CLIP_VISION if clip else _SIGLIP2_VISION if naflex else _SIGLIP_VISION
+    vision = _sub(c, "vision_config", vision_defaults)
     d = vision.int("hidden_size")
     h, kv, hd = heads(vision, d, ("num_attention_heads",))
     inter = vision.int("intermediate_size")
     patch = vision.int("patch_size")
-    patches = (vision.int("image_size") // patch) ** 2
+    side = 0 if naflex else vision.int("image_size") // patch
+    patches = vision.int("num_patches") if naflex else side * side
     if not patches:
         raise ConfigError(
             "config.json field 'vision_config.image_size' must be at least its patch_size",
@@ -104,7 +116,12 @@ def dual_encoder_blueprint(c: Config, family: str) -> b.Blueprint:
         scalars = 1  # logit_scale
     else:
         image_tokens = patches
-        tower = _siglip(vision.raw, {})
+        if naflex:
+            # SigLIP's tower at one patch per image, then the num_patches-row position table.
+            one = _siglip({**vision.raw, "image_size": patch}, {})
+            tower = one - d + patches * d
+        else:
+            tower = _siglip(vision.raw, {})
         vision_tables = patches * d
         projection = text.int("projection_size", default=text_d)
         text_head = text_d * projection + projection  # head, biased

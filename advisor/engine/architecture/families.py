@@ -13,6 +13,7 @@ from dataclasses import replace
 from advisor.engine.architecture import blocks as b
 from advisor.engine.architecture.config import LIMITS, Config, check_int, heads
 from advisor.engine.architecture.decoders import Decoder, Dims, Moe
+from advisor.engine.architecture.decoders import blueprint as decoder_blueprint
 from advisor.engine.architecture.model import AttentionGroup, LinearAttention
 from advisor.engine.errors import ConfigError
 
@@ -601,6 +602,136 @@ def _glm_heads(c: Config, x: Dims) -> Dims:
     return replace(x, hd=c.int("head_dim", default=128))
 
 
+# --- Engine 1.x round 3: Hunyuan dense, BioGPT, CodeGen, XGLM, DBRX, Persimmon, Fuyu ----------
+
+
+def _hunyuan_dense_heads(c: Config, x: Dims) -> Dims:
+    """Hunyuan dense (modeling_hunyuan_v1_dense.py) sizes its heads by config.head_dim alone:
+    HunYuanDenseV1Config keeps head_dim None when config.json omits it and the attention then
+    fails to build (None ** -0.5), so a config without it is refused rather than guessed. The
+    released configs all give it (128), beside an `attention_head_dim` transformers ignores."""
+    if c.raw.get("head_dim") is None:
+        raise ConfigError(
+            "config.json of a Hunyuan dense model needs 'head_dim': transformers builds its "
+            "attention from that field alone and fails without it",
+            field="head_dim",
+        )
+    return replace(x, hd=c.int("head_dim"))
+
+
+def _hunyuan_dense(c: Config, bp: b.Blueprint) -> b.Blueprint:
+    """Hunyuan dense: transformers always builds the RMSNorm(head_dim) on q and on k (the row's
+    qk_norm), whatever use_qk_norm says, and ignores use_cla (cross-layer KV sharing in
+    Tencent's own code): every layer keeps its own KV cache here, as transformers runs it."""
+    if c.bool("use_cla", default=False):
+        return replace(
+            bp,
+            notes=[
+                *bp.notes,
+                "use_cla (cross-layer KV sharing) is set, but transformers ignores it: every "
+                "layer is counted with its own KV cache, as transformers runs the model.",
+            ],
+        )
+    return bp
+
+
+def _lm_head_bias_when_tied(c: Config, bp: b.Blueprint) -> b.Blueprint:
+    """CodeGen (modeling_codegen.py): lm_head is nn.Linear(d, vocab) with a bias; where the
+    config ties it (tie_word_embeddings, off in every release) only the weight is shared and the
+    bias stays a parameter of its own."""
+    return replace(bp, outside=bp.outside + bp.vocab) if bp.tied else bp
+
+
+def _xglm(c: Config, bp: b.Blueprint) -> b.Blueprint:
+    """XGLM (modeling_xglm.py): sinusoidal positions (a buffer, offset 2, regrown for longer
+    inputs: no parameters); with add_cross_attention every block would also attend to an
+    encoder's states, a layout no released XGLM has and the estimator does not cost."""
+    if c.bool("add_cross_attention", default=False):
+        raise ConfigError(
+            "config.json sets 'add_cross_attention': XGLM blocks with cross-attention to an "
+            "encoder are not a model the estimator counts (no released XGLM has them)",
+            field="add_cross_attention",
+        )
+    return bp
+
+
+def _sub_config(c: Config, name: str) -> Config:
+    """A nested config object (DBRX's attn_config and ffn_config); {} when absent or null."""
+    value = c.raw.get(name)
+    if value is None:
+        return Config({})
+    if not isinstance(value, dict):
+        raise ConfigError(f"config.json field '{name}' must be a JSON object", field=name)
+    return Config(value)
+
+
+def _dbrx_heads(c: Config, x: Dims) -> Dims:
+    """DBRX (DbrxAttentionConfig): attn_config.kv_n_heads key/value heads (default 1) of
+    d_model // n_heads; ffn_config.ffn_hidden_size (default 3584) is the experts' width."""
+    kv = _sub_config(c, "attn_config").int("kv_n_heads", default=1)
+    if x.h % kv:
+        raise ConfigError(
+            f"config.json field 'attn_config.kv_n_heads' ({kv}) must divide 'n_heads' ({x.h})",
+            field="attn_config",
+        )
+    inter = _sub_config(c, "ffn_config").int("ffn_hidden_size", default=3584)
+    return replace(x, kv=kv, inter=inter)
+
+
+def _dbrx(c: Config, bp: b.Blueprint) -> b.Blueprint:
+    """DBRX (modeling_dbrx.py): every block routes each token to ffn_config.moe_top_k (1) of
+    moe_num_experts (4) GLU experts kept as three parameter tensors [E x f, d] (w1 the gate, v1
+    the up projection, w2 the down projection; no bias), which bitsandbytes and PEFT's
+    "all-linear" leave alone, and a router nn.Linear `router.layer` (d -> E, no bias). No
+    shared expert, no dense block. The head is never tied (DbrxConfig refuses it)."""
+    if c.bool("tie_word_embeddings", default=False):
+        raise ConfigError(
+            "config.json sets 'tie_word_embeddings', which DBRX does not support "
+            "(transformers refuses the config)",
+            field="tie_word_embeddings",
+        )
+    ffn = _sub_config(c, "ffn_config")
+    experts = ffn.int("moe_num_experts", default=4)
+    per_token = ffn.int("moe_top_k", default=1)
+    if per_token > experts:
+        raise ConfigError(
+            f"config.json field 'ffn_config.moe_top_k' ({per_token}) exceeds the number of "
+            f"experts ({experts})",
+            field="ffn_config",
+        )
+    d, inter = bp.d, bp.inter
+    return replace(
+        bp,
+        mlp=[],
+        experts=b.Experts(
+            router=[b.lin("router.layer", d, experts, False, "router")],
+            routed=b.gated_mlp(
+                d,
+                inter,
+                names=("w1", "v1", "w2"),
+                prefix="experts.mlp.",
+                role="expert",
+                count=experts,
+                module=False,
+            ),
+            shared=[],
+            experts=experts,
+            per_token=per_token,
+            shared_experts=0,
+            intermediate=inter,
+            sparse_layers=bp.layers,
+        ),
+    )
+
+
+def _persimmon_qk_norm(c: Config, bp: b.Blueprint) -> b.Blueprint:
+    """Persimmon (modeling_persimmon.py): where qk_layernorm (on by default, and in every
+    release) a LayerNorm(hidden // heads) with weight and bias on q and on k in every block."""
+    if not c.bool("qk_layernorm", default=True):
+        return bp
+    return replace(bp, block_norms=bp.block_norms + 2 * b.ln(bp.hd))
+
+
 # --- The table -----------------------------------------------------------------------------
 
 _LLAMA = Decoder()
@@ -1067,9 +1198,143 @@ DECODERS: dict[str, Decoder] = {
             modules=False,
         ),
     ),
+    # Hunyuan 0.5B-7B dense (modeling_hunyuan_v1_dense.py): Llama's layers (q/k/v/o with
+    # attention_bias, a gated MLP never with bias) plus RMSNorm(head_dim) on q and k
+    # (query_layernorm, key_layernorm); head_dim from the config only; head untied by default
+    # (the releases tie it).
+    "hunyuan_v1_dense": Decoder(
+        qk_norm="head",
+        mlp_bias=False,
+        shape=_hunyuan_dense_heads,
+        adjust=_hunyuan_dense,
+    ),
+    # BioGPT (modeling_biogpt.py): fairseq's decoder. Learned positions with 2 extra rows
+    # (offset 2), q/k/v/out_proj and fc1/fc2 with biases, two LayerNorms a block and a final
+    # one, one head per query (no grouped KV), the output projection tied to the embedding.
+    "biogpt": Decoder(
+        kv_heads=(),
+        position_table=2,
+        attn_names=("q_proj", "k_proj", "v_proj", "out_proj"),
+        qkv_bias=True,
+        out_bias=True,
+        mlp="plain",
+        mlp_names=("fc1", "fc2"),
+        mlp_bias=True,
+        norm="ln",
+        tied=("tie_word_embeddings", True),
+    ),
+    # CodeGen 1 (and CodeGen2, whose configs name transformers' CodeGenForCausalLM; same shapes)
+    # (modeling_codegen.py): GPT-J's block (attention and MLP in parallel after one LayerNorm,
+    # partial rotary) with q/k/v fused into qkv_proj, no attention biases, fc_in/fc_out with
+    # biases, lm_head with a bias; head untied. Old checkpoints also store a causal-mask buffer
+    # per layer (attn.causal_mask), which transformers does not load.
+    "codegen": Decoder(
+        hidden=("n_embd", "hidden_size"),
+        layers=("n_layer", "num_hidden_layers"),
+        heads=("n_head", "num_attention_heads"),
+        kv_heads=(),
+        intermediate=("n_inner",),
+        inter_default=4,
+        positions=("n_positions", "max_position_embeddings"),
+        attention="fused",
+        attn_names=("qkv_proj", "out_proj"),
+        qkv_bias=False,
+        out_bias=False,
+        mlp="plain",
+        mlp_names=("fc_in", "fc_out"),
+        mlp_bias=True,
+        norm="ln",
+        norms_per_block=1,
+        lm_head_bias=True,
+        adjust=_lm_head_bias_when_tied,
+    ),
+    # XGLM (modeling_xglm.py): fairseq's decoder (BioGPT's layers) with sinusoidal positions
+    # (no parameters); head tied to the embedding.
+    "xglm": Decoder(
+        hidden=("d_model", "hidden_size"),
+        layers=("num_layers", "num_hidden_layers"),
+        heads=("attention_heads", "num_attention_heads"),
+        kv_heads=(),
+        intermediate=("ffn_dim", "intermediate_size"),
+        attn_names=("q_proj", "k_proj", "v_proj", "out_proj"),
+        qkv_bias=True,
+        out_bias=True,
+        mlp="plain",
+        mlp_names=("fc1", "fc2"),
+        mlp_bias=True,
+        norm="ln",
+        tied=("tie_word_embeddings", True),
+        adjust=_xglm,
+    ),
+    # DBRX (modeling_dbrx.py): fused Wqkv (d -> d + 2 x kv heads x head_dim) and out_proj
+    # without biases, two LayerNorms without bias a block (norm_1, norm_2) and a final one,
+    # the experts as `_dbrx` says; sizes partly in attn_config and ffn_config.
+    "dbrx": Decoder(
+        hidden=("d_model", "hidden_size"),
+        layers=("n_layers", "num_hidden_layers"),
+        heads=("n_heads", "num_attention_heads"),
+        kv_heads=(),
+        intermediate=(),
+        positions=("max_seq_len", "max_position_embeddings"),
+        attention="fused",
+        attn_names=("Wqkv", "out_proj"),
+        qkv_bias=False,
+        out_bias=False,
+        mlp_bias=False,
+        norm="ln",
+        norm_bias=False,
+        tied=False,
+        shape=_dbrx_heads,
+        adjust=_dbrx,
+    ),
+    # Persimmon (modeling_persimmon.py): GPT-NeoX's layout (fused query_key_value and dense,
+    # both with bias; a plain MLP dense_h_to_4h / dense_4h_to_h with biases, squared ReLU; two
+    # LayerNorms a block and a final one) with the q/k LayerNorms `_persimmon_qk_norm` adds;
+    # partial rotary (no parameters); head untied by default.
+    "persimmon": Decoder(
+        kv_heads=(),
+        attention="fused",
+        attn_names=("query_key_value", "dense"),
+        qkv_bias=True,
+        out_bias=True,
+        mlp="plain",
+        mlp_names=("dense_h_to_4h", "dense_4h_to_h"),
+        mlp_bias=True,
+        norm="ln",
+        adjust=_persimmon_qk_norm,
+    ),
 }
 # Falcon-7B/40B configs from before transformers 4.33 (custom code): same layout.
 DECODERS["RefinedWebModel"] = replace(DECODERS["falcon"], label="falcon")
 DECODERS["RefinedWeb"] = replace(
     DECODERS["falcon"], label="falcon", shape=_falcon_heads(True), adjust=_falcon_norms(True)
 )
+
+
+def fuyu_blueprint(c: Config, family: str) -> b.Blueprint:
+    """Fuyu (modeling_fuyu.py): a Persimmon decoder (FuyuConfig's text_config, or the flat
+    Persimmon fields the released config.json keeps at its top level) that reads images as
+    patches: vision_embed_tokens, one nn.Linear (patch_size² x num_channels -> hidden, with a
+    bias), turns each 30 x 30 patch into a token; there is no vision encoder. The head is
+    Fuyu's own lm_head (untied by default)."""
+    text = c.raw.get("text_config")
+    if text is not None and not isinstance(text, dict):
+        raise ConfigError(
+            "config.json field 'text_config' must be a JSON object", field="text_config"
+        )
+    inner = {k: v for k, v in c.raw.items() if k != "text_config"} | (text or {})
+    inner["tie_word_embeddings"] = c.raw.get("tie_word_embeddings", False)
+    bp = decoder_blueprint(Config(inner), "persimmon", DECODERS["persimmon"])
+    patch = c.int("patch_size", default=30)
+    channels = c.int("num_channels", default=3)
+    vision = b.lin("vision_embed_tokens", patch * patch * channels, bp.d, True, "vision_proj")
+    return replace(
+        bp,
+        family="fuyu",
+        outside=bp.outside + vision.params,
+        notes=[
+            *bp.notes,
+            f"Images enter as {patch} x {patch}-pixel patches, each one token through a single "
+            f"linear layer ({vision.params:,} parameters); there is no vision encoder.",
+        ],
+    )

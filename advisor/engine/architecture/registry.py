@@ -26,7 +26,7 @@ from advisor.engine.architecture.encoders_modern import (
     MODERN_ENCODERS,
     REFUSED_FAMILIES,
 )
-from advisor.engine.architecture.families import DECODERS
+from advisor.engine.architecture.families import DECODERS, fuyu_blueprint
 from advisor.engine.architecture.gemma3n import gemma3n_blueprint
 from advisor.engine.architecture.gemma4 import gemma4_blueprint
 from advisor.engine.architecture.hybrids import (
@@ -45,6 +45,13 @@ from advisor.engine.architecture.multimodal import (
     qwen2_audio_blueprint,
     qwen_vl_blueprint,
 )
+from advisor.engine.architecture.omni import qwen2_5_omni_blueprint, qwen3_omni_moe_blueprint
+from advisor.engine.architecture.recurrent import (
+    RECURRENT_REFUSED,
+    bamba_blueprint,
+    recurrent_gemma_blueprint,
+    zamba_refused,
+)
 from advisor.engine.architecture.seq2seq import SEQ2SEQ, SEQ2SEQ_ARCHITECTURES, seq2seq_blueprint
 from advisor.engine.architecture.speech import (
     SPEECH_ARCHITECTURES,
@@ -58,6 +65,8 @@ from advisor.engine.architecture.vision import (
     VISION_REFUSED,
 )
 from advisor.engine.architecture.vlm import (
+    blip2_blueprint,
+    idefics2_blueprint,
     idefics3_blueprint,
     internvl_blueprint,
     llava_blueprint,
@@ -101,10 +110,15 @@ REGISTRY: dict[str, Reader] = {
     "idefics3": idefics3_blueprint,
     "smolvlm": idefics3_blueprint,
     "internvl": internvl_blueprint,
+    "idefics2": idefics2_blueprint,
+    "blip-2": blip2_blueprint,
+    "instructblip": blip2_blueprint,
     "mllama": mllama_blueprint,
     "mllama_text_model": mllama_blueprint,
     "clip": dual_encoder_blueprint,
     "siglip": dual_encoder_blueprint,
+    "siglip2": dual_encoder_blueprint,
+    "fuyu": fuyu_blueprint,
     "granitemoehybrid": granitemoehybrid_blueprint,
     "nemotron_h": nemotron_h_blueprint,
     "falcon_h1": falcon_h1_blueprint,
@@ -113,6 +127,14 @@ REGISTRY: dict[str, Reader] = {
     "falcon_mamba": mamba_blueprint,
     "mamba2": mamba2_blueprint,
     "jamba": jamba_blueprint,
+    "qwen2_5_omni": qwen2_5_omni_blueprint,
+    "qwen2_5_omni_thinker": qwen2_5_omni_blueprint,
+    "qwen3_omni_moe": qwen3_omni_moe_blueprint,
+    "qwen3_omni_moe_thinker": qwen3_omni_moe_blueprint,
+    "recurrent_gemma": recurrent_gemma_blueprint,
+    "bamba": bamba_blueprint,
+    "zamba": zamba_refused,
+    "zamba2": zamba_refused,
     **MODERN_ENCODERS,
     **VISION_ENCODERS,
     **dict.fromkeys(SEQ2SEQ, seq2seq_blueprint),
@@ -200,10 +222,14 @@ ARCHITECTURES = {
     "Idefics3ForConditionalGeneration": "idefics3",
     "SmolVLMForConditionalGeneration": "smolvlm",
     "InternVLForConditionalGeneration": "internvl",
+    "Idefics2ForConditionalGeneration": "idefics2",
+    "Blip2ForConditionalGeneration": "blip-2",
+    "InstructBlipForConditionalGeneration": "instructblip",
     "MllamaForConditionalGeneration": "mllama",
     "MllamaForCausalLM": "mllama_text_model",
     "CLIPModel": "clip",
     "SiglipModel": "siglip",
+    "Siglip2Model": "siglip2",
     "MiniMaxM2ForCausalLM": "minimax_m2",
     "HunYuanMoEV1ForCausalLM": "hunyuan_v1_moe",
     "SmolLM3ForCausalLM": "smollm3",
@@ -218,6 +244,10 @@ ARCHITECTURES = {
     "FalconMambaForCausalLM": "falcon_mamba",
     "Mamba2ForCausalLM": "mamba2",
     "JambaForCausalLM": "jamba",
+    "RecurrentGemmaForCausalLM": "recurrent_gemma",
+    "BambaForCausalLM": "bamba",
+    "ZambaForCausalLM": "zamba",
+    "Zamba2ForCausalLM": "zamba2",
     "Exaone4ForCausalLM": "exaone4",
     "ApertusForCausalLM": "apertus",
     "Starcoder2ForCausalLM": "starcoder2",
@@ -229,6 +259,13 @@ ARCHITECTURES = {
     "Glm4ForCausalLM": "glm4",
     "GlmForCausalLM": "glm",
     "GraniteMoeForCausalLM": "granitemoe",
+    "HunYuanDenseV1ForCausalLM": "hunyuan_v1_dense",
+    "BioGptForCausalLM": "biogpt",
+    "CodeGenForCausalLM": "codegen",
+    "XGLMForCausalLM": "xglm",
+    "DbrxForCausalLM": "dbrx",
+    "PersimmonForCausalLM": "persimmon",
+    "FuyuForCausalLM": "fuyu",
     **MODERN_ARCHITECTURES,
     **VISION_ARCHITECTURES,
     **SEQ2SEQ_ARCHITECTURES,
@@ -239,11 +276,20 @@ ARCHITECTURES = {
     "MPNetForMaskedLM": "mpnet",
     "LongformerModel": "longformer",
     "LongformerForMaskedLM": "longformer",
+    "Qwen2_5OmniModel": "qwen2_5_omni",
+    "Qwen2_5OmniForConditionalGeneration": "qwen2_5_omni",
+    "Qwen2_5OmniThinkerForConditionalGeneration": "qwen2_5_omni_thinker",
+    "Qwen3OmniMoeForConditionalGeneration": "qwen3_omni_moe",
+    "Qwen3OmniMoeThinkerForConditionalGeneration": "qwen3_omni_moe_thinker",
 }
 
 
 def supported_model_types() -> list[str]:
-    return sorted(name for name in REGISTRY if name not in REFUSED_FAMILIES | VISION_REFUSED)
+    return sorted(
+        name
+        for name in REGISTRY
+        if name not in REFUSED_FAMILIES | VISION_REFUSED | RECURRENT_REFUSED
+    )
 
 
 def known_families() -> list[str]:
@@ -252,7 +298,8 @@ def known_families() -> list[str]:
     return sorted(
         name
         for name in REGISTRY
-        if not name.startswith("Refined") and name not in REFUSED_FAMILIES | VISION_REFUSED
+        if not name.startswith("Refined")
+        and name not in REFUSED_FAMILIES | VISION_REFUSED | RECURRENT_REFUSED
     )
 
 

@@ -1,6 +1,7 @@
 """Vision-language models built as a vision tower, a projector and a decoder of families.py:
 LLaVA 1.5 (llava), LLaVA-NeXT (llava_next), LLaVA-OneVision (llava_onevision), PaliGemma
-(paligemma), Idefics3 and SmolVLM (idefics3, smolvlm), InternVL 3 / 3.5 "-hf" (internvl).
+(paligemma), Idefics3 and SmolVLM (idefics3, smolvlm), InternVL 3 / 3.5 "-hf" (internvl),
+Idefics2 (idefics2), BLIP-2 (blip-2) and InstructBLIP (instructblip).
 
 Each reader counts the language model with the text_config's row of DECODERS and adds the
 vision tower and projector to `outside` (as multimodal.py does for Gemma 3). A text_config may
@@ -19,6 +20,7 @@ from advisor.engine.architecture import blocks as b
 from advisor.engine.architecture.config import Config, check_int, heads
 from advisor.engine.architecture.decoders import blueprint as decoder_blueprint
 from advisor.engine.architecture.decoders import flag
+from advisor.engine.architecture.encoders import t5_blueprint
 from advisor.engine.architecture.families import DECODERS
 from advisor.engine.architecture.multimodal import siglip_vision_params
 from advisor.engine.errors import ConfigError
@@ -39,6 +41,24 @@ _TEXT_DEFAULTS = {
         "num_attention_heads": 32,
         "num_key_value_heads": 8,
         "vocab_size": 32000,
+    },
+    # OPTConfig's defaults (BLIP-2's text_config names no max_position_embeddings: 2048).
+    "opt": {
+        "vocab_size": 50272,
+        "hidden_size": 768,
+        "num_hidden_layers": 12,
+        "ffn_dim": 3072,
+        "num_attention_heads": 12,
+        "max_position_embeddings": 2048,
+    },
+    # T5Config's defaults (t5-small's shape).
+    "t5": {
+        "vocab_size": 32128,
+        "d_model": 512,
+        "d_kv": 64,
+        "d_ff": 2048,
+        "num_layers": 6,
+        "num_heads": 8,
     },
 }
 
@@ -82,6 +102,7 @@ _DEFAULT_TEXT = {
     "idefics3": "llama",
     "smolvlm": "llama",
     "internvl": "qwen2",
+    "idefics2": "mistral",
 }
 
 
@@ -117,10 +138,11 @@ def _siglip(raw: dict, defaults: dict) -> int:
     return tower + head + b.total(b.mlp(d, v.int("intermediate_size"), bias=True))
 
 
-def idefics3_vision_params(raw: dict) -> int:
-    """Idefics3VisionTransformer / SmolVLMVisionTransformer: patch conv with bias, a position
-    table of (image_size / patch_size)^2, SigLIP blocks, post-LN; no head."""
-    v = Config({**_IDEFICS3_VISION, **raw})
+def idefics3_vision_params(raw: dict, defaults: dict = _IDEFICS3_VISION) -> int:
+    """Idefics3VisionTransformer / SmolVLMVisionTransformer (and Idefics2VisionTransformer,
+    whose defaults differ): patch conv with bias, a position table of (image_size /
+    patch_size)^2, SigLIP blocks, post-LN; no head."""
+    v = Config({**defaults, **raw})
     d = v.int("hidden_size")
     heads(v, d, ("num_attention_heads",))
     patch = v.int("patch_size")
@@ -151,6 +173,10 @@ def _text(c: Config, family: str) -> tuple[b.Blueprint, str]:
     tied = c.bool("tie_word_embeddings", default=False) or flag(t, spec.tied)
     if family == "paligemma":
         tied = c.bool("tie_word_embeddings", default=True)
+    if family == "idefics2":
+        # Idefics2Config's own tie_word_embeddings (false by default) governs its lm_head; the
+        # text_config's flag is not read.
+        tied = c.bool("tie_word_embeddings", default=False)
     bp = decoder_blueprint(Config({**t.raw, "tie_word_embeddings": tied}), text_type, spec)
     return bp, text_type
 
@@ -340,3 +366,198 @@ def internvl_blueprint(c: Config, family: str) -> b.Blueprint:
         "max_patches (12) tiles and adds a thumbnail tile when it splits"
     )
     return _with(bp, family, tower, projector, "InternViT vision tower", tokens)
+
+
+# Idefics2VisionConfig's defaults (transformers configuration_idefics2.py); idefics2-8b names
+# its own SigLIP-So400m shape at 980 px.
+_IDEFICS2_VISION = {
+    "hidden_size": 768,
+    "intermediate_size": 3072,
+    "num_hidden_layers": 12,
+    "num_attention_heads": 12,
+    "image_size": 224,
+    "patch_size": 32,
+    "num_channels": 3,
+}
+# Idefics2PerceiverConfig's defaults: 64 latents, 3 layers, 16 query heads of 96, 4 K/V heads.
+_PERCEIVER = {
+    "resampler_n_latents": 64,
+    "resampler_depth": 3,
+    "resampler_n_heads": 16,
+    "resampler_head_dim": 96,
+    "num_key_value_heads": 4,
+}
+
+
+def _sub(c: Config, name: str, family: str) -> dict:
+    value = c.raw.get(name)
+    value = {} if value is None else value
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"config.json field '{name}' of a {family} model must be an object", field=name
+        )
+    return value
+
+
+def idefics2_blueprint(c: Config, family: str) -> b.Blueprint:
+    """Idefics2ForConditionalGeneration (transformers modeling_idefics2.py): the SigLIP vision
+    transformer (Idefics2VisionTransformer, no pooling head), the connector and the Mistral
+    text model with its own lm_head (tied only where tie_word_embeddings says so, false by
+    default). The connector is a gated MLP without biases (vision width -> the text model's
+    intermediate_size -> text width) and a perceiver resampler at the text width
+    (Idefics2Config forces the perceiver's hidden_size to the text model's): resampler_n_latents
+    learned latents, resampler_depth layers of three RMSNorms, grouped-query attention without
+    biases (resampler_n_heads x resampler_head_dim queries, num_key_value_heads keys and values,
+    attending over the image's states and the latents) and a gated MLP of 4 x the width, then a
+    final RMSNorm."""
+    _sub(c, "perceiver_config", family)
+    bp, _ = _text(c, family)
+    vision = _sub(c, "vision_config", family)
+    tower = idefics3_vision_params(vision, _IDEFICS2_VISION)
+    v = Config({**_IDEFICS2_VISION, **vision})
+    p = Config({**_PERCEIVER, **_sub(c, "perceiver_config", family)})
+    text = Config({**_TEXT_DEFAULTS["mistral"], **(c.raw.get("text_config") or {})})
+    d = bp.d
+    inter = text.int("intermediate_size")
+    modality = 2 * v.int("hidden_size") * inter + inter * d  # gate, up, down: no biases
+    h = p.int("resampler_n_heads")
+    kv = p.int("num_key_value_heads")
+    if h % kv:
+        raise ConfigError(
+            f"config.json field 'perceiver_config.num_key_value_heads' ({kv}) must divide "
+            f"resampler_n_heads ({h})",
+            field="perceiver_config",
+        )
+    latents = p.int("resampler_n_latents")
+    layer = (
+        b.total(b.attention(d, h, kv, p.int("resampler_head_dim")))
+        + b.total(b.gated_mlp(d, 4 * d))
+        + 3 * d
+    )
+    resampler = latents * d + p.int("resampler_depth") * layer + d
+    tokens = (
+        f"an image adds {latents} tokens (the perceiver's latents), {5 * latents} where the "
+        "processor splits it (do_image_splitting: four crops and the whole image)"
+    )
+    return _with(bp, family, tower, modality + resampler, "SigLIP vision transformer", tokens)
+
+
+# BLIP-2's and InstructBLIP's EVA ViT-g (Blip2VisionConfig / InstructBlipVisionConfig defaults)
+# and Q-Former (Blip2QFormerConfig / InstructBlipQFormerConfig defaults, a BERT-base).
+_EVA_VIT_G = {
+    "hidden_size": 1408,
+    "intermediate_size": 6144,
+    "num_hidden_layers": 39,
+    "num_attention_heads": 16,
+    "image_size": 224,
+    "patch_size": 14,
+}
+_QFORMER = {
+    "hidden_size": 768,
+    "num_hidden_layers": 12,
+    "num_attention_heads": 12,
+    "intermediate_size": 3072,
+    "vocab_size": 30522,
+    "max_position_embeddings": 512,
+    "cross_attention_frequency": 2,
+}
+
+
+def blip_vision_params(raw: dict) -> tuple[int, int]:
+    """(parameters, width) of Blip2VisionModel / InstructBlipVisionModel: a class token, a
+    patch Conv2d over 3 channels with bias (in_channels is fixed at 3 whatever num_channels
+    says), a position table of patches + 1, blocks of a fused qkv without bias of its own (where
+    qkv_bias, a 3 x width bias holding q's and v's biases and zeros for k) and a biased
+    projection, a biased two-layer MLP and two LayerNorms, then a post-LayerNorm."""
+    v = Config({**_EVA_VIT_G, **raw})
+    d = v.int("hidden_size")
+    heads(v, d, ("num_attention_heads",))
+    patch = v.int("patch_size")
+    patches = (v.int("image_size") // patch) ** 2
+    embeddings = d + 3 * patch * patch * d + d + (patches + 1) * d
+    qkv = 3 * d * d + (3 * d if v.bool("qkv_bias", default=True) else 0)
+    block = qkv + d * d + d + b.total(b.mlp(d, v.int("intermediate_size"), bias=True))
+    return embeddings + v.int("num_hidden_layers") * (block + 2 * b.ln(d)) + b.ln(d), d
+
+
+def qformer_params(raw: dict, vision_d: int, instruct: bool) -> tuple[int, int]:
+    """(parameters, width) of the Q-Former (Blip2QFormerModel / InstructBlipQFormerModel), a
+    BERT encoder whose every cross_attention_frequency-th layer (from the first) also
+    cross-attends to the vision states (keys and values from the vision width, set to the
+    tower's by the config class). Each attention: biased query/key/value, a biased output dense
+    and a LayerNorm; each feed-forward: two biased Linears and a LayerNorm. BLIP-2's layers
+    have the queries' feed-forward only (and the text's too where use_qformer_text_input) and a
+    LayerNorm before the stack; InstructBLIP's have both and word, position and LayerNorm
+    embeddings for the instruction text."""
+    q = Config({**_QFORMER, **raw})
+    d = q.int("hidden_size")
+    heads(q, d, ("num_attention_heads",))
+    inter = q.int("intermediate_size")
+    layers = q.int("num_hidden_layers")
+    every = q.int("cross_attention_frequency")
+    output = d * d + d + b.ln(d)
+    self_attention = 3 * (d * d + d) + output
+    cross_attention = d * d + d + 2 * (vision_d * d + d) + output
+    ffn = d * inter + inter + inter * d + d + b.ln(d)
+    text_ffn = instruct or q.bool("use_qformer_text_input", default=False)
+    crossing = (layers + every - 1) // every
+    body = layers * (self_attention + ffn * (2 if text_ffn else 1)) + crossing * cross_attention
+    if instruct:
+        top = (q.int("vocab_size") + q.int("max_position_embeddings")) * d + b.ln(d)
+    else:
+        top = b.ln(d)
+    return body + top, d
+
+
+def _blip_text(c: Config, family: str) -> b.Blueprint:
+    """The language model: a decoder of DECODERS (AutoModelForCausalLM: OPT for BLIP-2,
+    Vicuna's Llama for InstructBLIP) with its head tied as its own config says, or T5
+    (AutoModelForSeq2SeqLM: Flan-T5), counted by the engine's T5 reader."""
+    text = _sub(c, "text_config", family)
+    text_type = text.get("model_type") or "opt"
+    if text_type == "t5":
+        return t5_blueprint(Config({**_TEXT_DEFAULTS["t5"], **text}), "t5")
+    if text_type not in DECODERS:
+        raise ConfigError(
+            f"The estimator cannot count a {family} model whose language model is "
+            f"'{text_type}'. Enter the parameter count from the model card instead.",
+            field="text_config",
+        )
+    spec = DECODERS[text_type]
+    t = Config({**_TEXT_DEFAULTS.get(text_type, {}), **text})
+    # Blip2Config / InstructBlipConfig hold no tie flag of their own: the language model ties
+    # its head as its own config says (OPT: tied by default; Llama: untied).
+    tied = flag(t, spec.tied)
+    return decoder_blueprint(Config({**t.raw, "tie_word_embeddings": tied}), text_type, spec)
+
+
+def blip2_blueprint(c: Config, family: str) -> b.Blueprint:
+    """Blip2ForConditionalGeneration (transformers modeling_blip_2.py) and
+    InstructBlipForConditionalGeneration (modeling_instructblip.py): the EVA ViT-g vision
+    model, num_query_tokens learned query tokens, the Q-Former, language_projection (a biased
+    Linear from the Q-Former's width to the language model's) and the language model. The
+    Q-Former's outputs for the query tokens, projected, are prepended to the text's embeddings
+    (the encoder's input, for Flan-T5). transformers keeps the query tokens and the Q-Former in
+    float32 (_keep_in_fp32_modules) whatever the model's dtype."""
+    instruct = family == "instructblip"
+    bp = _blip_text(c, family)
+    tower, vision_d = blip_vision_params(_sub(c, "vision_config", family))
+    qformer, qd = qformer_params(_sub(c, "qformer_config", family), vision_d, instruct)
+    queries = c.int("num_query_tokens", default=32)
+    projector = queries * qd + qformer + qd * bp.d + bp.d
+    where = "encoder's input" if bp.encoder_layers else "sequence"
+    tokens = (
+        f"an image adds {queries} tokens (the Q-Former's query tokens) to the language "
+        f"model's {where}; the query tokens and the Q-Former are kept in float32"
+    )
+    what = "T5 encoder-decoder" if bp.encoder_layers else f"{bp.family} decoder"
+    return replace(
+        bp,
+        family=family,
+        outside=bp.outside + tower + projector,
+        notes=[
+            *bp.notes,
+            f"Includes the EVA ViT-g vision model ({tower:,} parameters), the Q-Former with its "
+            f"query tokens and language projection ({projector:,}) beside the {what}; {tokens}.",
+        ],
+    )
