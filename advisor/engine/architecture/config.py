@@ -179,3 +179,13 @@ def heads(c: Config, d: int, heads_field: tuple[str, ...], kv_field: tuple[str, 
             field=kv_field[0],
         )
     return h, kv, head_dim
+
+
+def encoder_dims(c: Config) -> tuple[int, int, int, int, int, int]:
+    """(hidden size, layers, heads, kv heads, head dim, MLP width) under the names BERT-style
+    encoders and ViTs use (hidden_size, num_hidden_layers, num_attention_heads,
+    intermediate_size), with heads()'s checks."""
+    d = c.int("hidden_size")
+    layers = c.int("num_hidden_layers")
+    h, kv, hd = heads(c, d, ("num_attention_heads",))
+    return d, layers, h, kv, hd, c.int("intermediate_size")

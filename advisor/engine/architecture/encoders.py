@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.engine.architecture import blocks as b
-from advisor.engine.architecture.config import Config, check_int, heads
+from advisor.engine.architecture.config import Config, check_int, encoder_dims, heads
 from advisor.engine.architecture.model import AttentionGroup
 from advisor.engine.architecture.seq2seq import token_tables
 from advisor.engine.errors import ConfigError
@@ -218,10 +218,7 @@ def _local_attention_groups(
 
 
 def vit_blueprint(c: Config, family: str) -> b.Blueprint:
-    d = c.int("hidden_size")
-    layers = c.int("num_hidden_layers")
-    h, kv, hd = heads(c, d, ("num_attention_heads",))
-    inter = c.int("intermediate_size")
+    d, layers, h, kv, hd, inter = encoder_dims(c)
     image = c.int("image_size", default=224)
     patch = c.int("patch_size", default=16)
     channels = c.int("num_channels", default=3)

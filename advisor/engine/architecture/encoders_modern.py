@@ -10,7 +10,7 @@ their output bias; an untied decoder adds its vocabulary x width matrix.
 from __future__ import annotations
 
 from advisor.engine.architecture import blocks as b
-from advisor.engine.architecture.config import Config, heads
+from advisor.engine.architecture.config import Config, encoder_dims, heads
 from advisor.engine.architecture.encoders import encoder_block, label_count
 from advisor.engine.errors import ConfigError
 
@@ -43,10 +43,7 @@ def _blueprint(c: Config, family: str, **fields) -> b.Blueprint:
 # Identity). No position table: rotary positions, every global_attn_every_n_layers-th block
 # attends globally (theta global_rope_theta) and the others within a local_attention window.
 def modernbert_blueprint(c: Config, family: str) -> b.Blueprint:
-    d = c.int("hidden_size")
-    layers = c.int("num_hidden_layers")
-    h, kv, hd = heads(c, d, ("num_attention_heads",))
-    inter = c.int("intermediate_size")
+    d, layers, h, kv, hd, inter = encoder_dims(c)
     vocab = c.int("vocab_size")
     norm = 2 * d if c.bool("norm_bias", default=False) else d
     attn_bias = c.bool("attention_bias", default=False)
@@ -222,10 +219,7 @@ def esm_blueprint(c: Config, family: str) -> b.Blueprint:
             "an encoder it counts. Enter the parameter count from the model card instead.",
             field="is_folding_model",
         )
-    d = c.int("hidden_size")
-    layers = c.int("num_hidden_layers")
-    h, kv, hd = heads(c, d, ("num_attention_heads",))
-    inter = c.int("intermediate_size")
+    d, layers, h, kv, hd, inter = encoder_dims(c)
     vocab = c.int("vocab_size")
     positions = c.int("max_position_embeddings", default=1026)
     absolute = c.str("position_embedding_type", "absolute") == "absolute"
@@ -351,10 +345,7 @@ def dinov2_blueprint(c: Config, family: str) -> b.Blueprint:
 # ElectraForMaskedLM is the generator: a dense layer to embedding_size, a LayerNorm and the
 # tied vocabulary projection with its bias.
 def electra_blueprint(c: Config, family: str) -> b.Blueprint:
-    d = c.int("hidden_size")
-    layers = c.int("num_hidden_layers")
-    h, kv, hd = heads(c, d, ("num_attention_heads",))
-    inter = c.int("intermediate_size")
+    d, layers, h, kv, hd, inter = encoder_dims(c)
     vocab = c.int("vocab_size")
     e = c.int("embedding_size", default=d)
     positions = c.int("max_position_embeddings", default=512)

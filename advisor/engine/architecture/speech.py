@@ -46,7 +46,7 @@ The model, in order:
 from __future__ import annotations
 
 from advisor.engine.architecture import blocks as b
-from advisor.engine.architecture.config import Config, check_int, heads
+from advisor.engine.architecture.config import Config, check_int, encoder_dims
 from advisor.engine.architecture.encoders import label_count
 from advisor.engine.architecture.model import Frontend
 from advisor.engine.errors import ConfigError
@@ -213,10 +213,7 @@ def speech_blueprint(c: Config, family: str) -> b.Blueprint:
             "parameter count from the model card instead.",
             field="add_adapter",
         )
-    d = c.int("hidden_size")
-    layers = c.int("num_hidden_layers")
-    h, kv, hd = heads(c, d, ("num_attention_heads",))
-    inter = c.int("intermediate_size")
+    d, layers, h, kv, hd, inter = encoder_dims(c)
     dims, kernels, strides = _conv_stack(c, family)
     norm = "layer" if family == "data2vec-audio" else c.str("feat_extract_norm", "group")
     if norm not in ("group", "layer"):

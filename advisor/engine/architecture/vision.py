@@ -24,7 +24,7 @@ bare model, a note and exact=False.
 from __future__ import annotations
 
 from advisor.engine.architecture import blocks as b
-from advisor.engine.architecture.config import Config, heads
+from advisor.engine.architecture.config import Config, encoder_dims
 from advisor.engine.architecture.encoders import label_count
 from advisor.engine.architecture.model import StackWidths
 from advisor.engine.errors import ConfigError
@@ -102,10 +102,7 @@ def _tokens_note(image: int, patch: int, extra: int, what: str) -> str:
 # distillation token (their logits averaged); DeiTForMaskedImageModeling (SimMIM) a mask
 # token and a 1x1 Conv2d to encoder_stride^2 x channels pixel values per patch.
 def deit_blueprint(c: Config, family: str) -> b.Blueprint:
-    d = c.int("hidden_size")
-    layers = c.int("num_hidden_layers")
-    h, kv, hd = heads(c, d, ("num_attention_heads",))
-    inter = c.int("intermediate_size")
+    d, layers, h, kv, hd, inter = encoder_dims(c)
     image, patch, channels, patches = _patches(c)
     labels = label_count(c)
     pooled = c.int("pooler_output_size", default=d)
@@ -162,10 +159,7 @@ def deit_blueprint(c: Config, family: str) -> b.Blueprint:
 # the classifier) holds a LayerNorm over the mean patch instead; BeitForMaskedImageModeling has
 # no pooler, a LayerNorm and lm_head over the vocab_size visual tokens.
 def beit_blueprint(c: Config, family: str) -> b.Blueprint:
-    d = c.int("hidden_size")
-    layers = c.int("num_hidden_layers")
-    h, kv, hd = heads(c, d, ("num_attention_heads",))
-    inter = c.int("intermediate_size")
+    d, layers, h, kv, hd, inter = encoder_dims(c)
     image, patch, channels, patches = _patches(c)
     labels = label_count(c)
     mean_pooling = c.bool("use_mean_pooling", default=True)
@@ -319,10 +313,7 @@ def _autoencoder(
 # a mask token, a frozen decoder position table, decoder_num_hidden_layers ViT blocks of the
 # decoder's widths, a LayerNorm and decoder_pred to patch x patch x channels pixels.
 def vit_mae_blueprint(c: Config, family: str) -> b.Blueprint:
-    d = c.int("hidden_size")
-    layers = c.int("num_hidden_layers")
-    h, kv, hd = heads(c, d, ("num_attention_heads",))
-    inter = c.int("intermediate_size")
+    d, layers, h, kv, hd, inter = encoder_dims(c)
     image, patch, channels, patches = _patches(c)
     ratio = _mask_ratio(c, 0.75)
     visible = int(patches * (1 - ratio)) + 1  # and [CLS]
@@ -405,10 +396,7 @@ def vit_mae_blueprint(c: Config, family: str) -> b.Blueprint:
 # hides 90 % of each frame's patches (Tong et al. 2022, arXiv:2203.12602), the default here
 # (mask_ratio in config.json overrides it).
 def videomae_blueprint(c: Config, family: str) -> b.Blueprint:
-    d = c.int("hidden_size")
-    layers = c.int("num_hidden_layers")
-    h, kv, hd = heads(c, d, ("num_attention_heads",))
-    inter = c.int("intermediate_size")
+    d, layers, h, kv, hd, inter = encoder_dims(c)
     image, patch, channels, per_frame = _patches(c)
     frames = c.int("num_frames", default=16)
     tubelet = c.int("tubelet_size", default=2)
