@@ -10,7 +10,7 @@ on real cards:
   16 GiB and an L40S or A40 46,068 MiB of 48 GiB. HBM keeps ECC beside the data (A100 40GB:
   40,960 MiB; V100 32GB: 32,768 MiB).
 - Some memory the driver reserves: 81,559 of 81,920 MiB on an H100 80GB, 16,160 of 16,384 on
-  a V100 16GB.
+  a V100 16GB, 11,019 of 11,264 on a GeForce RTX 2080 Ti.
 A generation without a recorded reading keeps the label in decimal GB, the smaller figure.
 """
 
@@ -36,19 +36,26 @@ _REPORTED_PER_LABEL: dict[str, tuple[float, str]] = {
 }
 _ECC_GDDR = (46_068 / 49_152, "L40S / A40 / RTX A6000 with ECC on: 46,068 MiB of 48 GiB")
 _NO_ECC_GDDR = (24_564 / 24_576, "GeForce RTX 4090: 24,564 MiB of 24 GiB (no ECC)")
+_TURING_GEFORCE = (11_019 / 11_264, "GeForce RTX 2080 Ti: 11,019 MiB of 11 GiB (no ECC)")
 # GeForce cards have no ECC; every other GDDR card of these generations is counted with it on
 # (the data-centre cards ship that way, and sites running RTX A-series often enable it).
-_GEFORCE = ("rtx-40", "rtx_40", "4090", "4080", "4070", "4060", "3090", "3080", "3070", "titan")
+_GEFORCE = (
+    "rtx-40", "rtx_40", "4090", "4080", "4070", "4060",
+    "3090", "3080", "3070", "3060", "2080", "titan",
+)  # fmt: skip
 _GDDR_GENERATIONS = ("nvidia-ada", "nvidia-ampere-ws")
 
 
 @functools.lru_cache(maxsize=512)
 def _fraction(name: str, vendor: str) -> tuple[float, str] | None:
     """Reported bytes per labelled binary GB, and the reading behind it; None: no reading."""
+    lowered = name.lower()
+    if vendor.lower() == "nvidia" and any(f in lowered for f in _GEFORCE):
+        turing = "2080" in lowered or "titan" in lowered  # TITAN RTX: 24,220 of 24,576 MiB
+        return _TURING_GEFORCE if turing else _NO_ECC_GDDR
     gen = generation_of(name, vendor)
     if gen.key in _GDDR_GENERATIONS:
-        lowered = name.lower()
-        return _NO_ECC_GDDR if any(f in lowered for f in _GEFORCE) else _ECC_GDDR
+        return _ECC_GDDR
     return _REPORTED_PER_LABEL.get(gen.key)
 
 

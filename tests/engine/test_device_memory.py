@@ -37,6 +37,7 @@ def gpu(name: str, memory_gb: float, vendor: str = "NVIDIA") -> AcceleratorSpec:
         ("l40s-48", 48, "NVIDIA", 46_068),
         ("rtx-a6000-48", 48, "NVIDIA", 46_068),
         ("rtx-4090-24", 24, "NVIDIA", 24_564),  # GeForce: no ECC
+        ("rtx2080ti-11", 11, "NVIDIA", 11_019),
         ("mi210-64", 64, "AMD", 68_702_699_520 / MIB),
     ],
 )
