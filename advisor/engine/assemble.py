@@ -91,7 +91,14 @@ def estimate_shape(
             )
             wl = replace(wl, batch_size=at_once)
         recommendation, slurm_script = _recommended(
-            best, candidates, wl, framework, why, model_name, request.constraints.max_wall_hours
+            best,
+            candidates,
+            wl,
+            framework,
+            why,
+            model_name,
+            request.constraints.max_wall_hours,
+            _experts_fused_in_transformers_5(shape, wl),
         )
         memory = best.option.memory
         for hint in (
@@ -297,9 +304,17 @@ def _ranked(
 
 
 def _recommended(
-    best, candidates, wl: Workload, framework, why: str, model_name: str, max_wall: float | None
+    best,
+    candidates,
+    wl: Workload,
+    framework,
+    why: str,
+    model_name: str,
+    max_wall: float | None,
+    fused_experts: float = 0.0,
 ) -> tuple:
-    """(the recommendation with its longer reasons, its starter sbatch script)."""
+    """(the recommendation with its longer reasons, its starter sbatch script). `fused_experts`:
+    the bytes more transformers 5 would hold (the script then says to pin transformers<5)."""
     reasons = _recommendation_reasons(best, candidates, wl, framework, why)
     # The best option's fields, already complete, with the longer reasons.
     recommendation = trusted(Recommendation, {**best.option.__dict__, "reasons": reasons})
@@ -316,6 +331,7 @@ def _recommended(
         # Asked of a library whose own loss keeps the full logits: Liger under the Trainer.
         fused_loss=wl.training and wl.logits_per_entry == 0.0 and framework.logits_bytes is None,
         fp8=wl.weight_format == "fp8",
+        transformers_below_5=fused_experts,
         shards=1
         if wl.training
         else inference_shards(

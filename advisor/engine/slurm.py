@@ -84,12 +84,16 @@ def sbatch_script(
     stepping: tuple[bool, bool] = (False, False),
     fused_loss: bool = False,
     fp8: bool = False,
+    transformers_below_5: float = 0.0,
     shards: int = 1,
 ) -> str | None:
     """`platform` ("cuda", "rocm", "xpu"): non-NVIDIA GPUs get what to change, as comments,
     and Intel GPUs an MPI launcher with oneCCL instead of torchrun. `stepping`: (optimizer
     in backward, activation offloading) as the estimate assumed them; `fused_loss`: the request
-    said the loss is fused (Liger Kernel under the Trainer)."""
+    said the loss is fused (Liger Kernel under the Trainer); `transformers_below_5`: the bytes
+    more a mixture-of-experts model's bitsandbytes base would hold under transformers 5, whose
+    fused experts stay 16-bit (the estimate assumes transformers 4.x: the script says to pin
+    it)."""
     if system.scheduler.lower() != "slurm":
         return None
     gpus_per_node = min(option.num_gpus, node.gpus_per_node)
@@ -131,6 +135,13 @@ def sbatch_script(
     if time_note:
         lines.append(f"# time: {time_note}")
     lines += _environment_lines(system, platform)
+    if transformers_below_5:
+        lines += [
+            "# The estimate counts the experts quantised, as transformers 4.x builds them; under",
+            "# transformers 5 bitsandbytes leaves its fused experts 16-bit (about "
+            f"{transformers_below_5 / 1e9:,.0f} GB more):",
+            '# pip install "transformers<5"',
+        ]
     framework = framework or FRAMEWORKS["transformers" if task == "inference" else "hf_trainer"]
     lines += _recipe_lines(option.recipe, framework, task)
     if shards > 1:

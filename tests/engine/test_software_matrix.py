@@ -199,6 +199,22 @@ def test_moe_qlora_through_transformers_says_what_transformers_5_does_to_its_exp
     assert _moe_qlora_warning(LLAMA_2_7B) is None
 
 
+def test_the_moe_qlora_script_pins_the_transformers_the_estimate_assumes():
+    """The recommendation's memory counts Mixtral's experts 4-bit, which only transformers 4.x
+    gives: the starter script says so and how to pin it; a dense model's script does not."""
+
+    def script(model: dict) -> str:
+        request = EstimateRequest(
+            config=model, task="qlora", tokens=10**8, system="stanage", accelerator="a100-80-sxm4"
+        )
+        return estimate(request, default_catalog()).slurm_script
+
+    mixtral = script(config("mistralai__Mixtral-8x7B-v0.1"))
+    assert '# pip install "transformers<5"' in mixtral
+    assert "fused experts 16-bit (about 67 GB more)" in mixtral
+    assert "transformers<5" not in script(LLAMA_2_7B)
+
+
 def test_moe_4_bit_inference_through_transformers_warns_too_but_not_through_vllm():
     mixtral = config("mistralai__Mixtral-8x7B-v0.1")
 
