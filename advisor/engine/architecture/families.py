@@ -1133,17 +1133,6 @@ DECODERS: dict[str, Decoder] = {
         tied=("tie_word_embeddings", True),
         adjust=_cohere_qk_norm,
     ),
-    # Command R7B / Command A (modeling_cohere2.py): Cohere's parallel block without q/k norms,
-    # three sliding-window layers to one global.
-    "cohere2": Decoder(
-        qkv_bias=("attention_bias", False),
-        out_bias=("attention_bias", False),
-        norm="ln",
-        norm_bias=False,
-        norms_per_block=1,
-        tied=("tie_word_embeddings", True),
-        adjust=_cohere2,
-    ),
     # OLMoE (modeling_olmoe.py): q/k norms, every block routing to num_experts_per_tok of
     # num_experts experts of intermediate_size kept as 3-D parameters (gate_up_proj [E, 2f, d],
     # down_proj [E, d, f]) and a router weight kept as a parameter; no shared expert.
@@ -1306,6 +1295,9 @@ DECODERS: dict[str, Decoder] = {
 }
 # Falcon-7B/40B configs from before transformers 4.33 (custom code): same layout.
 DECODERS["RefinedWebModel"] = replace(DECODERS["falcon"], label="falcon")
+# Command R7B / Command A (modeling_cohere2.py): Cohere's parallel block without q/k norms,
+# three sliding-window layers to one global.
+DECODERS["cohere2"] = replace(DECODERS["cohere"], adjust=_cohere2)
 DECODERS["RefinedWeb"] = replace(
     DECODERS["falcon"], label="falcon", shape=_falcon_heads(True), adjust=_falcon_norms(True)
 )

@@ -158,6 +158,29 @@ def _state_note(kind: str, count: int, layers: int, mib: float) -> str:
 # --- IBM Granite 4.0 ---------------------------------------------------------------------------
 
 
+def granite_mamba2(c: Config, d: int) -> _Mamba2:
+    """The Mamba-2 mixer of IBM's layout (Granite 4.0, Bamba): mamba_* keys, inner width
+    mamba_expand x hidden, a gated RMSNorm, one bias flag for both projections."""
+    proj_bias = c.bool("mamba_proj_bias", default=False)
+    return _mamba2(
+        c,
+        d,
+        inner=c.int("mamba_expand", default=2) * d,
+        heads_key="mamba_n_heads",
+        heads_default=128,
+        head_dim_keys=("mamba_d_head",),
+        groups_keys=("mamba_n_groups",),
+        groups_default=1,
+        state_keys=("mamba_d_state",),
+        state_default=256,
+        kernel_keys=("mamba_d_conv",),
+        in_bias=proj_bias,
+        out_bias=proj_bias,
+        conv_bias=c.bool("mamba_conv_bias", default=True),
+        gated_norm=True,
+    )
+
+
 def _types(c: Config, layers: int, key: str, kinds: dict[str, str], default: str) -> list[str]:
     raw = c.raw.get(key)
     if raw is None:
@@ -207,24 +230,7 @@ def granitemoehybrid_blueprint(c: Config, family: str) -> b.Blueprint:
     notes: list[str] = []
     mamba = None
     if n_mamba:
-        proj_bias = c.bool("mamba_proj_bias", default=False)
-        mamba = _mamba2(
-            c,
-            d,
-            inner=c.int("mamba_expand", default=2) * d,
-            heads_key="mamba_n_heads",
-            heads_default=128,
-            head_dim_keys=("mamba_d_head",),
-            groups_keys=("mamba_n_groups",),
-            groups_default=1,
-            state_keys=("mamba_d_state",),
-            state_default=256,
-            kernel_keys=("mamba_d_conv",),
-            in_bias=proj_bias,
-            out_bias=proj_bias,
-            conv_bias=c.bool("mamba_conv_bias", default=True),
-            gated_norm=True,
-        )
+        mamba = granite_mamba2(c, d)
         notes += [_state_note("Mamba-2", n_mamba, layers, mamba.state_mib()), _TRAINING_KERNELS]
     experts = None
     mlp = shared_mlp

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from advisor.engine.architecture import blocks as b
 from advisor.engine.architecture.config import Config, heads
-from advisor.engine.architecture.hybrids import _TRAINING_KERNELS, _mamba2, _state_note
+from advisor.engine.architecture.hybrids import _TRAINING_KERNELS, _state_note, granite_mamba2
 from advisor.engine.architecture.model import AttentionGroup, LinearAttention
 from advisor.engine.errors import ConfigError
 
@@ -194,24 +194,7 @@ def bamba_blueprint(c: Config, family: str) -> b.Blueprint:
     notes: list[str] = []
     mamba = None
     if n_mamba:
-        proj_bias = c.bool("mamba_proj_bias", default=False)
-        mamba = _mamba2(
-            c,
-            d,
-            inner=c.int("mamba_expand", default=2) * d,
-            heads_key="mamba_n_heads",
-            heads_default=128,
-            head_dim_keys=("mamba_d_head",),
-            groups_keys=("mamba_n_groups",),
-            groups_default=1,
-            state_keys=("mamba_d_state",),
-            state_default=256,
-            kernel_keys=("mamba_d_conv",),
-            in_bias=proj_bias,
-            out_bias=proj_bias,
-            conv_bias=c.bool("mamba_conv_bias", default=True),
-            gated_norm=True,
-        )
+        mamba = granite_mamba2(c, d)
         notes += [_state_note("Mamba-2", n_mamba, layers, mamba.state_mib()), _TRAINING_KERNELS]
     return b.Blueprint(
         family=family,

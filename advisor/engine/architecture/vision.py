@@ -30,6 +30,27 @@ from advisor.engine.architecture.model import StackWidths
 from advisor.engine.errors import ConfigError
 
 
+def _vit_like(
+    family: str, d: int, layers: int, h: int, hd: int, inter: int, block, **fields
+) -> b.Blueprint:
+    """A ViT-style encoder's Blueprint: bidirectional blocks of `block` (attention, MLP) with
+    two LayerNorms, no vocabulary, no LM head; `fields` give the rest (and may override)."""
+    attention, mlp = block
+    defaults = {"gated": False, "vocab": 0, "tied": False, "block_norms": 2 * b.ln(d), "lm_head": 0}
+    return b.Blueprint(
+        family=family,
+        d=d,
+        layers=layers,
+        h=h,
+        kv=h,
+        hd=hd,
+        inter=inter,
+        attention=attention,
+        mlp=mlp,
+        **{**defaults, **fields},
+    )
+
+
 def _head(c: Config, family: str, heads_of: dict[str, tuple[int, str]]) -> tuple[int, str, bool]:
     """(parameters, note, exact) of the head architectures[0] names, by suffix (longest
     first); the bare model ("Model") where it names none or one the reader does not know."""
@@ -121,27 +142,19 @@ def deit_blueprint(c: Config, family: str) -> b.Blueprint:
             "ForMaskedImageModeling": (d + d * pixels + pixels, "its mask token and pixel decoder"),
         },
     )
-    attention, mlp = _vit_block(
-        d, h, hd, inter, q_bias=(qkv := c.bool("qkv_bias", default=True)), k_bias=qkv, v_bias=qkv
-    )
-    return b.Blueprint(
-        family="deit",
-        d=d,
-        layers=layers,
-        h=h,
-        kv=kv,
-        hd=hd,
-        inter=inter,
-        gated=False,
-        vocab=0,
+    qkv = c.bool("qkv_bias", default=True)
+    block = _vit_block(d, h, hd, inter, q_bias=qkv, k_bias=qkv, v_bias=qkv)
+    return _vit_like(
+        "deit",
+        d,
+        layers,
+        h,
+        hd,
+        inter,
+        block,
         positions=patches + 2,
-        tied=False,
-        attention=attention,
-        mlp=mlp,
-        block_norms=2 * b.ln(d),
         # [CLS] and distillation tokens, positions, the patch projection (Conv2d with bias).
         embedding=2 * d + (patches + 2) * d + channels * patch * patch * d + d,
-        lm_head=0,
         outside=b.ln(d) + head,
         notes=[note, _tokens_note(image, patch, 2, ", [CLS] and the distillation token")],
         exact=exact,
@@ -358,24 +371,16 @@ def vit_mae_blueprint(c: Config, family: str) -> b.Blueprint:
         if known
         else f"Counted as the bare vit_mae model; the head of {name} is not counted."
     )
-    attention, mlp = block
-    return b.Blueprint(
-        family="vit_mae",
-        d=d,
-        layers=layers,
-        h=h,
-        kv=kv,
-        hd=hd,
-        inter=inter,
-        gated=False,
-        vocab=0,
+    return _vit_like(
+        "vit_mae",
+        d,
+        layers,
+        h,
+        hd,
+        inter,
+        block,
         positions=visible,
-        tied=False,
-        attention=attention,
-        mlp=mlp,
-        block_norms=2 * b.ln(d),
         embedding=embedding,
-        lm_head=0,
         outside=b.ln(d),
         notes=[
             note,
@@ -465,24 +470,16 @@ def videomae_blueprint(c: Config, family: str) -> b.Blueprint:
             ),
         },
     )
-    attention, mlp = block(d, h, hd, inter)
-    return b.Blueprint(
-        family="videomae",
-        d=d,
-        layers=layers,
-        h=h,
-        kv=kv,
-        hd=hd,
-        inter=inter,
-        gated=False,
-        vocab=0,
+    return _vit_like(
+        "videomae",
+        d,
+        layers,
+        h,
+        hd,
+        inter,
+        block(d, h, hd, inter),
         positions=tokens,
-        tied=False,
-        attention=attention,
-        mlp=mlp,
-        block_norms=2 * b.ln(d),
         embedding=embedding,
-        lm_head=0,
         outside=final_norm + head,
         notes=[note, shape_note + "; the sequence length counts tokens, one clip's by default."],
         exact=exact,
