@@ -631,6 +631,19 @@ def summarise(outcomes: list[Outcome], engine_version: str) -> dict[str, Any]:
     return summary
 
 
+# What a GPU-hour point measures: a published run's total, a library's training speed or its
+# inference speed. They fail in different ways, so the report states each apart.
+GPU_HOUR_KINDS = ("pre-training run totals", "training speed", "inference speed")
+
+
+def gpu_hour_kind(point: Point) -> str:
+    if point.request["task"] == "inference":
+        return "inference speed"
+    if point.measured.what == "published_total":
+        return "pre-training run totals"
+    return "training speed"
+
+
 def family_of(point: Point) -> str:
     task = point.request["task"]
     return next(name for name, tasks in FAMILIES.items() if task in tasks)
@@ -650,6 +663,12 @@ def test_summary(outcomes: list[Outcome]) -> dict[str, Any]:
     )
     hours = [o for o in tests if o.point.kind == "gpu_hours"]
     hours_stats = _method_stats(hours, lambda o: o.compared_gpu_hours)
+    hours_by_kind = {
+        kind: _method_stats(
+            [o for o in hours if gpu_hour_kind(o.point) == kind], lambda o: o.compared_gpu_hours
+        )
+        for kind in GPU_HOUR_KINDS
+    }
     hour_errors = [e for o in hours if (e := o.rel_error(o.compared_gpu_hours)) is not None]
     worst_hours = max((abs(e) for e in hour_errors), default=None)
     every_hour_point = hours_stats["estimated"] == hours_stats["points"]
@@ -715,6 +734,7 @@ def test_summary(outcomes: list[Outcome]) -> dict[str, Any]:
             "engine_predicted_fitting": sum(1 for o in fits_cases if o.fits is True),
         },
         "gpu_hours": hours_stats,
+        "gpu_hours_by_kind": hours_by_kind,
         "source_conflicts": {
             "points": [
                 {
@@ -834,7 +854,20 @@ def _test_section(test: dict[str, Any]) -> list[str]:
         "`gpu_hours`): worst under-estimate "
         f"{_pct(gh['worst_under_estimate'])}, worst over-estimate "
         f"{_pct(gh['worst_over_estimate'])}, mean signed error {_pct(gh['mean_error'])}.",
+        "",
+        "| GPU-hour test points by kind | Points | Median abs. error | Worst under | Worst over |",
+        "| --- | --- | --- | --- | --- |",
     ]
+    for kind, st in test["gpu_hours_by_kind"].items():
+        lines.append(
+            _row(
+                kind[0].upper() + kind[1:],
+                f"{st['estimated']}/{st['points']}",
+                _abs_pct(st["median_abs_error"]),
+                _pct(st["worst_under_estimate"]),
+                _pct(st["worst_over_estimate"]),
+            )
+        )
     lines += [
         "",
         f"Out-of-memory test cases predicted as not fitting: engine "
