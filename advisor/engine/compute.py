@@ -449,9 +449,25 @@ def expert_read_share(shape: ModelShape, tokens: int) -> float:
     return (total - routed * (1 - touched)) / total
 
 
+# AutoGPTQ's exllama (v1) kernel, the GPTQ default of transformers up to 4.35 (optimum
+# GPTQQuantizer, auto-gptq 0.5), multiplies packed 4-bit weights directly only for inputs of
+# fewer rows than matmul_recons_thd; from there it rebuilds the layer in fp16 and calls cuBLAS
+# (exllama q4_matmul: `x_height < tuningParams.matmul_recons_thd`; auto_gptq and optimum set
+# matmul_recons_thd = 8, "the default from exllama repo").
+EXLLAMA_RECONSTRUCT_ROWS = 8
+
+
 def dequantises_per_step(wl: Workload) -> bool:
-    """Whether generating with bitsandbytes 4-bit weights dequantises each layer per step:
+    """Whether generating with 4-bit weights rebuilds each layer in 16-bit per step.
+
     bitsandbytes' matmul_4bit takes its fused 4-bit kernel (gemv_4bit) only for an input of
     one token; a batch of several sequences takes MatMul4Bit, which dequantises the whole
-    layer to 16-bit first (bitsandbytes/autograd/_functions.py)."""
-    return wl.weight_format == "int4" and wl.quant_method == "bitsandbytes" and wl.batch_size > 1
+    layer to 16-bit first (bitsandbytes/autograd/_functions.py). A GPTQ checkpoint under
+    transformers 4.35 or older runs AutoGPTQ's exllama kernel, which does the same from
+    EXLLAMA_RECONSTRUCT_ROWS sequences a step."""
+    if wl.weight_format != "int4":
+        return False
+    if wl.quant_method == "bitsandbytes":
+        return wl.batch_size > 1
+    legacy_gptq = wl.quant_method == "gptq" and wl.decode_framework == "transformers_legacy"
+    return legacy_gptq and wl.batch_size >= EXLLAMA_RECONSTRUCT_ROWS

@@ -667,10 +667,19 @@ def kv_read_bytes(
     except where layers differ (AttentionGroup). There a sparse layer (DeepSeek-V3.2) reads
     only its top-k keys and values while its indexer group scores every cached key, and a
     layer that caches nothing (Gemma 4's and 3n's KV-shared layers) still reads the cache it
-    shares: each group reads its own width over the tokens it attends to."""
-    if not shape.attention_groups or wl.training or shape.family in ENCODER_ONLY_FAMILIES:
-        return kv_cache_bytes(shape, wl, tp=tp, new_tokens=new_tokens)
+    shares: each group reads its own width over the tokens it attends to.
+
+    A tuple cache rebuilt each step (kv_cache_copies) moves the cache three times: torch.cat
+    reads the old cache and writes the new one, and attention reads the new one."""
+    if wl.training or shape.family in ENCODER_ONLY_FAMILIES:
+        return 0.0
     generated = wl.new_tokens if new_tokens is None else new_tokens
+    copies = kv_cache_copies(shape, wl, generated)
+    passes = 2 * copies - 1  # one read, and a read and a write per copy made
+    if not shape.attention_groups:
+        state = recurrent_state_bytes(shape, wl, tp=tp)
+        cache = kv_cache_bytes(shape, wl, tp=tp, new_tokens=new_tokens) - state
+        return cache / copies * passes + state
     tokens = (wl.encoder_len or wl.seq_len) + generated
     values = sum(
         g.layers
@@ -678,8 +687,7 @@ def kv_read_bytes(
         * (g.cross_tokens or min(tokens, g.reads or g.window or tokens))
         for g in shape.attention_groups
     )
-    copies = kv_cache_copies(shape, wl, generated)  # a rebuilt tuple cache is read and copied
-    return values * wl.batch_size * wl.act_bytes * copies + recurrent_state_bytes(shape, wl, tp=tp)
+    return values * wl.batch_size * wl.act_bytes * passes + recurrent_state_bytes(shape, wl, tp=tp)
 
 
 def recurrent_state_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:

@@ -8,6 +8,7 @@ from dataclasses import replace
 from advisor.engine import constants as c
 from advisor.engine import device_memory, scale_cost
 from advisor.engine.compute import (
+    EXLLAMA_RECONSTRUCT_ROWS,
     dequantises_per_step,
     expert_read_share,
     peak_tflops,
@@ -275,11 +276,15 @@ def _memory_assumptions(
     if not wl.training and kv_cache_copies(shape, wl) > 1:
         out.append(
             c.LEGACY_KV_CACHE_COPIES.assumption(
-                "2 KV caches at the peak: transformers 4.35 or older rebuilds a tuple cache "
-                "every step"
-                if wl.tuple_kv_cache
-                else "2 KV caches at the peak: the model runs its own code (config.json "
-                "auto_map, trust_remote_code=True), which rebuilds a tuple cache every step"
+                (
+                    "2 KV caches at the peak: transformers 4.35 or older rebuilds a tuple cache "
+                    "every step"
+                    if wl.tuple_kv_cache
+                    else "2 KV caches at the peak: the model runs its own code (config.json "
+                    "auto_map, trust_remote_code=True), which rebuilds a tuple cache every step"
+                )
+                + "; each step moves the cache three times (torch.cat reads the old cache and "
+                "writes the new one, attention reads it), which the decoding time counts"
             )
         )
     if wl.weight_format == "int4" and wl.quant_method == "gptq":
@@ -592,16 +597,29 @@ def _weight_speed_assumptions(wl: Workload) -> list[Assumption]:
             )
         )
     if dequantises_per_step(wl):
+        gptq = wl.quant_method == "gptq"
+        fused = (
+            f"fewer than {EXLLAMA_RECONSTRUCT_ROWS} sequences a step take the packed 4-bit kernel"
+            if gptq
+            else "one sequence at a time takes the fused 4-bit kernel"
+        )
         out.append(
             _built(
                 Assumption,
                 name="4-bit weights and speed",
-                value=f"with {wl.batch_size} sequences per step each 4-bit layer is dequantised "
-                "to 16-bit before its matmul: a step reads 0.5 + 2 + 2 bytes per weight, more "
-                "than 16-bit weights would (one sequence at a time takes the fused 4-bit kernel)",
-                source="bitsandbytes/autograd/_functions.py matmul_4bit: gemv_4bit only when "
-                "the input is a single token (A.numel() == A.shape[-1]), otherwise MatMul4Bit: "
-                "linear(A, dequantize_4bit(B).to(A.dtype).t())",
+                value=f"with {wl.batch_size} sequences per step each 4-bit layer is "
+                f"{'rebuilt' if gptq else 'dequantised'} in 16-bit before its matmul: a step "
+                f"reads 0.5 + 2 + 2 bytes per weight, more than 16-bit weights would ({fused})",
+                source=(
+                    "AutoGPTQ's exllama kernel, the GPTQ default of transformers 4.35 and "
+                    "older (exllama q4_matmul: the packed kernel while x_height < "
+                    f"matmul_recons_thd, set to {EXLLAMA_RECONSTRUCT_ROWS} by auto_gptq and "
+                    "optimum; above it q4_matmul_recons_cuda and cuBLAS)"
+                    if gptq
+                    else "bitsandbytes/autograd/_functions.py matmul_4bit: gemv_4bit only when "
+                    "the input is a single token (A.numel() == A.shape[-1]), otherwise "
+                    "MatMul4Bit: linear(A, dequantize_4bit(B).to(A.dtype).t())"
+                ),
             )
         )
     return out
