@@ -379,8 +379,18 @@ def inference_gpu_hours(
         step_memory = (weights + kv) / bandwidth
         step_compute = 2 * n_flop * wl.batch_size / rate
         host = library.per_layer_overhead_s * shape.num_layers
-        decode = wl.new_tokens * (max(step_memory, step_compute) + host)
+        decode = decode_steps(wl) * (max(step_memory, step_compute) + host)
     return batches * (prefill + decode) * n / 3600
+
+
+def decode_steps(wl: Workload) -> int:
+    """Token-by-token forward passes a request of `new_tokens` takes after its prefill. A
+    decoder-only model's prompt pass already yields the first new token (generate() and vLLM
+    sample it from the prompt's last logits), so one fewer; an encoder-decoder's encoder pass
+    yields none, and its decoder runs once per new token."""
+    if wl.encoder_len:
+        return wl.new_tokens
+    return max(wl.new_tokens - 1, 0)
 
 
 def inference_requests(wl: Workload, tokens: float) -> int:

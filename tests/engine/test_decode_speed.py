@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from functools import cache
 
+import pytest
+
 from advisor.engine import estimate
 from advisor.engine.models import EstimateRequest
 from bench.engine_rankings import catalog_from_file
@@ -70,3 +72,37 @@ def test_the_result_states_the_librarys_decoding_speed_with_its_source():
     decoding = next(a for a in eager.assumptions if a.name == "Decoding speed")
     assert "0.45 ms of host time per layer" in decoding.value
     assert "fxmarty/accelerated-pytorch-transformers-generation" in decoding.source
+
+
+def _hours(model: str, new_tokens: int, seq_len: int = 512) -> float:
+    request = EstimateRequest(
+        config=config(model),
+        task="inference",
+        precision="bf16",
+        seq_len=seq_len,
+        new_tokens=new_tokens,
+        batch_size=1,
+        tokens=10_000 * (seq_len + new_tokens),
+        accelerator="a100-80-sxm4",
+        num_gpus=1,
+    )
+    result = estimate(request, catalog())
+    return next(o for o in result.options if o.gpu_hours and o.num_gpus == 1).gpu_hours
+
+
+def test_the_prompts_forward_pass_yields_the_first_new_token():
+    """optimum's prefill-only rows time generate(max_new_tokens=1) as one forward pass of the
+    prompt: a decoder-only model samples its first token from the prompt's last logits, so
+    one new token costs no decoding step and 33 new tokens cost 32."""
+    scoring = _hours("meta-llama__Llama-2-13b-hf", 0)
+    assert _hours("meta-llama__Llama-2-13b-hf", 1) == pytest.approx(scoring, rel=0.01)
+    step = _hours("meta-llama__Llama-2-13b-hf", 2) - scoring
+    assert step > 0
+    assert _hours("meta-llama__Llama-2-13b-hf", 33) - scoring == pytest.approx(32 * step, rel=0.05)
+
+
+def test_an_encoder_decoder_runs_its_decoder_for_every_new_token():
+    """T5's encoder pass yields no token: its decoder runs once per new token, the first
+    included."""
+    encoded = _hours("google-t5__t5-base", 0)
+    assert _hours("google-t5__t5-base", 1) > encoded
