@@ -18,7 +18,11 @@ from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import Framework, batch_limit, framework_for
 from advisor.engine.justification import draft
 from advisor.engine.memory import Workload, memory_per_gpu
-from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES, masked_lm_head
+from advisor.engine.memory_terms import (
+    ENCODER_ONLY_FAMILIES,
+    masked_lm_head,
+    routed_expert_params,
+)
 from advisor.engine.models import (
     CatalogSpec,
     EstimateRequest,
@@ -41,6 +45,7 @@ from advisor.engine.workload import (
     build_workload,
     check_request,
     resolve_shape,
+    stored_format,
     with_sequence_length,
 )
 
@@ -99,6 +104,7 @@ def estimate_shape(
             model_name,
             request.constraints.max_wall_hours,
             _experts_fused_in_transformers_5(shape, wl),
+            routed_expert_params(shape) if wl.weight_format == "mxfp4" else 0.0,
         )
         memory = best.option.memory
         for hint in (
@@ -312,9 +318,11 @@ def _recommended(
     model_name: str,
     max_wall: float | None,
     fused_experts: float = 0.0,
+    mxfp4_experts: float = 0.0,
 ) -> tuple:
     """(the recommendation with its longer reasons, its starter sbatch script). `fused_experts`:
-    the bytes more transformers 5 would hold (the script then says to pin transformers<5)."""
+    the bytes more transformers 5 would hold (the script then says to pin transformers<5);
+    `mxfp4_experts`: the expert parameters kept in MXFP4 (the script says what keeps them so)."""
     reasons = _recommendation_reasons(best, candidates, wl, framework, why)
     # The best option's fields, already complete, with the longer reasons.
     recommendation = trusted(Recommendation, {**best.option.__dict__, "reasons": reasons})
@@ -332,6 +340,7 @@ def _recommended(
         fused_loss=wl.training and wl.logits_per_entry == 0.0 and framework.logits_bytes is None,
         fp8=wl.weight_format == "fp8",
         transformers_below_5=fused_experts,
+        mxfp4_experts=mxfp4_experts,
         shards=1
         if wl.training
         else inference_shards(
@@ -466,20 +475,35 @@ def _input_warnings(request: EstimateRequest, shape: ModelShape, wl: Workload) -
     if wl.task == "inference" and request.tokens is None:
         warnings.append("No token count given: GPU hours need the total prompt + generated tokens.")
     sixteen_bit = wl.weight_format in ("fp32", "fp16", "bf16")
-    stored = _stored_format(request)
+    stored = stored_format(request)
     if wl.task == "inference" and sixteen_bit and stored == "fp8":
         warnings.append(
             "The checkpoint is stored in fp8 (its quantization_config): precision fp8 serves it "
             f"as published, with about half the memory of {wl.weight_format}, which needs a "
             "converted copy."
         )
-    if wl.task == "inference" and sixteen_bit and stored == "mxfp4":
+    if wl.task == "inference" and wl.weight_format == "mxfp4":
         warnings.append(
             "The checkpoint stores its experts in MXFP4 (its quantization_config: 4-bit values "
-            "with a shared scale per 32, about 4.25 bits a weight): vLLM on Hopper or newer and "
-            "transformers with its Triton MXFP4 kernels keep them so, about a quarter of the "
-            f"{wl.weight_format} memory counted here for them (OpenAI: gpt-oss-120b runs on one "
-            "80 GB GPU); elsewhere, as for training, they are dequantised as estimated."
+            "with a shared scale per 32, about 4.25 bits a weight) and is served so, as "
+            "published: vLLM's MXFP4 MoE kernels (Marlin on Ampere, native on Hopper and "
+            "newer), or transformers 4.55+ with triton>=3.4 and the kernels package on compute "
+            "capability 7.5+ or Intel Max GPUs (without them it dequantises to bf16, about 3.8x "
+            "the experts' memory). Options where those kernels do not run say so; precision "
+            "bf16 sizes the dequantised model."
+        )
+    if wl.task == "inference" and sixteen_bit and stored == "mxfp4":
+        asked = request.precision is not None
+        warnings.append(
+            "The checkpoint stores its experts in MXFP4 (its quantization_config: 4-bit values "
+            "with a shared scale per 32, about 4.25 bits a weight); "
+            + (
+                f"sized here dequantised to {wl.weight_format}, as you asked"
+                if asked
+                else "sized here dequantised to bf16, as this library loads them"
+            )
+            + " (about 3.8x the experts' memory). Leave precision open with vLLM or a current "
+            "transformers to serve them as stored (OpenAI: gpt-oss-120b runs on one 80 GB GPU)."
         )
     return warnings
 
@@ -507,28 +531,11 @@ def _experts_fused_in_transformers_5(shape: ModelShape, wl: Workload) -> float:
         or shape.num_experts <= shape.experts_per_token
     ):
         return 0.0
-    # The routed experts' parameters: those idle per token are (E - k) / E of them.
-    idle = shape.params_total - shape.params_active
-    routed = idle * shape.num_experts / (shape.num_experts - shape.experts_per_token)
+    routed = routed_expert_params(shape)
     if wl.weight_format == "int8":
         return routed * 1.0
     constants = (c.NF4_DOUBLE_QUANT if wl.double_quant else c.NF4_CONSTANTS).value
     return routed * (2 - 0.5 - constants)
-
-
-def _stored_format(request: EstimateRequest) -> str | None:
-    """ "fp8" where the model's config says its weights are stored in fp8 (DeepSeek-V3/R1, the
-    *-FP8 releases of Qwen3 and Llama), "mxfp4" for MXFP4 experts (gpt-oss), else None."""
-    config = request.config or (request.hub.config if request.hub is not None else None) or {}
-    quantization = config.get("quantization_config")
-    if request.hub is not None and request.hub.quantization_config:
-        quantization = request.hub.quantization_config
-    if not isinstance(quantization, dict):
-        return None
-    method = str(quantization.get("quant_method", "")).lower()
-    if method == "fp8" or method == "compressed-tensors" and "fp8" in str(quantization).lower():
-        return "fp8"
-    return "mxfp4" if method == "mxfp4" else None
 
 
 def _recipe_workload(wl: Workload, recipe) -> Workload:

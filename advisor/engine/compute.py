@@ -23,6 +23,7 @@ from advisor.engine.memory_terms import (
     kv_read_bytes,
     lora_targeted_linears,
     lora_trainable_params,
+    routed_expert_params,
 )
 from advisor.engine.models import AcceleratorSpec, NodeTypeSpec
 from advisor.engine.scale_cost import LayoutCost, StepModel, training_layout_cost
@@ -432,7 +433,13 @@ def decode_weight_bytes(shape: ModelShape, wl: Workload) -> float:
     bitsandbytes' LLM.int8() matmul (activation quantisation, outlier decomposition,
     dequantised output) generates no faster than 16-bit weights and is measured slower, so
     the 16-bit read is a lower bound on its step. Its 4-bit matmul reads the packed weights
-    for one sequence but dequantises every layer to 16-bit for a batch (written, then read)."""
+    for one sequence but dequantises every layer to 16-bit for a batch (written, then read).
+    MXFP4 experts (gpt-oss) are read packed, the rest of the model in bf16."""
+    if wl.weight_format == "mxfp4":
+        experts = routed_expert_params(shape)
+        touched = _experts_touched(shape, wl.batch_size)
+        packed = experts * c.MXFP4_EXPERT_BYTES.value * touched
+        return (shape.params_total - experts) * 2 + packed
     share = expert_read_share(shape, wl.batch_size)
     if wl.weight_format == "int8":
         return base_weight_bytes(shape, "bf16")[0] * share
@@ -450,13 +457,19 @@ def expert_read_share(shape: ModelShape, tokens: int) -> float:
     misses a given expert with probability 1 - k/E, so a step touches 1 - (1 - k/E)^tokens of
     them: the active parameters for one sequence (Mixtral 8x7B: 12.9B of 46.7B), nearly all
     for a large batch. Dense models: 1."""
-    experts, k = shape.num_experts, shape.experts_per_token
     total, active = shape.params_total, shape.params_active
-    if not (experts > k > 0 and active < total):
+    if not (shape.num_experts > shape.experts_per_token > 0 and active < total):
         return 1.0
-    routed = (total - active) * experts / (experts - k)  # every routed expert's weights
-    touched = 1 - (1 - k / experts) ** max(tokens, 1)
-    return (total - routed * (1 - touched)) / total
+    routed = routed_expert_params(shape)
+    return (total - routed * (1 - _experts_touched(shape, tokens))) / total
+
+
+def _experts_touched(shape: ModelShape, tokens: int) -> float:
+    """Share of the routed experts a step of `tokens` sequences sends some token to."""
+    experts, k = shape.num_experts, shape.experts_per_token
+    if not (experts > k > 0):
+        return 1.0
+    return 1 - (1 - k / experts) ** max(tokens, 1)
 
 
 # AutoGPTQ's exllama (v1) kernel, the GPTQ default of transformers up to 4.35 (optimum

@@ -161,6 +161,16 @@ def _short(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
+def routed_expert_params(shape: ModelShape) -> float:
+    """Parameters of a mixture of experts' routed experts: those idle for a token are
+    (E - k) / E of them. 0 for a dense model."""
+    experts, k = shape.num_experts, shape.experts_per_token
+    if not (experts > k > 0):
+        return 0.0
+    idle = shape.params_total - shape.params_active
+    return idle * experts / (experts - k)
+
+
 def base_weight_bytes(
     shape: ModelShape,
     weight_format: str,
@@ -171,6 +181,11 @@ def base_weight_bytes(
     """(bytes of the stored weights, bytes of the quantisation constants); `kept_bytes` per
     parameter a quantised base leaves unquantised (2; 4 where PEFT casts them to fp32)."""
     total = shape.params_total
+    if weight_format == "mxfp4":
+        # The checkpoint's routed experts as stored (gpt-oss); attention, router, embeddings
+        # and LM head stay bf16. The shared scales are the constants.
+        experts = routed_expert_params(shape)
+        return experts * 0.5 + (total - experts) * 2, experts * (c.MXFP4_EXPERT_BYTES.value - 0.5)
     if weight_format == "fp8":
         # vLLM and transformers quantise the blocks' matmul weights; the rest stays 16-bit.
         # Unlike bitsandbytes, fp8 also covers experts kept as parameter tensors (DeepSeek-V3.2

@@ -16,7 +16,11 @@ from advisor.engine.compute import (
     training_layout,
 )
 from advisor.engine.memory import PHASES, Workload
-from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES, kv_cache_copies
+from advisor.engine.memory_terms import (
+    ENCODER_ONLY_FAMILIES,
+    kv_cache_copies,
+    routed_expert_params,
+)
 from advisor.engine.models import Assumption, EstimateRequest, trusted
 from advisor.engine.parallel_options import layout_assumptions
 from advisor.engine.recipe import OPTIMIZER_WORDS, micro_batch_efficiency
@@ -299,6 +303,14 @@ def _memory_assumptions(
         out.append(c.INT8_ROW_SCALE.assumption())
     if wl.weight_format == "fp8":
         out.append(c.FP8_BLOCK_SCALES.assumption(f"{c.FP8_BLOCK_SCALES.value:.5f} B/param"))
+    if wl.weight_format == "mxfp4":
+        experts = routed_expert_params(shape)
+        out.append(
+            c.MXFP4_EXPERT_BYTES.assumption(
+                f"{c.MXFP4_EXPERT_BYTES.value:.5f} B/param for {experts / 1e9:,.1f}B expert "
+                "weights, as stored"
+            )
+        )
     return out
 
 

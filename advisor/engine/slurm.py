@@ -86,6 +86,7 @@ def sbatch_script(
     fp8: bool = False,
     transformers_below_5: float = 0.0,
     shards: int = 1,
+    mxfp4_experts: float = 0.0,
 ) -> str | None:
     """`platform` ("cuda", "rocm", "xpu"): non-NVIDIA GPUs get what to change, as comments,
     and Intel GPUs an MPI launcher with oneCCL instead of torchrun. `stepping`: (optimizer
@@ -93,7 +94,8 @@ def sbatch_script(
     said the loss is fused (Liger Kernel under the Trainer); `transformers_below_5`: the bytes
     more a mixture-of-experts model's bitsandbytes base would hold under transformers 5, whose
     fused experts stay 16-bit (the estimate assumes transformers 4.x: the script says to pin
-    it)."""
+    it); `mxfp4_experts`: the expert parameters the estimate keeps in MXFP4, which
+    transformers keeps only with its Triton kernels installed."""
     if system.scheduler.lower() != "slurm":
         return None
     gpus_per_node = min(option.num_gpus, node.gpus_per_node)
@@ -143,6 +145,15 @@ def sbatch_script(
             '# pip install "transformers<5"',
         ]
     framework = framework or FRAMEWORKS["transformers" if task == "inference" else "hf_trainer"]
+    if mxfp4_experts and framework.key == "transformers":
+        # Dequantised to bf16 instead of 4.25 bits: 2 - 0.53 bytes more per expert weight.
+        more = mxfp4_experts * (2 - 0.5 - 1 / 32)
+        lines += [
+            "# The estimate keeps the MXFP4 experts packed; transformers does so only with its",
+            "# Triton kernels, else it dequantises them to bf16 "
+            f"(about {more / 1e9:,.0f} GB more):",
+            '# pip install "transformers>=4.55" "triton>=3.4" kernels',
+        ]
     lines += _recipe_lines(option.recipe, framework, task)
     if shards > 1:
         lines.append(

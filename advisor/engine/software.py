@@ -2,7 +2,7 @@
 
 A job needs a few libraries beyond PyTorch: bitsandbytes' 4-bit kernels for QLoRA and int4,
 its LLM.int8() kernels for int8, its 8-bit optimizers for `adamw_8bit`, the serving library's
-fp8 kernels for fp8 weights, DeepSpeed for ZeRO,
+fp8 kernels for fp8 weights, its MXFP4 kernels for MXFP4 experts, DeepSpeed for ZeRO,
 FSDP for fsdp, vLLM when the request names vLLM as its library, and Triton (what
 torch.compile's inductor backend generates, and what Unsloth's kernels are written in) when the
 request names Unsloth. Whether a system has them comes from, in order:
@@ -42,6 +42,8 @@ FP8_VLLM = "vLLM FP8"
 FP8_TGI = "TGI FP8"
 FP8_MOE = "FP8 MoE"
 FP8_HF = "transformers FP8"
+MXFP4_VLLM = "vLLM MXFP4"
+MXFP4_HF = "transformers MXFP4"
 
 WHY = {
     BNB_4BIT: "QLoRA and int4 weights need bitsandbytes 4-bit (NF4) kernels",
@@ -57,6 +59,10 @@ WHY = {
     "layers only)",
     FP8_HF: "fp8 weights with transformers need its fine-grained FP8 kernels (vLLM's and TGI's "
     "run on more GPUs)",
+    MXFP4_VLLM: "MXFP4 experts with vLLM need its MXFP4 MoE kernels (Marlin on Ampere, native "
+    "on Hopper and newer); precision bf16 serves a dequantised copy",
+    MXFP4_HF: "MXFP4 experts with transformers need its Triton MXFP4 kernels (triton>=3.4 and "
+    "the kernels package); precision bf16 serves a dequantised copy",
 }
 
 _BNB_CUDA = (
@@ -112,6 +118,18 @@ _FP8_HF = (
     "transformers docs, 'Fine-grained FP8' (huggingface.co/docs/transformers, v4.49-v5.14, "
     "2025-2026): 'You need a GPU with Compute Capability>=9 (H100)'"
 )
+_MXFP4_VLLM = (
+    "vLLM recipes, 'GPT-OSS' (github.com/vllm-project/recipes, OpenAI/GPT-OSS.md, as of "
+    "2026-11): NVIDIA H100, H200, B200 and AMD MI300x, MI325x, MI355x; 'GPT-OSS works on Ampere "
+    "devices by default, using the TRITON_ATTN attention backend and Marlin MXFP4 MoE'; Turing, "
+    "Volta, older AMD and Intel GPUs not listed"
+)
+_MXFP4_HF = (
+    "transformers quantizer_mxfp4.py (v4.55-v5, 2025-2026): pre-quantized MXFP4 kept on CUDA "
+    "GPUs of compute capability 7.5+ ('e.g T4, A100, L4, H100, or B200') and Intel XPUs ('Intel "
+    "Data Center GPU Max Series') with Triton and the kernels package; otherwise 'We will "
+    "default to dequantizing the model to bf16'. ROCm is not named"
+)
 _TRITON = (
     "PyTorch 2.5 release notes and 'Getting Started on Intel GPU' (pytorch.org, 2024-10): "
     "torch.compile's inductor backend generates Triton kernels on NVIDIA CUDA (compute "
@@ -161,6 +179,16 @@ PLATFORM_MATRIX: dict[tuple[str, str], Cell] = {
     ("nvidia-hopper", FP8_HF): Cell(True, _FP8_HF),
     ("rocm", FP8_HF): Cell(False, _FP8_HF),
     ("xpu", FP8_HF): Cell(False, _FP8_HF),
+    ("cuda", MXFP4_VLLM): Cell(True, _MXFP4_VLLM),
+    ("nvidia-volta", MXFP4_VLLM): Cell(False, _MXFP4_VLLM),
+    ("nvidia-turing", MXFP4_VLLM): Cell(False, _MXFP4_VLLM),
+    ("rocm", MXFP4_VLLM): Cell(False, _MXFP4_VLLM),
+    ("amd-cdna3", MXFP4_VLLM): Cell(True, _MXFP4_VLLM),
+    ("xpu", MXFP4_VLLM): Cell(False, _MXFP4_VLLM),
+    ("cuda", MXFP4_HF): Cell(True, _MXFP4_HF),
+    ("nvidia-volta", MXFP4_HF): Cell(False, _MXFP4_HF),
+    ("rocm", MXFP4_HF): Cell(None, _MXFP4_HF),
+    ("xpu", MXFP4_HF): Cell(True, _MXFP4_HF),
     ("cuda", COMPILE): Cell(True, _TRITON),
     ("rocm", COMPILE): Cell(True, _TRITON),
     ("xpu", COMPILE): Cell(True, _TRITON),
@@ -204,6 +232,8 @@ def needs(
         out.append(FLASH)
     if framework == "vllm" and not training:
         out.append(VLLM)
+    if weight_format == "mxfp4":
+        out.append(MXFP4_VLLM if framework == "vllm" else MXFP4_HF)
     if weight_format == "fp8":
         out.append({"vllm": FP8_VLLM, "tgi": FP8_TGI}.get(framework or "", FP8_HF))
         if experts and framework in ("vllm", "tgi"):

@@ -343,10 +343,40 @@ def resolve_shape(request: EstimateRequest) -> ModelShape:
     return shape
 
 
+# Libraries that serve MXFP4 experts packed: vLLM (its MXFP4 MoE kernels) and transformers
+# 4.55 or newer (Mxfp4HfQuantizer with the Triton kernels); None and "not_sure" mean
+# transformers. transformers 4.35 predates the format; TGI's support is not established.
+MXFP4_FRAMEWORKS = (None, "not_sure", "transformers", "vllm")
+
+
+def stored_format(request: EstimateRequest) -> str | None:
+    """ "fp8" where the model's config says its weights are stored in fp8 (DeepSeek-V3/R1, the
+    *-FP8 releases of Qwen3 and Llama), "mxfp4" for MXFP4 experts (gpt-oss), else None."""
+    config = request.config or (request.hub.config if request.hub is not None else None) or {}
+    quantization = config.get("quantization_config")
+    if request.hub is not None and request.hub.quantization_config:
+        quantization = request.hub.quantization_config
+    if not isinstance(quantization, dict):
+        return None
+    method = str(quantization.get("quant_method", "")).lower()
+    if method == "fp8" or method == "compressed-tensors" and "fp8" in str(quantization).lower():
+        return "fp8"
+    return "mxfp4" if method == "mxfp4" else None
+
+
 def _formats(request: EstimateRequest) -> tuple[str, str, str, str]:
     """(task, precision, how base weights are stored, what the matmuls run in); LoRA on a
     4-bit base is QLoRA, and a precision left open is bf16 where the GPU has it."""
     task, precision = request.task, request.precision or "bf16"
+    if (
+        task == "inference"
+        and request.precision is None
+        and request.framework in MXFP4_FRAMEWORKS
+        and stored_format(request) == "mxfp4"
+    ):
+        # Served as published: the MXFP4 experts stay packed (software.py says where the
+        # kernels run), the rest computes in bf16.
+        return task, precision, "mxfp4", precision
     if task == "lora" and precision == "int4":
         task = "qlora"
     if task == "qlora":

@@ -15,6 +15,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
+from advisor import model_configs
 from tests.engine.inputs import config
 
 GB = 1e9
@@ -305,6 +306,17 @@ def test_llama2_7b_bf16_inference_fits_one_gpu(api):
     rec = result["recommendation"]
     assert rec["num_gpus"] == 1
     assert 13 * GB <= rec["memory_per_gpu_bytes"] <= 18 * GB
+
+
+def test_gpt_oss_120b_is_served_on_one_80gb_gpu(api):
+    """OpenAI's model card: 'gpt-oss-120b runs on a single 80GB GPU' (its experts in MXFP4);
+    vLLM's recipe: it fits a single A100 (80GB). A researcher who says nothing of precision
+    gets the checkpoint as published."""
+    body = {"config": model_configs.find_bundled("openai/gpt-oss-120b").config}
+    result = api(None, **body, task="inference", framework="vllm", tokens=10_000_000)
+    rec = result["recommendation"]
+    assert rec["num_gpus"] == 1
+    assert 60 * GB <= rec["memory"]["weights"] + rec["memory"]["quantization"] <= 70 * GB
 
 
 def test_mixtral_bf16_needs_more_than_one_80gb_gpu(api):

@@ -218,6 +218,17 @@ FP8_BLOCK_SCALES = Constant(
     "per-tensor and per-channel scales (vLLM's dynamic fp8, llm-compressor) are smaller still",
     "one fp32 scale per 128 x 128 block, the largest of the usual fp8 layouts",
 )
+MXFP4_EXPERT_BYTES = Constant(
+    "MXFP4 expert weights",
+    0.5 + 1 / 32,
+    "bytes per routed-expert weight",
+    "OCP Microscaling Formats (MX) v1.0: blocks of 32 FP4 (E2M1) values sharing one 8-bit "
+    "E8M0 scale; gpt-oss model card (arXiv:2508.10925) and its config.json "
+    "(quantization_config: quant_method mxfp4, attention, router, embeddings and LM head in "
+    "modules_to_not_convert): the MoE weights are stored so, about 4.25 bits per parameter, "
+    "and 'gpt-oss-120b runs on a single 80GB GPU'",
+    "4-bit values and a shared 1-byte scale per 32; everything else stays bf16",
+)
 GPTQ_GROUP_CONSTANTS = Constant(
     "GPTQ scales and zero points",
     (2 + 0.5) / 128,
