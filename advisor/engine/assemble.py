@@ -477,10 +477,19 @@ def _input_warnings(request: EstimateRequest, shape: ModelShape, wl: Workload) -
     sixteen_bit = wl.weight_format in ("fp32", "fp16", "bf16")
     stored = stored_format(request)
     if wl.task == "inference" and sixteen_bit and stored == "fp8":
+        asked = "as you asked" if request.precision is not None else "as this library loads it"
         warnings.append(
-            "The checkpoint is stored in fp8 (its quantization_config): precision fp8 serves it "
-            f"as published, with about half the memory of {wl.weight_format}, which needs a "
-            "converted copy."
+            f"The checkpoint is stored in fp8 (its quantization_config); sized here in "
+            f"{wl.weight_format}, {asked}, a converted copy of about twice the weights. Leave "
+            "precision open (or fp8) with vLLM, TGI or a current transformers to serve it as "
+            "published."
+        )
+    if wl.task == "inference" and request.precision is None and wl.weight_format == "fp8":
+        warnings.append(
+            "The checkpoint is stored in fp8 (its quantization_config) and is served so, as "
+            "published: vLLM, TGI and transformers read its quantization_config. Options whose "
+            "fp8 kernels do not run say so; precision bf16 sizes a converted 16-bit copy (about "
+            "twice the weights)."
         )
     if wl.task == "inference" and wl.weight_format == "mxfp4":
         warnings.append(

@@ -160,7 +160,7 @@ def _combination_errors(request: EstimateRequest) -> list[tuple[str, str]]:
                 "with tensor parallelism, which the engine chooses.",
             )
         )
-    if precision == "fp8" and request.framework in ("transformers_legacy", "litgpt"):
+    if precision == "fp8" and request.framework in NO_FP8_WEIGHTS:
         errors.append(
             (
                 "precision",
@@ -347,6 +347,8 @@ def resolve_shape(request: EstimateRequest) -> ModelShape:
 # 4.55 or newer (Mxfp4HfQuantizer with the Triton kernels); None and "not_sure" mean
 # transformers. transformers 4.35 predates the format; TGI's support is not established.
 MXFP4_FRAMEWORKS = (None, "not_sure", "transformers", "vllm")
+# Libraries with no fp8 weights (check_request refuses precision fp8 with them).
+NO_FP8_WEIGHTS = ("transformers_legacy", "litgpt")
 
 
 def stored_format(request: EstimateRequest) -> str | None:
@@ -377,6 +379,14 @@ def _formats(request: EstimateRequest) -> tuple[str, str, str, str]:
         # Served as published: the MXFP4 experts stay packed (software.py says where the
         # kernels run), the rest computes in bf16.
         return task, precision, "mxfp4", precision
+    if (
+        task == "inference"
+        and request.precision is None
+        and request.framework not in NO_FP8_WEIGHTS
+        and stored_format(request) == "fp8"
+    ):
+        # An fp8 checkpoint (DeepSeek-V3/R1, the *-FP8 releases) served as published.
+        return task, "fp8", "fp8", "bf16"
     if task == "lora" and precision == "int4":
         task = "qlora"
     if task == "qlora":

@@ -44,12 +44,12 @@ def test_fp8_halves_the_linear_weights_and_keeps_the_rest_in_16_bit():
 
 
 def test_deepseek_v3_in_fp8_runs_on_one_h200_node_as_published():
-    transformers = generate("deepseek-ai/DeepSeek-V3")
+    transformers = generate("deepseek-ai/DeepSeek-V3", precision="bf16")
     assert transformers.recommendation is None  # 1.34 TB of bf16 weights: no node holds them
-    assert any("stored in fp8" in w for w in transformers.warnings)
+    assert any("stored in fp8" in w and "as you asked" in w for w in transformers.warnings)
     assert any(w.startswith("fp8 weights (vLLM") for w in transformers.warnings)
     # vLLM spans nodes, at several times the GPUs.
-    bf16 = generate("deepseek-ai/DeepSeek-V3", framework="vllm")
+    bf16 = generate("deepseek-ai/DeepSeek-V3", precision="bf16", framework="vllm")
     assert bf16.recommendation.nodes > 1
 
     fp8 = generate("deepseek-ai/DeepSeek-V3", precision="fp8", framework="vllm")
@@ -79,7 +79,7 @@ def test_fp8_quantises_experts_kept_as_parameter_tensors(repo, accelerator, gpus
     fp8 = generate(repo, precision="fp8", framework="vllm")
     option = by_accelerator(fp8)[accelerator]
     assert (option.num_gpus, option.nodes, option.fits) == (gpus, 1, True)
-    bf16 = by_accelerator(generate(repo, framework="vllm"))[accelerator]
+    bf16 = by_accelerator(generate(repo, precision="bf16", framework="vllm"))[accelerator]
     # Every expert at one byte: the whole model's weights about half the bf16 ones.
     fp8_total = option.memory.weights * option.num_gpus
     assert fp8_total < 0.55 * bf16.memory.weights * bf16.num_gpus
@@ -182,3 +182,23 @@ def test_fp8_with_a_library_that_has_no_fp8_is_refused(framework):
             default_catalog(),
         )
     assert "has no fp8 weights" in dict(caught.value.errors)["precision"]
+
+
+@pytest.mark.parametrize("framework", [None, "vllm"])
+def test_an_fp8_checkpoint_is_served_as_published_when_precision_is_left_open(framework):
+    """`vllm serve deepseek-ai/DeepSeek-R1` reads the checkpoint's quantization_config and
+    serves fp8 (DeepSeek: one 8 x H200 node); transformers' fine-grained FP8 loads it so on
+    Hopper. Left open, the precision is the checkpoint's, and the result says how to size a
+    converted bf16 copy instead."""
+    result = generate("deepseek-ai/DeepSeek-V3", framework=framework)
+    assert any("served so, as published" in w for w in result.warnings)
+    h200 = by_accelerator(result)["h200-141-sxm"]
+    assert (h200.num_gpus, h200.nodes, h200.fits, h200.eligible) == (8, 1, True, True)
+    assert 80e9 < h200.memory.weights < 90e9
+    # Ranked by known charges: 16 H100s (priced) may come before the unpriced H200s.
+    assert result.recommendation.accelerator in ("h200-141-sxm", "h100-80-sxm5")
+
+
+def test_a_library_without_fp8_weights_loads_an_fp8_checkpoint_in_16_bit():
+    result = generate("deepseek-ai/DeepSeek-V3", framework="transformers_legacy")
+    assert any("as this library loads it" in w for w in result.warnings)
