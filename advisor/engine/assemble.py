@@ -42,8 +42,10 @@ from advisor.engine.uncertainty import stated_uncertainty
 from advisor.engine.version import ENGINE_VERSION
 from advisor.engine.words import plural
 from advisor.engine.workload import (
+    as_published,
     build_workload,
     check_request,
+    quantization_method,
     resolve_shape,
     stored_format,
     with_sequence_length,
@@ -71,6 +73,7 @@ def estimate_shape(
     """`estimate` for an already counted model shape (tests and benchmarks use it directly)."""
     warnings = list(warnings or [])
     seq_len_assumed = request.seq_len is None
+    request = _as_published(request, warnings)
     request = with_sequence_length(request, shape)
     wl = build_workload(request, shape)
     warnings.extend(_input_warnings(request, shape, wl))
@@ -307,6 +310,40 @@ def _ranked(
             catalog.ranking,
         )
     )
+
+
+def _as_published(request: EstimateRequest, warnings: list[str]) -> EstimateRequest:
+    """The request as workload.as_published reads the checkpoint's quantization_config, with
+    a warning saying how it is sized (or that its quantisation is not modelled)."""
+    published = as_published(request)
+    method = stored_format(request)
+    if published is not request and method in ("gptq", "awq"):
+        awq = " (AWQ counted with GPTQ's layout, which it shares)" if method == "awq" else ""
+        warnings.append(
+            f"The checkpoint is 4-bit {method.upper()} (its quantization_config) and is sized "
+            "so, as published: packed 4-bit weights with an fp16 scale and a 4-bit zero point "
+            f"per group of 128, the embeddings and LM head in 16-bit{awq}."
+        )
+    elif published is not request:
+        bits = published.precision
+        lora = " (LoRA on it is QLoRA)" if bits == "int4" and request.task == "lora" else ""
+        warnings.append(
+            f"The checkpoint is quantised with bitsandbytes ({bits}, its quantization_config) "
+            f"and transformers loads it so: sized as {bits}{lora}. Give a 16-bit precision for "
+            "the model it was quantised from."
+        )
+    elif (
+        request.task == "inference"
+        and request.precision is None
+        and method is None
+        and (described := quantization_method(request)) is not None
+    ):
+        warnings.append(
+            f"The checkpoint is quantised ({described}, its quantization_config), a layout the "
+            "engine does not model: it is sized here in 16-bit. Give the precision its weights "
+            "have (int8 or int4) for an estimate nearer to what it loads."
+        )
+    return published
 
 
 def _recommended(

@@ -351,19 +351,68 @@ MXFP4_FRAMEWORKS = (None, "not_sure", "transformers", "vllm")
 NO_FP8_WEIGHTS = ("transformers_legacy", "litgpt")
 
 
-def stored_format(request: EstimateRequest) -> str | None:
-    """ "fp8" where the model's config says its weights are stored in fp8 (DeepSeek-V3/R1, the
-    *-FP8 releases of Qwen3 and Llama), "mxfp4" for MXFP4 experts (gpt-oss), else None."""
+def _quantization_config(request: EstimateRequest) -> dict | None:
+    """The checkpoint's quantization_config: the Hub's where a lookup found one, else the
+    config's."""
     config = request.config or (request.hub.config if request.hub is not None else None) or {}
     quantization = config.get("quantization_config")
     if request.hub is not None and request.hub.quantization_config:
         quantization = request.hub.quantization_config
-    if not isinstance(quantization, dict):
+    return quantization if isinstance(quantization, dict) else None
+
+
+def stored_format(request: EstimateRequest) -> str | None:
+    """ "fp8" where the model's config says its weights are stored in fp8 (DeepSeek-V3/R1, the
+    *-FP8 releases of Qwen3 and Llama), "mxfp4" for MXFP4 experts (gpt-oss), "gptq" or "awq"
+    for a 4-bit GPTQ or AWQ checkpoint (the *-GPTQ-Int4 and *-AWQ releases), "bnb-4bit" or
+    "bnb-8bit" for a pre-quantised bitsandbytes one (unsloth/*-bnb-4bit), else None."""
+    quantization = _quantization_config(request)
+    if quantization is None:
         return None
     method = str(quantization.get("quant_method", "")).lower()
     if method == "fp8" or method == "compressed-tensors" and "fp8" in str(quantization).lower():
         return "fp8"
+    if method in ("gptq", "awq") and quantization.get("bits", 4) == 4:
+        return method
+    if method == "bitsandbytes":
+        # Pre-quantised bitsandbytes checkpoints (unsloth/*-bnb-4bit) load in their format.
+        if quantization.get("load_in_4bit") or quantization.get("_load_in_4bit"):
+            return "bnb-4bit"
+        if quantization.get("load_in_8bit") or quantization.get("_load_in_8bit"):
+            return "bnb-8bit"
     return "mxfp4" if method == "mxfp4" else None
+
+
+def quantization_method(request: EstimateRequest) -> str | None:
+    """The checkpoint's quantization_config as "method" or "method, N-bit", else None."""
+    quantization = _quantization_config(request)
+    if quantization is None:
+        return None
+    method = str(quantization.get("quant_method", "") or "unnamed")
+    bits = quantization.get("bits")
+    return f"{method}, {bits}-bit" if isinstance(bits, int) else method
+
+
+def as_published(request: EstimateRequest) -> EstimateRequest:
+    """A quantised checkpoint used with the precision left open, as it is stored: a 4-bit GPTQ
+    or AWQ one served (every serving library loads it so; LitGPT does not load it; AWQ is sized
+    with GPTQ's layout, which it shares: 4-bit weights packed in int32, an fp16 scale and a
+    4-bit zero point per group of 128 inputs), a bitsandbytes one served or LoRA-trained in its
+    4 or 8 bits (transformers loads it quantised)."""
+    if request.precision is not None or request.framework == "litgpt":
+        return request
+    stored = stored_format(request)
+    if request.task == "inference" and stored in ("gptq", "awq"):
+        return request.model_copy(update={"precision": "int4", "quantization": "gptq"})
+    # A bitsandbytes checkpoint loads quantised: LoRA on its 4-bit base is QLoRA.
+    if request.task in ("inference", "lora") and stored == "bnb-4bit":
+        double = request.double_quant
+        if double is None:
+            double = bool((_quantization_config(request) or {}).get("bnb_4bit_use_double_quant"))
+        return request.model_copy(update={"precision": "int4", "double_quant": double})
+    if request.task in ("inference", "lora") and stored == "bnb-8bit":
+        return request.model_copy(update={"precision": "int8"})
+    return request
 
 
 def _formats(request: EstimateRequest) -> tuple[str, str, str, str]:

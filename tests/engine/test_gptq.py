@@ -47,3 +47,56 @@ def test_gptq_is_refused_for_training_with_the_field_named():
             catalog(),
         )
     assert [field for field, _ in caught.value.errors] == ["quantization"]
+
+
+def _published(quantization: dict, **fields):
+    body = {
+        "config": {**config("Qwen__Qwen2.5-7B"), "quantization_config": quantization},
+        "task": "inference",
+        "tokens": 10**6,
+        **fields,
+    }
+    return estimate(parse_request(body), catalog())
+
+
+@pytest.mark.parametrize("method", ["gptq", "awq"])
+def test_a_4_bit_gptq_or_awq_checkpoint_is_sized_as_published(method):
+    """Qwen2.5-7B-Instruct-GPTQ-Int4 and -AWQ are about 5.6 GB on the Hub, not the 15 GB of the
+    bf16 model: with the precision left open the engine sizes what the libraries load."""
+    result = _published({"quant_method": method, "bits": 4, "group_size": 128})
+    assert 5e9 < result.memory.weights < 6e9
+    assert any(f"4-bit {method.upper()}" in w and "as published" in w for w in result.warnings)
+    asked = _published({"quant_method": method, "bits": 4, "group_size": 128}, precision="bf16")
+    assert asked.memory.weights > 14e9
+
+
+def test_a_quantisation_the_engine_does_not_model_is_named():
+    result = _published({"quant_method": "gptq", "bits": 8, "group_size": 128})
+    assert any("gptq, 8-bit" in w and "does not model" in w for w in result.warnings)
+
+
+UNSLOTH_BNB_4BIT = {
+    "quant_method": "bitsandbytes",
+    "load_in_4bit": True,
+    "load_in_8bit": False,
+    "bnb_4bit_quant_type": "nf4",
+    "bnb_4bit_use_double_quant": True,
+    "bnb_4bit_compute_dtype": "bfloat16",
+}
+
+
+def test_a_bitsandbytes_4_bit_checkpoint_is_served_and_lora_trained_in_4_bits():
+    """unsloth/*-bnb-4bit repositories load quantised: serving one is int4, LoRA on it QLoRA
+    (a 16-bit LoRA of the 7B would need more than twice the memory)."""
+    served = _published(UNSLOTH_BNB_4BIT)
+    assert 5e9 < served.memory.weights < 6e9
+    assert any("bitsandbytes (int4" in w for w in served.warnings)
+    body = {
+        "config": {**config("Qwen__Qwen2.5-7B"), "quantization_config": UNSLOTH_BNB_4BIT},
+        "task": "lora",
+        "tokens": 10**6,
+    }
+    lora = estimate(parse_request(body), catalog())
+    assert any("LoRA on it is QLoRA" in w for w in lora.warnings)
+    assert lora.memory.weights < 10e9  # 4-bit blocks; PEFT keeps embeddings and head fp32
+    assert lora.memory.quantization > 0
