@@ -308,7 +308,8 @@ def _ranked(
             accelerators,
             measured(catalog.benchmarks, accelerators),
             catalog.ranking,
-        )
+        ),
+        ranking.order(catalog.ranking),
     )
 
 

@@ -548,11 +548,14 @@ class OptionWriting:
 _sort_key = attrgetter("sort_key")
 
 
-def rank(candidates: list[Candidate]) -> list[Candidate]:
+def rank(
+    candidates: list[Candidate], tie_order: tuple[str, ...] = ranking.DEFAULT_TIE_BREAKERS
+) -> list[Candidate]:
     """The order of each candidate's `sort_key` (ranking.RankKey, flattened; built in
     evaluate): feasible and supported, available, headroom, no offload, then the profile's
     tie-breakers (by default deadline and the stated batch, charged cost, GPU class, queue,
-    GPUs)."""
+    GPUs), the cost read at the estimate's resolution between GPU counts of one node type."""
+    _fewer_gpus_within_the_band(candidates, tie_order)
     ordered = sorted(candidates, key=_sort_key)
     position = 0
     # Said only where it is why: some workable option trains the batch asked for.
@@ -566,3 +569,42 @@ def rank(candidates: list[Candidate]) -> list[Candidate]:
                 fields["reasons"].append(LARGER_BATCH_RANKS_AFTER)
         cand.option = trusted(Option, fields)
     return ordered
+
+
+def _fewer_gpus_within_the_band(candidates: list[Candidate], tie_order: tuple[str, ...]) -> None:
+    """More GPUs of one kind on one system (a cloud's VM sizes included) outrank fewer only
+    when they cost less by more than
+    FEWER_GPUS_COST_BAND: a closer cost (70B QLoRA's 4 % less dequantisation over two GPUs) is
+    within the estimate's resolution, so the option on more GPUs is ranked at the cost of the
+    fewer-GPU one and the profile's later tie-breakers (fewest GPUs) decide. Only siblings
+    that rank at least as high on everything before the cost (eligible, headroom, the
+    deadline, the stated batch) count."""
+    sizes = ranking.TIE_BREAKER_SIZE
+    unknown_at = 5 + sum(sizes[name] for name in tie_order[: tie_order.index("cost")])
+    cost_at = unknown_at + 1  # (unknown?, cost): GPU hours where the charge is unknown
+    groups: dict[tuple[str, str], list[Candidate]] = {}  # (system, accelerator)
+    for cand in candidates:
+        if cand.eligible:
+            groups.setdefault((cand.system.name, cand.accelerator.name), []).append(cand)
+    band = 1 + c.FEWER_GPUS_COST_BAND.value
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        for cand in group:
+            key, n = cand.sort_key, cand.fields["num_gpus"]
+            cost = key[cost_at]
+            close = [
+                other.sort_key[cost_at]
+                for other in group
+                if other.fields["num_gpus"] < n
+                and cost < other.sort_key[cost_at] <= cost * band
+                and other.sort_key[:cost_at] <= key[:cost_at]
+            ]
+            if close:
+                cand.sort_key = (*key[:cost_at], min(close), *key[cost_at + 1 :])
+                cand.fields["reasons"].append(
+                    f"Costs less than {plural(n - 1, 'GPU') if n == 2 else 'fewer GPUs'} of "
+                    "the same kind here, but by less than "
+                    f"{c.FEWER_GPUS_COST_BAND.value:.0%}, within the estimate's resolution: "
+                    "ranked as a tie, which the fewer GPUs win."
+                )

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import NamedTuple
 
+from advisor.engine import constants as c
 from advisor.engine.models import (
     DEFAULT_TIE_BREAKERS,
     AcceleratorSpec,
@@ -159,7 +160,8 @@ def order(policy: RankingPolicySpec) -> tuple[str, ...]:
 WORDS = {
     "deadline": "those that meet your deadline",
     "cost": "the least charged cost (GPU hours x the system's charge rate, compared in one "
-    "currency)",
+    "currency; more GPUs of the same kind on a system must save more than "
+    f"{c.FEWER_GPUS_COST_BAND.value:.0%} to come before fewer)",
     "gpu_class": "the smallest GPU that is enough",
     "queue": "the shortest expected queue",
     "gpus": "the fewest GPUs",

@@ -32,6 +32,18 @@ GPU_HOURS_MARGIN = Constant(
     "training stacks",
     "throughput depends on software and data pipeline",
 )
+FEWER_GPUS_COST_BAND = Constant(
+    "Cost difference that outranks fewer GPUs",
+    0.10,
+    "relative, more GPUs of the same node type against fewer",
+    "the engine's GPU-hour estimates differ from published measurements by a median of 12-13 % "
+    "on test points (docs/accuracy.md), and what separates two GPU counts of one node type is "
+    "the modelled part only (dequantisation per micro-batch, accumulation, the exchange "
+    "between GPUs); seed 002: the queue wait matters, and a job on fewer GPUs schedules "
+    "sooner and holds fewer of the institute's cards",
+    "more GPUs come first only when they save more than this; a closer charge is a tie, and "
+    "the fewer GPUs win it",
+)
 TARGET_WALL_HOURS = Constant(
     "Target wall time",
     168,
