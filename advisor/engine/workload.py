@@ -388,7 +388,7 @@ def quantization_method(request: EstimateRequest) -> str | None:
     quantization = _quantization_config(request)
     if quantization is None:
         return None
-    method = str(quantization.get("quant_method", "") or "unnamed")
+    method = str(quantization.get("quant_method", "") or "unnamed")[:40]  # shown in a warning
     bits = quantization.get("bits")
     return f"{method}, {bits}-bit" if isinstance(bits, int) else method
 
