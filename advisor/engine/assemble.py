@@ -318,7 +318,14 @@ def _as_published(request: EstimateRequest, warnings: list[str]) -> EstimateRequ
     a warning saying how it is sized (or that its quantisation is not modelled)."""
     published = as_published(request)
     method = stored_format(request)
-    if published is not request and method in ("gptq", "awq"):
+    if published is not request and method in ("gptq", "awq") and request.task == "lora":
+        warnings.append(
+            f"The checkpoint is 4-bit {method.upper()} (its quantization_config): LoRA on it is "
+            "QLoRA, its 4-bit base sized with bitsandbytes NF4's bytes (about the same: 0.5 B a "
+            "weight and a few per cent of constants). Give a 16-bit precision for the model it "
+            "was quantised from."
+        )
+    elif published is not request and method in ("gptq", "awq"):
         awq = " (AWQ counted with GPTQ's layout, which it shares)" if method == "awq" else ""
         warnings.append(
             f"The checkpoint is 4-bit {method.upper()} (its quantization_config) and is sized "

@@ -398,12 +398,16 @@ def as_published(request: EstimateRequest) -> EstimateRequest:
     or AWQ one served (every serving library loads it so; LitGPT does not load it; AWQ is sized
     with GPTQ's layout, which it shares: 4-bit weights packed in int32, an fp16 scale and a
     4-bit zero point per group of 128 inputs), a bitsandbytes one served or LoRA-trained in its
-    4 or 8 bits (transformers loads it quantised)."""
+    4 or 8 bits (transformers loads it quantised); LoRA on a GPTQ or AWQ one is QLoRA."""
     if request.precision is not None or request.framework == "litgpt":
         return request
     stored = stored_format(request)
     if request.task == "inference" and stored in ("gptq", "awq"):
         return request.model_copy(update={"precision": "int4", "quantization": "gptq"})
+    # LoRA on a GPTQ base (Qwen's Q-LoRA on its Int4 release, PEFT with gptqmodel) trains
+    # adapters over 4-bit weights: QLoRA, its base sized with NF4's bytes, about the same.
+    if request.task == "lora" and stored in ("gptq", "awq"):
+        return request.model_copy(update={"precision": "int4", "double_quant": False})
     # A bitsandbytes checkpoint loads quantised: LoRA on its 4-bit base is QLoRA.
     if request.task in ("inference", "lora") and stored == "bnb-4bit":
         double = request.double_quant

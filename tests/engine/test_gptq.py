@@ -100,3 +100,19 @@ def test_a_bitsandbytes_4_bit_checkpoint_is_served_and_lora_trained_in_4_bits():
     assert any("LoRA on it is QLoRA" in w for w in lora.warnings)
     assert lora.memory.weights < 10e9  # 4-bit blocks; PEFT keeps embeddings and head fp32
     assert lora.memory.quantization > 0
+
+
+def test_lora_on_a_gptq_checkpoint_is_qlora():
+    """Qwen's README fine-tunes its Int4 (GPTQ) release with Q-LoRA: adapters over the 4-bit
+    base, not a 16-bit LoRA."""
+    body = {
+        "config": {
+            **config("Qwen__Qwen2.5-7B"),
+            "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128},
+        },
+        "task": "lora",
+        "tokens": 10**6,
+    }
+    result = estimate(parse_request(body), catalog())
+    assert any("LoRA on it is QLoRA" in w for w in result.warnings)
+    assert result.memory.weights < 10e9
