@@ -120,13 +120,29 @@ def _memory_range(result) -> str:
     low, high = u.get("memory_low_bytes"), u.get("memory_high_bytes")
     if not low or not high:
         return ""
-    points = int(u.get("memory_test_points") or 0)
-    basis = (
+    return f"likely {low / 1e9:,.1f} to {high / 1e9:,.1f} GB ({_basis(u, 'memory')})"
+
+
+def _gpu_hours_range(result) -> str:
+    """The engine's stated range of the recommendation's compute GPU hours, in words."""
+    u = result.uncertainty or {}
+    low, high = u.get("gpu_hours_low"), u.get("gpu_hours_high")
+    if low is None or high is None:
+        return ""
+    return f"likely {_hours(low)} to {_hours(high)} ({_basis(u, 'gpu_hours')})"
+
+
+def _hours(value: float) -> str:
+    return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
+
+
+def _basis(uncertainty: dict, quantity: str) -> str:
+    points = int(uncertainty.get(f"{quantity}_test_points") or 0)
+    if not points:
+        return "the engine's calibration margin"
+    return (
         f"the error that covers 80% of {points} published measurements the engine was not tuned on"
-        if points
-        else "the engine's calibration margin"
     )
-    return f"likely {low / 1e9:,.1f} to {high / 1e9:,.1f} GB ({basis})"
 
 
 EXPERIENCE_TIPS = {
@@ -274,6 +290,7 @@ def _estimate_context(
             state=state, result=result, plan=advisor_session.project_plan
         ),
         "memory_range": _memory_range(result),
+        "gpu_hours_range": _gpu_hours_range(result),
         "deadline_warning": deadline_warning(
             state=state, wall_hours=rec.wall_hours if rec else None
         ),

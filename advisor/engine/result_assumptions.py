@@ -26,7 +26,10 @@ from advisor.engine.parallel_options import layout_assumptions
 from advisor.engine.recipe import OPTIMIZER_WORDS, micro_batch_efficiency
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import decode_speed, generation
-from advisor.engine.uncertainty import memory_uncertainty_assumption
+from advisor.engine.uncertainty import (
+    gpu_hours_uncertainty_assumption,
+    memory_uncertainty_assumption,
+)
 from advisor.engine.words import plural
 from advisor.engine.workload import batch_default, global_batch
 
@@ -77,7 +80,7 @@ def assumptions(
             )
         )
     out.append(c.CONTINGENCY.assumption(f"{c.CONTINGENCY.value:.0%}"))
-    out.append(c.GPU_HOURS_MARGIN.assumption(f"+-{c.GPU_HOURS_MARGIN.value:.0%}"))
+    out.append(gpu_hours_uncertainty_assumption(request.task))
     return out
 
 

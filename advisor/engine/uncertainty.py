@@ -1,6 +1,6 @@
 """What a result states about its own accuracy: the memory error per task family from the
 held-out test points (uncertainty.json, written by scripts/accuracy_report.py), else the
-calibration margin, and the GPU-hours margin."""
+calibration margin, and the GPU-hour error per task family the same way."""
 
 from __future__ import annotations
 
@@ -16,17 +16,18 @@ def _built(cls, **fields):
     return trusted(cls, fields)
 
 
-def _load_test_uncertainty() -> dict[str, dict]:
-    """Per task family, the memory error covering 80 % of the test points
-    (uncertainty.json, written by scripts/accuracy_report.py)."""
+def _load_test_uncertainty(quantity: str) -> dict[str, dict]:
+    """Per task family, the `quantity` ("memory", "gpu_hours") error covering 80 % of the
+    test points (uncertainty.json, written by scripts/accuracy_report.py)."""
     path = Path(__file__).with_name("uncertainty.json")
     try:
-        return json.loads(path.read_text())["memory"]
+        return json.loads(path.read_text())[quantity]
     except (OSError, ValueError, KeyError):
         return {}
 
 
-TEST_UNCERTAINTY = _load_test_uncertainty()
+TEST_UNCERTAINTY = _load_test_uncertainty("memory")
+TEST_GPU_HOURS_UNCERTAINTY = _load_test_uncertainty("gpu_hours")
 FAMILY_OF_TASK = {
     "inference": "inference",
     "lora": "adapters",
@@ -43,10 +44,21 @@ MIN_TEST_POINTS = 3
 
 def memory_uncertainty(task: str) -> tuple[float, int]:
     """(relative memory error, test points behind it; 0 = the calibration margin)."""
-    found = TEST_UNCERTAINTY.get(FAMILY_OF_TASK.get(task, ""), {})
+    return _uncertainty(TEST_UNCERTAINTY, task, c.MEMORY_MARGIN.value)
+
+
+def gpu_hours_uncertainty(task: str) -> tuple[float, int]:
+    """(relative GPU-hour error, test points behind it; 0 = the calibration margin)."""
+    return _uncertainty(TEST_GPU_HOURS_UNCERTAINTY, task, c.GPU_HOURS_MARGIN.value)
+
+
+def _uncertainty(by_family: dict[str, dict], task: str, margin: float) -> tuple[float, int]:
+    found = by_family.get(FAMILY_OF_TASK.get(task, ""), {})
     if found.get("relative") is None:
-        return c.MEMORY_MARGIN.value, 0
-    return max(found["relative"], 0.01), int(found.get("points") or 0)
+        return margin, 0
+    # Below 100 %: error = (estimate - measured) / measured bounds the measurement by
+    # estimate / (1 - m), which a 100 % error leaves unbounded.
+    return min(max(found["relative"], 0.01), 0.9), int(found.get("points") or 0)
 
 
 def stated_uncertainty(total_bytes: int, gpu_hours: float | None, task: str) -> dict[str, float]:
@@ -58,11 +70,13 @@ def stated_uncertainty(total_bytes: int, gpu_hours: float | None, task: str) -> 
         "memory_low_bytes": float(int(total_bytes / (1 + m))),
         "memory_high_bytes": float(int(total_bytes / (1 - m))),
         "memory_test_points": float(points),
-        "gpu_hours_relative": c.GPU_HOURS_MARGIN.value,
     }
+    h, hour_points = gpu_hours_uncertainty(task)
+    out["gpu_hours_relative"] = h
+    out["gpu_hours_test_points"] = float(hour_points)
     if gpu_hours is not None:
-        out["gpu_hours_low"] = round(gpu_hours * (1 - c.GPU_HOURS_MARGIN.value), 2)
-        out["gpu_hours_high"] = round(gpu_hours * (1 + c.GPU_HOURS_MARGIN.value), 2)
+        out["gpu_hours_low"] = round(gpu_hours / (1 + h), 2)
+        out["gpu_hours_high"] = round(gpu_hours / (1 - h), 2)
     return out
 
 
@@ -84,5 +98,19 @@ def memory_uncertainty_assumption(task: str) -> Assumption:
         name="Memory uncertainty",
         value=f"+-{m:.0%}: covers 80% of the {points} published measurements of this kind of "
         "work that the engine was never tuned on",
+        source="docs/accuracy.md, test points (advisor/engine/uncertainty.json)",
+    )
+
+
+def gpu_hours_uncertainty_assumption(task: str) -> Assumption:
+    h, points = gpu_hours_uncertainty(task)
+    if points < MIN_TEST_POINTS:
+        return c.GPU_HOURS_MARGIN.assumption(f"+-{h:.0%}")
+    return _built(
+        Assumption,
+        name="GPU-hours uncertainty",
+        value=f"+-{h:.0%}: covers 80% of the {points} published speed and run-time measurements "
+        "of this kind of work that the engine was never tuned on (widest where a library's "
+        "kernels differ from what the engine models: docs/accuracy.md)",
         source="docs/accuracy.md, test points (advisor/engine/uncertainty.json)",
     )

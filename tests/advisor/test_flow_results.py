@@ -324,3 +324,19 @@ def test_a_whisper_transcription_is_sized_per_clip_and_writing_nothing_is_explai
         "Whisper reads audio and writes text",
     )
     assertContains(page, f'href="/a/{refused.id}/step/new_tokens/"')
+
+
+def test_result_states_the_range_of_its_gpu_hours_from_test_points(client, default_catalog):
+    """The compute GPU hours come with the range the engine's own test points support (the
+    error covering 80% of the published speed measurements of this kind of work)."""
+    advisor_session, page = walk_to_result(client, LORA_7B)
+    uncertainty = advisor_session.estimate_result["uncertainty"]
+    assert uncertainty["gpu_hours_test_points"] >= 3
+    assert (
+        uncertainty["gpu_hours_low"]
+        < advisor_session.estimate_result["recommendation"]["gpu_hours"]
+        < uncertainty["gpu_hours_high"]
+    )
+    assertContains(page, 'id="gpu-hours-range"')
+    points = int(uncertainty["gpu_hours_test_points"])
+    assertContains(page, f"80% of {points} published measurements")

@@ -4,6 +4,7 @@ import pytest
 
 from advisor.engine import ENGINE_VERSION, estimate
 from advisor.engine.models import CatalogSpec, EstimateRequest, EstimateResult
+from advisor.engine.uncertainty import TEST_GPU_HOURS_UNCERTAINTY
 from tests.engine.catalog_fixture import catalog
 from tests.engine.inputs import config, default_catalog
 
@@ -503,3 +504,15 @@ def test_a_prompt_left_out_leaves_room_for_the_generated_tokens():
         "A prompt of 1,024 tokens and 256 generated ones need 1,280 positions; the model has "
         "1,024: shorten the prompts or the answers."
     ) in at_limit.warnings
+
+
+def test_gpu_hour_uncertainty_comes_from_the_test_points_of_the_task_family():
+    """Issue 13/14: the stated GPU-hour error is read from the test points of the same kind of
+    work (uncertainty.json), not from the calibration points the engine was tuned on."""
+    inference = run(task="inference", tokens=10**7)
+    expected = TEST_GPU_HOURS_UNCERTAINTY["inference"]
+    assert inference.uncertainty["gpu_hours_relative"] == pytest.approx(expected["relative"])
+    said = next(a for a in inference.assumptions if a.name == "GPU-hours uncertainty")
+    assert f"covers 80% of the {expected['points']} published" in said.value
+    full = run(task="full_finetune", tokens=10**8)
+    assert full.uncertainty["gpu_hours_relative"] != inference.uncertainty["gpu_hours_relative"]
