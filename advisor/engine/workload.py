@@ -398,7 +398,9 @@ def as_published(request: EstimateRequest) -> EstimateRequest:
     or AWQ one served (every serving library loads it so; LitGPT does not load it; AWQ is sized
     with GPTQ's layout, which it shares: 4-bit weights packed in int32, an fp16 scale and a
     4-bit zero point per group of 128 inputs), a bitsandbytes one served or LoRA-trained in its
-    4 or 8 bits (transformers loads it quantised); LoRA on a GPTQ or AWQ one is QLoRA."""
+    4 or 8 bits (transformers loads it quantised); LoRA on a GPTQ or AWQ one is QLoRA. These
+    set request fields that other parts read (`quantization`, `double_quant`); fp8 and MXFP4
+    checkpoints keep the request, and `_formats` gives them weight formats of their own."""
     if request.precision is not None or request.framework == "litgpt":
         return request
     stored = stored_format(request)
