@@ -603,8 +603,7 @@ def _fewer_gpus_within_the_band(candidates: list[Candidate], tie_order: tuple[st
             if close:
                 cand.sort_key = (*key[:cost_at], min(close), *key[cost_at + 1 :])
                 cand.fields["reasons"].append(
-                    f"Costs less than {plural(n - 1, 'GPU') if n == 2 else 'fewer GPUs'} of "
-                    "the same kind here, but by less than "
-                    f"{c.FEWER_GPUS_COST_BAND.value:.0%}, within the estimate's resolution: "
-                    "ranked as a tie, which the fewer GPUs win."
+                    "Cheaper than the same job on fewer GPUs of this kind here, but by less "
+                    f"than {c.FEWER_GPUS_COST_BAND.value:.0%}, within the estimate's "
+                    "resolution: ranked as a tie, which fewer GPUs win."
                 )
