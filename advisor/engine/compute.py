@@ -434,19 +434,32 @@ def decode_weight_bytes(shape: ModelShape, wl: Workload) -> float:
     dequantised output) generates no faster than 16-bit weights and is measured slower, so
     the 16-bit read is a lower bound on its step. Its 4-bit matmul reads the packed weights
     for one sequence but dequantises every layer to 16-bit for a batch (written, then read).
-    MXFP4 experts (gpt-oss) are read packed, the rest of the model in bf16."""
+    MXFP4 experts (gpt-oss) are read packed, the rest of the model in bf16. A step looks up
+    one row of the input embedding table per sequence, not the table (a tied table is read
+    whole by the LM head)."""
+    unread = _unread_embedding_bytes(shape, wl)
     if wl.weight_format == "mxfp4":
         experts = routed_expert_params(shape)
         touched = _experts_touched(shape, wl.batch_size)
         packed = experts * c.MXFP4_EXPERT_BYTES.value * touched
-        return (shape.params_total - experts) * 2 + packed
+        return (shape.params_total - experts) * 2 + packed - unread
     share = expert_read_share(shape, wl.batch_size)
     if wl.weight_format == "int8":
-        return base_weight_bytes(shape, "bf16")[0] * share
+        return base_weight_bytes(shape, "bf16")[0] * share - unread
     weights = base_weight_bytes(shape, wl.weight_format)[0]
     if dequantises_per_step(wl):
         weights += 2 * 2 * shape.params_linear
-    return weights * share
+    return weights * share - unread
+
+
+def _unread_embedding_bytes(shape: ModelShape, wl: Workload) -> float:
+    """Bytes of the input embedding table a decoding step does not read (16-bit unless the
+    whole model is fp32); an encoder-decoder's shared table is left counted."""
+    if wl.encoder_len:
+        return 0.0
+    head_reads = shape.vocab_size * shape.hidden_size if shape.tied_embeddings else 0
+    unread = max(shape.params_embedding - head_reads, 0)
+    return unread * (4 if wl.weight_format == "fp32" else 2)
 
 
 def expert_read_share(shape: ModelShape, tokens: int) -> float:

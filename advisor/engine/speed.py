@@ -372,21 +372,22 @@ class DecodeSpeed:
 
 # Hamel Husain, 'Optimizing latency' (hamel.dev/notes/llm/inference/03_inference.html, 2024-03):
 # Llama-2-7B fp16, batch 1, 200 new tokens on one RTX A6000 (768 GB/s): vLLM 46.4 tokens/s, a
-# step of 21.6 ms against 17.6 ms to read 13.5 GB of weights at the peak: 0.81 of it.
-_VLLM_FRACTION = 0.81
+# step of 21.6 ms against 17.2 ms to read the 13.2 GB a step reads (6.61B parameters: all but
+# the input embedding table, of which it looks up one row) at the peak: 0.80 of it.
+_VLLM_FRACTION = 0.80
 DECODE_SPEED: dict[str, DecodeSpeed] = {
     "vllm": DecodeSpeed(
         _VLLM_FRACTION,
         0.0,
         "vLLM at batch 1 (CUDA graphs, paged KV cache): 46.4 tokens/s for Llama-2-7B fp16 on an "
-        "RTX A6000, 0.81 of the bandwidth bound (Hamel Husain, 'Optimizing latency', hamel.dev, "
+        "RTX A6000, 0.80 of the bandwidth bound (Hamel Husain, 'Optimizing latency', hamel.dev, "
         "2024-03); continuous batching fills the batch the request asks for",
     ),
     "tgi": DecodeSpeed(
         _VLLM_FRACTION,
         0.0,
         "no measurement of its own: Text Generation Inference runs the same kernels (paged "
-        "attention, flash-attention, CUDA graphs) and continuous batching, so vLLM's 0.81 of "
+        "attention, flash-attention, CUDA graphs) and continuous batching, so vLLM's 0.80 of "
         "the bandwidth bound is used",
     ),
     "transformers": DecodeSpeed(
@@ -395,8 +396,9 @@ DECODE_SPEED: dict[str, DecodeSpeed] = {
         "Transformers generate() in eager mode: llama-7b fp16, batch 1, 1,000-token prompt, 200 "
         "new tokens on an A10G (600 GB/s) runs at 23.15 tokens/s, 43.2 ms a step "
         "(fxmarty/accelerated-pytorch-transformers-generation README, 'None' row). Reading "
-        "14.1 GB of weights and cache at vLLM's 0.81 of the peak takes 28.7 ms; the other "
-        "14.5 ms over 32 layers is 0.45 ms per layer of host time with no CUDA graph",
+        "13.8 GB of weights (all but the input embedding table) and cache at vLLM's 0.80 of "
+        "the peak takes 28.8 ms; the other 14.4 ms over 32 layers is 0.45 ms per layer of host "
+        "time with no CUDA graph",
     ),
     "litgpt": DecodeSpeed(
         _VLLM_FRACTION,

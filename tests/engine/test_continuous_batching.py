@@ -37,10 +37,11 @@ def test_vllm_batch_job_is_timed_with_the_sequences_its_kv_cache_holds():
         config=llama, framework="vllm", batch_size=1, accelerator="a100-80-sxm4"
     )
     batched = generate(config=llama, framework="vllm", accelerator="a100-80-sxm4")
-    # 43,403 requests of 2,048 + 256 tokens. One at a time, 256 decoding steps each read all
-    # 16 GB of weights; batched, one read serves every sequence in the batch, and the prompts
-    # (compute-bound) set most of the time.
-    assert batched.recommendation.gpu_hours < one_at_a_time.recommendation.gpu_hours / 10
+    # 43,403 requests of 2,048 + 256 tokens. One at a time, 255 decoding steps each read 15 GB
+    # of weights (all but the 1 GB input embedding table, of which a step looks up one row);
+    # batched, one read serves every sequence in the batch, and the prompts (compute-bound) set
+    # most of the time.
+    assert batched.recommendation.gpu_hours < one_at_a_time.recommendation.gpu_hours / 8
     # 77 GB reserved (90 % of the A100's 80 GiB) - 17 GB for the model and one sequence, in
     # sequences of 2,304 tokens x 128 KiB of KV cache per token (32 layers x 8 KV heads x 128 x
     # 2 x 2 B).
