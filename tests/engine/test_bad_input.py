@@ -128,3 +128,22 @@ def test_engine_imports_nothing_from_django():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.stdout.strip() == "clean", done.stderr
+
+
+def test_a_diffusers_component_is_named_and_the_parameter_count_asked_for():
+    """A researcher pastes a diffusers UNet's config.json: it has no transformers family, and
+    the message says what it is rather than listing every family."""
+    unet = {
+        "_class_name": "UNet2DConditionModel",
+        "_diffusers_version": "0.19.0",
+        "block_out_channels": [320, 640, 1280],
+        "cross_attention_dim": 2048,
+    }
+    with pytest.raises(RequestError) as caught:
+        estimate(
+            parse_request({"config": unet, "task": "full_finetune", "tokens": 10**6}), catalog()
+        )
+    message = dict(caught.value.errors)["config.model_type"]
+    assert "diffusers model component (UNet2DConditionModel)" in message
+    assert "parameter count" in message
+    assert "apertus" not in message

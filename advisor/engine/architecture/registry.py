@@ -327,6 +327,15 @@ def runs_remote_code(c: Config) -> bool:
 
 
 def unknown_family_error(c: Config) -> ConfigError:
+    component = c.raw.get("_class_name")
+    if not c.model_type() and "_diffusers_version" in c.raw and isinstance(component, str):
+        # A diffusers pipeline's component (a UNet, a VAE, a DiT): no transformers family.
+        return ConfigError(
+            f"This is a diffusers model component ({component[:60]}), not a transformers "
+            "config: the estimator counts transformers families only. Enter the parameter "
+            "count from the model card instead (Stable Diffusion XL's UNet has 2.6 billion).",
+            field="model_type",
+        )
     model_type = c.model_type()
     what = f"model_type '{model_type}'" if model_type else "a config without a model_type"
     architecture = c.architecture()
