@@ -14,6 +14,7 @@ from advisor.engine.device_memory import device_bytes
 from advisor.engine.memory import PHASES
 from advisor.engine.models import EstimateResult, Option
 from advisor.engine.ranking import alternatives as alternatives_of
+from advisor.engine.words import hours
 from advisor.flow_requests import outcome_systems
 from advisor.flow_results import (
     cpu_advice_for,
@@ -129,11 +130,7 @@ def _gpu_hours_range(result) -> str:
     low, high = u.get("gpu_hours_low"), u.get("gpu_hours_high")
     if low is None or high is None:
         return ""
-    return f"likely {_hours(low)} to {_hours(high)} ({_basis(u, 'gpu_hours')})"
-
-
-def _hours(value: float) -> str:
-    return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
+    return f"likely {hours(low)} to {hours(high)} ({_basis(u, 'gpu_hours')})"
 
 
 def _basis(uncertainty: dict, quantity: str) -> str:

@@ -538,19 +538,16 @@ def _input_warnings(request: EstimateRequest, shape: ModelShape, wl: Workload) -
         )
     if wl.task == "inference" and wl.weight_format == "mxfp4":
         warnings.append(
-            "The checkpoint stores its experts in MXFP4 (its quantization_config: 4-bit values "
-            "with a shared scale per 32, about 4.25 bits a weight) and is served so, as "
-            "published: vLLM's MXFP4 MoE kernels (Marlin on Ampere, native on Hopper and "
-            "newer), or transformers 4.55+ with triton>=3.4 and the kernels package on compute "
-            "capability 7.5+ or Intel Max GPUs (without them it dequantises to bf16, about 3.8x "
-            "the experts' memory). Options where those kernels do not run say so; precision "
-            "bf16 sizes the dequantised model."
+            f"{_MXFP4_STORED} and is served so, as published: vLLM's MXFP4 MoE kernels "
+            "(Marlin on Ampere, native on Hopper and newer), or transformers 4.55+ with "
+            "triton>=3.4 and the kernels package on compute capability 7.5+ or Intel Max GPUs "
+            "(without them it dequantises to bf16, about 3.8x the experts' memory). Options "
+            "where those kernels do not run say so; precision bf16 sizes the dequantised model."
         )
     if wl.task == "inference" and sixteen_bit and stored == "mxfp4":
         asked = request.precision is not None
         warnings.append(
-            "The checkpoint stores its experts in MXFP4 (its quantization_config: 4-bit values "
-            "with a shared scale per 32, about 4.25 bits a weight); "
+            f"{_MXFP4_STORED}; "
             + (
                 f"sized here dequantised to {wl.weight_format}, as you asked"
                 if asked
@@ -560,6 +557,12 @@ def _input_warnings(request: EstimateRequest, shape: ModelShape, wl: Workload) -
             "transformers to serve them as stored (OpenAI: gpt-oss-120b runs on one 80 GB GPU)."
         )
     return warnings
+
+
+_MXFP4_STORED = (
+    "The checkpoint stores its experts in MXFP4 (its quantization_config: 4-bit values with a "
+    "shared scale per 32, about 4.25 bits a weight)"
+)
 
 
 # Libraries whose QLoRA quantises through transformers' bitsandbytes integration.

@@ -645,13 +645,18 @@ def kv_cache_bytes(
     """The KV cache once `new_tokens` are generated (None: all the request's)."""
     if wl.training or shape.family in ENCODER_ONLY_FAMILIES:
         return 0.0
+    generated = wl.new_tokens if new_tokens is None else new_tokens
+    copies = kv_cache_copies(shape, wl, generated)
+    return _one_cache_bytes(shape, wl, tp, generated) * copies + recurrent_state_bytes(
+        shape, wl, tp=tp
+    )
+
+
+def _one_cache_bytes(shape: ModelShape, wl: Workload, tp: int, generated: int) -> float:
+    """One copy of the KV cache once `generated` tokens are generated."""
     # An encoder-decoder's layers cache their own generated tokens and, for cross-attention,
     # the encoder's keys and values of the whole input.
-    generated = wl.new_tokens if new_tokens is None else new_tokens
     tokens = (wl.encoder_len or wl.seq_len) + generated
-    # A latent cache (DeepSeek MLA) is replicated, not split by head.
-    per_token = shape.kv_cache_width or 2 * math.ceil(shape.num_kv_heads / tp) * shape.head_dim
-    copies = kv_cache_copies(shape, wl, generated)
     if shape.attention_groups:
         # Layers that differ in heads and window; those reading another layer's cache keep none;
         # cross-attention layers keep their image tokens' keys and values whatever the length.
@@ -663,16 +668,16 @@ def kv_cache_bytes(
             for g in shape.attention_groups
             if g.caches
         )
-        cache = values * wl.batch_size * wl.act_bytes * copies
-        return cache + recurrent_state_bytes(shape, wl, tp=tp)
+        return values * wl.batch_size * wl.act_bytes
+    # A latent cache (DeepSeek MLA) is replicated, not split by head.
+    per_token = shape.kv_cache_width or 2 * math.ceil(shape.num_kv_heads / tp) * shape.head_dim
     # Sliding-window layers keep at most the window (a rolling buffer); a hybrid's
     # linear-attention layers keep none (Falcon-H1's, attending as well, keep both).
     window = shape.sliding_window
     local = shape.sliding_layers if window and window < tokens else 0
     softmax = shape.softmax_layers - shape.encoder_layers
     layer_tokens = (softmax - local) * tokens + local * (window or 0)
-    cache = layer_tokens * per_token * wl.batch_size * wl.act_bytes * copies
-    return cache + recurrent_state_bytes(shape, wl, tp=tp)
+    return layer_tokens * per_token * wl.batch_size * wl.act_bytes
 
 
 def kv_read_bytes(
@@ -692,9 +697,8 @@ def kv_read_bytes(
     copies = kv_cache_copies(shape, wl, generated)
     passes = 2 * copies - 1  # one read, and a read and a write per copy made
     if not shape.attention_groups:
-        state = recurrent_state_bytes(shape, wl, tp=tp)
-        cache = kv_cache_bytes(shape, wl, tp=tp, new_tokens=new_tokens) - state
-        return cache / copies * passes + state
+        cache = _one_cache_bytes(shape, wl, tp, generated)
+        return cache * passes + recurrent_state_bytes(shape, wl, tp=tp)
     tokens = (wl.encoder_len or wl.seq_len) + generated
     values = sum(
         g.layers

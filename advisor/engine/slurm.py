@@ -147,7 +147,7 @@ def sbatch_script(
     framework = framework or FRAMEWORKS["transformers" if task == "inference" else "hf_trainer"]
     if mxfp4_experts and framework.key == "transformers":
         # Dequantised to bf16 instead of 4.25 bits: 2 - 0.53 bytes more per expert weight.
-        more = mxfp4_experts * (2 - 0.5 - 1 / 32)
+        more = mxfp4_experts * (2 - c.MXFP4_EXPERT_BYTES.value)
         lines += [
             "# The estimate keeps the MXFP4 experts packed; transformers does so only with its",
             "# Triton kernels, else it dequantises them to bf16 "

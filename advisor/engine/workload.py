@@ -425,21 +425,12 @@ def _formats(request: EstimateRequest) -> tuple[str, str, str, str]:
     """(task, precision, how base weights are stored, what the matmuls run in); LoRA on a
     4-bit base is QLoRA, and a precision left open is bf16 where the GPU has it."""
     task, precision = request.task, request.precision or "bf16"
-    if (
-        task == "inference"
-        and request.precision is None
-        and request.framework in MXFP4_FRAMEWORKS
-        and stored_format(request) == "mxfp4"
-    ):
+    stored = stored_format(request) if task == "inference" and request.precision is None else None
+    if stored == "mxfp4" and request.framework in MXFP4_FRAMEWORKS:
         # Served as published: the MXFP4 experts stay packed (software.py says where the
         # kernels run), the rest computes in bf16.
         return task, precision, "mxfp4", precision
-    if (
-        task == "inference"
-        and request.precision is None
-        and request.framework not in NO_FP8_WEIGHTS
-        and stored_format(request) == "fp8"
-    ):
+    if stored == "fp8" and request.framework not in NO_FP8_WEIGHTS:
         # An fp8 checkpoint (DeepSeek-V3/R1, the *-FP8 releases) served as published.
         return task, "fp8", "fp8", "bf16"
     if task == "lora" and precision == "int4":
