@@ -13,7 +13,7 @@ KV cache, a fixed state per sequence and layer, their own tensors for backward.
   tokens. Its KV cache never holds more than the window (transformers' DynamicCache builds a
   sliding-window layer for every attention block), so the engine sees its attention layers as
   one windowed `AttentionGroup` and its recurrent layers as `LinearAttention`.
-- Bamba: each block is a Mamba-2 mixer (hybrids.py's `_mamba2`, BambaMixer) or q/k/v/o
+- Bamba: each block is a Mamba-2 mixer (mamba2_mixer.py's, BambaMixer) or q/k/v/o
   attention on the layers `attn_layer_indices` lists, then its SwiGLU MLP: Granite 4.0's dense
   layout under its own config keys.
 """
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from advisor.engine.architecture import blocks as b
 from advisor.engine.architecture.config import Config, heads
-from advisor.engine.architecture.hybrids import _TRAINING_KERNELS, _state_note, granite_mamba2
+from advisor.engine.architecture.mamba2_mixer import TRAINING_KERNELS, granite_mamba2, state_note
 from advisor.engine.architecture.model import AttentionGroup, LinearAttention
 from advisor.engine.errors import ConfigError
 
@@ -195,7 +195,7 @@ def bamba_blueprint(c: Config, family: str) -> b.Blueprint:
     mamba = None
     if n_mamba:
         mamba = granite_mamba2(c, d)
-        notes += [_state_note("Mamba-2", n_mamba, layers, mamba.state_mib()), _TRAINING_KERNELS]
+        notes += [state_note("Mamba-2", n_mamba, layers, mamba.state_mib()), TRAINING_KERNELS]
     return b.Blueprint(
         family=family,
         d=d,

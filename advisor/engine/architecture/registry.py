@@ -33,7 +33,6 @@ from advisor.engine.architecture.hybrids import (
     falcon_h1_blueprint,
     granitemoehybrid_blueprint,
     lfm2_blueprint,
-    nemotron_h_blueprint,
 )
 from advisor.engine.architecture.mllama import mllama_blueprint
 from advisor.engine.architecture.model import ModelArchitecture
@@ -45,6 +44,7 @@ from advisor.engine.architecture.multimodal import (
     qwen2_audio_blueprint,
     qwen_vl_blueprint,
 )
+from advisor.engine.architecture.nemotron_h import nemotron_h_blueprint
 from advisor.engine.architecture.omni import qwen2_5_omni_blueprint, qwen3_omni_moe_blueprint
 from advisor.engine.architecture.recurrent import (
     RECURRENT_REFUSED,

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from advisor.engine.architecture import blocks as b
 from advisor.engine.architecture.config import Config, heads
-from advisor.engine.architecture.hybrids import _mamba2
+from advisor.engine.architecture.mamba2_mixer import mamba2_mixer
 from advisor.engine.architecture.model import LinearAttention
 from advisor.engine.errors import ConfigError
 
@@ -210,7 +210,7 @@ def mamba2_blueprint(c: Config, family: str) -> b.Blueprint:
                 field="num_heads",
             )
     bias = c.bool("use_bias", default=False)
-    mixer = _mamba2(
+    mixer = mamba2_mixer(
         c,
         d,
         inner=inner,
