@@ -49,20 +49,8 @@ def _block_types(c: Config, layers: int) -> list[str]:
     return [pattern[i % len(pattern)] for i in range(layers)]
 
 
-def recurrent_gemma_blueprint(c: Config, family: str) -> b.Blueprint:
-    """RecurrentGemma 2B / 9B and their -it variants (RecurrentGemmaDecoderLayer).
-
-    Attention: q/k/v projections with attention_bias, o_proj always with a bias; head_dim
-    from the config, else hidden_size // num_attention_heads; half of each head rotates
-    (partial_rotary_factor 0.5, a buffer). Recurrent block:
-    linear_x and linear_y (hidden -> lru_width) and linear_out (back), all with biases, a
-    depthwise conv1d of conv1d_width taps with a bias, and the RG-LRU: a recurrence parameter
-    per channel and two block-diagonal gates (num_attention_heads blocks of
-    lru_width / heads squared, each with a bias), kept as parameter tensors, not nn.Linear.
-    MLP: gate_proj, up_proj, down_proj of intermediate_size // 2, all with biases. Norms are
-    Gemma's (1 + weight) RMSNorms; the embedding scale is a buffer; the head is tied by
-    default (every release leaves it tied) and its logits soft-capped (no parameter)."""
-    d, layers = c.int("hidden_size", default=2560), c.int("num_hidden_layers", default=26)
+def _griffin_heads(c: Config, d: int) -> tuple[int, int, int]:
+    """(query heads, key/value heads, head_dim), checked."""
     h = c.int("num_attention_heads", default=10)
     kv = c.int("num_key_value_heads", default=h)
     if h % kv:
@@ -79,6 +67,11 @@ def recurrent_gemma_blueprint(c: Config, family: str) -> b.Blueprint:
             f"config.json field 'num_attention_heads' ({h}) exceeds the hidden size ({d})",
             field="num_attention_heads",
         )
+    return h, kv, hd
+
+
+def _lru_width(c: Config, d: int, h: int) -> int:
+    """lru_width, which the heads must divide (the RG-LRU gates' blocks)."""
     width = c.int("lru_width", default=d)
     if width % h:
         raise ConfigError(
@@ -86,22 +79,22 @@ def recurrent_gemma_blueprint(c: Config, family: str) -> b.Blueprint:
             "the RG-LRU gates are that many diagonal blocks",
             field="lru_width",
         )
-    block = width // h
-    kernel = c.int("conv1d_width", default=4)
-    window = c.int("attention_window_size", default=2048)
-    types = _block_types(c, layers)
-    n_attention = types.count("attention")
-    n_recurrent = layers - n_attention
-    vocab = c.int("vocab_size", default=256000)
-    tied = c.bool("tie_word_embeddings", default=True)
-    qkv_bias = c.bool("attention_bias", default=False)
+    return width
+
+
+def _griffin_mlp_width(c: Config, d: int) -> int:
     inter = c.int("intermediate_size", default=3 * d) // 2  # RecurrentGemmaMlp halves it
     if not inter:
         raise ConfigError(
             "config.json field 'intermediate_size' must be at least 2 (the MLP takes half of it)",
             field="intermediate_size",
         )
-    recurrent = [
+    return inter
+
+
+def _recurrent_block(d: int, width: int, h: int) -> list[b.LinearShape]:
+    block = width // h
+    return [
         b.lin("linear_y", d, width, True, "linear_attn_gate"),
         b.lin("linear_x", d, width, True, "linear_attn_in"),
         # The RG-LRU's input and recurrence gates: `heads` diagonal blocks, each a
@@ -110,7 +103,53 @@ def recurrent_gemma_blueprint(c: Config, family: str) -> b.Blueprint:
         b.lin("rg_lru.recurrent_gate_weight", block, block, True, "linear_attn_gate", h, False),
         b.lin("linear_out", width, d, True, "linear_attn_out"),
     ]
-    attention = b.attention(d, h, kv, hd, qkv_bias=qkv_bias, out_bias=True)
+
+
+def _rg_lru_state(width: int, kernel: int, layers: int) -> LinearAttention | None:
+    """What the recurrent layers keep per sequence and for backward; None without any."""
+    if not layers:
+        return None
+    return LinearAttention(
+        layers=layers,
+        # conv1d_state: the last conv1d_width - 1 inputs, in the activation dtype;
+        # recurrent_states: one value per channel, always float32.
+        state_values=width * (kernel - 1),
+        state_fp32_values=width,
+        # What autograd keeps per token in lru_width units (the PyTorch path, no kernel):
+        # linear_y's output and its GELU, the convolution's input and output (and the
+        # gates' reshaped copy), both gates' sigmoids, the decay exp(log a), a^2 and
+        # 1 - a^2 (the bounded sqrt), the gated input and its multiplier, the reset-masked
+        # decay, the loop's float32 decay and state per step (two units each), the scan
+        # output and the product linear_out reads.
+        saved_per_token=18 * width,
+    )
+
+
+def recurrent_gemma_blueprint(c: Config, family: str) -> b.Blueprint:
+    """RecurrentGemma 2B / 9B and their -it variants (RecurrentGemmaDecoderLayer).
+
+    Attention: q/k/v projections with attention_bias, o_proj always with a bias; head_dim
+    from the config, else hidden_size // num_attention_heads; half of each head rotates
+    (partial_rotary_factor 0.5, a buffer). Recurrent block:
+    linear_x and linear_y (hidden -> lru_width) and linear_out (back), all with biases, a
+    depthwise conv1d of conv1d_width taps with a bias, and the RG-LRU: a recurrence parameter
+    per channel and two block-diagonal gates (num_attention_heads blocks of
+    lru_width / heads squared, each with a bias), kept as parameter tensors, not nn.Linear.
+    MLP: gate_proj, up_proj, down_proj of intermediate_size // 2, all with biases. Norms are
+    Gemma's (1 + weight) RMSNorms; the embedding scale is a buffer; the head is tied by
+    default (every release leaves it tied) and its logits soft-capped (no parameter)."""
+    d, layers = c.int("hidden_size", default=2560), c.int("num_hidden_layers", default=26)
+    h, kv, hd = _griffin_heads(c, d)
+    width = _lru_width(c, d, h)
+    kernel = c.int("conv1d_width", default=4)
+    window = c.int("attention_window_size", default=2048)
+    types = _block_types(c, layers)
+    n_attention = types.count("attention")
+    n_recurrent = layers - n_attention
+    vocab = c.int("vocab_size", default=256000)
+    tied = c.bool("tie_word_embeddings", default=True)
+    qkv_bias = c.bool("attention_bias", default=False)
+    inter = _griffin_mlp_width(c, d)
     notes = [
         f"{n_recurrent} of {layers} layers run an RG-LRU recurrence: they keep no KV cache but "
         f"a fixed state of {(width * (kernel - 1) * 2 + width * 4) / 2**10:.1f} KiB per "
@@ -120,22 +159,6 @@ def recurrent_gemma_blueprint(c: Config, family: str) -> b.Blueprint:
         "sequence's tokens (no fused kernel): long sequences train far slower than the "
         "matmul FLOPs suggest.",
     ]
-    hybrid = None
-    if n_recurrent:
-        hybrid = LinearAttention(
-            layers=n_recurrent,
-            # conv1d_state: the last conv1d_width - 1 inputs, in the activation dtype;
-            # recurrent_states: one value per channel, always float32.
-            state_values=width * (kernel - 1),
-            state_fp32_values=width,
-            # What autograd keeps per token in lru_width units (the PyTorch path, no kernel):
-            # linear_y's output and its GELU, the convolution's input and output (and the
-            # gates' reshaped copy), both gates' sigmoids, the decay exp(log a), a^2 and
-            # 1 - a^2 (the bounded sqrt), the gated input and its multiplier, the reset-masked
-            # decay, the loop's float32 decay and state per step (two units each), the scan
-            # output and the product linear_out reads.
-            saved_per_token=18 * width,
-        )
     return b.Blueprint(
         family=family,
         d=d,
@@ -148,17 +171,17 @@ def recurrent_gemma_blueprint(c: Config, family: str) -> b.Blueprint:
         vocab=vocab,
         positions=None,  # rotary, no trained length in the config; the window bounds attention
         tied=tied,
-        attention=attention,
+        attention=b.attention(d, h, kv, hd, qkv_bias=qkv_bias, out_bias=True),
         mlp=b.gated_mlp(d, inter, bias=True),
         block_norms=2 * d,
         embedding=vocab * d,
         lm_head=0 if tied else vocab * d,
         outside=d,  # final_norm
         notes=notes,
-        linear_attention=recurrent if n_recurrent else [],
+        linear_attention=_recurrent_block(d, width, h) if n_recurrent else [],
         # conv1d weight and bias, the recurrence parameter
         linear_attention_norms=width * kernel + width + width,
-        hybrid=hybrid,
+        hybrid=_rg_lru_state(width, kernel, n_recurrent),
         attention_groups=(
             [
                 AttentionGroup(

@@ -253,6 +253,87 @@ def _every(layers: int, period: int, offset: int) -> int:
     return sum(1 for i in range(layers) if i % period == offset)
 
 
+def _jamba_periods(c: Config) -> tuple[int, int, int, int]:
+    """(attn_layer_period, attn_layer_offset, expert_layer_period, expert_layer_offset), each
+    offset checked to fall within its period."""
+    attn_period = c.int("attn_layer_period", default=8)
+    attn_offset = c.int("attn_layer_offset", default=4, minimum=0)
+    expert_period = c.int("expert_layer_period", default=2)
+    expert_offset = c.int("expert_layer_offset", default=1, minimum=0)
+    for name, offset, period in (
+        ("attn_layer_offset", attn_offset, attn_period),
+        ("expert_layer_offset", expert_offset, expert_period),
+    ):
+        if offset >= period:
+            raise ConfigError(
+                f"config.json field '{name}' ({offset}) must be smaller than its period ({period})",
+                field=name,
+            )
+    return attn_period, attn_offset, expert_period, expert_offset
+
+
+def _jamba_mixer(c: Config, d: int) -> _Mamba1:
+    """Jamba's Mamba-1 mixer, under its mamba_* keys."""
+    rank = c.raw.get("mamba_dt_rank", "auto")
+    return _Mamba1(
+        d=d,
+        inner=c.int("mamba_expand", default=2) * d,
+        state=c.int("mamba_d_state", default=16),
+        rank=math.ceil(d / 16) if rank in (None, "auto") else c.int("mamba_dt_rank"),
+        kernel=c.int("mamba_d_conv", default=4),
+        bias=c.bool("mamba_proj_bias", default=False),
+        conv_bias=c.bool("mamba_conv_bias", default=True),
+    )
+
+
+def _jamba_experts(
+    c: Config, d: int, inter: int, layers: int, period: int, offset: int
+) -> b.Experts | None:
+    """The routed experts of every period-th layer from offset, None where no layer routes."""
+    e = c.int("num_experts", "num_local_experts", default=16)
+    per_token = c.int("num_experts_per_tok", default=2)
+    if e > 1 and per_token > e:
+        raise ConfigError(
+            f"config.json field 'num_experts_per_tok' ({per_token}) exceeds the number of "
+            f"experts ({e})",
+            field="num_experts_per_tok",
+        )
+    sparse = _every(layers, period, offset) if e > 1 else 0
+    if not sparse:
+        return None
+    return b.Experts(
+        router=[b.lin("feed_forward.router", d, e, False, "router", module=False)],
+        routed=b.gated_mlp(
+            d,
+            inter,
+            names=("gate_up_proj", "gate_up_proj", "down_proj"),
+            prefix="feed_forward.experts.",
+            role="expert",
+            count=e,
+            module=False,
+        ),
+        shared=[],
+        experts=e,
+        per_token=per_token,
+        shared_experts=0,
+        intermediate=inter,
+        sparse_layers=sparse,
+    )
+
+
+def _jamba_linear_attention(mixer: _Mamba1, layers: int) -> LinearAttention:
+    """The Mamba layers' state, and what the step-by-step mixer keeps for backward (see
+    jamba_blueprint)."""
+    i, r, n = mixer.inner, mixer.rank, mixer.state
+    saved = 7 * i + 4 * r + 10 * n + math.ceil(4 * i * n / _SCAN_CHUNK)
+    return LinearAttention(
+        layers=layers,
+        state_values=i * mixer.kernel,
+        state_fp32_values=i * n,
+        saved_per_token=saved,
+    )
+
+
 def jamba_blueprint(c: Config, family: str) -> b.Blueprint:
     """Jamba v0.1 / 1.5 / 1.6 (JambaAttentionDecoderLayer / JambaMambaDecoderLayer): layer i
     attends where i % attn_layer_period == attn_layer_offset, else runs a Mamba-1 mixer
@@ -274,68 +355,12 @@ def jamba_blueprint(c: Config, family: str) -> b.Blueprint:
     vocab = c.int("vocab_size", default=65536)
     tied = c.bool("tie_word_embeddings", default=False)
     inter = c.int("intermediate_size", default=14336)
-    attn_period = c.int("attn_layer_period", default=8)
-    attn_offset = c.int("attn_layer_offset", default=4, minimum=0)
-    expert_period = c.int("expert_layer_period", default=2)
-    expert_offset = c.int("expert_layer_offset", default=1, minimum=0)
-    for name, offset, period in (
-        ("attn_layer_offset", attn_offset, attn_period),
-        ("expert_layer_offset", expert_offset, expert_period),
-    ):
-        if offset >= period:
-            raise ConfigError(
-                f"config.json field '{name}' ({offset}) must be smaller than its period ({period})",
-                field=name,
-            )
+    attn_period, attn_offset, expert_period, expert_offset = _jamba_periods(c)
     n_attention = _every(layers, attn_period, attn_offset)
     n_mamba = layers - n_attention
-    rank = c.raw.get("mamba_dt_rank", "auto")
-    mixer = _Mamba1(
-        d=d,
-        inner=c.int("mamba_expand", default=2) * d,
-        state=c.int("mamba_d_state", default=16),
-        rank=math.ceil(d / 16) if rank in (None, "auto") else c.int("mamba_dt_rank"),
-        kernel=c.int("mamba_d_conv", default=4),
-        bias=c.bool("mamba_proj_bias", default=False),
-        conv_bias=c.bool("mamba_conv_bias", default=True),
-    )
-    e = c.int("num_experts", "num_local_experts", default=16)
-    per_token = c.int("num_experts_per_tok", default=2)
-    if e > 1 and per_token > e:
-        raise ConfigError(
-            f"config.json field 'num_experts_per_tok' ({per_token}) exceeds the number of "
-            f"experts ({e})",
-            field="num_experts_per_tok",
-        )
-    sparse = _every(layers, expert_period, expert_offset) if e > 1 else 0
-    experts = None
-    if sparse:
-        experts = b.Experts(
-            router=[b.lin("feed_forward.router", d, e, False, "router", module=False)],
-            routed=b.gated_mlp(
-                d,
-                inter,
-                names=("gate_up_proj", "gate_up_proj", "down_proj"),
-                prefix="feed_forward.experts.",
-                role="expert",
-                count=e,
-                module=False,
-            ),
-            shared=[],
-            experts=e,
-            per_token=per_token,
-            shared_experts=0,
-            intermediate=inter,
-            sparse_layers=sparse,
-        )
-    i, r, n = mixer.inner, mixer.rank, mixer.state
-    saved = 7 * i + 4 * r + 10 * n + math.ceil(4 * i * n / _SCAN_CHUNK)
-    hybrid = LinearAttention(
-        layers=n_mamba,
-        state_values=i * mixer.kernel,
-        state_fp32_values=i * n,
-        saved_per_token=saved,
-    )
+    mixer = _jamba_mixer(c, d)
+    experts = _jamba_experts(c, d, inter, layers, expert_period, expert_offset)
+    sparse = experts.sparse_layers if experts else 0
     notes = [
         f"{n_mamba} of {layers} layers run a Mamba mixer: they keep no KV cache but a fixed "
         f"state of {mixer.state_mib():.2f} MiB per sequence each (16-bit activations); "
@@ -364,6 +389,6 @@ def jamba_blueprint(c: Config, family: str) -> b.Blueprint:
         notes=notes,
         linear_attention=mixer.linears(),
         # conv1d, A_log, D and the dt, B and C norms' weights
-        linear_attention_norms=mixer.other_params + r + 2 * n,
-        hybrid=hybrid,
+        linear_attention_norms=mixer.other_params + mixer.rank + 2 * mixer.state,
+        hybrid=_jamba_linear_attention(mixer, n_mamba),
     )
