@@ -49,6 +49,7 @@ AttentionGroup use (caches=False for the KV-shared layers) is followed here.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 from advisor.engine.architecture import blocks as b
 from advisor.engine.architecture.config import Config
@@ -149,6 +150,174 @@ def _check_sparsity(t: Config, layers: int) -> None:
         )
 
 
+@dataclass(frozen=True)
+class _TextModel:
+    """The text model's sizes, read and checked in the order transformers checks them."""
+
+    t: Config
+    d: int
+    layers: int
+    heads: int
+    kv: int
+    hd: int
+    vocab: int
+    sizes: list[int]  # the MLP width of each layer
+    full: list[bool]  # each layer's attention: full (True) or sliding
+    shared: int  # the last layers, which read an earlier layer's keys and values
+    bias: bool
+    per_layer: int
+    altup: int
+    rank: int
+    table: int  # the per-layer embedding table's parameters
+
+    @property
+    def caching(self) -> int:
+        return self.layers - self.shared
+
+
+def _read_text(c: Config, composite: bool) -> _TextModel:
+    t = _text_config(c, composite)
+    d, layers = t.int("hidden_size"), t.int("num_hidden_layers")
+    heads, kv, hd = t.int("num_attention_heads"), t.int("num_key_value_heads"), t.int("head_dim")
+    vocab = t.int("vocab_size")
+    if d % heads:  # Gemma3nTextConfig.validate_architecture
+        raise ConfigError(
+            f"config.json field 'num_attention_heads' ({heads}) must divide the hidden size ({d})",
+            field="num_attention_heads",
+        )
+    sizes = _intermediate_sizes(t, layers)
+    full = _layer_kinds(t, layers)
+    _check_sparsity(t, layers)
+    shared = t.int("num_kv_shared_layers", minimum=0)
+    caching = layers - shared
+    # Gemma3nTextConfig.kv_sharing_modes: every kind the shared layers use must have a caching
+    # layer before them to read from.
+    if shared and (caching < 1 or set(full) != set(full[:caching])):
+        raise ConfigError(
+            f"config.json field 'num_kv_shared_layers' ({shared}) leaves no earlier layer of "
+            "each attention kind for the shared layers to read keys and values from",
+            field="num_kv_shared_layers",
+        )
+    bias = t.bool("attention_bias", default=False)
+    per_layer = t.int("hidden_size_per_layer_input")
+    return _TextModel(
+        t=t,
+        d=d,
+        layers=layers,
+        heads=heads,
+        kv=kv,
+        hd=hd,
+        vocab=vocab,
+        sizes=sizes,
+        full=full,
+        shared=shared,
+        bias=bias,
+        per_layer=per_layer,
+        altup=t.int("altup_num_inputs"),
+        rank=t.int("laurel_rank"),
+        table=t.int("vocab_size_per_layer_input") * layers * per_layer,
+    )
+
+
+def _block_linears(x: _TextModel) -> list[b.LinearShape]:
+    """Attention (k and v only where the layer caches), Laurel, AltUp and the per-layer input's
+    gate and projection, each with the number of layers that have it."""
+    d, layers, caching, bias = x.d, x.layers, x.caching, x.bias
+
+    def lin(name, i, o, count, role, with_bias=False):
+        return b.lin(name, i, o, with_bias, role).model_copy(update={"layers": count})
+
+    linears = [
+        lin("q_proj", d, x.heads * x.hd, layers, "attn_q", bias),
+        lin("k_proj", d, x.kv * x.hd, caching, "attn_k", bias),
+        lin("v_proj", d, x.kv * x.hd, caching, "attn_v", bias),
+        lin("o_proj", x.heads * x.hd, d, layers, "attn_out", bias),
+        lin("linear_left", d, x.rank, layers, "laurel_down"),
+        lin("linear_right", x.rank, d, layers, "laurel_up"),
+        lin("modality_router", d, x.altup, layers, "altup_router"),
+        lin("prediction_coefs", x.altup, x.altup * x.altup, layers, "altup_prediction"),
+        lin("correction_coefs", x.altup, x.altup, layers, "altup_correction"),
+        lin("per_layer_input_gate", d, x.per_layer, layers, "per_layer_gate"),
+        lin("per_layer_projection", x.per_layer, d, layers, "per_layer_projection"),
+    ]
+    return [linear for linear in linears if linear.layers]
+
+
+def _mlp(x: _TextModel) -> list[b.LinearShape]:
+    """One gated MLP, or one per distinct width with the layers that have it (MatFormer)."""
+    widths = Counter(x.sizes)
+    if len(widths) == 1:
+        return b.gated_mlp(x.d, x.sizes[0])
+    return [
+        linear
+        for size, n in sorted(widths.items())
+        for linear in b.in_layers(b.gated_mlp(x.d, size), n)
+    ]
+
+
+def _outside(x: _TextModel) -> int:
+    """The text model's parameters outside the blocks and the embedding tables."""
+    d, layers, per_layer = x.d, x.layers, x.per_layer
+    return (
+        d  # final norm
+        + d * layers * per_layer  # per_layer_model_projection
+        + per_layer  # per_layer_projection_norm
+        + 2 * (x.altup - 1) * d * d  # altup_projections, altup_unembed_projections
+        + x.caching * x.hd  # k norms
+    )
+
+
+def _text_notes(x: _TextModel) -> list[str]:
+    notes = [
+        f"{x.table:,} of the parameters are the per-layer embedding table: each token reads one "
+        "row of it, so it takes memory but no compute. transformers loads it on the GPU with "
+        "the rest (counted here); Google's on-device runtimes can cache it in local storage "
+        "instead (PLE caching), which is what its 'effective' size leaves out.",
+        f"AltUp carries {x.altup} copies of the hidden state between layers: training keeps "
+        "all of them as each layer's input, and each layer's predicted and corrected copies; "
+        "the first layers' activation sparsity has no parameters and saves no matmul in "
+        "transformers.",
+    ]
+    if x.shared:
+        notes.append(
+            f"The last {x.shared} of {x.layers} layers reuse an earlier layer's keys and values: "
+            "they keep no KV cache."
+        )
+    return notes
+
+
+def _unloaded_kv(x: _TextModel) -> dict[str, int]:
+    """What the checkpoints store for the KV-shared layers and transformers does not load."""
+    if not x.shared:
+        return {}
+    kv_width = x.kv * x.hd
+    return {
+        "the key/value projections of the KV-shared layers, which transformers does not load": (
+            x.shared * (2 * (x.d * kv_width + x.bias * kv_width) + x.hd)
+        )
+    }
+
+
+def _attention_groups(x: _TextModel, window: int | None) -> list[AttentionGroup]:
+    """The sliding and full layers, each split into those that cache and those that share."""
+    n_full, n_full_caching = sum(x.full), sum(x.full[: x.caching])
+    n_sliding, n_sliding_caching = x.layers - n_full, x.caching - n_full_caching
+    kinds = [(n_sliding, n_sliding_caching, window), (n_full, n_full_caching, None)]
+    groups = [
+        AttentionGroup(
+            layers=count,
+            query_width=x.heads * x.hd,
+            kv_heads=x.kv,
+            head_dim=x.hd,
+            window=kind_window,
+            caches=caches,
+        )
+        for total_layers, caching_layers, kind_window in kinds
+        for count, caches in ((caching_layers, True), (total_layers - caching_layers, False))
+    ]
+    return [g for g in groups if g.layers]
+
+
 def _pairs(a: Config, name: str) -> list[tuple[int, int]]:
     value = a.raw.get(name)
     if (
@@ -225,111 +394,34 @@ def _embedder(raw: dict, defaults: dict, d: int) -> int:
     return e.int("vocab_size") * width + 2 * width + width * d
 
 
+def _towers(c: Config, d: int) -> int:
+    """The vision and audio towers and their embedders (the composite class only)."""
+    vision_raw = c.raw.get("vision_config") or {}
+    audio_raw = c.raw.get("audio_config") or {}
+    if not isinstance(vision_raw, dict) or not isinstance(audio_raw, dict):
+        raise ConfigError(
+            "config.json of a Gemma 3n model needs vision_config and audio_config objects",
+            field="vision_config" if not isinstance(vision_raw, dict) else "audio_config",
+        )
+    vision, _ = _vision_params(vision_raw)
+    audio, _ = _audio_params(audio_raw)
+    return (
+        vision
+        + _embedder(vision_raw, _VISION_DEFAULTS, d)
+        + audio
+        + _embedder(audio_raw, _AUDIO_DEFAULTS, d)
+    )
+
+
 def gemma3n_blueprint(c: Config, family: str) -> b.Blueprint:
     """Gemma3nForConditionalGeneration ("gemma3n") or Gemma3nForCausalLM ("gemma3n_text")."""
     composite = family == "gemma3n"
-    t = _text_config(c, composite)
-    d, layers = t.int("hidden_size"), t.int("num_hidden_layers")
-    heads, kv, hd = t.int("num_attention_heads"), t.int("num_key_value_heads"), t.int("head_dim")
-    vocab = t.int("vocab_size")
-    if d % heads:  # Gemma3nTextConfig.validate_architecture
-        raise ConfigError(
-            f"config.json field 'num_attention_heads' ({heads}) must divide the hidden size ({d})",
-            field="num_attention_heads",
-        )
-    sizes = _intermediate_sizes(t, layers)
-    full = _layer_kinds(t, layers)
-    _check_sparsity(t, layers)
-    shared = t.int("num_kv_shared_layers", minimum=0)
-    caching = layers - shared
-    # Gemma3nTextConfig.kv_sharing_modes: every kind the shared layers use must have a caching
-    # layer before them to read from.
-    if shared and (caching < 1 or set(full) != set(full[:caching])):
-        raise ConfigError(
-            f"config.json field 'num_kv_shared_layers' ({shared}) leaves no earlier layer of "
-            "each attention kind for the shared layers to read keys and values from",
-            field="num_kv_shared_layers",
-        )
-    n_full, n_full_caching = sum(full), sum(full[:caching])
-    n_sliding, n_sliding_caching = layers - n_full, caching - n_full_caching
-    bias = t.bool("attention_bias", default=False)
-    per_layer = t.int("hidden_size_per_layer_input")
-    altup = t.int("altup_num_inputs")
-    rank = t.int("laurel_rank")
-
-    def lin(name, i, o, count, role, with_bias=False):
-        return b.lin(name, i, o, with_bias, role).model_copy(update={"layers": count})
-
-    attention = [
-        lin("q_proj", d, heads * hd, layers, "attn_q", bias),
-        lin("k_proj", d, kv * hd, caching, "attn_k", bias),
-        lin("v_proj", d, kv * hd, caching, "attn_v", bias),
-        lin("o_proj", heads * hd, d, layers, "attn_out", bias),
-        lin("linear_left", d, rank, layers, "laurel_down"),
-        lin("linear_right", rank, d, layers, "laurel_up"),
-        lin("modality_router", d, altup, layers, "altup_router"),
-        lin("prediction_coefs", altup, altup * altup, layers, "altup_prediction"),
-        lin("correction_coefs", altup, altup, layers, "altup_correction"),
-        lin("per_layer_input_gate", d, per_layer, layers, "per_layer_gate"),
-        lin("per_layer_projection", per_layer, d, layers, "per_layer_projection"),
-    ]
-    widths = Counter(sizes)
-    if len(widths) == 1:
-        mlp = b.gated_mlp(d, sizes[0])
-    else:
-        mlp = [
-            x for size, n in sorted(widths.items()) for x in b.in_layers(b.gated_mlp(d, size), n)
-        ]
-
-    # Per block: four norms, Laurel's and the per-layer input's norms, AltUp's router norm and
-    # output scale (each of the hidden size), the q norm; k norms where the layer caches.
-    block_norms = 8 * d + hd
-    table = t.int("vocab_size_per_layer_input") * layers * per_layer
-    embedding = vocab * d + table
-    outside = (
-        d  # final norm
-        + d * layers * per_layer  # per_layer_model_projection
-        + per_layer  # per_layer_projection_norm
-        + 2 * (altup - 1) * d * d  # altup_projections, altup_unembed_projections
-        + caching * hd  # k norms
-    )
-    notes = [
-        f"{table:,} of the parameters are the per-layer embedding table: each token reads one "
-        "row of it, so it takes memory but no compute. transformers loads it on the GPU with "
-        "the rest (counted here); Google's on-device runtimes can cache it in local storage "
-        "instead (PLE caching), which is what its 'effective' size leaves out.",
-        f"AltUp carries {altup} copies of the hidden state between layers: training keeps "
-        "all of them as each layer's input, and each layer's predicted and corrected copies; "
-        "the first layers' activation sparsity has no parameters and saves no matmul in "
-        "transformers.",
-    ]
-    if shared:
-        notes.append(
-            f"The last {shared} of {layers} layers reuse an earlier layer's keys and values: "
-            "they keep no KV cache."
-        )
-    stored: dict[str, int] = {}
-    if shared:
-        stored[
-            "the key/value projections of the KV-shared layers, which transformers does not load"
-        ] = shared * (2 * (d * kv * hd + bias * kv * hd) + hd)
-
+    x = _read_text(c, composite)
+    d, vocab = x.d, x.vocab
+    outside = _outside(x)
+    notes = _text_notes(x)
     if composite:
-        vision_raw = c.raw.get("vision_config") or {}
-        audio_raw = c.raw.get("audio_config") or {}
-        if not isinstance(vision_raw, dict) or not isinstance(audio_raw, dict):
-            raise ConfigError(
-                "config.json of a Gemma 3n model needs vision_config and audio_config objects",
-                field="vision_config" if not isinstance(vision_raw, dict) else "audio_config",
-            )
-        vision, _ = _vision_params(vision_raw)
-        audio, _ = _audio_params(audio_raw)
-        towers = (
-            vision
-            + _embedder(vision_raw, _VISION_DEFAULTS, d)
-            + audio
-            + _embedder(audio_raw, _AUDIO_DEFAULTS, d)
-        )
+        towers = _towers(c, d)
         outside += towers
         notes.append(
             f"Includes the MobileNet-V5 vision and USM audio encoders and their embedders "
@@ -337,42 +429,31 @@ def gemma3n_blueprint(c: Config, family: str) -> b.Blueprint:
             "about 6.25 tokens a second (188 for 30 s), which the sequence length should "
             "include."
         )
-
-    window = t.opt_int("sliding_window")
-    kinds = [(n_sliding, n_sliding_caching, window), (n_full, n_full_caching, None)]
-    groups = [
-        AttentionGroup(
-            layers=count,
-            query_width=heads * hd,
-            kv_heads=kv,
-            head_dim=hd,
-            window=kind_window,
-            caches=caches,
-        )
-        for total_layers, caching_layers, kind_window in kinds
-        for count, caches in ((caching_layers, True), (total_layers - caching_layers, False))
-    ]
-    tied = (c if composite else t).bool("tie_word_embeddings", default=True)
+    window = x.t.opt_int("sliding_window")
+    tied = (c if composite else x.t).bool("tie_word_embeddings", default=True)
     return b.Blueprint(
         family=family,
         d=d,
-        layers=layers,
-        h=heads,
-        kv=kv,
-        hd=hd,
-        inter=max(sizes),
+        layers=x.layers,
+        h=x.heads,
+        kv=x.kv,
+        hd=x.hd,
+        inter=max(x.sizes),
         gated=True,
         vocab=vocab,
-        positions=t.opt_int("max_position_embeddings"),
+        positions=x.t.opt_int("max_position_embeddings"),
         tied=tied,
-        attention=[x for x in attention if x.layers],
-        mlp=mlp,
-        block_norms=block_norms,
-        embedding=embedding,
+        attention=_block_linears(x),
+        mlp=_mlp(x),
+        # Per block: four norms, Laurel's and the per-layer input's norms, AltUp's router norm
+        # and output scale (each of the hidden size), the q norm; k norms where the layer
+        # caches.
+        block_norms=8 * d + x.hd,
+        embedding=vocab * d + x.table,
         lm_head=0 if tied else vocab * d,
         outside=outside,
         notes=notes,
-        attention_groups=[g for g in groups if g.layers],
-        stored_extras=stored,
-        residual_streams=altup,
+        attention_groups=_attention_groups(x, window),
+        stored_extras=_unloaded_kv(x),
+        residual_streams=x.altup,
     )

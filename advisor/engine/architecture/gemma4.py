@@ -27,6 +27,8 @@ buffers, and for the E models the k/v projections of their KV-shared layers (not
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from advisor.engine.architecture import blocks as b
 from advisor.engine.architecture.config import Config
 from advisor.engine.architecture.model import AttentionGroup
@@ -123,10 +125,47 @@ def _audio_params(raw: dict) -> tuple[int, int]:
     return subsampling + a.int("num_hidden_layers") * layer + d * out + out, out
 
 
-def gemma4_blueprint(c: Config, family: str) -> b.Blueprint:
-    """Gemma4ForConditionalGeneration ("gemma4": text_config, vision_config, audio_config) or
-    Gemma4ForCausalLM ("gemma4_text")."""
-    composite = family == "gemma4"
+@dataclass(frozen=True)
+class _TextModel:
+    """The text model's sizes, read and checked in the order transformers checks them."""
+
+    t: Config
+    d: int
+    layers: int
+    heads: int
+    vocab: int
+    kv: int
+    hd: int
+    global_hd: int
+    k_eq_v: bool
+    global_kv: int
+    inter: int
+    shared: int  # the last layers, which read an earlier layer's keys and values
+    full: list[bool]  # each layer's attention: full (True) or sliding
+    bias: bool
+
+    @property
+    def caching(self) -> int:
+        return self.layers - self.shared
+
+    @property
+    def n_full(self) -> int:
+        return sum(self.full)
+
+    @property
+    def n_full_caching(self) -> int:
+        return sum(self.full[: self.caching])
+
+    @property
+    def n_sliding(self) -> int:
+        return self.layers - self.n_full
+
+    @property
+    def n_sliding_caching(self) -> int:
+        return self.caching - self.n_full_caching
+
+
+def _read_text(c: Config, composite: bool) -> _TextModel:
     text_raw = c.raw.get("text_config") if composite else c.raw
     if not isinstance(text_raw, dict):
         raise ConfigError(
@@ -147,37 +186,157 @@ def gemma4_blueprint(c: Config, family: str) -> b.Blueprint:
             field="num_kv_shared_layers",
         )
     full = _layer_kinds(t, layers)
-    caching = layers - shared
-    n_full, n_full_caching = sum(full), sum(full[:caching])
-    n_sliding, n_sliding_caching = layers - n_full, caching - n_full_caching
-    bias = t.bool("attention_bias", default=False)
+    return _TextModel(
+        t=t,
+        d=d,
+        layers=layers,
+        heads=heads,
+        vocab=vocab,
+        kv=kv,
+        hd=hd,
+        global_hd=global_hd,
+        k_eq_v=k_eq_v,
+        global_kv=global_kv,
+        inter=inter,
+        shared=shared,
+        full=full,
+        bias=t.bool("attention_bias", default=False),
+    )
 
-    def lin(name, i, o, count, role, with_bias=bias):
-        return b.lin(name, i, o, with_bias, role).model_copy(update={"layers": count})
 
+def _lin(name: str, i: int, o: int, count: int, role: str, bias: bool) -> b.LinearShape:
+    """A projection that `count` of the blocks have."""
+    return b.lin(name, i, o, bias, role).model_copy(update={"layers": count})
+
+
+def _attention(x: _TextModel) -> list[b.LinearShape]:
+    """The sliding and the full layers' projections; k and v only where the layer caches, no
+    v_proj in the full layers where attention_k_eq_v."""
+    d, heads, bias = x.d, x.heads, x.bias
     attention = [
-        lin("q_proj", d, heads * hd, n_sliding, "attn_q"),
-        lin("k_proj", d, kv * hd, n_sliding_caching, "attn_k"),
-        lin("v_proj", d, kv * hd, n_sliding_caching, "attn_v"),
-        lin("o_proj", heads * hd, d, n_sliding, "attn_out"),
-        lin("q_proj", d, heads * global_hd, n_full, "attn_q"),
-        lin("k_proj", d, global_kv * global_hd, n_full_caching, "attn_k"),
-        lin("o_proj", heads * global_hd, d, n_full, "attn_out"),
+        _lin("q_proj", d, heads * x.hd, x.n_sliding, "attn_q", bias),
+        _lin("k_proj", d, x.kv * x.hd, x.n_sliding_caching, "attn_k", bias),
+        _lin("v_proj", d, x.kv * x.hd, x.n_sliding_caching, "attn_v", bias),
+        _lin("o_proj", heads * x.hd, d, x.n_sliding, "attn_out", bias),
+        _lin("q_proj", d, heads * x.global_hd, x.n_full, "attn_q", bias),
+        _lin("k_proj", d, x.global_kv * x.global_hd, x.n_full_caching, "attn_k", bias),
+        _lin("o_proj", heads * x.global_hd, d, x.n_full, "attn_out", bias),
     ]
-    if not k_eq_v:
-        attention.insert(6, lin("v_proj", d, global_kv * global_hd, n_full_caching, "attn_v"))
-    attention = [x for x in attention if x.layers]
-    # q norms in every layer, k norms where the layer caches; their size is the layer's head.
-    qk_norms = n_sliding * hd + n_full * global_hd + n_sliding_caching * hd
-    qk_norms += n_full_caching * global_hd
+    if not x.k_eq_v:
+        v_proj = _lin("v_proj", d, x.global_kv * x.global_hd, x.n_full_caching, "attn_v", bias)
+        attention.insert(6, v_proj)
+    return [linear for linear in attention if linear.layers]
 
+
+def _qk_norms(x: _TextModel) -> int:
+    """q norms in every layer, k norms where the layer caches; their size is the layer's head."""
+    qk_norms = x.n_sliding * x.hd + x.n_full * x.global_hd + x.n_sliding_caching * x.hd
+    return qk_norms + x.n_full_caching * x.global_hd
+
+
+def _experts(t: Config, d: int, layers: int, mlp: list[b.LinearShape]) -> b.Experts | None:
+    """26B-A4B's experts (enable_moe_block), None where the blocks have none."""
+    if not t.bool("enable_moe_block", default=False):
+        return None
+    count, per_token = t.int("num_experts"), t.int("top_k_experts")
+    if per_token > count:
+        raise ConfigError(
+            f"config.json field 'top_k_experts' ({per_token}) exceeds the number of "
+            f"experts ({count})",
+            field="top_k_experts",
+        )
+    expert = t.int("moe_intermediate_size", "expert_intermediate_size")
+    return b.Experts(
+        router=[b.lin("proj", d, count, False, "router")],
+        routed=b.gated_mlp(
+            d,
+            expert,
+            names=("gate_up_proj", "gate_up_proj", "down_proj"),
+            prefix="experts.",
+            role="expert",
+            count=count,
+            module=False,
+        ),
+        # The dense MLP runs beside the experts in every block, as a shared expert would.
+        shared=mlp,
+        experts=count,
+        per_token=per_token,
+        shared_experts=1,
+        intermediate=expert,
+        sparse_layers=layers,
+        router_extra=d + count,  # the router's scale per hidden unit and per expert
+    )
+
+
+def _attention_groups(x: _TextModel, window: int | None) -> list[AttentionGroup]:
+    """The sliding and full layers, each split into those that cache and those that share."""
+    # (layers, layers of them that cache, head size, key/value heads, window) per kind
+    kinds = [
+        (x.n_sliding, x.n_sliding_caching, x.hd, x.kv, window),
+        (x.n_full, x.n_full_caching, x.global_hd, x.global_kv, None),
+    ]
+    groups = [
+        AttentionGroup(
+            layers=count,
+            query_width=x.heads * size,
+            kv_heads=kv_heads,
+            head_dim=size,
+            window=kind_window,
+            caches=caches,
+        )
+        for total_layers, caching_layers, size, kv_heads, kind_window in kinds
+        for count, caches in ((caching_layers, True), (total_layers - caching_layers, False))
+    ]
+    return [g for g in groups if g.layers]
+
+
+def _unloaded_kv(x: _TextModel) -> dict[str, int]:
+    """What the checkpoints store for the KV-shared layers and transformers does not load."""
+    if not x.shared:
+        return {}
+    unloaded = x.n_sliding - x.n_sliding_caching
+    kept = x.n_full - x.n_full_caching
+    return {
+        "the key/value projections of the KV-shared layers, which transformers does not load": (
+            unloaded * (2 * x.d * x.kv * x.hd + x.hd)
+            + kept * ((1 if x.k_eq_v else 2) * x.d * x.global_kv * x.global_hd + x.global_hd)
+        )
+    }
+
+
+def _towers(c: Config, d: int) -> tuple[int, int, bool]:
+    """(parameters, standardisation buffers, whether there is an audio tower) of the vision and
+    audio towers and their projections (the composite class only)."""
+    vision_raw = c.raw.get("vision_config") or {}
+    audio_raw = c.raw.get("audio_config")
+    if not isinstance(vision_raw, dict) or not isinstance(audio_raw, dict | None):
+        raise ConfigError(
+            "config.json of a Gemma 4 model needs vision_config (and, where given, "
+            "audio_config) objects",
+            field="vision_config",
+        )
+    vision, vision_d, standardise = _vision_params(vision_raw)
+    tower = vision + vision_d * d
+    if audio_raw:
+        audio, audio_out = _audio_params(audio_raw)
+        tower += audio + audio_out * d
+    return tower, standardise, bool(audio_raw)
+
+
+def gemma4_blueprint(c: Config, family: str) -> b.Blueprint:
+    """Gemma4ForConditionalGeneration ("gemma4": text_config, vision_config, audio_config) or
+    Gemma4ForCausalLM ("gemma4_text")."""
+    composite = family == "gemma4"
+    x = _read_text(c, composite)
+    t, d, layers, shared = x.t, x.d, x.layers, x.shared
+    attention = _attention(x)
     wide = t.bool("use_double_wide_mlp", default=False) and shared > 0
-    mlp = b.gated_mlp(d, inter)
+    mlp = b.gated_mlp(d, x.inter)
     if wide:
-        mlp = b.in_layers(mlp, caching) + b.in_layers(b.gated_mlp(d, 2 * inter), shared)
+        mlp = b.in_layers(mlp, x.caching) + b.in_layers(b.gated_mlp(d, 2 * x.inter), shared)
 
     per_layer = t.int("hidden_size_per_layer_input", minimum=0)
-    embedding = vocab * d
+    embedding = x.vocab * d
     outside = d  # final norm
     block_norms = 4 * d
     notes: list[str] = []
@@ -187,8 +346,8 @@ def gemma4_blueprint(c: Config, family: str) -> b.Blueprint:
         outside += d * layers * per_layer + per_layer
         block_norms += d
         attention += [
-            lin("per_layer_input_gate", d, per_layer, layers, "per_layer_gate", False),
-            lin("per_layer_projection", per_layer, d, layers, "per_layer_projection", False),
+            _lin("per_layer_input_gate", d, per_layer, layers, "per_layer_gate", False),
+            _lin("per_layer_projection", per_layer, d, layers, "per_layer_projection", False),
         ]
         notes.append(
             f"{table:,} of the parameters are per-layer embedding tables: each token reads one "
@@ -199,86 +358,18 @@ def gemma4_blueprint(c: Config, family: str) -> b.Blueprint:
             f"The last {shared} of {layers} layers reuse an earlier layer's keys and values: "
             "they keep no KV cache."
         )
-
-    experts = None
-    if t.bool("enable_moe_block", default=False):
-        count, per_token = t.int("num_experts"), t.int("top_k_experts")
-        if per_token > count:
-            raise ConfigError(
-                f"config.json field 'top_k_experts' ({per_token}) exceeds the number of "
-                f"experts ({count})",
-                field="top_k_experts",
-            )
-        expert = t.int("moe_intermediate_size", "expert_intermediate_size")
-        experts = b.Experts(
-            router=[b.lin("proj", d, count, False, "router")],
-            routed=b.gated_mlp(
-                d,
-                expert,
-                names=("gate_up_proj", "gate_up_proj", "down_proj"),
-                prefix="experts.",
-                role="expert",
-                count=count,
-                module=False,
-            ),
-            # The dense MLP runs beside the experts in every block, as a shared expert would.
-            shared=mlp,
-            experts=count,
-            per_token=per_token,
-            shared_experts=1,
-            intermediate=expert,
-            sparse_layers=layers,
-            router_extra=d + count,  # the router's scale per hidden unit and per expert
-        )
+    experts = _experts(t, d, layers, mlp)
+    if experts:
         block_norms += 3 * d
-
     window = t.opt_int("sliding_window")
-    # (layers, layers of them that cache, head size, key/value heads, window) per kind
-    kinds = [
-        (n_sliding, n_sliding_caching, hd, kv, window),
-        (n_full, n_full_caching, global_hd, global_kv, None),
-    ]
-    groups = [
-        AttentionGroup(
-            layers=count,
-            query_width=heads * size,
-            kv_heads=kv_heads,
-            head_dim=size,
-            window=kind_window,
-            caches=caches,
-        )
-        for total_layers, caching_layers, size, kv_heads, kind_window in kinds
-        for count, caches in ((caching_layers, True), (total_layers - caching_layers, False))
-    ]
-    stored = {"a scalar buffer per layer": layers}
-    if shared:
-        unloaded = n_sliding - n_sliding_caching
-        kept = n_full - n_full_caching
-        stored[
-            "the key/value projections of the KV-shared layers, which transformers does not load"
-        ] = unloaded * (2 * d * kv * hd + hd) + kept * (
-            (1 if k_eq_v else 2) * d * global_kv * global_hd + global_hd
-        )
-    tower = 0
+    stored = {"a scalar buffer per layer": layers, **_unloaded_kv(x)}
     if composite:
-        vision_raw = c.raw.get("vision_config") or {}
-        audio_raw = c.raw.get("audio_config")
-        if not isinstance(vision_raw, dict) or not isinstance(audio_raw, dict | None):
-            raise ConfigError(
-                "config.json of a Gemma 4 model needs vision_config (and, where given, "
-                "audio_config) objects",
-                field="vision_config",
-            )
-        vision, vision_d, standardise = _vision_params(vision_raw)
-        tower = vision + vision_d * d
+        tower, standardise, audio = _towers(c, d)
         if standardise:
             stored["the vision tower's standardisation buffers"] = standardise
-        if audio_raw:
-            audio, audio_out = _audio_params(audio_raw)
-            tower += audio + audio_out * d
         outside += tower
         notes.append(
-            f"Includes the vision{' and audio' if audio_raw else ''} encoders and their "
+            f"Includes the vision{' and audio' if audio else ''} encoders and their "
             f"projections ({tower:,} parameters); an image adds up to 280 tokens to the "
             "sequence (the processor's max_soft_tokens), which the sequence length should "
             "include."
@@ -288,22 +379,22 @@ def gemma4_blueprint(c: Config, family: str) -> b.Blueprint:
         family=family,
         d=d,
         layers=layers,
-        h=heads,
-        kv=kv,
-        hd=hd,
-        inter=inter,
+        h=x.heads,
+        kv=x.kv,
+        hd=x.hd,
+        inter=x.inter,
         gated=True,
-        vocab=vocab,
+        vocab=x.vocab,
         positions=t.opt_int("max_position_embeddings"),
         tied=tied,
         attention=attention,
         mlp=mlp,
         block_norms=block_norms,
         embedding=embedding,
-        lm_head=0 if tied else vocab * d,
-        outside=outside + qk_norms,
+        lm_head=0 if tied else x.vocab * d,
+        outside=outside + _qk_norms(x),
         experts=experts,
         notes=notes,
-        attention_groups=[g for g in groups if g.layers],
+        attention_groups=_attention_groups(x, window),
         stored_extras=stored,
     )
