@@ -152,7 +152,8 @@ def _check_sparsity(t: Config, layers: int) -> None:
 
 @dataclass(frozen=True)
 class _TextModel:
-    """The text model's sizes, read and checked in the order transformers checks them."""
+    """Gemma3nTextConfig's sizes, each read and checked once, in a fixed order (the first bad
+    field is the one an error names)."""
 
     t: Config
     d: int

@@ -127,7 +127,8 @@ def _audio_params(raw: dict) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class _TextModel:
-    """The text model's sizes, read and checked in the order transformers checks them."""
+    """Gemma4TextConfig's sizes (the composite class's text_config), each read and checked once,
+    in a fixed order (the first bad field is the one an error names)."""
 
     t: Config
     d: int
