@@ -26,7 +26,7 @@ from __future__ import annotations
 from advisor.engine.architecture import blocks as b
 from advisor.engine.architecture.config import Config, encoder_dims
 from advisor.engine.architecture.encoders import label_count
-from advisor.engine.architecture.model import StackWidths
+from advisor.engine.architecture.masked_autoencoders import autoencoder_blueprint, mask_ratio
 from advisor.engine.errors import ConfigError
 
 
@@ -238,85 +238,6 @@ def beit_blueprint(c: Config, family: str) -> b.Blueprint:
     )
 
 
-def _mask_ratio(c: Config, default: float) -> float:
-    ratio = c.raw.get("mask_ratio", default)
-    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0 <= ratio < 1:
-        raise ConfigError(
-            f"config.json field 'mask_ratio' must be a number from 0 to below 1, got {ratio!r}",
-            field="mask_ratio",
-        )
-    return float(ratio)
-
-
-def _decoder(c: Config) -> tuple[int, int, int, int, int]:
-    """A masked autoencoder's decoder: (width, layers, heads, head dim, MLP width)."""
-    dd = c.int("decoder_hidden_size")
-    dh = c.int("decoder_num_attention_heads")
-    if dd % dh:
-        raise ConfigError(
-            f"config.json field 'decoder_num_attention_heads' ({dh}) must divide the decoder's "
-            f"hidden size ({dd})",
-            field="decoder_num_attention_heads",
-        )
-    return dd, c.int("decoder_num_hidden_layers"), dh, dd // dh, c.int("decoder_intermediate_size")
-
-
-def _autoencoder(
-    c: Config,
-    family: str,
-    *,
-    d: int,
-    h: int,
-    hd: int,
-    inter: int,
-    layers: int,
-    block: tuple[list[b.LinearShape], list[b.LinearShape]],
-    decoder_block,
-    embedding: int,
-    encoder_extra: int,
-    decoder_inputs: int,
-    pixels: int,
-    tokens: int,
-    visible: int,
-    notes: list[str],
-) -> b.Blueprint:
-    """A masked autoencoder's pre-training model as an encoder-decoder: the encoder (blocks,
-    `encoder_extra`: its final norm and the projection to the decoder's width) over `visible`
-    tokens, the decoder (blocks, norm, pixel head) over all `tokens`."""
-    dd, dec_layers, dh, dhd, dinter = _decoder(c)
-    attention, mlp = block
-    enc_norms = 2 * b.ln(d)
-    encoder = layers * (b.total(attention) + b.total(mlp) + enc_norms) + encoder_extra
-    dec_attention, dec_mlp = decoder_block(dd, dh, dhd, dinter)
-    return b.Blueprint(
-        family=family,
-        d=dd,
-        layers=dec_layers,
-        h=dh,
-        kv=dh,
-        hd=dhd,
-        inter=dinter,
-        gated=False,
-        vocab=0,
-        positions=tokens,
-        tied=False,
-        attention=dec_attention,
-        mlp=dec_mlp,
-        block_norms=2 * b.ln(dd),
-        # the encoder's patch projection and tables, the decoder's mask token and positions
-        embedding=embedding + decoder_inputs,
-        lm_head=0,
-        outside=b.ln(dd) + dd * pixels + pixels,  # the decoder's norm and pixel head
-        encoder=encoder,
-        encoder_layers=layers,
-        encoder_positions=visible,
-        encoder_widths=StackWidths(
-            hidden_size=d, num_attention_heads=h, head_dim=hd, intermediate_size=inter
-        ),
-        notes=notes,
-    )
-
-
 # ViT-MAE (modeling_vit_mae.py): ViTMAEModel is a ViT (a [CLS] token, a fixed sin-cos
 # position table stored as a frozen parameter, the patch Conv2d with bias, blocks of q/k/v
 # (bias: qkv_bias) and o and a GELU MLP, two LayerNorms, a final LayerNorm, no pooler) whose
@@ -328,7 +249,7 @@ def _autoencoder(
 def vit_mae_blueprint(c: Config, family: str) -> b.Blueprint:
     d, layers, h, kv, hd, inter = encoder_dims(c)
     image, patch, channels, patches = _patches(c)
-    ratio = _mask_ratio(c, 0.75)
+    ratio = mask_ratio(c, 0.75)
     visible = int(patches * (1 - ratio)) + 1  # and [CLS]
     qkv = c.bool("qkv_bias", default=True)
     block = _vit_block(d, h, hd, inter, q_bias=qkv, k_bias=qkv, v_bias=qkv)
@@ -340,7 +261,7 @@ def vit_mae_blueprint(c: Config, family: str) -> b.Blueprint:
     )
     if name.endswith("ForPreTraining"):
         dd = c.int("decoder_hidden_size")
-        return _autoencoder(
+        return autoencoder_blueprint(
             c,
             "vit_mae",
             d=d,
@@ -390,6 +311,18 @@ def vit_mae_blueprint(c: Config, family: str) -> b.Blueprint:
     )
 
 
+def _tubelets(c: Config) -> tuple[int, int, int]:
+    """(frames per clip, frames per tubelet, tubelets along time) of a VideoMAE clip."""
+    frames = c.int("num_frames", default=16)
+    tubelet = c.int("tubelet_size", default=2)
+    if tubelet > frames:
+        raise ConfigError(
+            f"config.json field 'tubelet_size' ({tubelet}) must not exceed num_frames ({frames})",
+            field="tubelet_size",
+        )
+    return frames, tubelet, frames // tubelet
+
+
 # VideoMAE (modeling_videomae.py): a Conv3d over tubelets of tubelet_size frames x patch x
 # patch (biased); fixed sin-cos positions held as a plain tensor (not a parameter); blocks of
 # query and value (bias: qv_bias), key (no bias), attention.output.dense, intermediate.dense and
@@ -403,14 +336,7 @@ def vit_mae_blueprint(c: Config, family: str) -> b.Blueprint:
 def videomae_blueprint(c: Config, family: str) -> b.Blueprint:
     d, layers, h, kv, hd, inter = encoder_dims(c)
     image, patch, channels, per_frame = _patches(c)
-    frames = c.int("num_frames", default=16)
-    tubelet = c.int("tubelet_size", default=2)
-    if tubelet > frames:
-        raise ConfigError(
-            f"config.json field 'tubelet_size' ({tubelet}) must not exceed num_frames ({frames})",
-            field="tubelet_size",
-        )
-    slices = frames // tubelet
+    frames, tubelet, slices = _tubelets(c)
     tokens = slices * per_frame
     # Released configs say qkv_bias, which VideoMAEConfig reads as qv_bias (key has no bias).
     qv = c.bool("qkv_bias", "qv_bias", default=True)
@@ -433,9 +359,9 @@ def videomae_blueprint(c: Config, family: str) -> b.Blueprint:
     name = c.architecture() or ""
     if name.endswith("ForPreTraining"):
         dd = c.int("decoder_hidden_size")
-        ratio = _mask_ratio(c, 0.9)
+        ratio = mask_ratio(c, 0.9)
         visible = slices * (per_frame - int(ratio * per_frame))
-        return _autoencoder(
+        return autoencoder_blueprint(
             c,
             "videomae",
             d=d,
