@@ -11,6 +11,7 @@ from collections.abc import Callable
 from functools import partial
 
 from advisor.engine.architecture import blocks as b
+from advisor.engine.architecture.blip import blip2_blueprint
 from advisor.engine.architecture.config import Config
 from advisor.engine.architecture.decoders import blueprint as decoder_blueprint
 from advisor.engine.architecture.dual_encoders import dual_encoder_blueprint
@@ -65,7 +66,6 @@ from advisor.engine.architecture.vision import (
     VISION_REFUSED,
 )
 from advisor.engine.architecture.vlm import (
-    blip2_blueprint,
     idefics2_blueprint,
     idefics3_blueprint,
     internvl_blueprint,
