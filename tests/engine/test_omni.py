@@ -15,12 +15,11 @@ import pytest
 from advisor.engine import estimate
 from advisor.engine.architecture import architecture_from_config
 from advisor.engine.architecture.omni import (
-    q3_code2wav_params,
-    q3_talker_params,
     q25_bigvgan_params,
     q25_dit_params,
     q25_talker_params,
 )
+from advisor.engine.architecture.qwen3_omni import q3_code2wav_params, q3_talker_params
 from advisor.engine.compute import training_flops_per_token
 from advisor.engine.errors import ConfigError
 from advisor.engine.memory_terms import kv_cache_bytes, lora_trainable_params

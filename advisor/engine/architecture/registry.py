@@ -42,11 +42,11 @@ from advisor.engine.architecture.multimodal import (
     glm4v_blueprint,
     llama4_blueprint,
     mistral3_blueprint,
-    qwen2_audio_blueprint,
-    qwen_vl_blueprint,
 )
 from advisor.engine.architecture.nemotron_h import nemotron_h_blueprint
-from advisor.engine.architecture.omni import qwen2_5_omni_blueprint, qwen3_omni_moe_blueprint
+from advisor.engine.architecture.omni import qwen2_5_omni_blueprint
+from advisor.engine.architecture.qwen3_omni import qwen3_omni_moe_blueprint
+from advisor.engine.architecture.qwen_multimodal import qwen2_audio_blueprint, qwen_vl_blueprint
 from advisor.engine.architecture.recurrent import (
     RECURRENT_REFUSED,
     bamba_blueprint,
