@@ -87,6 +87,22 @@ def _text_tower(t: Config) -> tuple[int, int, int]:
     return tables, body, positions
 
 
+def _vision_block(d: int, h: int, kv: int, hd: int, inter: int) -> list[b.LinearShape]:
+    """A vision tower block's linears: q/k/v/out_proj, then the two-layer MLP, all biased."""
+    return [
+        *b.attention(
+            d,
+            h,
+            kv,
+            hd,
+            names=("q_proj", "k_proj", "v_proj", "out_proj"),
+            qkv_bias=True,
+            out_bias=True,
+        ),  # fmt: skip
+        *b.mlp(d, inter, bias=True),
+    ]
+
+
 def dual_encoder_blueprint(c: Config, family: str) -> b.Blueprint:
     clip = family == "clip"
     naflex = family == "siglip2"
@@ -127,18 +143,7 @@ def dual_encoder_blueprint(c: Config, family: str) -> b.Blueprint:
         text_head = text_d * projection + projection  # head, biased
         vision_head = 0  # the pooling head is part of the tower
         scalars = 2  # logit_scale, logit_bias
-    block = [
-        *b.attention(
-            d,
-            h,
-            kv,
-            hd,
-            names=("q_proj", "k_proj", "v_proj", "out_proj"),
-            qkv_bias=True,
-            out_bias=True,
-        ),  # fmt: skip
-        *b.mlp(d, inter, bias=True),
-    ]
+    block = _vision_block(d, h, kv, hd, inter)
     layers = vision.int("num_hidden_layers")
     in_blocks = layers * (b.total(block) + 2 * b.ln(d))
     embedding = vision_tables + text_tables

@@ -102,6 +102,37 @@ def modernbert_blueprint(c: Config, family: str) -> b.Blueprint:
     )
 
 
+def _pos_att_types(c: Config) -> list:
+    """pos_att_type as a list: a list, or a "p2c|c2p" string split at its bars."""
+    pos_types = c.raw.get("pos_att_type") or []
+    if isinstance(pos_types, str):
+        pos_types = [x.strip() for x in pos_types.lower().split("|")]
+    if not isinstance(pos_types, list):
+        raise ConfigError("config.json field 'pos_att_type' must be a list", field="pos_att_type")
+    return pos_types
+
+
+def _deberta_encoder_extra(c: Config, d: int, positions: int, relative: bool) -> int:
+    """What DeBERTa-v2's encoder holds beside its blocks: the relative embeddings (with
+    relative_attention), their LayerNorm (norm_rel_ebd) and the convolution after the first
+    block (conv_kernel_size)."""
+    encoder_extra = 0
+    if relative:
+        max_rel = c.raw.get("max_relative_positions", -1)
+        max_rel = max_rel if isinstance(max_rel, int) and max_rel >= 1 else positions
+        buckets = c.raw.get("position_buckets", -1)
+        size = buckets if isinstance(buckets, int) and buckets > 0 else max_rel
+        encoder_extra += 2 * size * d
+    norm_rel = str(c.raw.get("norm_rel_ebd") or "none").lower().split("|")
+    if "layer_norm" in [x.strip() for x in norm_rel]:
+        encoder_extra += b.ln(d)
+    kernel = c.int("conv_kernel_size", default=0, minimum=0)
+    if kernel:
+        groups = c.int("conv_groups", default=1)
+        encoder_extra += d * (d // groups) * kernel + d + b.ln(d)
+    return encoder_extra
+
+
 # DeBERTa-v2 and -v3 (modeling_deberta_v2.py, model_type deberta-v2): word embeddings of
 # embedding_size (projected to hidden_size without bias when they differ), a position table
 # only where position_biased_input, token types only where type_vocab_size > 0, a LayerNorm;
@@ -128,11 +159,7 @@ def deberta_v2_blueprint(c: Config, family: str) -> b.Blueprint:
         embedding += positions * e
     embedding += (e * d if e != d else 0) + b.ln(d)
     relative = c.bool("relative_attention", default=False)
-    pos_types = c.raw.get("pos_att_type") or []
-    if isinstance(pos_types, str):
-        pos_types = [x.strip() for x in pos_types.lower().split("|")]
-    if not isinstance(pos_types, list):
-        raise ConfigError("config.json field 'pos_att_type' must be a list", field="pos_att_type")
+    pos_types = _pos_att_types(c)
     block = encoder_block(
         d, h, hd, inter, ("query_proj", "key_proj", "value_proj", "attention.output.dense")
     )
@@ -142,20 +169,7 @@ def deberta_v2_blueprint(c: Config, family: str) -> b.Blueprint:
             attention.append(b.lin("pos_key_proj", d, h * hd, True, "attn_pos_k"))
         if "p2c" in pos_types:
             attention.append(b.lin("pos_query_proj", d, h * hd, True, "attn_pos_q"))
-    encoder_extra = 0
-    if relative:
-        max_rel = c.raw.get("max_relative_positions", -1)
-        max_rel = max_rel if isinstance(max_rel, int) and max_rel >= 1 else positions
-        buckets = c.raw.get("position_buckets", -1)
-        size = buckets if isinstance(buckets, int) and buckets > 0 else max_rel
-        encoder_extra += 2 * size * d
-    norm_rel = str(c.raw.get("norm_rel_ebd") or "none").lower().split("|")
-    if "layer_norm" in [x.strip() for x in norm_rel]:
-        encoder_extra += b.ln(d)
-    kernel = c.int("conv_kernel_size", default=0, minimum=0)
-    if kernel:
-        groups = c.int("conv_groups", default=1)
-        encoder_extra += d * (d // groups) * kernel + d + b.ln(d)
+    encoder_extra = _deberta_encoder_extra(c, d, positions, relative)
     labels = label_count(c)
     pooled = c.int("pooler_hidden_size", default=d)
     pooler = pooled * pooled + pooled  # ContextPooler: dense over the first token

@@ -205,6 +205,63 @@ SPEECH_ARCHITECTURES_HEADS = {
 }
 
 
+def _feature_norm(c: Config, family: str) -> str:
+    """The feature encoder's norm: "group" (after the first conv) or "layer" (after each)."""
+    norm = "layer" if family == "data2vec-audio" else c.str("feat_extract_norm", "group")
+    if norm not in ("group", "layer"):
+        raise ConfigError(
+            f"config.json field 'feat_extract_norm' must be 'group' or 'layer', got {norm!r}",
+            field="feat_extract_norm",
+        )
+    return norm
+
+
+def _with_contrastive_loss(c: Config, frontend: Frontend) -> Frontend:
+    """The Frontend with what wav2vec 2.0 pre-training's contrastive loss keeps per frame."""
+    # The contrastive loss gathers num_negatives distractors per frame and scores them
+    # with cosine similarity on fp32 copies: about 3 x (num_negatives + 1) x
+    # proj_codevector_dim fp32 values kept per frame (measured with autograd's
+    # saved-tensor hooks on wav2vec2-base's head: 78,556 = 3.04 x 101 x 256).
+    negatives = c.int("num_negatives", default=100)
+    projected = c.int("proj_codevector_dim", default=256)
+    return frontend.model_copy(update={"head_saved_fp32": 3 * (negatives + 1) * projected})
+
+
+def _frames_note(frontend: Frontend) -> str:
+    seconds = frontend.seconds_per_token
+    return (
+        f"One token is one frame of the feature encoder: {frontend.samples_per_token} samples "
+        f"= {seconds * 1000:g} ms of 16 kHz audio, so a sequence of N frames is N x "
+        f"{seconds:g} s ({1 / seconds:g} frames a second: 20 s of audio is "
+        f"{round(20 / seconds):,} frames, 2,048 frames are {2048 * seconds:.1f} s)."
+    )
+
+
+def _encoder_note(
+    stable: bool, layers: int, d: int, head_words: str, conv_layers: int, conv_params: int
+) -> str:
+    return (
+        f"{'Pre-norm' if stable else 'Post-norm'} {layers}-layer encoder of width {d} with "
+        f"{head_words}. Its convolutional feature encoder ({conv_layers} layers, "
+        f"{conv_params:,} parameters) reads the raw waveform: its activations per frame "
+        "are counted beside the blocks'. It is trained in pre-training and frozen in "
+        "fine-tuning (freeze_feature_encoder, as the wav2vec 2.0 paper and transformers' "
+        "speech-recognition example do): then it only runs forward."
+    )
+
+
+_PRETRAINING_NOTE = (
+    "Pre-training keeps the contrastive loss's distractor scores (counted); the "
+    "quantizer's codevector product is transient and not counted."
+)
+_WAVLM_NOTE = (
+    "WavLM computes attention with torch's multi_head_attention_forward and a gated "
+    "relative-position bias: it keeps every layer's attention scores whatever the "
+    "attention implementation asked for (no fused kernel), and LoRA adapters on "
+    "q/k/v/out_proj do not run (the weights are read directly, not called)."
+)
+
+
 def speech_blueprint(c: Config, family: str) -> b.Blueprint:
     if c.bool("add_adapter", default=False):
         raise ConfigError(
@@ -215,12 +272,7 @@ def speech_blueprint(c: Config, family: str) -> b.Blueprint:
         )
     d, layers, h, kv, hd, inter = encoder_dims(c)
     dims, kernels, strides = _conv_stack(c, family)
-    norm = "layer" if family == "data2vec-audio" else c.str("feat_extract_norm", "group")
-    if norm not in ("group", "layer"):
-        raise ConfigError(
-            f"config.json field 'feat_extract_norm' must be 'group' or 'layer', got {norm!r}",
-            field="feat_extract_norm",
-        )
+    norm = _feature_norm(c, family)
     stable = family != "data2vec-audio" and c.bool("do_stable_layer_norm", default=False)
     encoder_params, frontend = feature_encoder(
         dims, kernels, strides, norm=norm, bias=c.bool("conv_bias", default=False)
@@ -235,17 +287,8 @@ def speech_blueprint(c: Config, family: str) -> b.Blueprint:
     head, head_words, vocab = _head(c, family, architecture, d, layers, c_last)
     notes: list[str] = []
     if architecture.endswith("ForPreTraining"):
-        # The contrastive loss gathers num_negatives distractors per frame and scores them
-        # with cosine similarity on fp32 copies: about 3 x (num_negatives + 1) x
-        # proj_codevector_dim fp32 values kept per frame (measured with autograd's
-        # saved-tensor hooks on wav2vec2-base's head: 78,556 = 3.04 x 101 x 256).
-        negatives = c.int("num_negatives", default=100)
-        projected = c.int("proj_codevector_dim", default=256)
-        frontend = frontend.model_copy(update={"head_saved_fp32": 3 * (negatives + 1) * projected})
-        notes.append(
-            "Pre-training keeps the contrastive loss's distractor scores (counted); the "
-            "quantizer's codevector product is transient and not counted."
-        )
+        frontend = _with_contrastive_loss(c, frontend)
+        notes.append(_PRETRAINING_NOTE)
 
     attention = b.attention(
         d, h, kv, hd, names=("q_proj", "k_proj", "v_proj", "out_proj"), qkv_bias=True,
@@ -260,12 +303,7 @@ def speech_blueprint(c: Config, family: str) -> b.Blueprint:
         attention.append(b.lin("gru_rel_pos_linear", hd, 8, True, "rel_pos_gate_proj"))
         block_norms += h  # gru_rel_pos_const
         outside += buckets * h  # rel_attn_embed, first layer only
-        notes.append(
-            "WavLM computes attention with torch's multi_head_attention_forward and a gated "
-            "relative-position bias: it keeps every layer's attention scores whatever the "
-            "attention implementation asked for (no fused kernel), and LoRA adapters on "
-            "q/k/v/out_proj do not run (the weights are read directly, not called)."
-        )
+        notes.append(_WAVLM_NOTE)
     adapter = c.opt_int("adapter_attn_dim")
     if adapter and stable and family in ("wav2vec2", "hubert"):
         # MMS's per-language attention adapter (Wav2Vec2AttnAdapterLayer) in each pre-norm block.
@@ -274,22 +312,8 @@ def speech_blueprint(c: Config, family: str) -> b.Blueprint:
             b.lin("adapter_layer.linear_2", adapter, d, True, "adapter_out"),
         ]
         block_norms += b.ln(d)
-    seconds = frontend.seconds_per_token
-    notes.insert(
-        0,
-        f"One token is one frame of the feature encoder: {frontend.samples_per_token} samples "
-        f"= {seconds * 1000:g} ms of 16 kHz audio, so a sequence of N frames is N x "
-        f"{seconds:g} s ({1 / seconds:g} frames a second: 20 s of audio is "
-        f"{round(20 / seconds):,} frames, 2,048 frames are {2048 * seconds:.1f} s).",
-    )
-    notes.append(
-        f"{'Pre-norm' if stable else 'Post-norm'} {layers}-layer encoder of width {d} with "
-        f"{head_words}. Its convolutional feature encoder ({len(dims)} layers, "
-        f"{encoder_params:,} parameters) reads the raw waveform: its activations per frame "
-        "are counted beside the blocks'. It is trained in pre-training and frozen in "
-        "fine-tuning (freeze_feature_encoder, as the wav2vec 2.0 paper and transformers' "
-        "speech-recognition example do): then it only runs forward."
-    )
+    notes.insert(0, _frames_note(frontend))
+    notes.append(_encoder_note(stable, layers, d, head_words, len(dims), encoder_params))
     return b.Blueprint(
         family=family,
         d=d,
