@@ -14,12 +14,12 @@ import math
 
 from advisor.engine import constants as c
 from advisor.engine import tensor_parallel as tp_layout
+from advisor.engine.activations import frontend_trained
 from advisor.engine.frameworks import batch_limit
 from advisor.engine.memory_terms import (
     Workload,
     base_weight_bytes,
     copies_per_token,
-    frontend_trained,
     kv_read_bytes,
     lora_targeted_linears,
     lora_trainable_params,

@@ -24,14 +24,13 @@ import math
 from dataclasses import replace
 
 from advisor.engine import constants as c
+from advisor.engine.activations import inference_activations, training_activations
 from advisor.engine.memory_terms import (
     Workload,
-    inference_activations,
     kv_cache_bytes,
     logits_bytes,
     lora_trainable_params,
     quantised_base_bytes,
-    training_activations,
 )
 from advisor.engine.shape import ModelShape
 from advisor.engine.tensor_parallel import LAYOUT_PREFIX as TP_LAYOUT

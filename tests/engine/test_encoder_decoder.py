@@ -6,8 +6,8 @@ from dataclasses import replace
 import pytest
 
 from advisor.engine import estimate
+from advisor.engine.activations import training_activations_per_layer
 from advisor.engine.compute import inference_gpu_hours
-from advisor.engine.memory_terms import training_activations_per_layer
 from advisor.engine.models import EstimateRequest
 from advisor.engine.workload import RequestError, build_workload, resolve_shape
 from advisor.model_configs import find_bundled

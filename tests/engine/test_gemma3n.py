@@ -12,13 +12,10 @@ from dataclasses import replace
 import pytest
 
 from advisor.engine import estimate
+from advisor.engine.activations import training_activations
 from advisor.engine.architecture import architecture_from_config, architecture_from_hub
 from advisor.engine.errors import ConfigError
-from advisor.engine.memory_terms import (
-    kv_cache_bytes,
-    lora_trainable_params,
-    training_activations,
-)
+from advisor.engine.memory_terms import kv_cache_bytes, lora_trainable_params
 from advisor.engine.models import EstimateRequest, HubModelMetadata
 from advisor.engine.shape import shape_from_architecture
 from advisor.engine.workload import build_workload

@@ -12,15 +12,11 @@ from dataclasses import replace
 import pytest
 
 from advisor.engine import estimate
+from advisor.engine.activations import stored_linear_inputs, training_activations
 from advisor.engine.architecture import architecture_from_config
 from advisor.engine.compute import training_flops_per_token
 from advisor.engine.errors import ConfigError
-from advisor.engine.memory_terms import (
-    kv_cache_bytes,
-    lora_trainable_params,
-    stored_linear_inputs,
-    training_activations,
-)
+from advisor.engine.memory_terms import kv_cache_bytes, lora_trainable_params
 from advisor.engine.models import EstimateRequest
 from advisor.engine.shape import shape_from_architecture
 from advisor.model_configs import find_bundled

@@ -4,15 +4,14 @@ from dataclasses import replace
 
 import pytest
 
+from advisor.engine.activations import lora_dropout_bytes_per_token, training_activations_per_layer
 from advisor.engine.architecture import architecture_from_config
 from advisor.engine.memory import MemoryModel, memory_per_gpu
 from advisor.engine.memory_terms import (
     Workload,
     base_weight_bytes,
     kv_cache_bytes,
-    lora_dropout_bytes_per_token,
     lora_trainable_params,
-    training_activations_per_layer,
 )
 from advisor.engine.shape import ModelShape, llama_like_shape, shape_from_architecture
 from tests.engine.inputs import config

@@ -17,15 +17,11 @@ import pytest
 
 from advisor import model_configs
 from advisor.engine import estimate
+from advisor.engine.activations import inference_activations, training_activations
 from advisor.engine.architecture import architecture_from_config
 from advisor.engine.compute import training_flops_per_token
 from advisor.engine.errors import ConfigError
-from advisor.engine.memory_terms import (
-    inference_activations,
-    kv_cache_bytes,
-    lora_targeted_linears,
-    training_activations,
-)
+from advisor.engine.memory_terms import kv_cache_bytes, lora_targeted_linears
 from advisor.engine.models import EstimateRequest
 from advisor.engine.shape import shape_from_architecture
 from tests.engine.inputs import default_catalog

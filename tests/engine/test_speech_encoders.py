@@ -14,15 +14,11 @@ from dataclasses import replace
 import pytest
 
 from advisor.engine import estimate
+from advisor.engine.activations import inference_activations, training_activations
 from advisor.engine.architecture import architecture_from_config, known_families
 from advisor.engine.compute import frontend_training_flops, training_flops_per_token
 from advisor.engine.errors import ConfigError
-from advisor.engine.memory_terms import (
-    ENCODER_ONLY_FAMILIES,
-    inference_activations,
-    kv_cache_bytes,
-    training_activations,
-)
+from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES, kv_cache_bytes
 from advisor.engine.models import EstimateRequest
 from advisor.engine.shape import shape_from_architecture
 from advisor.engine.workload import build_workload

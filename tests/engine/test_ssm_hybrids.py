@@ -15,9 +15,10 @@ from dataclasses import replace
 
 import pytest
 
+from advisor.engine.activations import training_activations
 from advisor.engine.architecture import architecture_from_config
 from advisor.engine.errors import ConfigError
-from advisor.engine.memory_terms import kv_cache_bytes, training_activations
+from advisor.engine.memory_terms import kv_cache_bytes
 from advisor.engine.shape import shape_from_architecture
 from tests.engine.test_memory import workload
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from advisor.engine import estimate, offload
+from advisor.engine.activations import training_activations_per_layer
 from advisor.engine.constants import NCCL_BUFFERS
 from advisor.engine.errors import EstimateError
 from advisor.engine.memory import MemoryModel
-from advisor.engine.memory_terms import training_activations_per_layer
 from advisor.engine.models import EstimateRequest
 from advisor.engine.workload import build_workload, resolve_shape
 from tests.engine.inputs import config, default_catalog

@@ -9,10 +9,11 @@ sequence length. A masked autoencoder's encoder reads only the visible patches."
 import pytest
 
 from advisor.engine import estimate
+from advisor.engine.activations import training_activations
 from advisor.engine.architecture import architecture_from_config, known_families
 from advisor.engine.compute import training_flops_per_token
 from advisor.engine.errors import ConfigError
-from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES, training_activations
+from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES
 from advisor.engine.models import EstimateRequest
 from advisor.engine.shape import shape_from_architecture
 from advisor.engine.workload import build_workload
