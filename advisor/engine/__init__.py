@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from advisor.engine.assemble import estimate, estimate_shape
 from advisor.engine.errors import EstimateError
+from advisor.engine.request_checks import RequestError, parse_request
 from advisor.engine.uncertainty import memory_uncertainty
 from advisor.engine.version import ENGINE_VERSION
-from advisor.engine.workload import RequestError, parse_request, resolve_model
+from advisor.engine.workload import resolve_model
 
 __all__ = [
     "ENGINE_VERSION",

@@ -34,6 +34,7 @@ from advisor.engine.models import (
 )
 from advisor.engine.options import inference_shards, rank, wall_target
 from advisor.engine.recommend import evaluate, trusted
+from advisor.engine.request_checks import check_request
 from advisor.engine.result_assumptions import assumptions
 from advisor.engine.shape import ModelShape
 from advisor.engine.slurm import sbatch_script
@@ -44,7 +45,6 @@ from advisor.engine.words import plural
 from advisor.engine.workload import (
     as_published,
     build_workload,
-    check_request,
     quantization_method,
     resolve_shape,
     stored_format,

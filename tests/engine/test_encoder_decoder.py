@@ -9,7 +9,8 @@ from advisor.engine import estimate
 from advisor.engine.activations import training_activations_per_layer
 from advisor.engine.compute import inference_gpu_hours
 from advisor.engine.models import EstimateRequest
-from advisor.engine.workload import RequestError, build_workload, resolve_shape
+from advisor.engine.request_checks import RequestError
+from advisor.engine.workload import build_workload, resolve_shape
 from advisor.model_configs import find_bundled
 from tests.engine.inputs import default_catalog
 

@@ -1,0 +1,298 @@
+"""Reading a request and checking it: pydantic's errors, contradictions between fields and
+numbers beyond any real workload, each a field-level error (`RequestError`).
+
+Every problem is reported against the request field that caused it, so the web form and the
+API can show it next to that field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from advisor.engine.errors import EstimateError
+from advisor.engine.frameworks import FRAMEWORKS, framework_for
+from advisor.engine.models import CatalogSpec, EstimateRequest
+
+# Beyond these a number is a typo, not a workload.
+LIMITS = {
+    "params": 10**13,  # 10 trillion parameters
+    "batch_size": 65_536,
+    "seq_len": 2**21,  # 2M tokens of context
+    "tokens": 10**15,
+    "new_tokens": 2**21,
+    "epochs": 1_000,
+    "num_gpus": 100_000,
+    "lora_rank": 65_536,
+}
+
+# Libraries with no fp8 weights (check_request refuses precision fp8 with them).
+NO_FP8_WEIGHTS = ("transformers_legacy", "litgpt")
+
+
+class RequestError(EstimateError):
+    """One or more field-level problems with a request."""
+
+    def __init__(self, errors: list[tuple[str, str]]) -> None:
+        self.errors = errors
+        message = "; ".join(f"{field}: {text}" for field, text in errors)
+        super().__init__(message, field=errors[0][0])
+
+
+def parse_request(data: Any) -> EstimateRequest:
+    """Validate JSON-like data into a request; pydantic errors become field-level errors."""
+    if not isinstance(data, dict):
+        raise RequestError([("", "The request must be a JSON object.")])
+    try:
+        return EstimateRequest.model_validate(data)
+    except ValidationError as exc:
+        errors = []
+        for err in exc.errors(include_url=False):
+            field = ".".join(str(part) for part in err["loc"]) or ""
+            errors.append((field, _plain(err)))
+        raise RequestError(errors) from None
+
+
+def _plain(err: dict) -> str:
+    kind = err["type"]
+    ctx = err.get("ctx") or {}
+    if kind == "literal_error":
+        return f"must be one of {ctx.get('expected', '')}; got {err.get('input')!r}."
+    if kind == "extra_forbidden":
+        return "is not a field the estimate understands."
+    if kind == "greater_than_equal":
+        return f"must be at least {ctx.get('ge')}; got {err.get('input')!r}."
+    if kind == "greater_than":
+        return f"must be greater than {ctx.get('gt')}; got {err.get('input')!r}."
+    if kind == "missing":
+        return "is required."
+    return err["msg"] + "."
+
+
+def check_request(request: EstimateRequest, catalog: CatalogSpec | None = None) -> list[str]:
+    """Raise RequestError for contradictions and absurd numbers; return warnings."""
+    errors: list[tuple[str, str]] = []
+    warnings: list[str] = []
+    task, precision = request.task, request.precision
+
+    for field, limit in LIMITS.items():
+        value = getattr(request, field)
+        if value is not None and value > limit:
+            errors.append((field, f"{value:,} is beyond any real workload (limit {limit:,})."))
+
+    errors.extend(_combination_errors(request))
+    errors.extend(_tensor_parallel_errors(request))
+    errors.extend(_pipeline_parallel_errors(request))
+    if (
+        request.batch_size is not None
+        and request.micro_batch is not None
+        and request.micro_batch > request.batch_size
+    ):
+        errors.append(
+            (
+                "micro_batch",
+                f"micro_batch {request.micro_batch} is larger than the global batch "
+                f"{request.batch_size}; the micro-batch is the part of the batch one GPU "
+                "processes at a time.",
+            )
+        )
+    if catalog is not None:
+        errors.extend(_catalog_errors(request, catalog))
+    if errors:
+        raise RequestError(errors)
+
+    if request.lora_rank is not None and task not in ("lora", "qlora"):
+        warnings.append(f"lora_rank is ignored for {task}.")
+    if task == "inference" and request.gradient_checkpointing:
+        warnings.append("gradient_checkpointing is ignored for inference.")
+    if task == "lora" and precision == "int4":
+        warnings.append("LoRA on a 4-bit base model is QLoRA; estimated as QLoRA.")
+    if precision == "fp32" and task != "inference" and request.mixed_precision:
+        warnings.append("fp32 training: mixed_precision does not apply; everything is fp32.")
+    return warnings
+
+
+def _combination_errors(request: EstimateRequest) -> list[tuple[str, str]]:
+    """Fields that contradict each other: the model given twice, a precision the task
+    cannot train in, a training strategy for inference, a library of the other kind."""
+    errors: list[tuple[str, str]] = []
+    task, precision = request.task, request.precision
+    if request.config is not None and request.params is not None:
+        errors.append(("params", "Give either config or params, not both."))
+    if task == "qlora" and precision == "fp32":
+        errors.append(
+            (
+                "precision",
+                "QLoRA keeps the base model in 4-bit NF4 and computes in 16-bit; "
+                "fp32 is not a QLoRA precision (use bf16, fp16 or int4).",
+            )
+        )
+    if task == "qlora" and precision == "int8":
+        errors.append(
+            ("precision", "QLoRA is 4-bit; for an 8-bit base model use task lora with int8.")
+        )
+    if task != "inference" and precision == "fp8":
+        errors.append(
+            (
+                "precision",
+                "fp8 is offered for inference (vLLM, transformers' fine-grained FP8); fp8 "
+                "training (Transformer Engine, torchao float8) keeps bf16 master weights and is "
+                "not modelled here. Use bf16 to train, or int4 for QLoRA.",
+            )
+        )
+    if task in ("full_finetune", "pretrain") and precision in ("int8", "int4"):
+        errors.append(
+            (
+                "precision",
+                f"{precision} {task.replace('_', ' ')} is not possible: the optimizer cannot "
+                "update quantised weights. Use lora/qlora, or fp32, fp16 or bf16.",
+            )
+        )
+    if task == "inference" and request.strategy is not None:
+        errors.append(
+            (
+                "strategy",
+                f"{request.strategy} shards training state; inference runs on one GPU or "
+                "with tensor parallelism, which the engine chooses.",
+            )
+        )
+    if precision == "fp8" and request.framework in NO_FP8_WEIGHTS:
+        errors.append(
+            (
+                "precision",
+                f"{FRAMEWORKS[request.framework].name} has no fp8 weights (transformers added "
+                "FineGrainedFP8Config in 4.49); use vLLM, TGI or a current transformers, or int8.",
+            )
+        )
+    if request.quantization == "gptq" and (task != "inference" or request.precision != "int4"):
+        errors.append(
+            (
+                "quantization",
+                "GPTQ is modelled for 4-bit inference (precision int4, task inference); "
+                "QLoRA quantises with bitsandbytes.",
+            )
+        )
+    if request.framework not in (None, "not_sure"):
+        profile = FRAMEWORKS[request.framework]
+        wanted = "inference" if task == "inference" else "training"
+        if profile.kind != wanted:
+            others = ", ".join(k for k, f in FRAMEWORKS.items() if f.kind == wanted)
+            errors.append(
+                (
+                    "framework",
+                    f"{profile.name} is an {profile.kind} library; for {task.replace('_', ' ')} "
+                    f"choose one of: not_sure, {others}.",
+                )
+            )
+    return errors
+
+
+def _catalog_errors(request: EstimateRequest, catalog: CatalogSpec) -> list[tuple[str, str]]:
+    """Systems and accelerators the catalog does not know."""
+    errors: list[tuple[str, str]] = []
+    systems = {s.name for s in catalog.systems}
+    accelerators = {a.name for a in catalog.accelerators}
+    if request.system is not None and request.system not in systems:
+        errors.append(
+            (
+                "system",
+                f"Unknown system {request.system!r}; known: {', '.join(sorted(systems))}.",
+            )
+        )
+    if request.accelerator is not None and request.accelerator not in accelerators:
+        errors.append(
+            (
+                "accelerator",
+                f"Unknown accelerator {request.accelerator!r}; known: "
+                f"{', '.join(sorted(accelerators))}.",
+            )
+        )
+    for name in request.constraints.systems or []:
+        if name not in systems:
+            errors.append(("constraints.systems", f"Unknown system {name!r}."))
+    return errors
+
+
+def _pipeline_parallel_errors(request: EstimateRequest) -> list[tuple[str, str]]:
+    """Pinned pipeline stages: training only, with a library that trains with them, inside a
+    tensor-parallel layout (tensor_parallel not 1), whole pipelines on a pinned GPU count."""
+    pp = request.pipeline_parallel
+    if pp is None or pp == 1:
+        return []
+    if request.task == "inference":
+        return [("pipeline_parallel", "pipeline stages are for training; leave it empty.")]
+    refused = _library_refuses(request, "pipeline_parallel", "pipeline stages")
+    if refused:
+        return refused
+    if request.tensor_parallel == 1 or request.strategy is not None:
+        return [
+            (
+                "pipeline_parallel",
+                "pipeline stages come with tensor parallelism and its own data parallelism "
+                "(Megatron's layout); leave tensor_parallel and strategy empty, or pin a "
+                "tensor-parallel degree above 1.",
+            )
+        ]
+    whole = pp * (request.tensor_parallel or 1)
+    if request.num_gpus is not None and request.num_gpus % whole:
+        return [
+            (
+                "pipeline_parallel",
+                f"{whole} GPUs per pipeline (tensor parallel x stages) do not divide "
+                f"num_gpus {request.num_gpus}.",
+            )
+        ]
+    return []
+
+
+def _tensor_parallel_errors(request: EstimateRequest) -> list[tuple[str, str]]:
+    """A pinned tensor-parallel degree must be one the library trains with, alone (it brings
+    its own data-parallel layout) and a divisor of a pinned GPU count."""
+    tp = request.tensor_parallel
+    if tp is None or tp == 1:
+        return []
+    if request.task == "inference":
+        return [
+            (
+                "tensor_parallel",
+                "for inference the engine chooses the tensor-parallel degree per option; "
+                "leave tensor_parallel empty.",
+            )
+        ]
+    refused = _library_refuses(request, "tensor_parallel", "tensor parallelism")
+    if refused:
+        return refused
+    if request.strategy is not None:
+        return [
+            (
+                "tensor_parallel",
+                f"tensor_parallel {tp} comes with its own data parallelism (the distributed "
+                f"optimizer); leave strategy empty instead of {request.strategy}.",
+            )
+        ]
+    if request.num_gpus is not None and request.num_gpus % tp:
+        return [
+            (
+                "tensor_parallel",
+                f"tensor_parallel {tp} does not divide num_gpus {request.num_gpus}.",
+            )
+        ]
+    return []
+
+
+def _library_refuses(request: EstimateRequest, field: str, words: str) -> list[tuple[str, str]]:
+    """The error for a parallel layout (`field`: pipeline_parallel or tensor_parallel) that the
+    request's training library does not run, naming the libraries that do."""
+    profile, _ = framework_for(request.framework, True)
+    capability = f"{field}_training"
+    if getattr(profile, capability):
+        return []
+    able = ", ".join(k for k, f in FRAMEWORKS.items() if getattr(f, capability))
+    return [
+        (
+            field,
+            f"{profile.name} does not train with {words}; name a library that does "
+            f"(framework: {able}) or leave {field} empty.",
+        )
+    ]
