@@ -6,7 +6,7 @@ from __future__ import annotations
 from advisor.engine.device_memory import capacity_text
 from advisor.engine.memory import Workload
 from advisor.engine.models import AcceleratorSpec, EstimateRequest, Option, SystemSpec
-from advisor.engine.recipe import LEVEL_WORDS, OPTIMIZER_WORDS
+from advisor.engine.recipe_reasons import LEVEL_WORDS, OPTIMIZER_WORDS
 from advisor.engine.shape import ModelShape
 from advisor.engine.words import (
     gigabytes,

@@ -33,7 +33,8 @@ from advisor.engine.models import (
     Recipe,
 )
 from advisor.engine.options import NodeFacts, Planned, gb, nodes_for, trusted
-from advisor.engine.recipe import LEVEL_WORDS, Choice
+from advisor.engine.recipe import Choice
+from advisor.engine.recipe_reasons import LEVEL_WORDS
 from advisor.engine.words import plural
 
 

@@ -23,7 +23,8 @@ from advisor.engine.memory_terms import (
 )
 from advisor.engine.models import Assumption, EstimateRequest, trusted
 from advisor.engine.parallel_options import layout_assumptions
-from advisor.engine.recipe import OPTIMIZER_WORDS, micro_batch_efficiency
+from advisor.engine.recipe import micro_batch_efficiency
+from advisor.engine.recipe_reasons import OPTIMIZER_WORDS
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import decode_speed, generation
 from advisor.engine.uncertainty import (
