@@ -40,13 +40,13 @@ from advisor.engine.models import (
     SystemSpec,
 )
 from advisor.engine.node_facts import FactGathering
+from advisor.engine.option_writing import OptionWriting
 from advisor.engine.options import (
     FULL_STACK,
     RANKING_TOKENS,
     AcceleratorFacts,
     Candidate,
     NodeFacts,
-    OptionWriting,
     Sized,
     Stack,
     spans_without_network,
