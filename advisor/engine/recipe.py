@@ -359,14 +359,6 @@ class RecipeSearch:
 
     # --- words ---
 
-    def reasons(
-        self,
-        choice: Choice,
-        strategy: str,
-        n: int,
-        extra: float = 0.0,
-        capacity: float | None = None,
-        headroom_limit: float | None = None,
-    ) -> list[str]:
-        """Why this recipe, in the practitioner's terms (recipe_reasons.recipe_reasons)."""
-        return recipe_reasons(self, choice, strategy, n, extra, capacity, headroom_limit)
+    # Why this recipe, in the practitioner's terms: recipe_reasons(search, choice, strategy, n,
+    # extra, capacity, headroom_limit), called as a method.
+    reasons = recipe_reasons
