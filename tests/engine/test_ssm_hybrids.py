@@ -1,5 +1,5 @@
 """Mamba-2 and short-convolution hybrids: IBM Granite 4.0, NVIDIA Nemotron-H, TII Falcon-H1,
-Liquid LFM2 (advisor/engine/architecture/hybrids.py).
+Liquid LFM2 (advisor/engine/architecture/hybrids.py, nemotron_h.py, mamba2_mixer.py).
 
 Each count below is transformers 5.24's num_parameters() for the config, built on the meta
 device; where a published total exists it is the same number (Hub safetensors totals or GGUF
@@ -209,7 +209,7 @@ CONFIGS = {
 }
 
 
-# Two plain decoders added beside them (advisor/engine/architecture/families.py).
+# Two plain decoders added beside them (advisor/engine/architecture/families/).
 CONFIGS["EXAONE-4.0-32B"] = {
     "model_type": "exaone4",
     "architectures": ["Exaone4ForCausalLM"],

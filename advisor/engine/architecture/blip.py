@@ -1,6 +1,6 @@
 """BLIP-2 (blip-2) and InstructBLIP (instructblip): the EVA ViT-g vision model, a Q-Former
 whose learned query tokens read the image, a projection to the language model and the language
-model itself (a decoder of families.py, or Flan-T5's encoder-decoder).
+model itself (a decoder of families/, or Flan-T5's encoder-decoder).
 
 The text_config defaults (TEXT_DEFAULTS, text_model) and the sub-config check (sub_config) are
 vlm.py's, shared with the other vision-language models.

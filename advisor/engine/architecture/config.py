@@ -24,7 +24,7 @@ LIMITS = {
     "positions": 2**27,  # 134M tokens
     "other": 2**24,
 }
-# Total parameters: the same limit the request applies to a typed count (workload.LIMITS).
+# Total parameters: the same limit the request applies to a typed count (request_checks.LIMITS).
 MAX_PARAMS = 10**13
 LIMITS["params"] = MAX_PARAMS
 

@@ -1,4 +1,4 @@
-"""Vision-language models built as a vision tower, a projector and a decoder of families.py:
+"""Vision-language models built as a vision tower, a projector and a decoder of families/:
 LLaVA 1.5 (llava), LLaVA-NeXT (llava_next), LLaVA-OneVision (llava_onevision), PaliGemma
 (paligemma), Idefics3 and SmolVLM (idefics3, smolvlm), InternVL 3 / 3.5 "-hf" (internvl) and
 Idefics2 (idefics2); BLIP-2 (blip-2) and InstructBLIP (instructblip), whose Q-Former stands
