@@ -1,10 +1,10 @@
 """Peak memory per GPU, component by component.
 
 The numbers are bytes. Each component is computed from the tensors that are alive at the peak
-(the byte terms are in memory_terms.py and activations.py, their constants' sources in constants/memory.py);
-`total_bytes` adds the CUDA context and the caching allocator's reserve so that it matches what
-nvidia-smi shows. This module holds the training state per optimizer and how each parallel
-layout shards the terms (`MemoryModel`).
+(the byte terms are in memory_terms.py and activations.py, their constants' sources in
+constants/memory.py); `total_bytes` adds the CUDA context and the caching allocator's reserve so
+that it matches what nvidia-smi shows. This module holds the training state per optimizer and
+how each parallel layout shards the terms (`MemoryModel`).
 
 A training step does not hold every tensor at once. The peak is the larger of two moments
 (`PHASES`): the end of the forward pass, where every saved activation and the logits are alive,
