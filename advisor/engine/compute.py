@@ -354,7 +354,9 @@ def inference_gpu_hours(
         attended = 4 * shape.encoder_layers * width * enc
         prefill_flops = wl.batch_size * enc * (2 * (encoder + cross_kv) + attended)
         n_flop = decoder
-        decoder_share = 1 - shape.params_encoder / max(shape.params_total, 1)
+        # Of the weights a step could read (decode_weight_bytes leaves the input encoders out).
+        read = shape.params_total - shape.params_input_towers
+        decoder_share = 1 - shape.params_encoder / max(read, 1)
         if not shape.cross_attends:
             # A masked autoencoder's decoder (ViT-MAE) generates nothing: it reads all the
             # patches in the same forward pass.
@@ -378,7 +380,9 @@ def inference_gpu_hours(
         # and the host time per layer and step that no CUDA graph hides.
         bandwidth = acc.memory_bandwidth_gb_s * 1e9 * library.bandwidth_fraction * n * eff
         step_memory = (weights + kv) / bandwidth
-        step_compute = 2 * n_flop * wl.batch_size / rate
+        # The language model alone multiplies in a step (decode_weight_bytes).
+        step_flop = max(n_flop - shape.params_input_towers, 1)
+        step_compute = 2 * step_flop * wl.batch_size / rate
         host = library.per_layer_overhead_s * shape.num_layers
         decode = decode_steps(wl) * (max(step_memory, step_compute) + host)
     return batches * (prefill + decode) * n / 3600
@@ -436,8 +440,9 @@ def decode_weight_bytes(shape: ModelShape, wl: Workload) -> float:
     for one sequence but dequantises every layer to 16-bit for a batch (written, then read).
     MXFP4 experts (gpt-oss) are read packed, the rest of the model in bf16. A step looks up
     one row of the input embedding table per sequence, not the table (a tied table is read
-    whole by the LM head)."""
-    unread = _unread_embedding_bytes(shape, wl)
+    whole by the LM head), and runs the language model alone: a multimodal model's vision
+    and audio encoders ran once on the request's images and audio in the prefill."""
+    unread = _unread_bytes(shape, wl)
     if wl.weight_format == "mxfp4":
         experts = routed_expert_params(shape)
         touched = _experts_touched(shape, wl.batch_size)
@@ -452,13 +457,15 @@ def decode_weight_bytes(shape: ModelShape, wl: Workload) -> float:
     return weights * share - unread
 
 
-def _unread_embedding_bytes(shape: ModelShape, wl: Workload) -> float:
-    """Bytes of the input embedding table a decoding step does not read (16-bit unless the
-    whole model is fp32); an encoder-decoder's shared table is left counted."""
-    if wl.encoder_len:
-        return 0.0
-    head_reads = shape.vocab_size * shape.hidden_size if shape.tied_embeddings else 0
-    unread = max(shape.params_embedding - head_reads, 0)
+def _unread_bytes(shape: ModelShape, wl: Workload) -> float:
+    """Bytes of the input embedding table and of the input encoders (ModelShape.
+    params_input_towers) a decoding step does not read, 16-bit unless the whole model is fp32
+    (quantisation replaces the blocks' linear layers only); an encoder-decoder's shared table
+    is left counted."""
+    unread = shape.params_input_towers
+    if not wl.encoder_len:
+        head_reads = shape.vocab_size * shape.hidden_size if shape.tied_embeddings else 0
+        unread += max(shape.params_embedding - head_reads, 0)
     return unread * (4 if wl.weight_format == "fp32" else 2)
 
 

@@ -79,6 +79,9 @@ class ModelShape:
     eager_attention: bool = False
     # Copies of the hidden state between blocks (Gemma 3n's AltUp: 4); 1 otherwise.
     residual_streams: int = 1
+    # Multimodal encoders run once per image or audio clip, never in a decoding step
+    # (architecture.ModelArchitecture.params_input_towers).
+    params_input_towers: int = 0
     # Whether the job's forward pass projects onto the vocabulary (the LM head's matmul and
     # logits): language models do; an encoder only in masked-LM training
     # (workload.resolve_shape; fine-tuning trains a task head, inference reads embeddings).
@@ -338,6 +341,7 @@ def shape_from_architecture(arch: Any) -> ModelShape:
         frontend=getattr(arch, "frontend", None),
         eager_attention=bool(getattr(arch, "eager_attention", False)),
         residual_streams=int(getattr(arch, "residual_streams", 1) or 1),
+        params_input_towers=int(getattr(arch, "params_input_towers", 0) or 0),
         source=arch.source,
         exact=arch.exact,
         notes=tuple(arch.notes or ()),

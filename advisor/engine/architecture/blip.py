@@ -123,6 +123,7 @@ def blip2_blueprint(c: Config, family: str) -> b.Blueprint:
         bp,
         family=family,
         outside=bp.outside + tower + projector,
+        input_towers=bp.input_towers + tower + projector,
         notes=[
             *bp.notes,
             f"Includes the EVA ViT-g vision model ({tower:,} parameters), the Q-Former with its "

@@ -179,6 +179,9 @@ class Blueprint:
     frontend: Frontend | None = None  # ModelArchitecture's (speech encoders' feature encoder)
     eager_attention: bool = False  # ModelArchitecture's (WavLM)
     residual_streams: int = 1  # ModelArchitecture's (Gemma 3n's AltUp)
+    # The part of `outside` that encodes an image or audio clip once per request (vision
+    # towers, audio encoders and their projectors): ModelArchitecture.params_input_towers.
+    input_towers: int = 0
 
 
 def in_layers(linears: Iterable[LinearShape], count: int) -> list[LinearShape]:
@@ -271,4 +274,5 @@ def assemble(c: Config, bp: Blueprint) -> ModelArchitecture:
         frontend=bp.frontend,
         eager_attention=bp.eager_attention,
         residual_streams=bp.residual_streams,
+        params_input_towers=bp.input_towers,
     )

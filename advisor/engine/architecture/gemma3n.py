@@ -421,6 +421,7 @@ def gemma3n_blueprint(c: Config, family: str) -> b.Blueprint:
     d, vocab = x.d, x.vocab
     outside = _outside(x)
     notes = _text_notes(x)
+    towers = 0
     if composite:
         towers = _towers(c, d)
         outside += towers
@@ -453,6 +454,7 @@ def gemma3n_blueprint(c: Config, family: str) -> b.Blueprint:
         embedding=vocab * d + x.table,
         lm_head=0 if tied else vocab * d,
         outside=outside,
+        input_towers=towers,
         notes=notes,
         attention_groups=_attention_groups(x, window),
         stored_extras=_unloaded_kv(x),

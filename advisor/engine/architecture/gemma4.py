@@ -364,6 +364,7 @@ def gemma4_blueprint(c: Config, family: str) -> b.Blueprint:
         block_norms += 3 * d
     window = t.opt_int("sliding_window")
     stored = {"a scalar buffer per layer": layers, **_unloaded_kv(x)}
+    tower = 0
     if composite:
         tower, standardise, audio = _towers(c, d)
         if standardise:
@@ -394,6 +395,7 @@ def gemma4_blueprint(c: Config, family: str) -> b.Blueprint:
         embedding=embedding,
         lm_head=0 if tied else x.vocab * d,
         outside=outside + _qk_norms(x),
+        input_towers=tower,
         experts=experts,
         notes=notes,
         attention_groups=_attention_groups(x, window),

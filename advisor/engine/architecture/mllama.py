@@ -225,6 +225,7 @@ def mllama_blueprint(c: Config, family: str) -> b.Blueprint:
     ]
     bp.attention_groups = groups
     bp.outside += tower + projector
+    bp.input_towers += tower + projector
     bp.notes.append(
         f"Includes the vision model ({tower:,} parameters) and its projector ({projector:,}). "
         f"An image adds no tokens to the text: its {image_tokens:,} vision states are the "

@@ -184,3 +184,7 @@ class ModelArchitecture(_Frozen):
     # Copies of the hidden state the residual stream carries between blocks (Gemma 3n's AltUp:
     # altup_num_inputs); 1 for every other model.
     residual_streams: int = 1
+    # Parameters of the encoders a multimodal model runs once on each image or audio clip
+    # (vision towers, audio encoders, their projectors; counted in params_total): a decoding
+    # step runs the language model alone, so it neither reads nor multiplies them.
+    params_input_towers: int = 0

@@ -72,6 +72,7 @@ def gemma3_blueprint(c: Config, family: str) -> b.Blueprint:
         bp,
         family="gemma3",
         outside=bp.outside + tower + projector,
+        input_towers=bp.input_towers + tower + projector,
         notes=[
             *bp.notes,
             f"Includes the SigLIP vision tower ({tower:,} parameters) and its projector "
@@ -132,6 +133,7 @@ def llama4_blueprint(c: Config, family: str) -> b.Blueprint:
         bp,
         family="llama4",
         outside=bp.outside + tower,
+        input_towers=bp.input_towers + tower,
         notes=[
             *bp.notes,
             f"Includes the vision encoder and its projector ({tower:,} parameters).",
@@ -218,6 +220,7 @@ def mistral3_blueprint(c: Config, family: str) -> b.Blueprint:
         bp,
         family="mistral3",
         outside=bp.outside + tower + projector,
+        input_towers=bp.input_towers + tower + projector,
         notes=[
             *bp.notes,
             f"Includes the Pixtral vision encoder ({tower:,} parameters) and its projector "
@@ -357,6 +360,7 @@ def glm4v_blueprint(c: Config, family: str) -> b.Blueprint:
     return replace(
         bp,
         outside=bp.outside + tower,
+        input_towers=bp.input_towers + tower,
         notes=[
             *bp.notes,
             f"Includes the vision transformer and its merger ({tower:,} parameters); an image "

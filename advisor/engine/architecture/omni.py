@@ -286,7 +286,8 @@ def _q25_thinker(t: dict) -> tuple[b.Blueprint, list[str], int]:
     audio, tokens = q25_audio_params(audio_raw)
     audio_out = Config({**Q25_AUDIO, **audio_raw}).int("output_dim")
     check_widths(bp.d, vision_out, audio_out)
-    bp = replace(bp, outside=bp.outside + vision + audio)
+    towers = vision + audio
+    bp = replace(bp, outside=bp.outside + towers, input_towers=bp.input_towers + towers)
     notes = [
         f"Includes the vision tower ({vision:,} parameters; an image adds about "
         f"(height / {side}) x (width / {side}) tokens) and the audio encoder ({audio:,}; 30 s "

@@ -230,7 +230,8 @@ def _q3_thinker(t: dict) -> tuple[b.Blueprint, list[str], int]:
         Config(vision_raw).int("out_hidden_size"),
         Config({**_Q3_AUDIO, **audio_raw}).int("output_dim"),
     )
-    bp = replace(bp, outside=bp.outside + vision + audio)
+    towers = vision + audio
+    bp = replace(bp, outside=bp.outside + towers, input_towers=bp.input_towers + towers)
     notes = [
         f"Includes the vision tower with its deepstack mergers ({vision:,} parameters; an image "
         f"adds about (height / {side}) x (width / {side}) tokens) and the audio encoder "

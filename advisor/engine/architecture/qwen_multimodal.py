@@ -91,6 +91,7 @@ def qwen_vl_blueprint(c: Config, family: str) -> b.Blueprint:
         bp,
         family=family,
         outside=bp.outside + tower,
+        input_towers=bp.input_towers + tower,
         notes=[
             *bp.notes,
             f"Includes the vision transformer and its mergers ({tower:,} parameters); an "
@@ -219,6 +220,7 @@ def qwen2_audio_blueprint(c: Config, family: str) -> b.Blueprint:
         bp,
         family=family,
         outside=bp.outside + encoder + projector,
+        input_towers=bp.input_towers + encoder + projector,
         notes=[
             *bp.notes,
             f"Includes the Whisper-style audio encoder ({encoder:,} parameters) and its projector "

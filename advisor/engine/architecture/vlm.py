@@ -191,6 +191,7 @@ def _with(bp: b.Blueprint, family: str, tower: int, projector: int, what: str, t
         bp,
         family=family,
         outside=bp.outside + tower + projector,
+        input_towers=bp.input_towers + tower + projector,
         notes=[
             *bp.notes,
             f"Includes the {what} ({tower:,} parameters) and its projector ({projector:,}); "
