@@ -1,0 +1,246 @@
+"""What the result says of its outcome: the recommended option's reasons and starter sbatch
+script, or, when nothing fits, the memory one GPU would need and the warnings that say what
+rules every option out and what would cut memory."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from advisor.engine import words
+from advisor.engine.device_memory import capacity_text
+from advisor.engine.frameworks import Framework, batch_limit
+from advisor.engine.memory import Workload, memory_per_gpu
+from advisor.engine.models import CatalogSpec, EstimateRequest, MemoryBreakdown, Recommendation
+from advisor.engine.options import inference_shards, wall_target
+from advisor.engine.recommend import trusted
+from advisor.engine.shape import ModelShape
+from advisor.engine.slurm import sbatch_script
+from advisor.engine.speed import generation
+from advisor.engine.words import plural
+
+
+def recommended(
+    best,
+    candidates,
+    wl: Workload,
+    framework,
+    why: str,
+    model_name: str,
+    max_wall: float | None,
+    fused_experts: float = 0.0,
+    mxfp4_experts: float = 0.0,
+) -> tuple:
+    """(the recommendation with its longer reasons, its starter sbatch script). `fused_experts`:
+    the bytes more transformers 5 would hold (the script then says to pin transformers<5);
+    `mxfp4_experts`: the expert parameters kept in MXFP4 (the script says what keeps them so)."""
+    reasons = _recommendation_reasons(best, candidates, wl, framework, why)
+    # The best option's fields, already complete, with the longer reasons.
+    recommendation = trusted(Recommendation, {**best.option.__dict__, "reasons": reasons})
+    slurm_script = sbatch_script(
+        option=best.option,
+        system=best.system,
+        node=best.node,
+        partition=best.partition,
+        model_name=model_name,
+        task=wl.task,
+        platform=generation(best.accelerator).platform,
+        framework=framework,
+        stepping=(wl.optimizer_in_backward, wl.checkpoint_offload),
+        # Asked of a library whose own loss keeps the full logits: Liger under the Trainer.
+        fused_loss=wl.training and wl.logits_per_entry == 0.0 and framework.logits_bytes is None,
+        fp8=wl.weight_format == "fp8",
+        transformers_below_5=fused_experts,
+        mxfp4_experts=mxfp4_experts,
+        shards=1
+        if wl.training
+        else inference_shards(
+            best.option.wall_hours,
+            wall_target(max_wall),
+            best.partition.max_wall_hours if best.partition is not None else None,
+        ),
+    )
+    return recommendation, slurm_script
+
+
+def _recommendation_reasons(best, candidates, wl: Workload, framework, why: str) -> list[str]:
+    opt = best.option
+    acc = best.accelerator
+    free = 1 - opt.memory_per_gpu_bytes / opt.capacity_bytes
+    reasons = [
+        f"Fits: {opt.memory_per_gpu_bytes / 1e9:.1f} GB per GPU of the {capacity_text(acc)} "
+        f"on {words.with_article(acc.display_name)} ({free:.0%} headroom), "
+        + ("on " if opt.strategy == "single" and opt.num_gpus == 1 else "")
+        + f"{words.gpus_and_strategy(opt.num_gpus, opt.strategy, opt.nodes, not wl.training)}."
+    ]
+    if framework.preallocates and not wl.training:
+        reserved = opt.capacity_bytes * framework.preallocates
+        reasons.append(
+            f"{framework.name} reserves {framework.preallocates:.0%} of each GPU at start-up: "
+            f"nvidia-smi will show about {reserved / 1e9:.0f} GB per GPU. The model needs "
+            f"{opt.memory_per_gpu_bytes / 1e9:.1f} GB of it; the rest becomes paged KV cache, "
+            + (
+                f"room for about {plural(wl.batch_size, 'sequence')} at once (at most "
+                f"{batch_limit(framework, acc):,} by default), the batch the GPU hours assume."
+                if wl.fills_kv_cache
+                else "so more concurrent requests fit than the batch estimated."
+            )
+        )
+    if opt.requested_gpu_hours is not None:
+        reasons.append(
+            f"{words.hours(opt.gpu_hours)} of compute + {words.hours(opt.contingency_gpu_hours)} "
+            f"of contingency = {words.hours(opt.requested_gpu_hours)}, about "
+            f"{words.hours(opt.wall_hours, 'hours')} of wall time."
+        )
+    if best.system.typical_queue_wait_hours is not None:
+        reasons.append(f"Typical queue wait about {best.system.typical_queue_wait_hours:g} h.")
+    charge = opt.charge
+    converted = ""  # a charge in another currency than the profile's, as the ranking saw it
+    if charge is not None and charge.compared_currency not in ("", charge.currency):
+        converted = (
+            f"; about {charge.compared_total:,.2f} {charge.compared_currency} at "
+            f"{charge.comparison}"
+        )
+    if opt.cost is not None:
+        reasons.append(f"Cost about {opt.cost:,.2f} {opt.currency}{converted}.")
+    elif charge is not None and charge.total is not None:
+        reasons.append(
+            f"Charged about {charge.total:,.2f} {charge.currency} "
+            f"({charge.rate_per_gpu_hour:g} per GPU hour: {charge.source}){converted}."
+        )
+    eligible = [cand for cand in candidates if cand.eligible]
+    if len(eligible) > 1:
+        reasons.append(f"Ranked first of {len(eligible)} workable options. {why}")
+    reasons.extend(r for r in opt.reasons if r not in reasons)
+    fused_loss = _fused_loss_hint(opt, framework)
+    if fused_loss:
+        reasons.append(fused_loss)
+    return reasons
+
+
+# The loss's logits are this share of a GPU's need or more: worth a practitioner's attention.
+_LOGITS_WORTH_A_HINT = 0.25
+
+
+_LOGITS_TOO_LARGE = 10e9  # bytes of logits no GPU spares easily
+
+
+def _logits_hint(memory: MemoryBreakdown, framework, wl: Workload) -> str | None:
+    """When nothing fits: the Trainer's fp32 logits for one sequence, where they are a large
+    share of what one GPU would need, and the fused loss that never builds them."""
+    if framework.key != "hf_trainer" or wl.logits_per_entry is not None:
+        return None
+    # Checked against a share of the need and a size of their own: without checkpointing
+    # the activations of a long sequence dwarf everything, though the logits alone would not
+    # fit most GPUs either.
+    if memory.logits < min(_LOGITS_WORTH_A_HINT * memory.total_bytes, _LOGITS_TOO_LARGE):
+        return None
+    return (
+        f"The loss's fp32 logits alone take {memory.logits / 1e9:.0f} GB for a micro-batch of "
+        f"{plural(wl.batch_size, 'sequence')}: Liger Kernel's fused linear cross-entropy "
+        "(use_liger_kernel=True) never builds them: choose the Trainer with Liger Kernel in the "
+        "flowchart, or fused_loss: true in the API, to estimate it."
+    )
+
+
+def _fused_loss_hint(opt, framework) -> str | None:
+    """Long sequences and large vocabularies make the Trainer's fp32 logits the largest
+    tensor of a step; Liger Kernel's fused linear cross-entropy computes the loss in chunks
+    without them. Said, not assumed: the researcher decides whether to add the dependency."""
+    logits = opt.memory.logits
+    # The Trainer is a training library: an inference job never reaches the check.
+    if framework.key != "hf_trainer" or logits < _LOGITS_WORTH_A_HINT * opt.memory_per_gpu_bytes:
+        return None
+    return (
+        f"The loss's fp32 logits take {logits / 1e9:.1f} of the "
+        f"{opt.memory_per_gpu_bytes / 1e9:.1f} GB per GPU. Liger Kernel's fused linear "
+        "cross-entropy (use_liger_kernel=True in TrainingArguments or TRL's SFTConfig; Triton "
+        "kernels, benchmarked by linkedin/Liger-Kernel on NVIDIA A100s) never materialises "
+        "them, so a larger micro-batch or a smaller GPU may fit; not assumed here (choose the "
+        "Trainer with Liger Kernel in the flowchart, or fused_loss: true in the API, to "
+        "estimate it)."
+    )
+
+
+def memory_when_nothing_fits(
+    request: EstimateRequest,
+    catalog: CatalogSpec,
+    shape: ModelShape,
+    wl: Workload,
+    framework: Framework,
+    warnings: list[str],
+) -> MemoryBreakdown:
+    """The memory a single GPU would need, and the warnings that say what rules every option
+    out. Training: the leanest micro-batch the recipe search tries (pinned, else one
+    sequence), not the whole global batch at once (2^20 tokens when none is given)."""
+    lean = replace(wl, batch_size=request.micro_batch or 1) if wl.training else wl
+    memory = MemoryBreakdown.model_construct(**memory_per_gpu(shape, lean, "single", 1))
+    warnings.extend(_nothing_fits(request, catalog, wl))
+    hint = _logits_hint(memory, framework, lean)
+    if hint is not None:
+        warnings.append(hint)
+    return memory
+
+
+def _nothing_fits(request: EstimateRequest, catalog: CatalogSpec, wl: Workload) -> list[str]:
+    """The warnings when no option is eligible: why, and what would cut memory."""
+    if not catalog.systems:
+        return ["The catalog has no systems: load one (manage.py load_catalog) to get options."]
+    return [
+        "Nothing in the catalog fits within the constraints; see each option's reasons.",
+        *_constraints_no_system_meets(request, catalog),
+        *_what_would_help(request, wl),
+    ]
+
+
+def _constraints_no_system_meets(request: EstimateRequest, catalog: CatalogSpec) -> list[str]:
+    """A constraint that alone rules out every system in service, said first: no model or
+    setup change helps with those."""
+    cons = request.constraints
+    systems = [s for s in catalog.systems if s.status != "retired" and s.node_types]
+    out = []
+    if not any(cons.data_sensitivity in s.data_sensitivity for s in systems):
+        gpuless = [
+            s.display_name
+            for s in catalog.systems
+            if s.status != "retired"
+            and not s.node_types
+            and cons.data_sensitivity in s.data_sensitivity
+        ]
+        out.append(
+            f"No system with GPUs in the catalog is approved for {cons.data_sensitivity} data"
+            + (f" ({', '.join(gpuless)} is, without GPUs)" if gpuless else "")
+            + ": ask research computing where the data may be processed on GPUs before it moves."
+        )
+    if cons.needs_notebooks and not any(s.notebooks for s in systems):
+        out.append("No system in the catalog offers notebooks: the work has to run as batch jobs.")
+    if cons.needs_cloud is True and not any(s.kind == "cloud" for s in systems):
+        out.append("The catalog has no cloud service.")
+    if cons.needs_cloud is False and not any(s.kind != "cloud" for s in systems):
+        out.append("Every system in the catalog is a cloud service, and cloud was ruled out.")
+    return out
+
+
+def _what_would_help(request: EstimateRequest, wl: Workload) -> list[str]:
+    """Plain suggestions that cut memory, for when nothing fits."""
+    hints = []
+    if wl.task == "inference" and request.framework != "vllm":
+        hints.append(
+            "vLLM serves a model larger than one node over several (tensor parallel within "
+            "each node, a pipeline stage per node); choose it as the library to be offered that."
+        )
+    if wl.task == "inference" and wl.weight_format in ("fp32", "fp16", "bf16"):
+        hints.append(
+            "fp8 weights (vLLM, on NVIDIA Turing or newer or AMD MI300) or int8 would halve "
+            "the weights, int4 would quarter them."
+        )
+    if wl.training and request.gradient_checkpointing is False:
+        hints.append(
+            "You ruled out gradient checkpointing; it keeps only each layer's input for backward."
+        )
+    if wl.task in ("full_finetune", "pretrain"):
+        hints.append("LoRA or QLoRA trains adapters only and needs far less memory.")
+    if request.micro_batch is not None and request.micro_batch > 1:
+        hints.append("A smaller micro-batch with more accumulation steps needs less memory.")
+    if wl.training and request.optimizer in ("adamw", "paged_adamw"):
+        hints.append("8-bit AdamW keeps the optimizer state in a quarter of the memory.")
+    return hints
