@@ -99,9 +99,51 @@ def sbatch_script(
     if system.scheduler.lower() != "slurm":
         return None
     gpus_per_node = min(option.num_gpus, node.gpus_per_node)
-    nodes = option.nodes
     cpus_per_gpu = (node.cpu_cores // node.gpus_per_node) if node.cpu_cores else 8
     cpus = max(cpus_per_gpu * gpus_per_node, 1)
+    lines = _job_directives(
+        option, system, node, partition, model_name, task, shards, gpus_per_node, cpus
+    )
+    lines += _environment_lines(system, platform)
+    framework = framework or FRAMEWORKS["transformers" if task == "inference" else "hf_trainer"]
+    lines += _version_pins(framework, transformers_below_5, mxfp4_experts)
+    lines += _recipe_lines(option.recipe, framework, task)
+    if shards > 1:
+        lines.append(
+            f"# Each array task serves its own shard of the prompts, e.g. in your script: "
+            f"prompts[int(os.environ['SLURM_ARRAY_TASK_ID'])::{shards}]"
+        )
+    nodes = option.nodes
+    if (
+        platform == "xpu"
+        and task != "inference"
+        and option.strategy not in ("single", "tensor_parallel")
+    ):
+        args = _train_args(option.recipe, framework, fused_loss, option.compute_dtype)
+        lines += _xpu_launcher(option, gpus_per_node, nodes, args)
+    elif task == "inference":
+        lines += _inference_launcher(option, gpus_per_node, nodes, framework, fp8)
+    else:
+        lines += _training_launcher(
+            option, gpus_per_node, nodes, cpus, framework, task, stepping, fused_loss
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _job_directives(
+    option: Option,
+    system: SystemSpec,
+    node: NodeTypeSpec,
+    partition: PartitionSpec | None,
+    model_name: str,
+    task: str,
+    shards: int,
+    gpus_per_node: int,
+    cpus: int,
+) -> list[str]:
+    """The script's header and #SBATCH lines: job name, account, partition, array, nodes,
+    GPUs, CPUs, memory and wall time."""
+    nodes = option.nodes
     mem_gb = int(node.ram_gb * gpus_per_node / node.gpus_per_node * 0.9) if node.ram_gb else None
     # An inference job split into a job array: each task runs its share of the prompts.
     wall = option.wall_hours / shards if option.wall_hours is not None else None
@@ -136,15 +178,19 @@ def sbatch_script(
     lines.append(f"#SBATCH --time={time}")
     if time_note:
         lines.append(f"# time: {time_note}")
-    lines += _environment_lines(system, platform)
-    if transformers_below_5:
+    return lines
+
+
+def _version_pins(framework: Framework, fused_experts: float, mxfp4_experts: float) -> list[str]:
+    """The transformers (and kernels) that keep experts as the estimate counts them."""
+    lines = []
+    if fused_experts:
         lines += [
             "# The estimate counts the experts quantised, as transformers 4.x builds them; under",
             "# transformers 5 bitsandbytes leaves its fused experts 16-bit (about "
-            f"{transformers_below_5 / 1e9:,.0f} GB more):",
+            f"{fused_experts / 1e9:,.0f} GB more):",
             '# pip install "transformers<5"',
         ]
-    framework = framework or FRAMEWORKS["transformers" if task == "inference" else "hf_trainer"]
     if mxfp4_experts and framework.key == "transformers":
         # Dequantised to bf16 instead of 4.25 bits: 2 - 0.53 bytes more per expert weight.
         more = mxfp4_experts * (2 - c.MXFP4_EXPERT_BYTES.value)
@@ -154,26 +200,7 @@ def sbatch_script(
             f"(about {more / 1e9:,.0f} GB more):",
             '# pip install "transformers>=4.55" "triton>=3.4" kernels',
         ]
-    lines += _recipe_lines(option.recipe, framework, task)
-    if shards > 1:
-        lines.append(
-            f"# Each array task serves its own shard of the prompts, e.g. in your script: "
-            f"prompts[int(os.environ['SLURM_ARRAY_TASK_ID'])::{shards}]"
-        )
-    if (
-        platform == "xpu"
-        and task != "inference"
-        and option.strategy not in ("single", "tensor_parallel")
-    ):
-        args = _train_args(option.recipe, framework, fused_loss, option.compute_dtype)
-        lines += _xpu_launcher(option, gpus_per_node, nodes, args)
-    elif task == "inference":
-        lines += _inference_launcher(option, gpus_per_node, nodes, framework, fp8)
-    else:
-        lines += _training_launcher(
-            option, gpus_per_node, nodes, cpus, framework, task, stepping, fused_loss
-        )
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _partition_directives(
