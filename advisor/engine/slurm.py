@@ -101,8 +101,9 @@ def sbatch_script(
     gpus_per_node = min(option.num_gpus, node.gpus_per_node)
     cpus_per_gpu = (node.cpu_cores // node.gpus_per_node) if node.cpu_cores else 8
     cpus = max(cpus_per_gpu * gpus_per_node, 1)
+    mem_gb = int(node.ram_gb * gpus_per_node / node.gpus_per_node * 0.9) if node.ram_gb else None
     lines = _job_directives(
-        option, system, node, partition, model_name, task, shards, gpus_per_node, cpus
+        option, system, partition, model_name, task, shards, gpus_per_node, cpus, mem_gb
     )
     lines += _environment_lines(system, platform)
     framework = framework or FRAMEWORKS["transformers" if task == "inference" else "hf_trainer"]
@@ -133,18 +134,17 @@ def sbatch_script(
 def _job_directives(
     option: Option,
     system: SystemSpec,
-    node: NodeTypeSpec,
     partition: PartitionSpec | None,
     model_name: str,
     task: str,
     shards: int,
     gpus_per_node: int,
     cpus: int,
+    mem_gb: int | None,
 ) -> list[str]:
     """The script's header and #SBATCH lines: job name, account, partition, array, nodes,
-    GPUs, CPUs, memory and wall time."""
+    GPUs, CPUs, memory (what one node's share of the job asks for) and wall time."""
     nodes = option.nodes
-    mem_gb = int(node.ram_gb * gpus_per_node / node.gpus_per_node * 0.9) if node.ram_gb else None
     # An inference job split into a job array: each task runs its share of the prompts.
     wall = option.wall_hours / shards if option.wall_hours is not None else None
     time, time_note = slurm_time(wall, partition)
