@@ -30,10 +30,11 @@ from advisor.engine.models import (
     EstimateResult,
     FrameworkInfo,
     Option,
+    built,
 )
 from advisor.engine.options import rank
 from advisor.engine.outcome import memory_when_nothing_fits, recommended
-from advisor.engine.recommend import evaluate, trusted
+from advisor.engine.recommend import evaluate
 from advisor.engine.request_checks import check_request
 from advisor.engine.result_assumptions import assumptions
 from advisor.engine.shape import ModelShape
@@ -102,7 +103,7 @@ def estimate_shape(
     uncertainty = stated_uncertainty(
         memory.total_bytes, best.option.gpu_hours if best else None, wl.task
     )
-    return _built(
+    return built(
         EstimateResult,
         params_total=shape.params_total,
         params_active=shape.params_active,
@@ -126,7 +127,7 @@ def estimate_shape(
         ),
         uncertainty=uncertainty,
         engine_version=ENGINE_VERSION,
-        framework=_built(
+        framework=built(
             FrameworkInfo,
             key=framework.key,
             name=framework.name,
@@ -326,11 +327,6 @@ def _recipe_workload(wl: Workload, recipe) -> Workload:
         selective_recompute=recipe.checkpointing == "selective",
         optimizer=recipe.optimizer or wl.optimizer,
     )
-
-
-def _built(cls, **fields):
-    """A result model from fields the engine computed, every one given (models.trusted)."""
-    return trusted(cls, fields)
 
 
 def _other_choice(cand, best) -> bool:

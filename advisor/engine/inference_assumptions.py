@@ -12,15 +12,10 @@ from advisor.engine.compute import (
 )
 from advisor.engine.memory import Workload
 from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES
-from advisor.engine.models import Assumption, EstimateRequest, trusted
+from advisor.engine.models import Assumption, EstimateRequest, built
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import decode_speed, generation
 from advisor.engine.words import plural
-
-
-def _built(cls, **fields):
-    """A result model from fields the engine computed, every one given (models.trusted)."""
-    return trusted(cls, fields)
 
 
 def inference_assumptions(
@@ -31,7 +26,7 @@ def inference_assumptions(
         return _encoder_inference_assumptions(shape, wl)
     out = []
     out.append(
-        _built(
+        built(
             Assumption,
             name="Generation",
             value=(
@@ -57,7 +52,7 @@ def inference_assumptions(
     out.append(prefill.assumption(f"{prefill.value:.0%}"))
     library = decode_speed(wl.decode_framework)
     out.append(
-        _built(
+        built(
             Assumption,
             name="Decoding speed",
             value=f"{library.bandwidth_fraction:.0%} of the memory bandwidth per step"
@@ -73,7 +68,7 @@ def inference_assumptions(
     share = expert_read_share(shape, wl.batch_size)
     if share < 1:
         out.append(
-            _built(
+            built(
                 Assumption,
                 name="Experts read per step",
                 value=f"{share:.0%} of the weights at {plural(wl.batch_size, 'sequence')} per "
@@ -88,7 +83,7 @@ def inference_assumptions(
     out.extend(_weight_speed_assumptions(wl))
     if wl.prefill_chunk_tokens:
         out.append(
-            _built(
+            built(
                 Assumption,
                 name="Prefill chunks",
                 value=f"at most {wl.prefill_chunk_tokens:,} tokens per forward pass: "
@@ -107,7 +102,7 @@ def _weight_speed_assumptions(wl: Workload) -> list[Assumption]:
     out = []
     if wl.weight_format == "fp8":
         out.append(
-            _built(
+            built(
                 Assumption,
                 name="fp8 weights and speed",
                 value="decoding reads 1 byte per weight of the linear layers; prefill is timed "
@@ -120,7 +115,7 @@ def _weight_speed_assumptions(wl: Workload) -> list[Assumption]:
         )
     if wl.weight_format == "int8":
         out.append(
-            _built(
+            built(
                 Assumption,
                 name="8-bit weights and speed",
                 value="decoding is timed as with 16-bit weights, a lower bound: bitsandbytes' "
@@ -141,7 +136,7 @@ def _weight_speed_assumptions(wl: Workload) -> list[Assumption]:
             else "one sequence at a time takes the fused 4-bit kernel"
         )
         out.append(
-            _built(
+            built(
                 Assumption,
                 name="4-bit weights and speed",
                 value=f"with {wl.batch_size} sequences per step each 4-bit layer is "
@@ -167,7 +162,7 @@ def _encoder_inference_assumptions(shape: ModelShape, wl: Workload) -> list[Assu
     library = decode_speed(wl.decode_framework)
     host = library.per_layer_overhead_s * shape.num_layers
     return [
-        _built(
+        built(
             Assumption,
             name="Forward pass",
             value=f"one forward pass per sequence of {wl.seq_len:,} tokens: an encoder-only "
@@ -177,7 +172,7 @@ def _encoder_inference_assumptions(shape: ModelShape, wl: Workload) -> list[Assu
             "Transformers runs them with a single model(**inputs) call, not generate()",
         ),
         c.MFU_PREFILL.assumption(f"{c.MFU_PREFILL.value:.0%}"),
-        _built(
+        built(
             Assumption,
             name="Host time per forward pass",
             value=(

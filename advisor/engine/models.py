@@ -322,6 +322,11 @@ def trusted(cls, values: dict):
     return obj
 
 
+def built(cls, **fields):
+    """A result model from fields the engine computed, every one given (`trusted`)."""
+    return trusted(cls, fields)
+
+
 # Frozen models refuse their own __setattr__; BaseModel's slots are set through their
 # descriptors directly, which is about twice as fast as object.__setattr__ by name.
 _new = object.__new__

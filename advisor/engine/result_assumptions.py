@@ -10,7 +10,7 @@ from advisor.engine import device_memory, scale_cost
 from advisor.engine.inference_assumptions import inference_assumptions
 from advisor.engine.memory import PHASES, Workload
 from advisor.engine.memory_terms import kv_cache_copies, routed_expert_params
-from advisor.engine.models import Assumption, EstimateRequest, trusted
+from advisor.engine.models import Assumption, EstimateRequest, built
 from advisor.engine.parallel_options import layout_assumptions
 from advisor.engine.shape import ModelShape
 from advisor.engine.training_assumptions import layout_detail, training_assumptions
@@ -20,11 +20,6 @@ from advisor.engine.uncertainty import (
 )
 from advisor.engine.words import plural
 from advisor.engine.workload import batch_default, global_batch
-
-
-def _built(cls, **fields):
-    """A result model from fields the engine computed, every one given (models.trusted)."""
-    return trusted(cls, fields)
 
 
 def assumptions(
@@ -60,7 +55,7 @@ def assumptions(
     else:
         out.extend(inference_assumptions(request, shape, wl, best))
         out.append(
-            _built(
+            built(
                 Assumption,
                 name="Scaling efficiency",
                 value=", ".join(f"{k} {v:.0%}" for k, v in c.SCALING_EFFICIENCY.items()),
@@ -78,7 +73,7 @@ def _encoder_decoder_assumption(
     """What an encoder-decoder's two stacks read and write per sequence."""
     if not shape.cross_attends:
         # A masked autoencoder (ViT-MAE, VideoMAE pre-training).
-        return _built(
+        return built(
             Assumption,
             name="Encoder and decoder lengths",
             value=f"the encoder reads the {plural(wl.encoder_len, 'token')} of each input left "
@@ -111,7 +106,7 @@ def _encoder_decoder_assumption(
         decoder += "; the job's tokens are the text it writes, one clip per " + (
             "transcript" if wl.training else "request"
         )
-    return _built(
+    return built(
         Assumption,
         name="Encoder and decoder lengths",
         value=f"the encoder reads {encoder}; {decoder}",
@@ -134,7 +129,7 @@ def _precision_assumption(wl: Workload, framework, best) -> Assumption:
         value = f"bf16: {framework.name} does not train in fp16, so GPUs without bf16 cannot run it"
     if chosen:
         value += f"; the recommended GPU computes in {chosen}"
-    return _built(
+    return built(
         Assumption,
         name="Precision (not given)",
         value=value,
@@ -150,7 +145,7 @@ def _batch_assumptions(request: EstimateRequest, wl: Workload, framework, best) 
     if wl.fills_kv_cache:
         default, large = framework.max_num_seqs
         return [
-            _built(
+            built(
                 Assumption,
                 name=f"Concurrent requests ({framework.name}, not given)",
                 value=(
@@ -183,14 +178,14 @@ def _memory_assumptions(
 ) -> list[Assumption]:
     """The library, the parameter count and what memory per GPU rests on."""
     out = [
-        _built(
+        built(
             Assumption,
             name="Library",
             value=framework.name
             + (" (you did not say which library; this is the most common one)" if assumed else ""),
             source=framework.source,
         ),
-        _built(
+        built(
             Assumption,
             name="Parameters",
             value=f"{shape.params_total:,} total, {shape.params_active:,} active",
@@ -200,7 +195,7 @@ def _memory_assumptions(
         c.CUDA_CONTEXT_LEGACY.assumption(f"{c.CUDA_CONTEXT_LEGACY.value / 2**20:.0f} MiB"),
         c.NCCL_BUFFERS.assumption(f"{c.NCCL_BUFFERS.value / 2**20:.0f} MiB on multi-GPU jobs"),
         c.ALLOCATOR_FRAGMENTATION.assumption(f"{c.ALLOCATOR_FRAGMENTATION.value:.0%}"),
-        _built(
+        built(
             Assumption,
             name="GPU capacity",
             value=(
@@ -226,7 +221,7 @@ def _memory_assumptions(
 def _peak_of_a_step(best) -> Assumption:
     """Training: which phase of a step the memory peaks at, and why not the sum of all."""
     phase = best.option.memory.peak_phase if best is not None else ""
-    return _built(
+    return built(
         Assumption,
         name="Peak of a step",
         value=(f"at the {PHASES[phase]}; " if phase in PHASES else "")

@@ -10,15 +10,10 @@ from advisor.engine import constants as c
 from advisor.engine import scale_cost
 from advisor.engine.compute import peak_tflops, training_flops_per_token, training_layout
 from advisor.engine.memory import Workload
-from advisor.engine.models import Assumption, EstimateRequest, trusted
+from advisor.engine.models import Assumption, EstimateRequest, built
 from advisor.engine.recipe import micro_batch_efficiency
 from advisor.engine.recipe_reasons import OPTIMIZER_WORDS
 from advisor.engine.shape import ModelShape
-
-
-def _built(cls, **fields):
-    """A result model from fields the engine computed, every one given (models.trusted)."""
-    return trusted(cls, fields)
 
 
 def training_assumptions(
@@ -98,7 +93,7 @@ def _adapter_assumptions(
             "and kept in 16-bit under QLoRA; PEFT's target_parameters adapts experts)"
         )
     out.append(
-        _built(
+        built(
             Assumption,
             name="LoRA",
             value=f"rank {wl.lora_rank}"
@@ -114,7 +109,7 @@ def _adapter_assumptions(
         out.append(c.LORA_DROPOUT.assumption(f"on{default}"))
     out.append(c.LORA_FLOPS_PER_PARAM.assumption())
     out.append(
-        _built(
+        built(
             Assumption,
             name="LoRA adapters' time",
             value="the frozen layers' matmuls at the full-training utilisation of the GPU; the "
@@ -132,7 +127,7 @@ def _adapter_assumptions(
     if wl.fp32_unquantised:
         kept = shape.params_total - shape.params_quantisable
         out.append(
-            _built(
+            built(
                 Assumption,
                 name="Parameters PEFT upcasts",
                 value=f"{kept:,} parameters the base does not quantise (embeddings, LM head, "
@@ -172,7 +167,7 @@ def _full_training_assumptions(wl: Workload, best) -> list[Assumption]:
     if wl.optimizer == "adamw_8bit":
         optimizer += " (its moments in 8 bits, below)"
     out.append(
-        _built(
+        built(
             Assumption,
             name=name,
             value=f"{text}; optimizer {optimizer}",
@@ -183,7 +178,7 @@ def _full_training_assumptions(wl: Workload, best) -> list[Assumption]:
     util = best.utilisation if best is not None else None
     if util is not None:
         out.append(
-            _built(
+            built(
                 Assumption,
                 name="Utilisation (recommended option)",
                 value=f"{util.value:.0%} of the dense peak, applied to the FLOPs "
@@ -192,7 +187,7 @@ def _full_training_assumptions(wl: Workload, best) -> list[Assumption]:
             )
         )
     out.append(
-        _built(
+        built(
             Assumption,
             name="Utilisation (every option)",
             value="the nearest catalog benchmark on the same accelerator or "

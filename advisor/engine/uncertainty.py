@@ -8,12 +8,7 @@ import json
 from pathlib import Path
 
 from advisor.engine import constants as c
-from advisor.engine.models import Assumption, trusted
-
-
-def _built(cls, **fields):
-    """A result model from fields the engine computed, every one given (models.trusted)."""
-    return trusted(cls, fields)
+from advisor.engine.models import Assumption, built
 
 
 def _load_test_uncertainty(quantity: str) -> dict[str, dict]:
@@ -85,7 +80,7 @@ def memory_uncertainty_assumption(task: str) -> Assumption:
     if not points:
         return c.MEMORY_MARGIN.assumption(f"+-{m:.0%} (no test points for this kind of work)")
     if points < MIN_TEST_POINTS:
-        return _built(
+        return built(
             Assumption,
             name="Memory uncertainty",
             value=f"+-{m:.0%}: the calibration margin, widened to cover the {points} published "
@@ -93,7 +88,7 @@ def memory_uncertainty_assumption(task: str) -> Assumption:
             "to read an 80% figure from)",
             source="docs/accuracy.md, test points (advisor/engine/uncertainty.json)",
         )
-    return _built(
+    return built(
         Assumption,
         name="Memory uncertainty",
         value=f"+-{m:.0%}: covers 80% of the {points} published measurements of this kind of "
@@ -106,7 +101,7 @@ def gpu_hours_uncertainty_assumption(task: str) -> Assumption:
     h, points = gpu_hours_uncertainty(task)
     if points < MIN_TEST_POINTS:
         return c.GPU_HOURS_MARGIN.assumption(f"+-{h:.0%}")
-    return _built(
+    return built(
         Assumption,
         name="GPU-hours uncertainty",
         value=f"+-{h:.0%}: covers 80% of the {points} published speed and run-time measurements "
