@@ -58,7 +58,7 @@ class FactGathering:
         assumes = None
         if timed and util.calibrated:
             # The full citation is in the result's assumptions; the option names its source.
-            assumes = f"assumes {util.value:.0%} of the {dtype} dense peak ({util.label})."
+            assumes = _assumes(util.value, dtype, util.label)
         found = self.per_accelerator[key] = AcceleratorFacts(
             dtype,
             no_dtype,
@@ -184,3 +184,19 @@ class FactGathering:
             f"No fused attention kernel on {acc.display_name} ({source}): sized and timed with "
             "eager attention, whose scores each layer keeps for the backward pass."
         )
+
+
+def _assumes(util: float, dtype: str | None, label: str, *, plain: bool = False) -> str:
+    without = " without recomputation" if plain else ""
+    return f"assumes {util:.0%} of the {dtype} dense peak{without} ({label})."
+
+
+def utilisation_reason(f: NodeFacts, level: str) -> str:
+    """The option's calibrated-utilisation reason for a recipe at checkpointing `level`: the
+    node's (`NodeFacts.assumes`, the runs' executed-FLOP figure) unless the recipe does not
+    recompute and is credited with another figure (speed.Utilisation.for_recipe)."""
+    util = f.util
+    value = util.for_recipe(level)
+    if value == util.value and not util.no_recompute_label or f.assumes is None:
+        return f.assumes
+    return _assumes(value, f.dtype, util.label_for_recipe(level), plain=True)

@@ -243,8 +243,12 @@ class OptionWriting:
             "headroom": headroom,
             "partition": f.partition.name if f.partition is not None else None,
             "compute_dtype": f.dtype,
-            "utilisation": f.util.value,
-            "utilisation_source": f.util.label,
+            # What the recipe's GPU hours used: a recipe without recomputation is credited
+            # with the runs' model FLOPs, not their executed FLOPs (speed.Utilisation).
+            "utilisation": f.util.for_recipe(recipe.checkpointing) if recipe else f.util.value,
+            "utilisation_source": f.util.label_for_recipe(recipe.checkpointing)
+            if recipe
+            else f.util.label,
             "charge": self.charge(f.rate, costs),
             "supported": f.supported,
             "software_reasons": f.software_reasons,

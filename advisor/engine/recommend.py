@@ -39,7 +39,7 @@ from advisor.engine.models import (
     Recipe,
     SystemSpec,
 )
-from advisor.engine.node_facts import FactGathering
+from advisor.engine.node_facts import FactGathering, utilisation_reason
 from advisor.engine.option_writing import OptionWriting
 from advisor.engine.options import (
     FULL_STACK,
@@ -447,7 +447,7 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         if f.attention_note is not None:
             reasons.append(f.attention_note)
         if f.assumes is not None:
-            reasons.append(f.assumes)
+            reasons.append(utilisation_reason(f, choice.level if choice is not None else "full"))
         if f.timed:
             gpu_hours = self.hours(f, n, strategy, choice)
             # Inference is not widened: its requests are independent, so a long job is split

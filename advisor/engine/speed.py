@@ -44,6 +44,9 @@ class Utilisation:
     # For a recipe that does not recompute activations: from the measurements' MFU rather than
     # their utilisation of executed FLOPs (see `for_recipe`); None: the same as `value`.
     no_recompute: float | None = None
+    # Where `no_recompute` comes from when not from the runs `label` names (a sibling chip's
+    # run without recomputation: `_plain_on_a_sibling`); "": the same runs.
+    no_recompute_label: str = ""
     # The layout the measurement ran under, which its figure already contains: its GPU count
     # (scale_cost.scale_efficiency; a default is read as one node's figure) and, when it ran
     # with Megatron-style tensor parallelism, its model's width (tensor_parallel.
@@ -55,10 +58,18 @@ class Utilisation:
     def source(self) -> str:
         return self.fixed_source or describe(self.detail, self.factors)
 
+    def label_for_recipe(self, level: str) -> str:
+        """The runs the recipe's utilisation (`for_recipe`) comes from, in words."""
+        if level == "full" or not self.no_recompute_label:
+            return self.label
+        return self.no_recompute_label
+
     def for_recipe(self, level: str) -> float:
         """The utilisation for a recipe with this checkpointing level. A run that recomputed
         activations is credited with its executed FLOPs (8N per token), but a job that does not
-        recompute is never faster per token than that run itself was: it gets the run's MFU.
+        recompute is credited with runs that did not either (`_without_recomputation`: the
+        same model on a sibling chip), else it is never faster per token than the run itself
+        was: it gets the run's MFU.
         llm-foundry's A100 80GB table shows it: the plain rows reach 64.2 % MFU at 7B and
         59.6 % at 13B, the checkpointed rows 55.3 % at 30B and 53.3 % at 70B, which continues
         that trend, while their executed-FLOP figures (73.7 %, 71.1 %) are above every plain
@@ -307,6 +318,7 @@ def training_utilisation(
         if d < nearest:
             nearest = d
     factors = []
+    no_recompute_label = ""
     if shape.num_experts > 0 and shape.params_active < shape.params_total:
         factors.append((c.MOE_UTILISATION_FACTOR.value, "mixture-of-experts"))
     if found:
@@ -318,12 +330,14 @@ def training_utilisation(
         )
         half = len(tied) // 2
         value = tied[half][0] if len(tied) % 2 else (tied[half - 1][0] + tied[half][0]) / 2
-        plain = sorted(_transfer(m, job, acc, recompute=False) for _, m in tied)
-        no_recompute = plain[half] if len(plain) % 2 else (plain[half - 1] + plain[half]) / 2
         measured_rows = tuple(m for _, m in tied)
-        label = "benchmark " + ", ".join(
-            dict.fromkeys(m.bench.name or m.bench.model for m in measured_rows)
-        )
+        no_recompute, plain_rows = _without_recomputation(found, measured_rows, nearest, job, acc)
+        sibling = any(all(m is not r for r in measured_rows) for m in plain_rows)
+        if sibling:  # never above the nearest runs' executed-FLOP figure
+            no_recompute = min(no_recompute, value)
+        if sibling or 0 < len(plain_rows) < len(measured_rows):
+            no_recompute_label = _benchmarks(plain_rows)
+        label = _benchmarks(measured_rows)
         detail = (measured_rows, job)
         calibrated = True
         bench_id = measured_rows[0].bench.name
@@ -353,6 +367,7 @@ def training_utilisation(
         detail,
         tuple(factors),
         no_recompute=no_recompute,
+        no_recompute_label=no_recompute_label,
         measured_gpus=measured_gpus,
         tp_width=tp_width,
     )
@@ -445,6 +460,48 @@ def describe(detail: tuple, factors: tuple) -> str:
     for factor, why in factors:
         text += f"; x{factor:g} for {why}"
     return text
+
+
+def _without_recomputation(
+    found: list[tuple[float, _Measured]],
+    nearest_rows: tuple[_Measured, ...],
+    nearest: float,
+    job: float,
+    acc: AcceleratorSpec,
+) -> tuple[float, tuple[_Measured, ...]]:
+    """(utilisation, the runs it comes from) for a recipe that does not recompute activations.
+
+    The nearest runs that did not recompute either, where there are any. Where every nearest
+    run recomputed, the same model's run without recomputation on another chip of the
+    generation, transferred, when the table has one: llm-foundry ran MPT-7B on A100 40GB with
+    activation checkpointing (50.9 % MFU, 67.9 % of executed FLOPs) and on A100 80GB without
+    (64.2 %), one die, so a plain 7B job on the 40GB card is credited like the 80GB run (moved
+    by the roofline to the 40GB card's bandwidth). Failing both, the nearest runs' MFU, a lower
+    bound (`Utilisation.for_recipe`); the returned runs are then empty."""
+    rows = tuple(m for m in nearest_rows if not m.bench.gradient_checkpointing)
+    if not rows:
+        sizes = {m.log_params for m in nearest_rows if m.log_params is not None}
+        reach = nearest + OTHER_CHIP_DISTANCE + 0.05  # the same setting, one chip away
+        rows = tuple(
+            m
+            for d, m in found
+            if d <= reach
+            and not m.bench.gradient_checkpointing
+            and m.bench.accelerator != acc.name
+            and any(m.log_params is not None and abs(m.log_params - s) < 1e-3 for s in sizes)
+        )
+    values = sorted(_transfer(m, job, acc, recompute=False) for m in rows or nearest_rows)
+    lower = sorted(_transfer(m, job, acc, recompute=False) for m in nearest_rows)
+    return max(_median(values), _median(lower)), rows
+
+
+def _median(values: list[float]) -> float:
+    half = len(values) // 2
+    return values[half] if len(values) % 2 else (values[half - 1] + values[half]) / 2
+
+
+def _benchmarks(rows: tuple[_Measured, ...]) -> str:
+    return "benchmark " + ", ".join(dict.fromkeys(m.bench.name or m.bench.model for m in rows))
 
 
 def _transfer(m: _Measured, job: float, acc: AcceleratorSpec, *, recompute: bool = True) -> float:
