@@ -138,7 +138,8 @@ def _basis(uncertainty: dict, quantity: str) -> str:
     if not points:
         return "the engine's calibration margin"
     return (
-        f"the error that covers 80% of {points} published measurements the engine was not tuned on"
+        f"the range that held for 80% of {points} published measurements the engine was not "
+        "tuned on"
     )
 
 

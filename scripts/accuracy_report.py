@@ -755,27 +755,57 @@ def test_summary(outcomes: list[Outcome]) -> dict[str, Any]:
 
 
 def uncertainty_by_family(outcomes: list[Outcome], estimate_of, margin) -> dict[str, Any]:
-    """Per task family, the smallest relative error of `estimate_of` that covers
-    UNCERTAINTY_COVERAGE of the family's test points (with fewer than UNCERTAINTY_MIN_POINTS,
-    the calibration `margin` widened to cover each one; None where there are none)."""
+    """Per task family, from the errors of `estimate_of` on the family's test points:
+
+    * `relative`: the smallest absolute error covering UNCERTAINTY_COVERAGE of them (the
+      "+-" summary the allocation workflow compares with its threshold);
+    * `under`, `over`: the signed errors between which the central UNCERTAINTY_COVERAGE of
+      them lie, the range a result states. The engine's errors lean one way (it is more often
+      too fast than too slow), so a range read from signed errors is narrower on the side the
+      engine seldom errs and as wide as the data on the other; `covered` counts the points in
+      it.
+
+    With fewer than UNCERTAINTY_MIN_POINTS, the calibration `margin` widened to cover each one
+    (both ways); None where there are none."""
     out: dict[str, Any] = {}
     for family in FAMILIES:
-        errors = sorted(
-            abs(e)
+        signed = sorted(
+            e
             for o in outcomes
             if family_of(o.point) == family and (e := o.rel_error(estimate_of(o))) is not None
         )
-        relative = None
+        errors = sorted(abs(e) for e in signed)
+        relative = under = over = None
         if len(errors) >= UNCERTAINTY_MIN_POINTS:
-            index = max(0, -(-len(errors) * UNCERTAINTY_COVERAGE // 1) - 1)
-            # Rounded up, so the stated figure still covers the point it was read from.
-            relative = math.ceil(errors[int(index)] * 1e4) / 1e4
+            relative = _round_out(errors[_rank(len(errors), UNCERTAINTY_COVERAGE)])
+            tail = (1 - UNCERTAINTY_COVERAGE) / 2
+            # Nearest ranks from each end, so at least UNCERTAINTY_COVERAGE lie between.
+            under = -_round_out(-min(signed[_rank(len(signed), tail)], 0.0))
+            over = _round_out(max(signed[_rank(len(signed), 1 - tail)], 0.0))
         elif errors:
             # Too few to read a share from: the calibration margin, widened to cover each one.
-            relative = math.ceil(max(margin.value, errors[-1]) * 1e4) / 1e4
-        covered = sum(1 for e in errors if relative is not None and e <= relative)
-        out[family] = {"relative": relative, "points": len(errors), "covered": covered}
+            relative = _round_out(max(margin.value, errors[-1]))
+            under = -_round_out(max(margin.value, -signed[0]))
+            over = _round_out(max(margin.value, signed[-1]))
+        covered = sum(1 for e in signed if under is not None and under <= e <= over)
+        out[family] = {
+            "relative": relative,
+            "under": under,
+            "over": over,
+            "points": len(errors),
+            "covered": covered,
+        }
     return out
+
+
+def _rank(n: int, share: float) -> int:
+    """The index of the nearest-rank `share` quantile of n sorted values."""
+    return max(0, math.ceil(round(n * share, 9)) - 1)  # 10 x 0.9 is 9.000000000000002
+
+
+def _round_out(value: float) -> float:
+    """Rounded up to 0.01 %, so the stated figure still covers the point it was read from."""
+    return math.ceil(value * 1e4) / 1e4
 
 
 def uncertainty_file(summary: dict[str, Any]) -> str:
@@ -881,8 +911,11 @@ def _test_section(test: dict[str, Any]) -> list[str]:
         f"{oom['accelerate_predicted_not_fitting']}/{oom['cases']}.",
         "",
         "Stated memory uncertainty per task family (`advisor/engine/uncertainty.json`, what the "
-        f"result's `uncertainty` and the result page's range use): the error covering "
-        f"{UNCERTAINTY_COVERAGE:.0%} of the family's test points; with fewer than "
+        "result's `uncertainty` and the result page's range use): the signed errors between "
+        f"which the central {UNCERTAINTY_COVERAGE:.0%} of the family's test points lie (error = "
+        "(estimate - measured) / measured, so a range of -a to +b puts the measurement between "
+        "estimate / (1 + b) and estimate / (1 - a)), with the absolute error covering "
+        f"{UNCERTAINTY_COVERAGE:.0%} of them beside it; with fewer than "
         f"{UNCERTAINTY_MIN_POINTS}, the calibration margin (+-{MEMORY_MARGIN.value:.0%}) "
         "widened to cover every one.",
         "",
@@ -906,7 +939,8 @@ def _uncertainty_rows(by_family: dict[str, Any]) -> list[str]:
     for family, u in by_family.items():
         value = "calibration margin (no test points)"
         if u["relative"] is not None:
-            value = f"+-{u['relative'] * 100:.1f} %"
+            signed = f"{u['under'] * 100:+.1f} % to {u['over'] * 100:+.1f} %"
+            value = f"{signed} (+-{u['relative'] * 100:.1f} %)"
             if u["points"] < UNCERTAINTY_MIN_POINTS:
                 value += " (margin widened to cover them all)"
         rows.append(_row(family, u["points"], value, f"{u['covered']}/{u['points']}"))

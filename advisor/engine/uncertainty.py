@@ -56,23 +56,44 @@ def _uncertainty(by_family: dict[str, dict], task: str, margin: float) -> tuple[
     return min(max(found["relative"], 0.01), 0.9), int(found.get("points") or 0)
 
 
+def error_range(by_family: dict[str, dict], task: str, margin: float) -> tuple[float, float]:
+    """(under, over): the signed errors between which 80 % of the family's test points lie
+    (uncertainty.json), else -+ the stated relative error or the calibration margin. Clamped
+    to -90 % .. -1 % and +1 % up: error = (estimate - measured) / measured puts the
+    measurement between estimate / (1 + over) and estimate / (1 + under), which an error of
+    -100 % leaves unbounded."""
+    found = by_family.get(FAMILY_OF_TASK.get(task, ""), {})
+    relative = found.get("relative")
+    under, over = found.get("under"), found.get("over")
+    if under is None or over is None:
+        m = margin if relative is None else relative
+        under, over = -m, m
+    return min(max(under, -0.9), -0.01), max(over, 0.01)
+
+
 def stated_uncertainty(total_bytes: int, gpu_hours: float | None, task: str) -> dict[str, float]:
     m, points = memory_uncertainty(task)
-    # error = (estimate - measured) / measured, so |error| <= m puts the measurement between
-    # estimate / (1 + m) and estimate / (1 - m).
+    under, over = error_range(TEST_UNCERTAINTY, task, c.MEMORY_MARGIN.value)
     out = {
         "memory_relative": m,
-        "memory_low_bytes": float(int(total_bytes / (1 + m))),
-        "memory_high_bytes": float(int(total_bytes / (1 - m))),
+        "memory_low_bytes": float(int(total_bytes / (1 + over))),
+        "memory_high_bytes": float(int(total_bytes / (1 + under))),
         "memory_test_points": float(points),
     }
     h, hour_points = gpu_hours_uncertainty(task)
     out["gpu_hours_relative"] = h
     out["gpu_hours_test_points"] = float(hour_points)
     if gpu_hours is not None:
-        out["gpu_hours_low"] = round(gpu_hours / (1 + h), 2)
-        out["gpu_hours_high"] = round(gpu_hours / (1 - h), 2)
+        under, over = error_range(TEST_GPU_HOURS_UNCERTAINTY, task, c.GPU_HOURS_MARGIN.value)
+        out["gpu_hours_low"] = round(gpu_hours / (1 + over), 2)
+        out["gpu_hours_high"] = round(gpu_hours / (1 + under), 2)
     return out
+
+
+def _measured_range(by_family: dict[str, dict], task: str, margin: float) -> str:
+    """Where the measurement lay around the estimate for 80 % of the test points, in words."""
+    under, over = error_range(by_family, task, margin)
+    return f"measured {1 / (1 + over) - 1:+.0%} to {1 / (1 + under) - 1:+.0%} of the estimate"
 
 
 def memory_uncertainty_assumption(task: str) -> Assumption:
@@ -88,11 +109,12 @@ def memory_uncertainty_assumption(task: str) -> Assumption:
             "to read an 80% figure from)",
             source="docs/accuracy.md, test points (advisor/engine/uncertainty.json)",
         )
+    said = _measured_range(TEST_UNCERTAINTY, task, c.MEMORY_MARGIN.value)
     return built(
         Assumption,
         name="Memory uncertainty",
-        value=f"+-{m:.0%}: covers 80% of the {points} published measurements of this kind of "
-        "work that the engine was never tuned on",
+        value=f"{said}: covers 80% of the {points} published measurements of this kind of "
+        f"work that the engine was never tuned on (+-{m:.0%} as an absolute error)",
         source="docs/accuracy.md, test points (advisor/engine/uncertainty.json)",
     )
 
@@ -101,11 +123,13 @@ def gpu_hours_uncertainty_assumption(task: str) -> Assumption:
     h, points = gpu_hours_uncertainty(task)
     if points < MIN_TEST_POINTS:
         return c.GPU_HOURS_MARGIN.assumption(f"+-{h:.0%}")
+    said = _measured_range(TEST_GPU_HOURS_UNCERTAINTY, task, c.GPU_HOURS_MARGIN.value)
     return built(
         Assumption,
         name="GPU-hours uncertainty",
-        value=f"+-{h:.0%}: covers 80% of the {points} published speed and run-time measurements "
-        "of this kind of work that the engine was never tuned on (widest where a library's "
-        "kernels differ from what the engine models: docs/accuracy.md)",
+        value=f"{said}: covers 80% of the {points} published speed and run-time measurements "
+        f"of this kind of work that the engine was never tuned on (+-{h:.0%} as an absolute "
+        "error; the engine more often runs fast than slow, most where a library's kernels "
+        "differ from what it models: docs/accuracy.md)",
         source="docs/accuracy.md, test points (advisor/engine/uncertainty.json)",
     )

@@ -319,3 +319,30 @@ def test_a_point_its_source_contradicts_stays_in_the_targets_and_is_shown_apart(
     engine = summary["test"]["memory"]["engine"]
     assert rest["points"] == engine["points"] - len(conflicts["points"])
     assert rest["worst_under_estimate"] >= worst_all
+
+
+def test_the_stated_range_follows_the_side_the_errors_lean_to():
+    """Nine inference test points whose estimates run 2-55 % fast and one 5 % slow: the stated
+    range is read from the signed errors (the central 80 %), so it reaches far on the side the
+    engine errs (the measurement up to estimate / 0.45) and stays close on the other,
+    instead of the +-40 % that covers 80 % of them in absolute terms, which would put the
+    measurement as low as estimate / 1.4 and no higher than estimate / 0.6."""
+    from types import SimpleNamespace
+
+    errors = [-0.55, -0.5, -0.4, -0.3, -0.2, -0.15, -0.1, -0.05, -0.02, 0.05]
+    outcomes = [
+        SimpleNamespace(point=SimpleNamespace(request={"task": "inference"}), error=e)
+        for e in errors
+    ]
+    for outcome in outcomes:
+        outcome.rel_error = lambda estimate, e=outcome.error: e
+    margin = report_module.GPU_HOURS_MARGIN
+    u = report_module.uncertainty_by_family(outcomes, lambda o: 1.0, margin)["inference"]
+    assert (u["under"], u["over"]) == (-0.55, 0.0)  # nearest ranks 1 and 9 of 10
+    assert u["relative"] == 0.4
+    assert u["covered"] == 9
+
+    import advisor.engine.uncertainty as engine
+
+    stated = {"inference": {key: u[key] for key in ("relative", "under", "over", "points")}}
+    assert engine.error_range(stated, "inference", margin.value) == (-0.55, 0.01)
