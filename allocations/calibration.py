@@ -8,8 +8,11 @@ Two kinds of evidence, both from this institute:
   is meant to cover restarts and evaluation).
 
 Error = estimated / actual - 1: +20 % means the engine asked for a fifth more than was needed.
-The engine states +-GPU_HOURS_MARGIN on GPU hours; the recomputed figure is the 80th
-percentile of the absolute errors, the band four estimates in five fall within.
+Each estimate states a GPU-hour range for its kind of work, where its error fell for 80 % of
+published test points (advisor.engine.uncertainty; an accounting point's estimate includes the
+contingency, which moves that range); the report counts the institute's points inside the range
+stated for theirs. The recomputed figure is the 80th percentile of the absolute errors, the band
+four estimates in five fall within.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from datetime import date
 from django.utils import timezone
 
 from advisor.engine import constants as engine_constants
+from advisor.engine.uncertainty import FAMILY_OF_TASK, TEST_GPU_HOURS_UNCERTAINTY, error_range
 from allocations.measurement_selectors import measurement_views
 from allocations.models import AllocationRequest, Status
 from allocations.usage_selectors import usage_rows_by_request
@@ -47,6 +51,24 @@ class CalibrationPoint:
     @property
     def error_text(self) -> str:
         return _pct(self.error)
+
+    @property
+    def stated_range(self) -> tuple[float, float]:
+        """The errors between which the engine said this estimate would fall: the range its
+        kind of work's test points give the compute GPU hours, moved by the contingency where
+        the estimate is the requested hours (accounting)."""
+        under, over = error_range(
+            TEST_GPU_HOURS_UNCERTAINTY, self.task, engine_constants.GPU_HOURS_MARGIN.value
+        )
+        if self.kind == "accounting":
+            kept = 1 + engine_constants.CONTINGENCY.value
+            under, over = kept * (1 + under) - 1, kept * (1 + over) - 1
+        return under, over
+
+    @property
+    def within_stated(self) -> bool:
+        under, over = self.stated_range
+        return under <= self.error <= over
 
 
 @dataclass(frozen=True)
@@ -93,9 +115,8 @@ class CalibrationReport:
     points: list[CalibrationPoint]
     groups: list[ErrorSummary]
     overall: ErrorSummary | None
-    stated_margin: float
     recomputed_margin: float | None
-    within_stated: float | None  # share of points inside the stated band
+    within_stated: float | None  # share of points inside the range stated for theirs
 
     @property
     def verdict(self) -> str:
@@ -104,31 +125,32 @@ class CalibrationReport:
                 "No institute evidence yet: upload trial-run measurements and import Slurm "
                 "accounting, and this page fills in."
             )
+        inside = (
+            f"{self.within_stated:.0%} of the points fall inside the range the engine states "
+            "for their kind of work"
+        )
         if self.recomputed_margin is None:
             return (
                 f"{len(self.points)} point(s): too few (under {MIN_POINTS}) to recompute the "
-                f"uncertainty; the engine keeps its stated ±{self.stated_margin:.0%}."
+                f"uncertainty; the engine keeps its stated ranges ({inside})."
             )
         return (
             f"On the institute's own {len(self.points)} jobs and trial runs, four estimates in "
-            f"five fall within ±{self.recomputed_margin:.0%} of what was used; the engine states "
-            f"±{self.stated_margin:.0%} ({self.within_stated:.0%} of the points fall inside it)."
+            f"five fall within ±{self.recomputed_margin:.0%} of what was used; {inside}."
         )
 
 
 def calibration_report(points: list[CalibrationPoint]) -> CalibrationReport:
-    margin = engine_constants.GPU_HOURS_MARGIN.value
     grouped: dict[tuple[str, str], list[CalibrationPoint]] = {}
     for point in points:
         grouped.setdefault((point.task, point.system), []).append(point)
     groups = [summarise(g, task=t, system=s) for (t, s), g in sorted(grouped.items())]
     overall = summarise(points, task="all", system="all") if points else None
-    within = sum(1 for p in points if abs(p.error) <= margin) / len(points) if points else None
+    within = sum(1 for p in points if p.within_stated) / len(points) if points else None
     return CalibrationReport(
         points=points,
         groups=groups,
         overall=overall,
-        stated_margin=margin,
         recomputed_margin=overall.p80_abs_error if overall else None,
         within_stated=within,
     )
@@ -213,10 +235,12 @@ def calibration_markdown(report: CalibrationReport, *, generated_on: date) -> st
         "allocated `gres/gpu` × elapsed), once its allocation period has ended, against the "
         "hours its estimate asked for (contingency included).",
         "",
-        f"The engine states ±{report.stated_margin:.0%} on GPU hours "
-        "(`advisor/engine/constants/planning.py`, GPU_HOURS_MARGIN). The recomputed "
-        "uncertainty is the 80th percentile of the absolute errors (nearest rank), reported "
-        f"once there are at least {MIN_POINTS} points.",
+        "Each estimate states the range its GPU hours' error fell in for 80 % of the published "
+        "test points of its kind of work (`advisor/engine/uncertainty.json`, written by "
+        f"`scripts/accuracy_report.py`): {_stated_ranges()}. An accounting point's estimate "
+        f"includes the {engine_constants.CONTINGENCY.value:.0%} contingency, which moves its "
+        "range by as much. The recomputed uncertainty is the 80th percentile of the absolute "
+        f"errors (nearest rank), reported once there are at least {MIN_POINTS} points.",
         "",
         f"**{report.verdict}**",
         "",
@@ -254,6 +278,17 @@ def calibration_markdown(report: CalibrationReport, *, generated_on: date) -> st
         )
     lines.append("")
     return "\n".join(lines)
+
+
+def _stated_ranges() -> str:
+    """The compute GPU-hour ranges the engine states, one per kind of work, in words."""
+    said = {}
+    for task, family in FAMILY_OF_TASK.items():
+        under, over = error_range(
+            TEST_GPU_HOURS_UNCERTAINTY, task, engine_constants.GPU_HOURS_MARGIN.value
+        )
+        said.setdefault(family, f"{family} {_pct(under)} to {_pct(over)}")
+    return ", ".join(said.values())
 
 
 def _md(text: str) -> str:
