@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from advisor.engine import constants as c
 from advisor.engine import ranking, words
 from advisor.engine.compute import (
     filled_batch,
@@ -45,6 +46,7 @@ from advisor.engine.words import plural
 from advisor.engine.workload import (
     build_workload,
     resolve_shape,
+    stored_format,
     with_sequence_length,
 )
 
@@ -188,6 +190,7 @@ def _far_cheaper_hints(
     hints = (
         _continuous_batching_hint(request, catalog, shape, wl, best),
         _encoder_batching_hint(request, catalog, shape, best),
+        _sixteen_bit_lora_hint(request, catalog, shape, wl, best),
     )
     return [hint for hint in hints if hint is not None]
 
@@ -256,12 +259,54 @@ def _encoder_batching_hint(
     )
 
 
+# QLoRA's saving worth naming: beyond the engine's own error on GPU hours (a median of 12-13 %
+# on the test points, docs/accuracy.md; constants FEWER_GPUS_COST_BAND reads it the same way).
+_QLORA_WORTH_NAMING = 1 - c.FEWER_GPUS_COST_BAND.value
+
+
+def _sixteen_bit_lora_hint(
+    request: EstimateRequest, catalog: CatalogSpec, shape: ModelShape, wl: Workload, best
+) -> str | None:
+    """QLoRA exists to fit a small GPU (Dettmers et al. 2023, arXiv:2305.14314: 65B on one
+    48 GB card), and its 4-bit base costs a dequantisation of every weight in each pass. Where
+    the recommended GPU holds LoRA on the 16-bit model as well, on no more GPUs and in clearly
+    fewer GPU hours, say so: the paper finds NF4 QLoRA matches 16-bit LoRA's quality, so the
+    choice is the researcher's. Not for a checkpoint published in 4 or 8 bits (LoRA on it is
+    QLoRA), and only where the 16-bit weights could fit at all (the check is a second ranking
+    on one system)."""
+    if request.task != "qlora" or stored_format(request) or best.option.gpu_hours is None:
+        return None
+    if 2 * shape.params_total > best.option.capacity_bytes / 2:
+        return None
+    change = {"task": "lora", "precision": None, "quantization": None, "double_quant": None}
+    other = _far_cheaper_on_the_same_gpus(
+        change, request, shape, catalog, best, worth=_QLORA_WORTH_NAMING
+    )
+    if other is None or other.num_gpus > best.option.num_gpus:
+        return None
+    return (
+        f"LoRA on the 16-bit model would run on {plural(other.num_gpus, 'GPU')} of the same "
+        f"kind too ({words.gigabytes(other.memory_per_gpu_bytes)} per GPU) in "
+        f"{_about_hours(other.gpu_hours)} against {words.hours(best.option.gpu_hours)}: "
+        "QLoRA's 4-bit base saves memory this GPU does not need, and dequantising it in every "
+        "pass costs time. QLoRA matches 16-bit LoRA's quality (Dettmers et al. 2023, "
+        "arXiv:2305.14314), so either serves; choose LoRA in the flowchart (task: lora in the "
+        "API) to estimate with it."
+    )
+
+
 def _far_cheaper_on_the_same_gpus(
-    change: dict, request: EstimateRequest, shape: ModelShape, catalog: CatalogSpec, best
+    change: dict,
+    request: EstimateRequest,
+    shape: ModelShape,
+    catalog: CatalogSpec,
+    best,
+    *,
+    worth: float = _WORTH_NAMING,
 ) -> Option | None:
     """The request with `change`, sized only on the recommended system and GPU (so it carries
-    every rule the engine applies there), when its first eligible option needs less than half
-    the recommendation's GPU hours; else None."""
+    every rule the engine applies there), when its first eligible option needs less than
+    `worth` (by default half) of the recommendation's GPU hours; else None."""
     where = {"system": best.system.name, "accelerator": best.accelerator.name}
     pinned = request.model_copy(update={**change, **where})
     try:
@@ -272,7 +317,7 @@ def _far_cheaper_on_the_same_gpus(
     other = next((cand.option for cand in ranked if cand.eligible), None)
     if other is None or other.gpu_hours is None:
         return None
-    if other.gpu_hours >= _WORTH_NAMING * best.option.gpu_hours:
+    if other.gpu_hours >= worth * best.option.gpu_hours:
         return None
     return other
 
