@@ -197,6 +197,6 @@ def utilisation_reason(f: NodeFacts, level: str) -> str:
     recompute and is credited with another figure (speed.Utilisation.for_recipe)."""
     util = f.util
     value = util.for_recipe(level)
-    if value == util.value and not util.no_recompute_label or f.assumes is None:
+    if f.assumes is None or (value == util.value and not util.no_recompute_label):
         return f.assumes
     return _assumes(value, f.dtype, util.label_for_recipe(level), plain=True)

@@ -45,7 +45,7 @@ class Utilisation:
     # their utilisation of executed FLOPs (see `for_recipe`); None: the same as `value`.
     no_recompute: float | None = None
     # Where `no_recompute` comes from when not from the runs `label` names (a sibling chip's
-    # run without recomputation: `_plain_on_a_sibling`); "": the same runs.
+    # run without recomputation: `_without_recomputation`); "": the same runs.
     no_recompute_label: str = ""
     # The layout the measurement ran under, which its figure already contains: its GPU count
     # (scale_cost.scale_efficiency; a default is read as one node's figure) and, when it ran
@@ -329,7 +329,7 @@ def training_utilisation(
             key=_first,
         )
         half = len(tied) // 2
-        value = tied[half][0] if len(tied) % 2 else (tied[half - 1][0] + tied[half][0]) / 2
+        value = _median([v for v, _ in tied])
         measured_rows = tuple(m for _, m in tied)
         no_recompute, plain_rows = _without_recomputation(found, measured_rows, nearest, job, acc)
         sibling = any(all(m is not r for r in measured_rows) for m in plain_rows)
