@@ -278,7 +278,15 @@ def _sixteen_bit_lora_hint(
         return None
     if 2 * shape.params_total > best.option.capacity_bytes / 2:
         return None
-    change = {"task": "lora", "precision": None, "quantization": None, "double_quant": None}
+    # On the recommendation's GPU count: the comparison the researcher would make, and a
+    # smaller second ranking.
+    change = {
+        "task": "lora",
+        "precision": None,
+        "quantization": None,
+        "double_quant": None,
+        "num_gpus": best.option.num_gpus,
+    }
     other = _far_cheaper_on_the_same_gpus(
         change, request, shape, catalog, best, worth=_QLORA_WORTH_NAMING
     )
