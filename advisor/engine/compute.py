@@ -15,6 +15,7 @@ import math
 from advisor.engine import constants as c
 from advisor.engine import tensor_parallel as tp_layout
 from advisor.engine.activations import frontend_trained
+from advisor.engine.decode_speed import decode_speed
 from advisor.engine.frameworks import batch_limit
 from advisor.engine.memory_terms import (
     Workload,
@@ -28,7 +29,6 @@ from advisor.engine.memory_terms import (
 from advisor.engine.models import AcceleratorSpec, NodeTypeSpec
 from advisor.engine.scale_cost import LayoutCost, StepModel, training_layout_cost
 from advisor.engine.shape import CROSS_KV_ROLES, ModelShape
-from advisor.engine.speed import decode_speed
 
 
 def peak_tflops(acc: AcceleratorSpec, dtype: str) -> float | None:
@@ -376,7 +376,7 @@ def inference_gpu_hours(
     if wl.new_tokens:
         weights = decode_weight_bytes(shape, wl) * decoder_share
         kv = kv_read_bytes(shape, wl, new_tokens=wl.new_tokens // 2)  # the average step
-        # Per library (speed.DECODE_SPEED): the share of the bandwidth bound its kernels reach
+        # Per library (decode_speed.py): the share of the bandwidth bound its kernels reach
         # and the host time per layer and step that no CUDA graph hides.
         bandwidth = acc.memory_bandwidth_gb_s * 1e9 * library.bandwidth_fraction * n * eff
         step_memory = (weights + kv) / bandwidth

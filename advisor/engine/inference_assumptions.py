@@ -10,11 +10,12 @@ from advisor.engine.compute import (
     dequantises_per_step,
     expert_read_share,
 )
+from advisor.engine.decode_speed import decode_speed
 from advisor.engine.memory import Workload
 from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES
 from advisor.engine.models import Assumption, EstimateRequest, built
 from advisor.engine.shape import ModelShape
-from advisor.engine.speed import decode_speed, generation
+from advisor.engine.speed import generation
 from advisor.engine.words import plural
 
 

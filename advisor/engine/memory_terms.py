@@ -65,7 +65,7 @@ class Workload:
     # PyTorch >= 2.0 stacks (zero_grad(set_to_none=True) frees them), True for PyTorch 1.x
     # (zero_grad zeroed in place) and for stacks with a persistent gradient buffer.
     keeps_gradients: bool = False
-    # The library that generates (frameworks.py key): its decoding speed (speed.decode_speed).
+    # The library that generates (frameworks.py key): its decoding speed (decode_speed.py).
     decode_framework: str = "transformers"
     # Chunked prefill (vLLM): at most this many tokens per forward pass; None: whole prompts.
     prefill_chunk_tokens: int | None = None

@@ -216,7 +216,7 @@ class OptionWriting:
             costs.requested,
             costs.wall,
         )
-        acc, system = f.acc, f.system
+        acc, system, level = f.acc, f.system, recipe.checkpointing
         if not self.training and recipe.tp > 1:
             stages = pipeline_stages(f.node, n, strategy)
             if stages > 1:  # vLLM over nodes: tensor parallel within each, a stage per node
@@ -243,12 +243,9 @@ class OptionWriting:
             "headroom": headroom,
             "partition": f.partition.name if f.partition is not None else None,
             "compute_dtype": f.dtype,
-            # What the recipe's GPU hours used: a recipe without recomputation is credited
-            # with the runs' model FLOPs, not their executed FLOPs (speed.Utilisation).
-            "utilisation": f.util.for_recipe(recipe.checkpointing) if recipe else f.util.value,
-            "utilisation_source": f.util.label_for_recipe(recipe.checkpointing)
-            if recipe
-            else f.util.label,
+            # What the recipe's GPU hours used (speed.Utilisation.for_recipe).
+            "utilisation": f.util.for_recipe(level),
+            "utilisation_source": f.util.label_for_recipe(level),
             "charge": self.charge(f.rate, costs),
             "supported": f.supported,
             "software_reasons": f.software_reasons,
