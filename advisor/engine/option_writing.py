@@ -201,7 +201,7 @@ class OptionWriting:
         strategy: str,
         n: int,
         breakdown: MemoryBreakdown,
-        recipe: Recipe,
+        recipe: Recipe | None,
         costs: Costs,
         fits: bool,
         headroom: bool,
@@ -216,7 +216,7 @@ class OptionWriting:
             costs.requested,
             costs.wall,
         )
-        acc, system, level = f.acc, f.system, recipe.checkpointing
+        acc, system, level = f.acc, f.system, recipe.checkpointing if recipe else "full"
         if not self.training and recipe.tp > 1:
             stages = pipeline_stages(f.node, n, strategy)
             if stages > 1:  # vLLM over nodes: tensor parallel within each, a stage per node
