@@ -318,7 +318,6 @@ def training_utilisation(
         if d < nearest:
             nearest = d
     factors = []
-    no_recompute_label = ""
     if shape.num_experts > 0 and shape.params_active < shape.params_total:
         factors.append((c.MOE_UTILISATION_FACTOR.value, "mixture-of-experts"))
     if found:
@@ -331,12 +330,9 @@ def training_utilisation(
         half = len(tied) // 2
         value = _median([v for v, _ in tied])
         measured_rows = tuple(m for _, m in tied)
-        no_recompute, plain_rows = _without_recomputation(found, measured_rows, nearest, job, acc)
-        sibling = any(all(m is not r for r in measured_rows) for m in plain_rows)
-        if sibling:  # never above the nearest runs' executed-FLOP figure
-            no_recompute = min(no_recompute, value)
-        if sibling or 0 < len(plain_rows) < len(measured_rows):
-            no_recompute_label = _benchmarks(plain_rows)
+        no_recompute, no_recompute_label = _without_recomputation(
+            found, measured_rows, nearest, value, job, acc
+        )
         label = _benchmarks(measured_rows)
         detail = (measured_rows, job)
         calibrated = True
@@ -347,7 +343,7 @@ def training_utilisation(
     else:
         const, width = default_for(gen, acc, flash_attention)
         value = const.value * job / _reference_roofline(width, acc)
-        no_recompute = value
+        no_recompute, no_recompute_label = value, ""
         label = f"default for {gen.label}"
         detail = (gen, const, width)
         calibrated = False
@@ -410,33 +406,44 @@ def _without_recomputation(
     found: list[tuple[float, _Measured]],
     nearest_rows: tuple[_Measured, ...],
     nearest: float,
+    value: float,
     job: float,
     acc: AcceleratorSpec,
-) -> tuple[float, tuple[_Measured, ...]]:
-    """(utilisation, the runs it comes from) for a recipe that does not recompute activations.
+) -> tuple[float, str]:
+    """(utilisation, the runs it comes from where they are not `nearest_rows` themselves, else
+    "") for a recipe that does not recompute activations.
 
     The nearest runs that did not recompute either, where there are any. Where every nearest
     run recomputed, the same model's run without recomputation on another chip of the
-    generation, transferred, when the table has one: llm-foundry ran MPT-7B on A100 40GB with
-    activation checkpointing (50.9 % MFU, 67.9 % of executed FLOPs) and on A100 80GB without
-    (64.2 %), one die, so a plain 7B job on the 40GB card is credited like the 80GB run (moved
-    by the roofline to the 40GB card's bandwidth). Failing both, the nearest runs' MFU, a lower
-    bound (`Utilisation.for_recipe`); the returned runs are then empty."""
-    rows = tuple(m for m in nearest_rows if not m.bench.gradient_checkpointing)
-    if not rows:
-        sizes = {m.log_params for m in nearest_rows if m.log_params is not None}
-        reach = nearest + OTHER_CHIP_DISTANCE + 0.05  # the same setting, one chip away
-        rows = tuple(
-            m
-            for d, m in found
-            if d <= reach
-            and not m.bench.gradient_checkpointing
-            and m.bench.accelerator != acc.name
-            and any(m.log_params is not None and abs(m.log_params - s) < 1e-3 for s in sizes)
-        )
-    values = sorted(_transfer(m, job, acc, recompute=False) for m in rows or nearest_rows)
-    lower = sorted(_transfer(m, job, acc, recompute=False) for m in nearest_rows)
-    return max(_median(values), _median(lower)), rows
+    generation, transferred, when the table has one, and never above the nearest runs'
+    executed-FLOP figure `value`: llm-foundry ran MPT-7B on A100 40GB with activation
+    checkpointing (50.9 % MFU, 67.9 % of executed FLOPs) and on A100 80GB without (64.2 %),
+    one die, so a plain 7B job on the 40GB card is credited like the 80GB run (moved by the
+    roofline to the 40GB card's bandwidth). Failing both, and never below it, the nearest
+    runs' MFU, a lower bound (`Utilisation.for_recipe`)."""
+
+    def plain_median(rows: tuple[_Measured, ...]) -> float:
+        return _median(sorted(_transfer(m, job, acc, recompute=False) for m in rows))
+
+    lower = plain_median(nearest_rows)
+    plain = tuple(m for m in nearest_rows if not m.bench.gradient_checkpointing)
+    if plain:
+        if len(plain) == len(nearest_rows):
+            return lower, ""
+        return max(plain_median(plain), lower), _benchmarks(plain)
+    sizes = {m.log_params for m in nearest_rows if m.log_params is not None}
+    reach = nearest + OTHER_CHIP_DISTANCE + 0.05  # the same setting, one chip away
+    siblings = tuple(
+        m
+        for d, m in found
+        if d <= reach
+        and not m.bench.gradient_checkpointing
+        and m.bench.accelerator != acc.name
+        and any(m.log_params is not None and abs(m.log_params - s) < 1e-3 for s in sizes)
+    )
+    if not siblings:
+        return lower, ""
+    return min(max(plain_median(siblings), lower), value), _benchmarks(siblings)
 
 
 def _median(values: list[float]) -> float:
