@@ -25,7 +25,7 @@ from datetime import date
 from django.utils import timezone
 
 from advisor.engine import constants as engine_constants
-from advisor.engine.uncertainty import FAMILY_OF_TASK, TEST_GPU_HOURS_UNCERTAINTY, error_range
+from advisor.engine.uncertainty import FAMILY_OF_TASK, gpu_hours_range
 from allocations.measurement_selectors import measurement_views
 from allocations.models import AllocationRequest, Status
 from allocations.usage_selectors import usage_rows_by_request
@@ -57,9 +57,7 @@ class CalibrationPoint:
         """The errors between which the engine said this estimate would fall: the range its
         kind of work's test points give the compute GPU hours, moved by the contingency where
         the estimate is the requested hours (accounting)."""
-        under, over = error_range(
-            TEST_GPU_HOURS_UNCERTAINTY, self.task, engine_constants.GPU_HOURS_MARGIN.value
-        )
+        under, over = gpu_hours_range(self.task)
         if self.kind == "accounting":
             kept = 1 + engine_constants.CONTINGENCY.value
             under, over = kept * (1 + under) - 1, kept * (1 + over) - 1
@@ -284,9 +282,7 @@ def _stated_ranges() -> str:
     """The compute GPU-hour ranges the engine states, one per kind of work, in words."""
     said = {}
     for task, family in FAMILY_OF_TASK.items():
-        under, over = error_range(
-            TEST_GPU_HOURS_UNCERTAINTY, task, engine_constants.GPU_HOURS_MARGIN.value
-        )
+        under, over = gpu_hours_range(task)
         said.setdefault(family, f"{family} {_pct(under)} to {_pct(over)}")
     return ", ".join(said.values())
 

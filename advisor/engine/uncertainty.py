@@ -56,24 +56,33 @@ def _uncertainty(by_family: dict[str, dict], task: str, margin: float) -> tuple[
     return min(max(found["relative"], 0.01), 0.9), int(found.get("points") or 0)
 
 
+def memory_range(task: str) -> tuple[float, float]:
+    """(under, over) of the memory estimate (`error_range`)."""
+    return error_range(TEST_UNCERTAINTY, task, c.MEMORY_MARGIN.value)
+
+
+def gpu_hours_range(task: str) -> tuple[float, float]:
+    """(under, over) of the compute GPU hours (`error_range`)."""
+    return error_range(TEST_GPU_HOURS_UNCERTAINTY, task, c.GPU_HOURS_MARGIN.value)
+
+
 def error_range(by_family: dict[str, dict], task: str, margin: float) -> tuple[float, float]:
     """(under, over): the signed errors between which 80 % of the family's test points lie
-    (uncertainty.json), else -+ the stated relative error or the calibration margin. Clamped
-    to -90 % .. -1 % and +1 % up: error = (estimate - measured) / measured puts the
-    measurement between estimate / (1 + over) and estimate / (1 + under), which an error of
-    -100 % leaves unbounded."""
+    (uncertainty.json), else -+ the relative error `_uncertainty` states. Clamped to -90 % ..
+    -1 % and +1 % up: error = (estimate - measured) / measured puts the measurement between
+    estimate / (1 + over) and estimate / (1 + under), which an error of -100 % leaves
+    unbounded."""
     found = by_family.get(FAMILY_OF_TASK.get(task, ""), {})
-    relative = found.get("relative")
     under, over = found.get("under"), found.get("over")
     if under is None or over is None:
-        m = margin if relative is None else relative
+        m, _ = _uncertainty(by_family, task, margin)
         under, over = -m, m
     return min(max(under, -0.9), -0.01), max(over, 0.01)
 
 
 def stated_uncertainty(total_bytes: int, gpu_hours: float | None, task: str) -> dict[str, float]:
     m, points = memory_uncertainty(task)
-    under, over = error_range(TEST_UNCERTAINTY, task, c.MEMORY_MARGIN.value)
+    under, over = memory_range(task)
     out = {
         "memory_relative": m,
         "memory_low_bytes": float(int(total_bytes / (1 + over))),
@@ -84,15 +93,14 @@ def stated_uncertainty(total_bytes: int, gpu_hours: float | None, task: str) -> 
     out["gpu_hours_relative"] = h
     out["gpu_hours_test_points"] = float(hour_points)
     if gpu_hours is not None:
-        under, over = error_range(TEST_GPU_HOURS_UNCERTAINTY, task, c.GPU_HOURS_MARGIN.value)
+        under, over = gpu_hours_range(task)
         out["gpu_hours_low"] = round(gpu_hours / (1 + over), 2)
         out["gpu_hours_high"] = round(gpu_hours / (1 + under), 2)
     return out
 
 
-def _measured_range(by_family: dict[str, dict], task: str, margin: float) -> str:
+def _measured_range(under: float, over: float) -> str:
     """Where the measurement lay around the estimate for 80 % of the test points, in words."""
-    under, over = error_range(by_family, task, margin)
     return f"measured {1 / (1 + over) - 1:+.0%} to {1 / (1 + under) - 1:+.0%} of the estimate"
 
 
@@ -109,7 +117,7 @@ def memory_uncertainty_assumption(task: str) -> Assumption:
             "to read an 80% figure from)",
             source="docs/accuracy.md, test points (advisor/engine/uncertainty.json)",
         )
-    said = _measured_range(TEST_UNCERTAINTY, task, c.MEMORY_MARGIN.value)
+    said = _measured_range(*memory_range(task))
     return built(
         Assumption,
         name="Memory uncertainty",
@@ -123,7 +131,7 @@ def gpu_hours_uncertainty_assumption(task: str) -> Assumption:
     h, points = gpu_hours_uncertainty(task)
     if points < MIN_TEST_POINTS:
         return c.GPU_HOURS_MARGIN.assumption(f"+-{h:.0%}")
-    said = _measured_range(TEST_GPU_HOURS_UNCERTAINTY, task, c.GPU_HOURS_MARGIN.value)
+    said = _measured_range(*gpu_hours_range(task))
     return built(
         Assumption,
         name="GPU-hours uncertainty",
