@@ -17,6 +17,12 @@ from advisor.engine import tensor_parallel as tp_layout
 from advisor.engine.activations import frontend_trained
 from advisor.engine.decode_speed import decode_speed
 from advisor.engine.frameworks import batch_limit
+from advisor.engine.inference_reads import (
+    decode_weight_bytes,
+    expert_read_share,
+    prefill_dequant_bytes,
+    prefill_rows,
+)
 from advisor.engine.memory_terms import (
     Workload,
     base_weight_bytes,
@@ -24,7 +30,6 @@ from advisor.engine.memory_terms import (
     kv_read_bytes,
     lora_targeted_linears,
     lora_trainable_params,
-    routed_expert_params,
 )
 from advisor.engine.models import AcceleratorSpec, NodeTypeSpec
 from advisor.engine.scale_cost import LayoutCost, StepModel, training_layout_cost
@@ -86,6 +91,15 @@ def scaling_efficiency(node: NodeTypeSpec, n: int, strategy: str) -> float:
         eff *= c.ZERO3_COMM_FACTOR.value
     # CPU offload's own time (host link, CPU optimizer step) is added per step: offload.py.
     return eff
+
+
+def micro_batch_efficiency(tokens: int) -> float:
+    """Fraction of the large-GEMM utilisation a pass over `tokens` rows reaches (a training
+    micro-batch, a batch of prompts): matmuls with few rows leave SMs idle."""
+    full = c.MICROBATCH_SATURATION_TOKENS.value
+    if tokens >= full:
+        return 1.0
+    return (tokens / full) ** 0.25
 
 
 def training_step_model(shape: ModelShape, wl: Workload) -> StepModel:
@@ -367,18 +381,23 @@ def inference_gpu_hours(
         stem = shape.frontend.forward_flops if shape.frontend else 0
         reads = 4 * shape.attention_reads(wl.seq_len)
         prefill_flops = wl.batch_size * wl.seq_len * (2 * n_flop + stem + reads)
+    library = decode_speed(wl.decode_framework)
+    # Per library (decode_speed.py): the share of the bandwidth bound its kernels reach and the
+    # host time per layer and step that no CUDA graph hides.
+    bandwidth = acc.memory_bandwidth_gb_s * 1e9 * library.bandwidth_fraction * n * eff
+    # The prompts' matmuls have as many rows as the pass has tokens: few leave SMs idle, as
+    # a small training micro-batch does. A 4-bit layer is rebuilt in 16-bit before them.
+    rows = prefill_rows(wl)
+    prefill = prefill_flops / (rate * micro_batch_efficiency(rows))
+    prefill += prefill_dequant_bytes(shape, wl, rows) / bandwidth
     # Eager PyTorch launches each layer's kernels from the host: a small forward pass (an
     # encoder reading one short sequence) waits for the host, not the GPU. Launches run ahead
     # of the GPU, so the two overlap: the slower sets the time.
-    library = decode_speed(wl.decode_framework)
-    prefill = max(prefill_flops / rate, library.per_layer_overhead_s * shape.total_layers)
+    prefill = max(prefill, library.per_layer_overhead_s * shape.total_layers)
     decode = 0.0
     if wl.new_tokens:
         weights = decode_weight_bytes(shape, wl) * decoder_share
         kv = kv_read_bytes(shape, wl, new_tokens=wl.new_tokens // 2)  # the average step
-        # Per library (decode_speed.py): the share of the bandwidth bound its kernels reach
-        # and the host time per layer and step that no CUDA graph hides.
-        bandwidth = acc.memory_bandwidth_gb_s * 1e9 * library.bandwidth_fraction * n * eff
         step_memory = (weights + kv) / bandwidth
         # The language model alone multiplies in a step (decode_weight_bytes).
         step_flop = max(n_flop - shape.params_input_towers, 1)
@@ -429,88 +448,3 @@ def filled_batch(
         memory.kv_cache / max(wl.batch_size, 1),
         inference_requests(wl, tokens) if tokens else limit,
     )
-
-
-def decode_weight_bytes(shape: ModelShape, wl: Workload) -> float:
-    """Weight bytes one decoding step moves, as the library that holds them computes.
-
-    bitsandbytes' LLM.int8() matmul (activation quantisation, outlier decomposition,
-    dequantised output) generates no faster than 16-bit weights and is measured slower, so
-    the 16-bit read is a lower bound on its step. Its 4-bit matmul reads the packed weights
-    for one sequence but dequantises every layer to 16-bit for a batch (written, then read).
-    MXFP4 experts (gpt-oss) are read packed, the rest of the model in bf16. A step looks up
-    one row of the input embedding table per sequence, not the table (a tied table is read
-    whole by the LM head), and runs the language model alone: a multimodal model's vision
-    and audio encoders ran once on the request's images and audio in the prefill."""
-    unread = _unread_bytes(shape, wl)
-    if wl.weight_format == "mxfp4":
-        experts = routed_expert_params(shape)
-        touched = _experts_touched(shape, wl.batch_size)
-        packed = experts * c.MXFP4_EXPERT_BYTES.value * touched
-        return (shape.params_total - experts) * 2 + packed - unread
-    share = expert_read_share(shape, wl.batch_size)
-    if wl.weight_format == "int8":
-        return base_weight_bytes(shape, "bf16")[0] * share - unread
-    weights = base_weight_bytes(shape, wl.weight_format)[0]
-    if dequantises_per_step(wl):
-        weights += 2 * 2 * shape.params_linear
-    return weights * share - unread
-
-
-def _unread_bytes(shape: ModelShape, wl: Workload) -> float:
-    """Bytes of the input embedding table and of the input encoders (ModelShape.
-    params_input_towers) a decoding step does not read, 16-bit unless the whole model is fp32
-    (quantisation replaces the blocks' linear layers only); an encoder-decoder's shared table
-    is left counted."""
-    unread = shape.params_input_towers
-    if not wl.encoder_len:
-        head_reads = shape.vocab_size * shape.hidden_size if shape.tied_embeddings else 0
-        unread += max(shape.params_embedding - head_reads, 0)
-    return unread * (4 if wl.weight_format == "fp32" else 2)
-
-
-def expert_read_share(shape: ModelShape, tokens: int) -> float:
-    """The share of a mixture-of-experts model's weights one decoding step of `tokens`
-    sequences reads: every shared weight, and the routed experts some token of the step went
-    to. MoE kernels load only the experts with tokens (vLLM's fused_moe sorts tokens by expert;
-    transformers' loop skips experts with none). With top-k of E routed at random, a token
-    misses a given expert with probability 1 - k/E, so a step touches 1 - (1 - k/E)^tokens of
-    them: the active parameters for one sequence (Mixtral 8x7B: 12.9B of 46.7B), nearly all
-    for a large batch. Dense models: 1."""
-    total, active = shape.params_total, shape.params_active
-    if not (shape.num_experts > shape.experts_per_token > 0 and active < total):
-        return 1.0
-    routed = routed_expert_params(shape)
-    return (total - routed * (1 - _experts_touched(shape, tokens))) / total
-
-
-def _experts_touched(shape: ModelShape, tokens: int) -> float:
-    """Share of the routed experts a step of `tokens` sequences sends some token to."""
-    experts, k = shape.num_experts, shape.experts_per_token
-    if not (experts > k > 0):
-        return 1.0
-    return 1 - (1 - k / experts) ** max(tokens, 1)
-
-
-# AutoGPTQ's exllama (v1) kernel, the GPTQ default of transformers up to 4.35 (optimum
-# GPTQQuantizer, auto-gptq 0.5), multiplies packed 4-bit weights directly only for inputs of
-# fewer rows than matmul_recons_thd; from there it rebuilds the layer in fp16 and calls cuBLAS
-# (exllama q4_matmul: `x_height < tuningParams.matmul_recons_thd`; auto_gptq and optimum set
-# matmul_recons_thd = 8, "the default from exllama repo").
-EXLLAMA_RECONSTRUCT_ROWS = 8
-
-
-def dequantises_per_step(wl: Workload) -> bool:
-    """Whether generating with 4-bit weights rebuilds each layer in 16-bit per step.
-
-    bitsandbytes' matmul_4bit takes its fused 4-bit kernel (gemv_4bit) only for an input of
-    one token; a batch of several sequences takes MatMul4Bit, which dequantises the whole
-    layer to 16-bit first (bitsandbytes/autograd/_functions.py). A GPTQ checkpoint under
-    transformers 4.35 or older runs AutoGPTQ's exllama kernel, which does the same from
-    EXLLAMA_RECONSTRUCT_ROWS sequences a step."""
-    if wl.weight_format != "int4":
-        return False
-    if wl.quant_method == "bitsandbytes":
-        return wl.batch_size > 1
-    legacy_gptq = wl.quant_method == "gptq" and wl.decode_framework == "transformers_legacy"
-    return legacy_gptq and wl.batch_size >= EXLLAMA_RECONSTRUCT_ROWS

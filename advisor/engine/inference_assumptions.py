@@ -5,17 +5,18 @@ pass (result_assumptions.assumptions lists them in this order)."""
 from __future__ import annotations
 
 from advisor.engine import constants as c
-from advisor.engine.compute import (
+from advisor.engine.compute import micro_batch_efficiency
+from advisor.engine.decode_speed import decode_speed
+from advisor.engine.inference_reads import (
     EXLLAMA_RECONSTRUCT_ROWS,
     dequantises_per_step,
     expert_read_share,
+    prefill_rows,
 )
-from advisor.engine.decode_speed import decode_speed
 from advisor.engine.memory import Workload
 from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES
 from advisor.engine.models import Assumption, EstimateRequest, built
 from advisor.engine.shape import ModelShape
-from advisor.engine.speed import generation
 from advisor.engine.words import plural
 
 
@@ -24,7 +25,7 @@ def inference_assumptions(
 ) -> list[Assumption]:
     """Generation length, prefill utilisation and decoding speed."""
     if shape.family in ENCODER_ONLY_FAMILIES:
-        return _encoder_inference_assumptions(shape, wl)
+        return _encoder_inference_assumptions(shape, wl, best)
     out = []
     out.append(
         built(
@@ -47,10 +48,7 @@ def inference_assumptions(
             else "state = layers x (conv window + SSM state) x batch, whatever the length",
         )
     )
-    prefill = c.MFU_PREFILL
-    if best is not None:
-        prefill = c.PREFILL_BY_GENERATION.get(generation(best.accelerator).key, prefill)
-    out.append(prefill.assumption(f"{prefill.value:.0%}"))
+    out.append(_prompt_assumption(wl, best))
     library = decode_speed(wl.decode_framework)
     out.append(
         built(
@@ -158,7 +156,31 @@ def _weight_speed_assumptions(wl: Workload) -> list[Assumption]:
     return out
 
 
-def _encoder_inference_assumptions(shape: ModelShape, wl: Workload) -> list[Assumption]:
+def _prompt_assumption(wl: Workload, best) -> Assumption:
+    """How fast the prompt pass multiplies: the recommended option's utilisation (training's
+    without recomputation, speed.prefill_utilisation) at the rows of a pass."""
+    rows = prefill_rows(wl)
+    share = micro_batch_efficiency(rows)
+    util = best.utilisation if best is not None else None
+    fewer = (
+        f", x{share:.2f} for {rows:,} tokens a pass (under "
+        f"{c.MICROBATCH_SATURATION_TOKENS.value:,}, matmuls with few rows leave the GPU idle)"
+        if share < 1
+        else ""
+    )
+    if util is None:
+        value = "the utilisation a training job without recomputation reaches on each GPU" + fewer
+        source = "advisor/engine/speed.py prefill_utilisation; docs/engine.md, 'Compute'"
+    else:
+        value = (
+            f"{util.value:.0%} of the dense peak on the recommended GPU, what training reaches "
+            "there without recomputation" + fewer
+        )
+        source = util.source
+    return built(Assumption, name="Prompt processing (prefill)", value=value, source=source)
+
+
+def _encoder_inference_assumptions(shape: ModelShape, wl: Workload, best) -> list[Assumption]:
     """An encoder-only model's inference: one forward pass per sequence, nothing generated."""
     library = decode_speed(wl.decode_framework)
     host = library.per_layer_overhead_s * shape.num_layers
@@ -172,7 +194,7 @@ def _encoder_inference_assumptions(shape: ModelShape, wl: Workload) -> list[Assu
             source="encoder-only architectures (BERT, RoBERTa, DistilBERT, ViT) have no decoder: "
             "Transformers runs them with a single model(**inputs) call, not generate()",
         ),
-        c.MFU_PREFILL.assumption(f"{c.MFU_PREFILL.value:.0%}"),
+        _prompt_assumption(wl, best),
         built(
             Assumption,
             name="Host time per forward pass",

@@ -5,14 +5,13 @@ recommend.Evaluation, whose caches and request terms it reads)."""
 
 from __future__ import annotations
 
-from advisor.engine import constants as c
 from advisor.engine import ranking, software
 from advisor.engine.compute import compute_dtype_for, fp16_note, peak_tflops
 from advisor.engine.device_memory import capacity_text, device_bytes
 from advisor.engine.layouts import counts_for
 from advisor.engine.models import AcceleratorSpec, NodeTypeSpec, PartitionSpec, SystemSpec
 from advisor.engine.options import AcceleratorFacts, NodeFacts, Stack
-from advisor.engine.speed import Utilisation, training_utilisation
+from advisor.engine.speed import prefill_utilisation, training_utilisation
 
 
 class FactGathering:
@@ -38,18 +37,14 @@ class FactGathering:
             )
         capacity = device_bytes(acc)
         legacy = acc.vendor.lower() == "nvidia" and not acc.bf16_supported
-        if self.training:
-            util = training_utilisation(
-                acc,
-                self.shape,
-                flash_attention=wl.flash_attention and flash,
-                distances=self.distances_by_generation.get(self.generations[acc.name].key, ()),
-            )
-        else:
-            prefill = c.PREFILL_BY_GENERATION.get(self.generations[acc.name].key, c.MFU_PREFILL)
-            util = Utilisation(
-                prefill.value, label="default for prefill", fixed_source=prefill.source
-            )
+        util = training_utilisation(
+            acc,
+            self.shape,
+            flash_attention=wl.flash_attention and flash,
+            distances=self.distances_by_generation.get(self.generations[acc.name].key, ()),
+        )
+        if not self.training:
+            util = prefill_utilisation(util)
         dtype_note = None
         if dtype == "fp16" and wl.fp16_where_no_bf16:  # bf16 asked of a GPU without it
             dtype_note = fp16_note(acc, self.training)
@@ -58,7 +53,7 @@ class FactGathering:
         assumes = None
         if timed and util.calibrated:
             # The full citation is in the result's assumptions; the option names its source.
-            assumes = _assumes(util.value, dtype, util.label)
+            assumes = _assumes(util.value, dtype, util.label, prompts=not self.training)
         found = self.per_accelerator[key] = AcceleratorFacts(
             dtype,
             no_dtype,
@@ -186,7 +181,14 @@ class FactGathering:
         )
 
 
-def _assumes(util: float, dtype: str | None, label: str, *, plain: bool = False) -> str:
+def _assumes(
+    util: float, dtype: str | None, label: str, *, plain: bool = False, prompts: bool = False
+) -> str:
+    if prompts:
+        return (
+            f"assumes prompts run at {util:.0%} of the {dtype} dense peak, as training's "
+            f"matmuls do ({label})."
+        )
     without = " without recomputation" if plain else ""
     return f"assumes {util:.0%} of the {dtype} dense peak{without} ({label})."
 

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from advisor.engine import constants as c
-from advisor.engine.compute import training_flops_per_token
+from advisor.engine.compute import micro_batch_efficiency, training_flops_per_token
 from advisor.engine.frameworks import Framework
 from advisor.engine.memory import MemoryModel, Workload
 from advisor.engine.models import EstimateRequest
@@ -43,14 +43,6 @@ class Choice(NamedTuple):
     time_factor: float  # compute time relative to no recomputation at full efficiency
     flops_per_token: float
     efficiency: float  # utilisation multiplier from the micro-batch size
-
-
-def micro_batch_efficiency(tokens: int) -> float:
-    """Fraction of the large-GEMM utilisation a micro-batch of `tokens` reaches."""
-    full = c.MICROBATCH_SATURATION_TOKENS.value
-    if tokens >= full:
-        return 1.0
-    return (tokens / full) ** 0.25
 
 
 class RecipeSearch:

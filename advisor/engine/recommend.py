@@ -65,9 +65,7 @@ def _distances_by_generation(measured: tuple, shape: ModelShape, wl: Workload) -
     """How far each benchmark is from the job (speed.job_distances), by GPU generation in
     their order: an accelerator's utilisation looks only at its own generation's (its own
     chip's are among them), so each accelerator reads its few instead of every benchmark in
-    the catalog. Inference is not timed from training benchmarks: none."""
-    if not wl.training:
-        return {}
+    the catalog. Inference times its prompts from them too (speed.prefill_utilisation)."""
     by_generation: dict[str, list] = {}
     for entry in job_distances(
         measured,

@@ -8,10 +8,14 @@ from dataclasses import replace
 
 from advisor.engine import constants as c
 from advisor.engine import scale_cost
-from advisor.engine.compute import peak_tflops, training_flops_per_token, training_layout
+from advisor.engine.compute import (
+    micro_batch_efficiency,
+    peak_tflops,
+    training_flops_per_token,
+    training_layout,
+)
 from advisor.engine.memory import Workload
 from advisor.engine.models import Assumption, EstimateRequest, built
-from advisor.engine.recipe import micro_batch_efficiency
 from advisor.engine.recipe_reasons import OPTIMIZER_WORDS
 from advisor.engine.shape import ModelShape
 

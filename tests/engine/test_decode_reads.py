@@ -9,7 +9,7 @@ language model alone. Decode time follows what is read."""
 from __future__ import annotations
 
 from advisor.engine.architecture import architecture_from_config
-from advisor.engine.compute import decode_weight_bytes
+from advisor.engine.inference_reads import decode_weight_bytes
 from advisor.engine.memory_terms import kv_cache_bytes, kv_read_bytes
 from advisor.engine.models import EstimateRequest
 from advisor.engine.shape import shape_from_architecture

@@ -188,14 +188,6 @@ HOPPER_CLASS_TFLOPS = 600  # dense 16-bit peak at or above which MFU_TRAINING_HO
 FLASH_MFU_MIN_BANDWIDTH_GB_S = 1500
 OLDER_CLASS_TFLOPS = 200  # below which MFU_TRAINING_OLDER applies
 BENCHMARK_MFU_BOUNDS = (0.05, 0.85)  # a derived MFU outside this is a unit error, not a measurement
-MFU_PREFILL = Constant(
-    "Model FLOPs utilisation, prefill",
-    0.50,
-    "of the dense peak",
-    "prompt processing is large matmuls like training's forward pass; vLLM/TGI prefill "
-    "benchmarks reach 40-60% of dense peak",
-    "prefill is compute-bound",
-)
 SCALING_EFFICIENCY = {
     # Fraction of linear speed-up kept when data-parallel traffic crosses the link, relative to
     # NVLink within a node and InfiniBand between nodes: the default utilisations above were
@@ -257,35 +249,6 @@ MICROBATCH_SATURATION_TOKENS = Constant(
     "small micro-batches leave the GPU under-used, so accumulation is not free",
 )
 
-
-# llm-foundry's A100-40GB MFU for MPT-1B to 13B, what MFU_TRAINING_CDNA2 was transferred from.
-FOUNDRY_A100_40GB_MFU = 0.51
-# Prefill is the forward pass's matmuls, so a generation whose training default was set by a
-# comparison with an A100 runs its prompts at the same share of the A100's figure per peak FLOP.
-MFU_PREFILL_XE_HPC = Constant(
-    "Model FLOPs utilisation, prefill (Intel Xe-HPC: Max 1550)",
-    MFU_PREFILL.value * MFU_TRAINING_XE_HPC.value / MFU_TRAINING_FLASH.value,
-    "of the dense peak",
-    "the prefill default (50 %) x the Max 1550's training default over the A100 figure it was "
-    "matched to (22 % / 60 %: a Max 1550 trains about as fast as an A100, the Turing's HPC "
-    "Days 2024 talk); ALCF measured 273 TFLOP/s bf16 GEMM on a Max 1550, a third of its 839 "
-    "peak, so half its peak is out of reach for prompt matmuls too",
-    "prompt processing on a Max 1550 runs about as fast as on an A100, not at half its peak",
-)
-MFU_PREFILL_CDNA = Constant(
-    "Model FLOPs utilisation, prefill (AMD CDNA2/CDNA3)",
-    MFU_PREFILL.value * MFU_TRAINING_CDNA2.value / FOUNDRY_A100_40GB_MFU,
-    "of the dense peak",
-    "the prefill default (50 %) x the MI250's training default over the A100-40GB MFU it was "
-    "transferred from (35 % / 51 %: MosaicML measured MI250 within 80 % of an A100-40GB per "
-    "GPU, databricks.com/blog/amd-mi250, 2023-06-30)",
-    "ROCm kernels reach a smaller share of the peak than CUDA ones on the same models",
-)
-PREFILL_BY_GENERATION: dict[str, Constant] = {
-    "intel-xe-hpc": MFU_PREFILL_XE_HPC,
-    "amd-cdna2": MFU_PREFILL_CDNA,
-    "amd-cdna3": MFU_PREFILL_CDNA,
-}
 
 MFU_BY_GENERATION.update(
     {
