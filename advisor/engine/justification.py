@@ -9,6 +9,7 @@ from advisor.engine.models import AcceleratorSpec, EstimateRequest, Option, Syst
 from advisor.engine.recipe_reasons import LEVEL_WORDS, OPTIMIZER_WORDS
 from advisor.engine.shape import ModelShape
 from advisor.engine.words import (
+    about_hours,
     gigabytes,
     gpus_and_strategy,
     hours,
@@ -33,11 +34,6 @@ def _params(n: int) -> str:
     if n >= 1e9:
         return f"{n / 1e9:.2f} billion"
     return f"{n / 1e6:.0f} million"
-
-
-def _about(value: float | None, unit: str) -> str:
-    text = _hours(value, unit)
-    return text if text.startswith(("less than", "unknown")) else f"about {text}"
 
 
 def _hours(value: float | None, unit: str = "GPU hours") -> str:
@@ -139,7 +135,7 @@ def draft(
             f"{_hours(option.gpu_hours)}, plus {_hours(option.contingency_gpu_hours)} of "
             f"contingency for debugging, evaluation and restarts: "
             f"{whole_hours(option.requested_gpu_hours)} in total, "
-            f"{_about(option.wall_hours, 'hours')} of wall time."
+            f"{about_hours(option.wall_hours, 'hours')} of wall time."
         )
     why = f"{system.display_name} fits this work"
     if system.notebooks and request.constraints.needs_notebooks:

@@ -88,8 +88,8 @@ def _recommendation_reasons(best, candidates, wl: Workload, framework, why: str)
     if opt.requested_gpu_hours is not None:
         reasons.append(
             f"{words.hours(opt.gpu_hours)} of compute + {words.hours(opt.contingency_gpu_hours)} "
-            f"of contingency = {words.hours(opt.requested_gpu_hours)}, about "
-            f"{words.hours(opt.wall_hours, 'hours')} of wall time."
+            f"of contingency = {words.hours(opt.requested_gpu_hours)}, "
+            f"{words.about_hours(opt.wall_hours, 'hours')} of wall time."
         )
     if best.system.typical_queue_wait_hours is not None:
         reasons.append(f"Typical queue wait about {best.system.typical_queue_wait_hours:g} h.")

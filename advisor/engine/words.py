@@ -63,6 +63,15 @@ def hours(value: float | None, unit: str = "GPU hours") -> str:
     return f"{text} {unit}"
 
 
+def about_hours(value: float | None, unit: str = "GPU hours") -> str:
+    """`hours` with "about" before a figure ("about 3.0 hours"); a figure rounded to nothing
+    is "less than 0.1 hours"."""
+    if value is not None and value <= 0:
+        return f"less than 0.1 {unit}"
+    text = hours(value, unit)
+    return text if text.startswith(("less than", "unknown")) else f"about {text}"
+
+
 def whole_hours(value: float, unit: str = "GPU hours") -> str:
     """A request asks for whole hours, rounded up, at least one."""
     count = max(1, math.ceil(value))

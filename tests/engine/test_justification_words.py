@@ -26,6 +26,13 @@ def test_a_tiny_job_says_less_than_rather_than_zero(fields):
     assert "a model of the size given (" in text
 
 
+def test_the_recommended_options_hours_reason_reads_as_english_for_a_tiny_job():
+    result = estimate(EstimateRequest(task="inference", tokens=1000, params=110_000_000), catalog())
+    reason = next(r for r in result.recommendation.reasons if "of wall time" in r)
+    assert "about less than" not in reason
+    assert reason.endswith("less than 0.1 hours of wall time.")
+
+
 @pytest.mark.parametrize(
     ("n_bytes", "text"),
     [
