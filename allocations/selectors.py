@@ -18,10 +18,12 @@ from allocations.services import requested_gpu_hours_from_result
 from catalog.models import DataSensitivity
 from catalog.selectors import accelerator_display_name, system_display_name
 
-# An estimate is "uncertain" when the engine's GPU-hours margin is at least this wide either way
-# (the engine states +-25% by default: advisor/engine/constants/planning.py GPU_HOURS_MARGIN),
-# or when the high end of its memory range would not fit the GPU. A trial then helps scope the work
-# (seed 001: trial access is "aimed at helping scope and specify requirements").
+# An estimate is "uncertain" when the engine's stated GPU-hour error for its task family is at
+# least this large (`gpu_hours_relative`: the absolute error covering 80 % of that family's test
+# points, advisor/engine/uncertainty.json; inference states about 0.49, adapters 0.33, full
+# training 0.22, so no family reaches it today), when it has no GPU hours, or when the high end
+# of its memory range would not fit the GPU. A trial then helps scope the work (seed 001:
+# trial access is "aimed at helping scope and specify requirements").
 UNCERTAIN_GPU_HOURS_RELATIVE = 0.5
 
 
