@@ -113,6 +113,10 @@ class ModelRef(_Strict):
 class GpuRef(_Strict):
     accelerator: str
     count: int | None = Field(default=None, ge=1)  # None: not published, the engine chooses
+    # The run's network between its nodes of eight GPUs where its source names it (a cloud
+    # instance type, a cluster's published fabric); None: the reference node's
+    # (VALIDATION_INTER_NODE_GBIT_S). Say where it comes from in the point's assumptions.
+    inter_node_gbit_s: float | None = Field(default=None, gt=0)
 
 
 class Measured(_Strict):
@@ -257,10 +261,14 @@ def validation_inter_node_gbit_s(name: str) -> float:
     return VALIDATION_INTER_NODE_DEFAULT_GBIT_S
 
 
-def validation_catalog(accelerators: dict[str, AcceleratorSpec]) -> CatalogSpec:
+def validation_catalog(
+    accelerators: dict[str, AcceleratorSpec], networks: dict[str, float] | None = None
+) -> CatalogSpec:
     """One generous system per accelerator, so capacity limits never decide an estimate; the
     shared benchmarks (calibration data) set utilisation as they do in the app. Nodes of eight
-    GPUs with NVLink and one NIC per GPU, like the clusters the published runs used."""
+    GPUs with NVLink and one NIC per GPU, like the clusters the published runs used, unless
+    `networks` gives an accelerator's run its own (GpuRef.inter_node_gbit_s)."""
+    networks = networks or {}
     systems = []
     for name in sorted(accelerators):
         node = NodeTypeSpec(
@@ -270,7 +278,7 @@ def validation_catalog(accelerators: dict[str, AcceleratorSpec]) -> CatalogSpec:
             accelerator=name,
             intra_node_interconnect="nvlink",
             inter_node_interconnect="infiniband",
-            inter_node_gbit_s=validation_inter_node_gbit_s(name),
+            inter_node_gbit_s=networks.get(name) or validation_inter_node_gbit_s(name),
         )
         systems.append(
             SystemSpec(
@@ -1390,12 +1398,25 @@ def _implied_throughput(o: Outcome) -> str:
 # --- Entry point ---------------------------------------------------------------------------------
 
 
+def catalog_for(
+    point: Point, catalog: CatalogSpec, accelerators: dict[str, AcceleratorSpec]
+) -> CatalogSpec:
+    """The validation catalog, with the run's own network where its source names one."""
+    gbit = point.gpu.inter_node_gbit_s
+    if gbit is None:
+        return catalog
+    return validation_catalog(accelerators, {point.gpu.accelerator: gbit})
+
+
 def generate(data_dir: Path = DATA_DIR) -> tuple[str, str, str]:
     """The report, the summary JSON and the engine's uncertainty file, as text."""
     measurements = load_measurements(data_dir)
     accelerators = load_accelerators(data_dir)
     catalog = validation_catalog(accelerators)
-    outcomes = [evaluate(p, catalog, accelerators) for p in measurements.points]
+    outcomes = [
+        evaluate(p, catalog_for(p, catalog, accelerators), accelerators)
+        for p in measurements.points
+    ]
     engine_version = ENGINE_VERSION
     summary = summarise(outcomes, engine_version)
     commentary_path = data_dir / "commentary.md"

@@ -346,3 +346,29 @@ def test_the_stated_range_follows_the_side_the_errors_lean_to():
 
     stated = {"inference": {key: u[key] for key in ("relative", "under", "over", "points")}}
     assert engine.error_range(stated, "inference", margin.value) == (-0.55, 0.01)
+
+
+def test_a_run_on_a_slower_published_network_is_estimated_on_that_network():
+    """Falcon-7B trained on AWS P4d instances (400 Gbit/s a node, a quarter of the reference
+    node's): its ZeRO data-parallel exchange over 384 GPUs takes longer there, so the run costs
+    more than on the reference cluster, and the point says where its network comes from."""
+    measurements = report_module.load_measurements()
+    accelerators = report_module.load_accelerators()
+    reference = report_module.validation_catalog(accelerators)
+    falcon = next(p for p in measurements.points if p.id == "test-gpuh-falcon-7b")
+    assert falcon.gpu.inter_node_gbit_s == 400
+    assert any("P4d" in a for a in falcon.assumptions)
+    own = report_module.catalog_for(falcon, reference, accelerators)
+    node = next(s for s in own.systems if "a100_40gb" in s.name).node_types[0]
+    assert node.inter_node_gbit_s == 400
+    on_reference = report_module.evaluate(falcon, reference, accelerators).gpu_hours
+    on_its_own = report_module.evaluate(falcon, own, accelerators).gpu_hours
+    assert on_its_own > 1.1 * on_reference
+
+
+def test_schema_rejects_a_network_that_is_not_positive():
+    raw = json.loads((report_module.DATA_DIR / "measurements.json").read_text())
+    point = next(p for p in raw["points"] if p["id"] == "test-gpuh-falcon-7b")
+    point["gpu"]["inter_node_gbit_s"] = 0
+    with pytest.raises(ValidationError, match="greater than 0"):
+        report_module.Point.model_validate(point)
