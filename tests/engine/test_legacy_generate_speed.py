@@ -12,11 +12,8 @@ from functools import cache
 
 import pytest
 
-from advisor.engine import estimate
-from advisor.engine.models import EstimateRequest
-from tests.engine.inputs import config, default_catalog
+from tests.engine.inputs import llama2_13b_prompts
 
-LLAMA_2_13B = config("meta-llama__Llama-2-13b-hf")
 BATCHES = 10_000  # GPU hours are rounded to 0.01: enough steps to time a step to 1 us
 
 
@@ -24,22 +21,10 @@ BATCHES = 10_000  # GPU hours are rounded to 0.01: enough steps to time a step t
 def step_seconds(framework: str, batch: int, gptq: bool = False) -> tuple[float, tuple]:
     """Seconds per generated token of a 512 + 512-token batch on one A100 80GB, and the
     result's assumptions."""
-    request = EstimateRequest(
-        config=LLAMA_2_13B,
-        task="inference",
-        precision="int4" if gptq else "fp16",
-        quantization="gptq" if gptq else None,
-        seq_len=512,
-        new_tokens=512,
-        batch_size=batch,
-        tokens=BATCHES * batch * 1024,
-        framework=framework,
+    option, result = llama2_13b_prompts(
+        batch, new_tokens=512, batches=BATCHES, framework=framework, gptq=gptq,
         flash_attention=False,
-        accelerator="a100-80-sxm4",
-        num_gpus=1,
-    )
-    result = estimate(request, default_catalog())
-    option = next(o for o in result.options if o.gpu_hours and o.num_gpus == 1)
+    )  # fmt: skip
     return option.gpu_hours * 3600 / BATCHES / 512, tuple(result.assumptions)
 
 

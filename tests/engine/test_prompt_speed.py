@@ -9,11 +9,8 @@ from functools import cache
 
 import pytest
 
-from advisor.engine import estimate
-from advisor.engine.models import EstimateRequest
-from tests.engine.inputs import config, default_catalog
+from tests.engine.inputs import llama2_13b_prompts
 
-LLAMA_2_13B = config("meta-llama__Llama-2-13b-hf")
 PASSES = 10_000  # GPU hours are rounded to 0.01: enough passes to time one to 1 us
 
 
@@ -23,21 +20,10 @@ def pass_seconds(
 ):
     """Seconds of one prompt pass of `batch` 512-token prompts (one new token: no decoding
     step) on one GPU, with the option and the result's assumptions."""
-    request = EstimateRequest(
-        config=LLAMA_2_13B,
-        task="inference",
-        precision="int4" if gptq else "fp16",
-        quantization="gptq" if gptq else None,
-        seq_len=512,
-        new_tokens=1,
-        batch_size=batch,
-        tokens=PASSES * batch * 513,
-        framework=framework,
+    option, result = llama2_13b_prompts(
+        batch, new_tokens=1, batches=PASSES, framework=framework, gptq=gptq,
         accelerator=accelerator,
-        num_gpus=1,
-    )
-    result = estimate(request, default_catalog())
-    option = next(o for o in result.options if o.gpu_hours and o.num_gpus == 1)
+    )  # fmt: skip
     return option.gpu_hours * 3600 / PASSES, option, tuple(result.assumptions)
 
 
