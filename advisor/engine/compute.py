@@ -105,15 +105,20 @@ def micro_batch_efficiency(tokens: int) -> float:
 def training_step_model(shape: ModelShape, wl: Workload) -> StepModel:
     """The layout model for a training estimate (scale_cost.py): what its exchange moves.
     PyTorch DDP all-reduces the gradients of the fp32 master weights under autocast (4 bytes);
-    DeepSpeed ZeRO and FSDP reduce in the 16-bit compute type (2 bytes). Adapter training
-    exchanges the adapters' gradients only, but ZeRO-3 / FSDP gather every stored weight, the
-    frozen (perhaps quantised) base included."""
+    DeepSpeed ZeRO and FSDP reduce in the 16-bit compute type (2 bytes). A tensor-parallel
+    layout is Megatron's, whose bf16 training accumulates and all-reduces gradients in fp32
+    (megatron/training/arguments.py sets accumulate_allreduce_grads_in_fp32 with --bf16;
+    memory.py counts the same main_grad buffer). Adapter training exchanges the adapters'
+    gradients only, but ZeRO-3 / FSDP gather every stored weight, the frozen (perhaps
+    quantised) base included."""
     fp32 = wl.compute_dtype == "fp32"
     trainable = lora_trainable_params(shape, wl) if wl.adapters else shape.params_total
+    main_grad = fp32 or (wl.state_mode == "mixed" and not wl.adapters)
     return StepModel(
         params=float(trainable),
         grad_bytes=4.0 if fp32 else 2.0,
         ddp_grad_bytes=4.0 if fp32 or wl.mixed_precision else 2.0,
+        split_grad_bytes=4.0 if main_grad else 2.0,
         weight_bytes=base_weight_bytes(shape, wl.weight_format)[0] if wl.adapters else None,
         seq_len=wl.seq_len,
         layers=max(shape.total_layers, 1),
@@ -149,7 +154,7 @@ def training_layout(
         strategy = "zero1"  # the data-parallel ranks of a TP layout (parallel_options.py)
     return training_layout_cost(
         params=model.params,
-        grad_bytes_per_param=model.grad_bytes_for(strategy),
+        grad_bytes_per_param=model.grad_bytes_for(strategy, tp),
         weight_bytes=model.weight_bytes,
         strategy=strategy,
         n=n,

@@ -282,8 +282,8 @@ class StepModel:
     worked out once per node shape, GPU count and strategy. The same figures as
     `training_layout_cost` (a test compares them), without the parts."""
 
-    __slots__ = ("params", "grad_bytes", "ddp_grad_bytes", "weight_bytes", "seq_len", "layers",
-                 "hidden", "units")  # fmt: skip
+    __slots__ = ("params", "grad_bytes", "ddp_grad_bytes", "split_grad_bytes", "weight_bytes",
+                 "seq_len", "layers", "hidden", "units")  # fmt: skip
 
     def __init__(
         self,
@@ -295,13 +295,19 @@ class StepModel:
         seq_len: int,
         layers: int,
         hidden: int,
+        split_grad_bytes: float | None = None,
     ) -> None:
         self.params, self.grad_bytes, self.ddp_grad_bytes = params, grad_bytes, ddp_grad_bytes
+        self.split_grad_bytes = grad_bytes if split_grad_bytes is None else split_grad_bytes
         self.weight_bytes, self.seq_len = weight_bytes, seq_len
         self.layers, self.hidden = layers, hidden
         self.units: dict[tuple, float] = {}
 
-    def grad_bytes_for(self, strategy: str) -> float:
+    def grad_bytes_for(self, strategy: str, tp: int = 1) -> float:
+        """Bytes per parameter the data-parallel exchange reduces: a tensor-parallel layout's
+        (Megatron's main_grad), else the strategy's."""
+        if tp > 1:
+            return self.split_grad_bytes
         return self.ddp_grad_bytes if strategy == "ddp" else self.grad_bytes
 
     def efficiency(
@@ -332,7 +338,7 @@ class StepModel:
             unit = self.units[key] = exchange_seconds(
                 strategy,
                 self.params / tp,
-                self.grad_bytes_for(strategy),
+                self.grad_bytes_for(strategy, tp),
                 gathered,
                 dp,
                 max(node.gpus_per_node // tp, 1),

@@ -185,3 +185,29 @@ def test_the_ranking_fast_path_gives_the_breakdowns_figure(
             flops_per_token=6 * 7e9, achieved_flops=0.5 * 312e12, recompute=recompute, tp=tp,
         )  # fmt: skip
         assert fast == pytest.approx(full.efficiency)
+
+
+def _step_model(task: str):
+    from advisor.engine.compute import training_step_model
+    from advisor.engine.workload import build_workload, resolve_shape
+    from tests.engine.inputs import config
+
+    request = EstimateRequest(
+        config=config("meta-llama__Llama-2-7b-hf"), task=task, precision="bf16", tokens=10**9
+    )
+    shape = resolve_shape(request)
+    return training_step_model(shape, build_workload(request, shape))
+
+
+def test_a_tensor_parallel_layout_reduces_megatrons_fp32_gradients():
+    """Megatron's bf16 training accumulates and all-reduces gradients in fp32
+    (accumulate_allreduce_grads_in_fp32), so its data-parallel exchange moves 4 bytes a
+    parameter where ZeRO-1 alone reduces the 16-bit gradients; adapters stay 16-bit."""
+    full = _step_model("pretrain")
+    assert full.grad_bytes_for("zero1") == 2
+    assert full.grad_bytes_for("zero1", tp=4) == 4
+    link = scale_cost.links(node(200), "a100-80-sxm4")
+    fp32 = scale_cost.exchange_seconds("zero1", full.params / 4, 4, None, 64, 2, link)
+    bf16 = scale_cost.exchange_seconds("zero1", full.params / 4, 2, None, 64, 2, link)
+    assert fp32 == pytest.approx(2 * bf16)
+    assert _step_model("lora").grad_bytes_for("zero1", tp=4) == 2
