@@ -282,8 +282,9 @@ def lora_adapter_bytes_per_token(shape: ModelShape, wl: Workload, recompute: boo
     copy (2 in) with its 1-byte mask forward, and reading the gradient and mask and writing
     the result (2 in) backward. A recomputed forward repeats the forward. The adapters'
     FLOPs (rank r << features) are negligible; their time is this traffic at the GPU's
-    bandwidth (an upper end: torch.compile fuses some of these kernels). A token passes
-    through the experts it is routed to only."""
+    bandwidth; under torch.compile their pointwise kernels fuse like a layer's
+    (c.COMPILE_ELEMENTWISE_SHARE of the traffic). A token passes through the experts it is
+    routed to only."""
     if not wl.adapters:
         return 0.0
     linears = lora_targeted_linears(shape, wl)
@@ -308,7 +309,7 @@ def lora_adapter_bytes_per_token(shape: ModelShape, wl: Workload, recompute: boo
         forward = (n_in + 6 * n_out) * e + dropout * (2 * n_in * e + n_in)
         backward = (5 * n_in + 4 * n_out) * e + dropout * (2 * n_in * e + n_in)
         total += count * (forward * (2 if recompute else 1) + backward)
-    return total
+    return total * (c.COMPILE_ELEMENTWISE_SHARE.value if wl.compiled else 1.0)
 
 
 def lora_adapter_gpu_hours(

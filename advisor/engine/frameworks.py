@@ -95,6 +95,10 @@ class Framework:
     checkpointing_off: str = ""
     # How the library packs short examples into full sequences, as the estimate counts them.
     packing: str = ""
+    # How a script turns torch.compile on ("" where the library does not offer it for training:
+    # Megatron-LM fuses with its own kernels and Transformer Engine, Unsloth with its own Triton
+    # kernels).
+    compile_switch: str = ""
     # A 4-/8-bit base goes through PEFT's prepare_model_for_kbit_training, which casts every
     # 16-bit parameter that is not quantised (embeddings, LM head, norms) to fp32, so under
     # AMP the embedding output, the residual stream and the quantised layers' outputs
@@ -110,6 +114,7 @@ class Framework:
 TRAINING_FRAMEWORKS = {
     "hf_trainer": Framework(
         key="hf_trainer",
+        compile_switch="--torch_compile (TrainingArguments torch_compile=True)",
         name="Hugging Face Transformers Trainer (+ PEFT / TRL)",
         kind="training",
         # prepare_model_for_kbit_training(model, use_gradient_checkpointing=True) is how PEFT
@@ -130,6 +135,7 @@ TRAINING_FRAMEWORKS = {
     ),
     "torchtune": Framework(
         key="torchtune",
+        compile_switch="compile=True (the recipe config key)",
         name="torchtune",
         kind="training",
         packing="dataset.packed=True",
@@ -184,6 +190,7 @@ TRAINING_FRAMEWORKS = {
     ),
     "axolotl": Framework(
         key="axolotl",
+        compile_switch="torch_compile: true in the config",
         name="Axolotl",
         kind="training",
         checkpointing={"qlora": "full", "lora": "full", "full_finetune": "full"},
@@ -200,6 +207,7 @@ TRAINING_FRAMEWORKS = {
     ),
     "lightning": Framework(
         key="lightning",
+        compile_switch="model = torch.compile(model) before fit, in your script",
         name="PyTorch Lightning / Fabric",
         kind="training",
         checkpointing={},
@@ -211,6 +219,7 @@ TRAINING_FRAMEWORKS = {
     ),
     "deepspeed": Framework(
         key="deepspeed",
+        compile_switch="model = torch.compile(model) before deepspeed.initialize, in your script",
         name="DeepSpeed",
         kind="training",
         checkpointing={},

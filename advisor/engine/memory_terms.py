@@ -65,6 +65,9 @@ class Workload:
     # PyTorch >= 2.0 stacks (zero_grad(set_to_none=True) frees them), True for PyTorch 1.x
     # (zero_grad zeroed in place) and for stacks with a persistent gradient buffer.
     keeps_gradients: bool = False
+    # The model runs under torch.compile (training): its elementwise kernels are fused
+    # (constants COMPILE_ELEMENTWISE_SHARE); memory is counted as eager, an upper bound.
+    compiled: bool = False
     # The library that generates (frameworks.py key): its decoding speed (decode_speed.py).
     decode_framework: str = "transformers"
     # Chunked prefill (vLLM): at most this many tokens per forward pass; None: whole prompts.

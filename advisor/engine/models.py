@@ -149,6 +149,11 @@ class EstimateRequest(_Frozen):
     # TrainingArguments; torchtune's chunked loss and Unsloth's do the same by default);
     # None: the library's default.
     fused_loss: bool | None = None
+    # Training: the model wrapped in torch.compile (TrainingArguments torch_compile=True,
+    # torchtune compile=True, Axolotl torch_compile: true, torch.compile(model) in a Lightning
+    # or DeepSpeed script), which fuses the elementwise kernels between matmuls; None: the
+    # library's default, off in every profile.
+    torch_compile: bool | None = None
     lora_rank: int | None = Field(default=None, ge=1)
     # Module names LoRA adapts ("q_proj", "v_proj", ...); None: every linear layer of a block,
     # as the QLoRA paper recommends.

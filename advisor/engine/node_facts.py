@@ -42,6 +42,7 @@ class FactGathering:
             self.shape,
             flash_attention=wl.flash_attention and flash,
             distances=self.distances_by_generation.get(self.generations[acc.name].key, ()),
+            compiled=wl.compiled,
         )
         if not self.training:
             util = prefill_utilisation(util)

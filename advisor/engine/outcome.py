@@ -48,6 +48,7 @@ def recommended(
         stepping=(wl.optimizer_in_backward, wl.checkpoint_offload),
         # Asked of a library whose own loss keeps the full logits: Liger under the Trainer.
         fused_loss=wl.training and wl.logits_per_entry == 0.0 and framework.logits_bytes is None,
+        compiled=wl.compiled,
         fp8=wl.weight_format == "fp8",
         transformers_below_5=fused_experts,
         mxfp4_experts=mxfp4_experts,

@@ -119,6 +119,7 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
             framework=request.framework,
             quantization=request.quantization,
             experts=shape.num_experts > 1,
+            compiled=wl.compiled,
         )
         self.tokens = None
         if request.tokens is not None:

@@ -173,6 +173,7 @@ def _combination_errors(request: EstimateRequest) -> list[tuple[str, str]]:
                 "QLoRA quantises with bitsandbytes.",
             )
         )
+    errors.extend(_compile_errors(request))
     if request.framework not in (None, "not_sure"):
         profile = FRAMEWORKS[request.framework]
         wanted = "inference" if task == "inference" else "training"
@@ -186,6 +187,30 @@ def _combination_errors(request: EstimateRequest) -> list[tuple[str, str]]:
                 )
             )
     return errors
+
+
+def _compile_errors(request: EstimateRequest) -> list[tuple[str, str]]:
+    """torch_compile: a training setting, for a library that offers it."""
+    if not request.torch_compile:
+        return []
+    if request.task == "inference":
+        return [
+            (
+                "torch_compile",
+                "torch_compile is a training setting here; for generation, vLLM and TGI already "
+                "run captured CUDA graphs. Leave it empty.",
+            )
+        ]
+    profile = framework_for(request.framework, training=True)[0]
+    if profile.kind == "training" and not profile.compile_switch:
+        return [
+            (
+                "torch_compile",
+                f"{profile.name} does not train under torch.compile (it fuses with its own "
+                "kernels); leave torch_compile empty.",
+            )
+        ]
+    return []
 
 
 def _catalog_errors(request: EstimateRequest, catalog: CatalogSpec) -> list[tuple[str, str]]:

@@ -6,18 +6,9 @@ import math
 
 from advisor.engine import constants as c
 from advisor.engine.frameworks import FRAMEWORKS, Framework
-from advisor.engine.models import NodeTypeSpec, Option, PartitionSpec, Recipe, SystemSpec
+from advisor.engine.launch_args import recipe_lines, train_args
+from advisor.engine.models import NodeTypeSpec, Option, PartitionSpec, SystemSpec
 from advisor.engine.software import PLATFORM_CHANGES
-from advisor.engine.words import plural
-
-# Hugging Face TrainingArguments.optim names for the engine's optimizers.
-HF_OPTIM = {
-    "adamw": "adamw_torch",
-    "adamw_8bit": "adamw_bnb_8bit",
-    "paged_adamw": "paged_adamw_32bit",
-    "paged_adamw_8bit": "paged_adamw_8bit",
-    "sgd": "sgd",
-}
 
 LAUNCHER_NOTE = {
     "single": "one process on one GPU",
@@ -83,6 +74,7 @@ def sbatch_script(
     framework: Framework | None = None,
     stepping: tuple[bool, bool] = (False, False),
     fused_loss: bool = False,
+    compiled: bool = False,
     fp8: bool = False,
     transformers_below_5: float = 0.0,
     shards: int = 1,
@@ -91,7 +83,8 @@ def sbatch_script(
     """`platform` ("cuda", "rocm", "xpu"): non-NVIDIA GPUs get what to change, as comments,
     and Intel GPUs an MPI launcher with oneCCL instead of torchrun. `stepping`: (optimizer
     in backward, activation offloading) as the estimate assumed them; `fused_loss`: the request
-    said the loss is fused (Liger Kernel under the Trainer); `transformers_below_5`: the bytes
+    said the loss is fused (Liger Kernel under the Trainer); `compiled`: it trains under
+    torch.compile (frameworks.Framework.compile_switch); `transformers_below_5`: the bytes
     more a mixture-of-experts model's bitsandbytes base would hold under transformers 5, whose
     fused experts stay 16-bit (the estimate assumes transformers 4.x: the script says to pin
     it); `mxfp4_experts`: the expert parameters the estimate keeps in MXFP4, which
@@ -108,7 +101,7 @@ def sbatch_script(
     lines += _environment_lines(system, platform)
     framework = framework or FRAMEWORKS["transformers" if task == "inference" else "hf_trainer"]
     lines += _version_pins(framework, transformers_below_5, mxfp4_experts)
-    lines += _recipe_lines(option.recipe, framework, task)
+    lines += recipe_lines(option.recipe, framework, task, compiled)
     if shards > 1:
         lines.append(
             f"# Each array task serves its own shard of the prompts, e.g. in your script: "
@@ -120,13 +113,13 @@ def sbatch_script(
         and task != "inference"
         and option.strategy not in ("single", "tensor_parallel")
     ):
-        args = _train_args(option.recipe, framework, fused_loss, option.compute_dtype)
+        args = train_args(option.recipe, framework, fused_loss, option.compute_dtype, compiled)
         lines += _xpu_launcher(option, gpus_per_node, nodes, args)
     elif task == "inference":
         lines += _inference_launcher(option, gpus_per_node, nodes, framework, fp8)
     else:
         lines += _training_launcher(
-            option, gpus_per_node, nodes, cpus, framework, task, stepping, fused_loss
+            option, gpus_per_node, nodes, cpus, framework, task, stepping, fused_loss, compiled
         )
     return "\n".join(lines) + "\n"
 
@@ -255,101 +248,6 @@ def _xpu_launcher(option: Option, gpus_per_node: int, nodes: int, args: str) -> 
     return lines
 
 
-def _recipe_lines(recipe: Recipe | None, framework: Framework, task: str) -> list[str]:
-    """The recipe as comments, so the script documents what the estimate assumed."""
-    if recipe is None or task == "inference":
-        return [f"# Library assumed: {framework.name}."]
-    off_note = []
-    # The library checkpoints this task by default unless the script says otherwise (PEFT's
-    # prepare_model_for_kbit_training, Unsloth, Axolotl): left on, the job fits in less
-    # memory but runs slower than its estimate.
-    on_by_default = framework.checkpointing.get(task, "none") != "none"
-    if recipe.checkpointing == "none" and on_by_default and framework.checkpointing_off:
-        off_note = [
-            f"# No activation checkpointing, as estimated: {framework.checkpointing_off} (the "
-            "library's default recomputes every layer: less memory, slower)."
-        ]
-    return (
-        [
-            f"# Library assumed: {framework.name}.",
-            f"# Recipe: micro-batch {recipe.micro_batch} per GPU x "
-            f"{plural(recipe.grad_accumulation, 'accumulation step')} = global batch "
-            f"{recipe.global_batch}; "
-            f"activation checkpointing {recipe.checkpointing}; optimizer {recipe.optimizer}"
-            + (
-                f"; tensor parallel {recipe.tp} within each node (sequence parallel)"
-                + (f" x {recipe.pp} pipeline stages." if recipe.pp > 1 else ".")
-                if recipe.tp > 1 and recipe.strategy == "tensor_parallel"
-                else "."
-            ),
-        ]
-        + off_note
-        + _packing_note(framework, task)
-    )
-
-
-def _packing_note(framework: Framework, task: str) -> list[str]:
-    """The estimate counts full sequences (result assumption 'Sequences (training)'): say how
-    the library packs short examples, where the researcher's script chooses it."""
-    if not framework.packing or task == "pretrain":  # pre-training corpora stream full-length
-        return []
-    return [
-        f"# The estimate counts full sequences: pack short examples ({framework.packing}); "
-        "padded batches compute on their padding too."
-    ]
-
-
-def _train_args(
-    recipe: Recipe | None, framework: Framework, fused_loss: bool = False, dtype: str | None = None
-) -> str:
-    """Command-line arguments that apply the recipe in the framework's own terms. `dtype`: the
-    option's 16-bit compute type, as a flag where the library trains in fp32 unless told
-    (TrainingArguments and Megatron-LM default to fp32; torchtune's configs say bf16)."""
-    if recipe is None:
-        return ""
-    dtype_flag = f"--{dtype}" if dtype in ("bf16", "fp16") else None
-    if framework.key == "torchtune":
-        args = [
-            f"batch_size={recipe.micro_batch}",
-            f"gradient_accumulation_steps={recipe.grad_accumulation}",
-            f"enable_activation_checkpointing={recipe.checkpointing != 'none'}",
-        ]
-        if recipe.tp > 1:  # full_finetune_distributed: TP within the node, FSDP over the rest
-            args.append(f"tensor_parallel_dim={recipe.tp}")
-        return " " + " ".join(args)
-    if framework.key == "megatron" or (framework.key == "deepspeed" and recipe.tp > 1):
-        # Megatron-LM, or Megatron-DeepSpeed for DeepSpeed with tensor parallelism.
-        args = [
-            f"--micro-batch-size {recipe.micro_batch}",
-            f"--global-batch-size {recipe.global_batch}",
-        ]
-        if recipe.checkpointing != "none":
-            args.append(f"--recompute-granularity {recipe.checkpointing}")
-        if recipe.tp > 1:
-            args.append(
-                f"--tensor-model-parallel-size {recipe.tp} --sequence-parallel"
-                + (" --use-distributed-optimizer" if framework.key == "megatron" else "")
-            )
-        if recipe.pp > 1:
-            args.append(f"--pipeline-model-parallel-size {recipe.pp}")
-        if dtype_flag:
-            args.append(dtype_flag)
-        return " " + " ".join(args)
-    args = [
-        f"--per_device_train_batch_size {recipe.micro_batch}",
-        f"--gradient_accumulation_steps {recipe.grad_accumulation}",
-    ]
-    if dtype_flag:
-        args.append(dtype_flag)
-    if recipe.checkpointing != "none":
-        args.append("--gradient_checkpointing")
-    if recipe.optimizer:
-        args.append(f"--optim {HF_OPTIM.get(recipe.optimizer, recipe.optimizer)}")
-    if fused_loss:
-        args.append("--use_liger_kernel")  # TrainingArguments: Liger's fused loss and kernels
-    return " " + " ".join(args)
-
-
 def _ray_cluster(nodes: int) -> list[str]:
     """A Ray cluster over the job's nodes, which vLLM needs to serve one model across nodes
     (docs.vllm.ai, 'Parallelism and Scaling': tensor_parallel_size = GPUs per node,
@@ -444,11 +342,12 @@ def _training_launcher(
     task: str,
     stepping: tuple[bool, bool],
     fused_loss: bool,
+    compiled: bool = False,
 ) -> list[str]:
     """The launcher for the option's strategy (python, torchrun, accelerate, tune, DeepSpeed),
     with the recipe's arguments in the framework's own terms."""
     strategy = option.strategy
-    args = _train_args(option.recipe, framework, fused_loss, option.compute_dtype)
+    args = train_args(option.recipe, framework, fused_loss, option.compute_dtype, compiled)
     if framework.key == "torchtune":
         # The memory the estimate assumed, in the recipe's own config keys.
         args += f" optimizer_in_bwd={stepping[0]} enable_activation_offloading={stepping[1]}"

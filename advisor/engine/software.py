@@ -219,10 +219,12 @@ def needs(
     framework: str | None = None,
     quantization: str | None = None,
     experts: bool = False,
+    compiled: bool = False,
 ) -> tuple[str, ...]:
     """The tools a job needs whatever the strategy (strategies add DeepSpeed/FSDP); the
     library the request names (`framework`) adds its own. A GPTQ checkpoint needs its own
-    kernels, not bitsandbytes; fp8 mixture-of-experts layers (`experts`) their own MoE kernels."""
+    kernels, not bitsandbytes; fp8 mixture-of-experts layers (`experts`) their own MoE kernels;
+    torch.compile (`compiled`) Triton for its generated kernels."""
     out = []
     if task == "qlora" or (weight_format == "int4" and quantization != "gptq"):
         out.append(BNB_4BIT)
@@ -238,7 +240,7 @@ def needs(
         out.append({"vllm": FP8_VLLM, "tgi": FP8_TGI}.get(framework or "", FP8_HF))
         if experts and framework in ("vllm", "tgi"):
             out.append(FP8_MOE)
-    if framework == "unsloth" and training:
+    if training and (framework == "unsloth" or compiled):
         out.append(COMPILE)
     return tuple(out)
 

@@ -29,6 +29,13 @@ from dataclasses import dataclass, replace
 
 from advisor.engine import constants as c
 from advisor.engine.models import AcceleratorSpec, BenchmarkSpec
+from advisor.engine.roofline import (
+    COMPILE_WHY,
+    compile_gain,
+    reference_roofline,
+    roofline,
+    roofline_factor,
+)
 from advisor.engine.shape import ModelShape
 
 
@@ -128,33 +135,6 @@ def generation_of(name: str, vendor: str = "") -> Generation:
     return Generation(f"{vendor}-other", f"{vendor} (other)", vendor, platform)
 
 
-def roofline_factor(shape: ModelShape, acc: AcceleratorSpec) -> float:
-    """Fraction of a layer's time spent in matmuls: matmuls at peak, elementwise bytes at the
-    memory bandwidth (c.ELEMENTWISE_BYTES_PER_WIDTH)."""
-    return _roofline(_width(shape), _layer_params(shape), acc)
-
-
-def _width(shape: ModelShape) -> int:
-    return max(shape.hidden_size, 1)
-
-
-def _layer_params(shape: ModelShape) -> float:
-    layers = max(shape.total_layers, 1)
-    return max(shape.flop_params / layers, 1.0)
-
-
-def _roofline(width: float, layer_params: float, acc: AcceleratorSpec) -> float:
-    peak = (acc.bf16_tflops or acc.fp16_tflops or acc.fp16_nontensor_tflops or 1.0) * 1e12
-    bandwidth = max(acc.memory_bandwidth_gb_s, 1.0) * 1e9
-    ratio = c.ELEMENTWISE_BYTES_PER_WIDTH.value * width * peak / (6 * layer_params * bandwidth)
-    return 1 / (1 + ratio)
-
-
-def _reference_roofline(width: int, acc: AcceleratorSpec) -> float:
-    """The factor for a dense decoder of `width` (12 x width^2 matmul parameters per layer)."""
-    return _roofline(width, 12.0 * width * width, acc)
-
-
 def benchmark_mfu(bench: BenchmarkSpec, accelerators: dict[str, AcceleratorSpec]) -> float | None:
     """The benchmark's MFU: as stated, else 6 N x tokens/s / (GPUs x dense peak) for a completed
     training run (Kaplan et al.'s 6N; PaLM's MFU definition, arXiv:2204.02311 appendix B)."""
@@ -249,7 +229,7 @@ def measured(
                 math.log(bench.params) if bench.params else None,
                 math.log(bench.seq_len) if bench.seq_len else None,
                 math.log(bench.batch_size) if bench.batch_size else None,
-                _roofline(width, layer_params, acc)
+                roofline(width, layer_params, acc)
                 if acc is not None and width is not None and layer_params is not None
                 else None,
             )
@@ -301,9 +281,12 @@ def training_utilisation(
     *,
     flash_attention: bool,
     distances: list[tuple[float, _Measured]],
+    compiled: bool = False,
 ) -> Utilisation:
     """Utilisation of the dense peak for training `shape` on `acc` (see the module docstring).
-    The long `source` text is written only when asked for (the recommended option's)."""
+    `compiled`: the job runs under torch.compile, which the measurements did not
+    (`compile_gain`). The long `source` text is written only when asked for (the recommended
+    option's)."""
     gen = generation(acc)
     job = roofline_factor(shape, acc)
     name, key = acc.name, gen.key
@@ -320,6 +303,8 @@ def training_utilisation(
     factors = []
     if shape.num_experts > 0 and shape.params_active < shape.params_total:
         factors.append((c.MOE_UTILISATION_FACTOR.value, "mixture-of-experts"))
+    if compiled:
+        factors.append((compile_gain(shape, acc), COMPILE_WHY))
     if found:
         # The nearest, and any as near (within 0.05): their median, so two runs of one
         # setting count equally.
@@ -342,7 +327,7 @@ def training_utilisation(
         tp_width = median_row.width if median_row.bench.strategy == "tensor_parallel" else None
     else:
         const, width = default_for(gen, acc, flash_attention)
-        value = const.value * job / _reference_roofline(width, acc)
+        value = const.value * job / reference_roofline(width, acc)
         no_recompute, no_recompute_label = value, ""
         label = f"default for {gen.label}"
         detail = (gen, const, width)
@@ -488,7 +473,7 @@ def _transfer(m: _Measured, job: float, acc: AcceleratorSpec, *, recompute: bool
         return base
     own = m.own_roofline
     if own is None:  # the measured chip is not in the catalog: as if measured on this one
-        own = _roofline(m.width, m.layer_params, acc)
+        own = roofline(m.width, m.layer_params, acc)
     return base * job / own
 
 

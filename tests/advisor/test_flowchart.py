@@ -215,3 +215,20 @@ def test_the_precision_question_offers_fp8_for_inference(key):
     node = chart.by_id["precision"]
     assert "inference only" in node.choice_labels["fp8"]
     assert answer_fields(chart, {"precision": "fp8"})["precision"] == "fp8"
+
+
+@pytest.mark.parametrize("key", ["default", "lancaster", "uva"])
+def test_the_library_question_can_say_the_model_is_compiled(key):
+    """torchtune with compile=True and the Trainer with torch_compile=True reach the estimate as
+    their library with torch_compile set; the plain choices leave it unset."""
+    from advisor.chart_walk import answer_fields
+
+    chart = load_chart(key)
+    for choice, library in (
+        ("torchtune_compile", "torchtune"),
+        ("hf_trainer_compile", "hf_trainer"),
+    ):
+        fields = answer_fields(chart, {"framework_training": choice})
+        assert fields["framework"] == library
+        assert fields["torch_compile"] is True
+    assert "torch_compile" not in answer_fields(chart, {"framework_training": "torchtune"})

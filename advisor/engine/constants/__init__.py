@@ -59,6 +59,7 @@ from advisor.engine.constants.planning import (
 )
 from advisor.engine.constants.speed import (
     BENCHMARK_MFU_BOUNDS,
+    COMPILE_ELEMENTWISE_SHARE,
     ELEMENTWISE_BYTES_PER_WIDTH,
     FLASH_MFU_MIN_BANDWIDTH_GB_S,
     HOPPER_CLASS_TFLOPS,
@@ -94,6 +95,7 @@ __all__ = [
     "AMP_CAST_CACHE",
     "BENCHMARK_MFU_BOUNDS",
     "BYTES",
+    "COMPILE_ELEMENTWISE_SHARE",
     "CONTINGENCY",
     "CUDA_CONTEXT",
     "CUDA_CONTEXT_LEGACY",

@@ -1,0 +1,123 @@
+"""A training recipe in its library's own terms: the comments a starter script documents it
+with and the command-line arguments that apply it (slurm.py writes them into the script)."""
+
+from __future__ import annotations
+
+from advisor.engine.frameworks import Framework
+from advisor.engine.models import Recipe
+from advisor.engine.words import plural
+
+# Hugging Face TrainingArguments.optim names for the engine's optimizers.
+HF_OPTIM = {
+    "adamw": "adamw_torch",
+    "adamw_8bit": "adamw_bnb_8bit",
+    "paged_adamw": "paged_adamw_32bit",
+    "paged_adamw_8bit": "paged_adamw_8bit",
+    "sgd": "sgd",
+}
+
+
+def recipe_lines(
+    recipe: Recipe | None, framework: Framework, task: str, compiled: bool = False
+) -> list[str]:
+    """The recipe as comments, so the script documents what the estimate assumed."""
+    if recipe is None or task == "inference":
+        return [f"# Library assumed: {framework.name}."]
+    off_note = []
+    # The library checkpoints this task by default unless the script says otherwise (PEFT's
+    # prepare_model_for_kbit_training, Unsloth, Axolotl): left on, the job fits in less
+    # memory but runs slower than its estimate.
+    on_by_default = framework.checkpointing.get(task, "none") != "none"
+    if recipe.checkpointing == "none" and on_by_default and framework.checkpointing_off:
+        off_note = [
+            f"# No activation checkpointing, as estimated: {framework.checkpointing_off} (the "
+            "library's default recomputes every layer: less memory, slower)."
+        ]
+    return (
+        [
+            f"# Library assumed: {framework.name}.",
+            f"# Recipe: micro-batch {recipe.micro_batch} per GPU x "
+            f"{plural(recipe.grad_accumulation, 'accumulation step')} = global batch "
+            f"{recipe.global_batch}; "
+            f"activation checkpointing {recipe.checkpointing}; optimizer {recipe.optimizer}"
+            + (
+                f"; tensor parallel {recipe.tp} within each node (sequence parallel)"
+                + (f" x {recipe.pp} pipeline stages." if recipe.pp > 1 else ".")
+                if recipe.tp > 1 and recipe.strategy == "tensor_parallel"
+                else "."
+            ),
+        ]
+        + off_note
+        + ([f"# torch.compile, as estimated: {framework.compile_switch}."] if compiled else [])
+        + packing_note(framework, task)
+    )
+
+
+def packing_note(framework: Framework, task: str) -> list[str]:
+    """The estimate counts full sequences (result assumption 'Sequences (training)'): say how
+    the library packs short examples, where the researcher's script chooses it."""
+    if not framework.packing or task == "pretrain":  # pre-training corpora stream full-length
+        return []
+    return [
+        f"# The estimate counts full sequences: pack short examples ({framework.packing}); "
+        "padded batches compute on their padding too."
+    ]
+
+
+def train_args(
+    recipe: Recipe | None,
+    framework: Framework,
+    fused_loss: bool = False,
+    dtype: str | None = None,
+    compiled: bool = False,
+) -> str:
+    """Command-line arguments that apply the recipe in the framework's own terms. `dtype`: the
+    option's 16-bit compute type, as a flag where the library trains in fp32 unless told
+    (TrainingArguments and Megatron-LM default to fp32; torchtune's configs say bf16)."""
+    if recipe is None:
+        return ""
+    dtype_flag = f"--{dtype}" if dtype in ("bf16", "fp16") else None
+    if framework.key == "torchtune":
+        args = [
+            f"batch_size={recipe.micro_batch}",
+            f"gradient_accumulation_steps={recipe.grad_accumulation}",
+            f"enable_activation_checkpointing={recipe.checkpointing != 'none'}",
+        ]
+        if recipe.tp > 1:  # full_finetune_distributed: TP within the node, FSDP over the rest
+            args.append(f"tensor_parallel_dim={recipe.tp}")
+        if compiled:
+            args.append("compile=True")
+        return " " + " ".join(args)
+    if framework.key == "megatron" or (framework.key == "deepspeed" and recipe.tp > 1):
+        # Megatron-LM, or Megatron-DeepSpeed for DeepSpeed with tensor parallelism.
+        args = [
+            f"--micro-batch-size {recipe.micro_batch}",
+            f"--global-batch-size {recipe.global_batch}",
+        ]
+        if recipe.checkpointing != "none":
+            args.append(f"--recompute-granularity {recipe.checkpointing}")
+        if recipe.tp > 1:
+            args.append(
+                f"--tensor-model-parallel-size {recipe.tp} --sequence-parallel"
+                + (" --use-distributed-optimizer" if framework.key == "megatron" else "")
+            )
+        if recipe.pp > 1:
+            args.append(f"--pipeline-model-parallel-size {recipe.pp}")
+        if dtype_flag:
+            args.append(dtype_flag)
+        return " " + " ".join(args)
+    args = [
+        f"--per_device_train_batch_size {recipe.micro_batch}",
+        f"--gradient_accumulation_steps {recipe.grad_accumulation}",
+    ]
+    if dtype_flag:
+        args.append(dtype_flag)
+    if recipe.checkpointing != "none":
+        args.append("--gradient_checkpointing")
+    if recipe.optimizer:
+        args.append(f"--optim {HF_OPTIM.get(recipe.optimizer, recipe.optimizer)}")
+    if fused_loss:
+        args.append("--use_liger_kernel")  # TrainingArguments: Liger's fused loss and kernels
+    if compiled and framework.key == "hf_trainer":
+        args.append("--torch_compile")
+    return " " + " ".join(args)
