@@ -337,6 +337,9 @@ def training_utilisation(
     for factor, _ in factors:
         value *= factor
         no_recompute *= factor
+    if compiled:  # the option's "assumes N %" names what raised the measurement's figure
+        label += ", with torch.compile"
+        no_recompute_label = no_recompute_label and no_recompute_label + ", with torch.compile"
     low, high = c.BENCHMARK_MFU_BOUNDS
     value = min(max(value, low), high)
     no_recompute = min(max(no_recompute, low), high)

@@ -77,6 +77,8 @@ def test_compiling_a_small_model_saves_about_a_tenth_and_changes_no_memory():
         a.source for a in result.assumptions if a.name == "Utilisation (recommended option)"
     )
     assert _on_a100(False)[0].gpu_hours == eager.gpu_hours
+    assert any(r.endswith(", with torch.compile).") for r in compiled.reasons)
+    assert not any("torch.compile" in r for r in eager.reasons)
 
 
 def test_a_large_model_gains_less_it_waits_less_on_memory_already():
