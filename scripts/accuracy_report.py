@@ -977,9 +977,12 @@ METHOD_TEXT = """\
   parameter count is used only where the engine rejects the config; the parameter table below
   shows what the engine counted and how.
 - The engine runs on a catalog with one system per GPU of the measurements (specs from
-  `docs/accuracy/accelerators.json`) and no benchmarks, so published runs never calibrate the
-  estimate they are compared with. The option read is the one on the measured GPU with the
-  measured GPU count.
+  `docs/accuracy/accelerators.json`), nodes of eight GPUs with NVLink and the reference
+  network of their generation (one NIC per GPU, as DGX nodes and Meta's clusters have) unless a
+  point states its run's own (`gpu.inter_node_gbit_s`: Falcon's P4d instances, 400 Gbit/s a
+  node), and the catalog's shared benchmarks, which are calibration data: a test point's own
+  run is never among them. The option read is the one on the measured GPU with the measured
+  GPU count.
 - Sources: Hugging Face Transformers docs (BERT-large on a V100 with the Trainer; OctoCoder
   generation in bf16/int8/int4), LitGPT's resource tables (LoRA, QLoRA and inference on an A100
   40GB, including out-of-memory rows), the PEFT README's memory table (A100 80GB), the QLoRA
