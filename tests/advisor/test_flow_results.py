@@ -340,3 +340,16 @@ def test_result_states_the_range_of_its_gpu_hours_from_test_points(client, defau
     assertContains(page, 'id="gpu-hours-range"')
     points = int(uncertainty["gpu_hours_test_points"])
     assertContains(page, f"80% of {points} published measurements")
+
+
+def test_a_tiny_job_reads_under_a_hundredth_of_an_hour_not_zero(client, default_catalog):
+    """A thousand tokens round to 0.00 GPU hours in the result; the page says 'under 0.01'
+    rather than 'GPU hours: 0', as the justification says 'less than 0.1'."""
+    answers = [
+        (key, "0.001" if key == "inference_tokens" else value)
+        for key, value in walks.INFERENCE_110M
+    ]
+    advisor_session, page = walk_to_result(client, answers)
+    assert advisor_session.estimate_result["recommendation"]["gpu_hours"] == 0
+    assertContains(page, '<span id="gpu-hours">under 0.01 GPU hours</span>', html=True)
+    assertNotContains(page, '<span id="gpu-hours">0 GPU hours</span>', html=True)
