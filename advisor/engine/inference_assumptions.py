@@ -9,9 +9,11 @@ from advisor.engine.compute import micro_batch_efficiency
 from advisor.engine.decode_speed import decode_speed
 from advisor.engine.inference_reads import (
     EXLLAMA_RECONSTRUCT_ROWS,
+    GPTQ_RECONSTRUCT_ROWS,
     dequantises_per_step,
     expert_read_share,
     prefill_rows,
+    rebuild_rows,
 )
 from advisor.engine.memory import Workload
 from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES
@@ -129,8 +131,9 @@ def _weight_speed_assumptions(wl: Workload) -> list[Assumption]:
         )
     if dequantises_per_step(wl):
         gptq = wl.quant_method == "gptq"
+        legacy = wl.decode_framework == "transformers_legacy"
         fused = (
-            f"fewer than {EXLLAMA_RECONSTRUCT_ROWS} sequences a step take the packed 4-bit kernel"
+            f"fewer than {rebuild_rows(wl)} sequences a step take the packed 4-bit kernel"
             if gptq
             else "one sequence at a time takes the fused 4-bit kernel"
         )
@@ -146,6 +149,10 @@ def _weight_speed_assumptions(wl: Workload) -> list[Assumption]:
                     "older (exllama q4_matmul: the packed kernel while x_height < "
                     f"matmul_recons_thd, set to {EXLLAMA_RECONSTRUCT_ROWS} by auto_gptq and "
                     "optimum; above it q4_matmul_recons_cuda and cuBLAS)"
+                    if gptq and legacy
+                    else "the exllama v2 GPTQ kernel of later transformers (AutoGPTQ, "
+                    f"GPTQModel): the packed kernel below MAX_Q_GEMM_ROWS = "
+                    f"{GPTQ_RECONSTRUCT_ROWS} rows, above it the layer rebuilt in fp16 and cuBLAS"
                     if gptq
                     else "bitsandbytes/autograd/_functions.py matmul_4bit: gemv_4bit only when "
                     "the input is a single token (A.numel() == A.shape[-1]), otherwise "

@@ -79,20 +79,39 @@ def _experts_touched(shape: ModelShape, tokens: int) -> float:
 EXLLAMA_RECONSTRUCT_ROWS = 8
 
 
-def dequantises_per_step(wl: Workload) -> bool:
-    """Whether generating with 4-bit weights rebuilds each layer in 16-bit per step.
+# The exllama v2 GPTQ kernel (transformers 4.36 and later through AutoGPTQ or GPTQModel, and
+# vLLM's own gptq kernel where Marlin does not run) multiplies packed weights for fewer rows
+# than MAX_Q_GEMM_ROWS and rebuilds the layer in fp16 for cuBLAS from there.
+GPTQ_RECONSTRUCT_ROWS = 50
+
+
+def rebuild_rows(wl: Workload) -> int | None:
+    """Rows of input from which the library rebuilds each 4-bit layer in 16-bit before its
+    matmul; None where it never does (not 4-bit, or vLLM and TGI serving GPTQ with fused
+    Marlin kernels).
 
     bitsandbytes' matmul_4bit takes its fused 4-bit kernel (gemv_4bit) only for an input of
-    one token; a batch of several sequences takes MatMul4Bit, which dequantises the whole
-    layer to 16-bit first (bitsandbytes/autograd/_functions.py). A GPTQ checkpoint under
-    transformers 4.35 or older runs AutoGPTQ's exllama kernel, which does the same from
-    EXLLAMA_RECONSTRUCT_ROWS sequences a step."""
+    one token; more rows take MatMul4Bit, which dequantises the whole layer to 16-bit first
+    (bitsandbytes/autograd/_functions.py), in every library that calls it (vLLM's bitsandbytes
+    method too). A GPTQ checkpoint under transformers 4.35 or older runs AutoGPTQ's exllama
+    kernel, which does the same from EXLLAMA_RECONSTRUCT_ROWS rows; later stacks the exllama v2
+    kernel, from GPTQ_RECONSTRUCT_ROWS."""
     if wl.weight_format != "int4":
-        return False
+        return None
     if wl.quant_method == "bitsandbytes":
-        return wl.batch_size > 1
-    legacy_gptq = wl.quant_method == "gptq" and wl.decode_framework == "transformers_legacy"
-    return legacy_gptq and wl.batch_size >= EXLLAMA_RECONSTRUCT_ROWS
+        return 2
+    if wl.decode_framework in ("vllm", "tgi"):
+        return None
+    if wl.decode_framework == "transformers_legacy":
+        return EXLLAMA_RECONSTRUCT_ROWS
+    return GPTQ_RECONSTRUCT_ROWS
+
+
+def dequantises_per_step(wl: Workload) -> bool:
+    """Whether generating rebuilds each 4-bit layer in 16-bit every step: a step's rows are
+    its sequences (rebuild_rows)."""
+    rows = rebuild_rows(wl)
+    return rows is not None and wl.batch_size >= rows
 
 
 def prefill_rows(wl: Workload) -> int:
@@ -101,25 +120,13 @@ def prefill_rows(wl: Workload) -> int:
     return max(wl.batch_size * (wl.encoder_len or wl.seq_len), 1)
 
 
-# Rows of input from which a library's 4-bit linear layer stops multiplying the packed weights
-# and rebuilds the layer in 16-bit for cuBLAS (bitsandbytes MatMul4Bit: anything but one
-# token; AutoGPTQ's exllama v1 under transformers 4.35 and older: matmul_recons_thd = 8; the
-# exllama v2 GPTQ kernel of later transformers, AutoGPTQ and GPTQModel: MAX_Q_GEMM_ROWS = 50).
-_REBUILD_ROWS = {"bitsandbytes": 2, "gptq_legacy": EXLLAMA_RECONSTRUCT_ROWS, "gptq": 50}
-
-
 def prefill_dequant_bytes(shape: ModelShape, wl: Workload, rows: int) -> float:
     """Bytes a prompt pass moves rebuilding 4-bit layers in 16-bit before multiplying: each
     quantised weight's packed read and 16-bit write (QLORA_DEQUANT_BYTES_PER_PARAM; the
-    matmul's read of the copy is inside its compute-bound time), once per layer and pass.
-    vLLM and TGI multiply the packed weights in fused kernels (Marlin, exllama's in-kernel
-    dequantisation) and rebuild nothing; neither does any library below its row threshold."""
-    if wl.weight_format != "int4" or wl.decode_framework in ("vllm", "tgi"):
-        return 0.0
-    method = wl.quant_method
-    if method == "gptq" and wl.decode_framework == "transformers_legacy":
-        method = "gptq_legacy"
-    if rows < _REBUILD_ROWS.get(method, 2):
+    matmul's read of the copy is inside its compute-bound time), once per layer and pass;
+    nothing below the library's row threshold (rebuild_rows)."""
+    needed = rebuild_rows(wl)
+    if needed is None or rows < needed:
         return 0.0
     weights = shape.params_quantisable * expert_read_share(shape, rows)
     return weights * c.QLORA_DEQUANT_BYTES_PER_PARAM.value

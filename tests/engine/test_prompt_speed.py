@@ -9,6 +9,7 @@ from functools import cache
 
 import pytest
 
+from advisor.engine.models import EstimateRequest
 from tests.engine.inputs import llama2_13b_prompts
 
 PASSES = 10_000  # GPU hours are rounded to 0.01: enough passes to time one to 1 us
@@ -74,3 +75,36 @@ def test_vllm_multiplies_packed_weights_and_rebuilds_nothing():
     fp16 = pass_seconds(4, framework="vllm")[0]
     gptq = pass_seconds(4, framework="vllm", gptq=True)[0]
     assert gptq <= fp16
+
+
+@pytest.mark.parametrize(
+    ("framework", "quantization", "rows"),
+    [
+        ("transformers", "gptq", 50),  # exllama v2: MAX_Q_GEMM_ROWS
+        ("transformers_legacy", "gptq", 8),  # AutoGPTQ exllama: matmul_recons_thd
+        ("vllm", None, 2),  # vLLM's bitsandbytes method calls bitsandbytes' matmul_4bit
+        ("vllm", "gptq", None),  # Marlin multiplies packed weights
+    ],
+)
+def test_a_prompt_pass_and_a_decoding_step_rebuild_4_bit_layers_by_one_rule(
+    framework, quantization, rows
+):
+    """A decoding step of b sequences and a prompt pass of b x s tokens are matmuls of that many
+    rows: the library rebuilds its 4-bit layers from the same row count in both."""
+    from advisor.engine.inference_reads import dequantises_per_step, rebuild_rows
+    from advisor.engine.workload import build_workload, resolve_shape
+    from tests.engine.inputs import config
+
+    def workload(batch):
+        request = EstimateRequest(
+            config=config("meta-llama__Llama-2-13b-hf"), task="inference", precision="int4",
+            quantization=quantization, framework=framework, batch_size=batch, seq_len=512,
+        )  # fmt: skip
+        return build_workload(request, resolve_shape(request))
+
+    assert rebuild_rows(workload(1)) == rows
+    if rows is None:
+        assert not dequantises_per_step(workload(64))
+    else:
+        assert dequantises_per_step(workload(rows))
+        assert not dequantises_per_step(workload(rows - 1))
