@@ -15,7 +15,7 @@ import math
 from advisor.engine import constants as c
 from advisor.engine import tensor_parallel as tp_layout
 from advisor.engine.activations import frontend_trained
-from advisor.engine.decode_speed import decode_speed
+from advisor.engine.decode_speed import DecodeSpeed, decode_speed
 from advisor.engine.frameworks import batch_limit
 from advisor.engine.inference_reads import (
     decode_weight_bytes,
@@ -27,9 +27,11 @@ from advisor.engine.memory_terms import (
     Workload,
     base_weight_bytes,
     copies_per_token,
+    kv_held_bytes,
     kv_read_bytes,
     lora_targeted_linears,
     lora_trainable_params,
+    recurrent_state_bytes,
 )
 from advisor.engine.models import AcceleratorSpec, NodeTypeSpec
 from advisor.engine.scale_cost import LayoutCost, StepModel, training_layout_cost
@@ -399,18 +401,45 @@ def inference_gpu_hours(
     # Eager PyTorch launches each layer's kernels from the host: a small forward pass (an
     # encoder reading one short sequence) waits for the host, not the GPU. Launches run ahead
     # of the GPU, so the two overlap: the slower sets the time.
-    prefill = max(prefill, library.per_layer_overhead_s * shape.total_layers)
+    prefill = max(prefill, library.host_per_layer_s * shape.total_layers)
     decode = 0.0
     if wl.new_tokens:
         weights = decode_weight_bytes(shape, wl) * decoder_share
-        kv = kv_read_bytes(shape, wl, new_tokens=wl.new_tokens // 2)  # the average step
-        step_memory = (weights + kv) / bandwidth
+        peak_bytes = acc.memory_bandwidth_gb_s * 1e9 * n * eff
+        step_memory = weights / bandwidth + decode_cache_seconds(library, shape, wl, peak_bytes)
         # The language model alone multiplies in a step (decode_weight_bytes).
         step_flop = max(n_flop - shape.params_input_towers, 1)
         step_compute = 2 * step_flop * wl.batch_size / rate
-        host = library.per_layer_overhead_s * shape.num_layers
-        decode = decode_steps(wl) * (max(step_memory, step_compute) + host)
+        decode = decode_steps(wl) * decode_step_seconds(
+            library, shape.num_layers, max(step_memory, step_compute)
+        )
     return batches * (prefill + decode) * n / 3600
+
+
+def decode_cache_seconds(
+    library: DecodeSpeed, shape: ModelShape, wl: Workload, peak_bytes_s: float
+) -> float:
+    """The KV cache's share of the average decoding step: the attention's reads (once per
+    query head where the library repeats keys and values or parallelises over query heads,
+    at the share of the bandwidth its one-query attention reaches) and, where the library
+    grows the cache by concatenation, reading the old cache and writing the new one."""
+    average = wl.new_tokens // 2
+    state = recurrent_state_bytes(shape, wl)
+    attention = kv_read_bytes(shape, wl, new_tokens=average) - state
+    if library.attention_per_query_head and not shape.kv_cache_width:
+        attention *= shape.num_attention_heads / max(shape.num_kv_heads, 1)
+    copied = 2 * kv_held_bytes(shape, wl, new_tokens=average) if library.grows_cache_by_copy else 0
+    at_bandwidth = (copied + state) / (peak_bytes_s * library.bandwidth_fraction)
+    return at_bandwidth + attention / (peak_bytes_s * library.attention_bandwidth_fraction)
+
+
+def decode_step_seconds(library: DecodeSpeed, layers: int, gpu_seconds: float) -> float:
+    """One decoding step: the GPU's reads and matmuls plus each layer's fixed kernel cost,
+    overlapped by the host's launches where the library runs eagerly (they run ahead of the
+    GPU, so the slower of the two sets the pace), then the host's work between two forward
+    passes (sampling, stopping checks, scheduling), during which the GPU waits."""
+    gpu = gpu_seconds + library.kernel_per_layer_s * layers
+    return max(gpu, library.host_per_layer_s * layers) + library.host_per_step_s
 
 
 def decode_steps(wl: Workload) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from advisor.engine import constants as c
 from advisor.engine.compute import micro_batch_efficiency
-from advisor.engine.decode_speed import decode_speed
+from advisor.engine.decode_speed import DecodeSpeed, decode_speed
 from advisor.engine.inference_reads import (
     EXLLAMA_RECONSTRUCT_ROWS,
     GPTQ_RECONSTRUCT_ROWS,
@@ -56,13 +56,7 @@ def inference_assumptions(
         built(
             Assumption,
             name="Decoding speed",
-            value=f"{library.bandwidth_fraction:.0%} of the memory bandwidth per step"
-            + (
-                f", plus {library.per_layer_overhead_s * 1e3:.2f} ms of host time per "
-                "layer and step (no CUDA graphs)"
-                if library.per_layer_overhead_s
-                else ""
-            ),
+            value=decoding_speed_words(library),
             source=library.source,
         )
     )
@@ -187,10 +181,33 @@ def _prompt_assumption(wl: Workload, best) -> Assumption:
     return built(Assumption, name="Prompt processing (prefill)", value=value, source=source)
 
 
+def decoding_speed_words(library: DecodeSpeed) -> str:
+    """What a decoding step costs under the library, in one sentence."""
+    reads = f"{library.bandwidth_fraction:.0%} of the memory bandwidth for the weights"
+    if library.host_per_layer_s:
+        host = (
+            f"at least {library.host_per_layer_s * 1e3:.2f} ms of kernel launches per layer "
+            "(no CUDA graphs), overlapping the GPU's work"
+        )
+    else:
+        host = f"{library.kernel_per_layer_s * 1e3:.3f} ms per layer for the replayed kernels"
+    cache = (
+        "the KV cache grown by copying it each step and read once per query head"
+        if library.grows_cache_by_copy and library.attention_per_query_head
+        else "the KV cache read once per query head"
+        if library.attention_per_query_head
+        else "the KV cache read once per KV head"
+    )
+    return (
+        f"{reads}, {cache} at {library.attention_bandwidth_fraction:.0%}; {host}; "
+        f"{library.host_per_step_s * 1e3:.2f} ms of host time between steps"
+    )
+
+
 def _encoder_inference_assumptions(shape: ModelShape, wl: Workload, best) -> list[Assumption]:
     """An encoder-only model's inference: one forward pass per sequence, nothing generated."""
     library = decode_speed(wl.decode_framework)
-    host = library.per_layer_overhead_s * shape.num_layers
+    host = library.host_per_layer_s * shape.num_layers
     return [
         built(
             Assumption,
@@ -206,7 +223,7 @@ def _encoder_inference_assumptions(shape: ModelShape, wl: Workload, best) -> lis
             Assumption,
             name="Host time per forward pass",
             value=(
-                f"{host * 1e3:.1f} ms ({library.per_layer_overhead_s * 1e3:.2f} ms per layer, "
+                f"{host * 1e3:.1f} ms ({library.host_per_layer_s * 1e3:.2f} ms per layer, "
                 "no CUDA graphs): a batch takes at least this long however small it is"
                 if host
                 else "none: the library replays CUDA graphs"

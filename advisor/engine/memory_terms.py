@@ -350,22 +350,19 @@ def _one_cache_bytes(shape: ModelShape, wl: Workload, tp: int, generated: int) -
 def kv_read_bytes(
     shape: ModelShape, wl: Workload, *, tp: int = 1, new_tokens: int | None = None
 ) -> float:
-    """The KV cache one decoding step reads once `new_tokens` are generated: the cache itself,
-    except where layers differ (AttentionGroup). There a sparse layer (DeepSeek-V3.2) reads
-    only its top-k keys and values while its indexer group scores every cached key, and a
-    layer that caches nothing (Gemma 4's and 3n's KV-shared layers) still reads the cache it
-    shares: each group reads its own width over the tokens it attends to.
-
-    A tuple cache rebuilt each step (kv_cache_copies) moves the cache three times: torch.cat
-    reads the old cache and writes the new one, and attention reads the new one."""
+    """The KV cache one decoding step's attention reads once `new_tokens` are generated: the
+    cache itself, except where layers differ (AttentionGroup). There a sparse layer
+    (DeepSeek-V3.2) reads only its top-k keys and values while its indexer group scores every
+    cached key, and a layer that caches nothing (Gemma 4's and 3n's KV-shared layers) still
+    reads the cache it shares: each group reads its own width over the tokens it attends to.
+    What the library moves besides (a cache grown by concatenation, keys repeated per query
+    head) is compute.decode_cache_seconds'."""
     if wl.training or shape.family in ENCODER_ONLY_FAMILIES:
         return 0.0
     generated = wl.new_tokens if new_tokens is None else new_tokens
-    copies = kv_cache_copies(shape, wl, generated)
-    passes = 2 * copies - 1  # one read, and a read and a write per copy made
     if not shape.attention_groups:
         cache = _one_cache_bytes(shape, wl, tp, generated)
-        return cache * passes + recurrent_state_bytes(shape, wl, tp=tp)
+        return cache + recurrent_state_bytes(shape, wl, tp=tp)
     tokens = (wl.encoder_len or wl.seq_len) + generated
     values = sum(
         g.layers
@@ -373,7 +370,19 @@ def kv_read_bytes(
         * (g.cross_tokens or min(tokens, g.reads or g.window or tokens))
         for g in shape.attention_groups
     )
-    return values * wl.batch_size * wl.act_bytes * passes + recurrent_state_bytes(shape, wl, tp=tp)
+    return values * wl.batch_size * wl.act_bytes + recurrent_state_bytes(shape, wl, tp=tp)
+
+
+def kv_held_bytes(
+    shape: ModelShape, wl: Workload, *, tp: int = 1, new_tokens: int | None = None
+) -> float:
+    """One copy of the softmax layers' KV cache once `new_tokens` are generated: what a
+    library that grows the cache by concatenation (torch.cat) reads and writes again each
+    step."""
+    if wl.training or shape.family in ENCODER_ONLY_FAMILIES:
+        return 0.0
+    generated = wl.new_tokens if new_tokens is None else new_tokens
+    return _one_cache_bytes(shape, wl, tp, generated)
 
 
 def recurrent_state_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:

@@ -245,8 +245,8 @@ def _legacy_kv_cache_copies(wl: Workload) -> Assumption:
             else "2 KV caches at the peak: the model runs its own code (config.json "
             "auto_map, trust_remote_code=True), which rebuilds a tuple cache every step"
         )
-        + "; each step moves the cache three times (torch.cat reads the old cache and "
-        "writes the new one, attention reads it), which the decoding time counts"
+        + "; generate() still holds the old one when torch.cat has written the new one (the "
+        "decoding time counts the copy, as DynamicCache's torch.cat makes it too)"
     )
 
 

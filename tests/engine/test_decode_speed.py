@@ -48,9 +48,12 @@ def test_transformers_generate_at_batch_1_runs_far_below_the_bandwidth_bound_and
     vllm, _ = one_a100("vllm", 1)
     # Reading 13.2 GB of bf16 weights per token (all but the 32,000 x 4,096 input embedding
     # table, of which a step looks up one row) at an A100 80GB's 2,039 GB/s: about 154/s.
+    # vLLM adds its scheduler (0.87 ms a step) and its kernels' latency (0.072 ms a layer) to
+    # 0.80 of the bound: the Qwen2.5 benchmark's Qwen2.5-7B (14.1 GB a step) ran at 84.3
+    # tokens/s on this GPU, 0.58 of its bound. generate() waits on 32 layers of launches.
     bound = 2039e9 / ((6.74e9 - 32000 * 4096) * 2)
-    assert 0.75 * bound <= generated_per_second(vllm, 1) <= 0.85 * bound
-    assert generated_per_second(hf, 1) <= 0.6 * bound
+    assert 0.5 * bound <= generated_per_second(vllm, 1) <= 0.65 * bound
+    assert generated_per_second(hf, 1) <= 0.25 * bound
     assert generated_per_second(hf, 1) < generated_per_second(vllm, 1)
 
 
@@ -67,12 +70,15 @@ def test_batching_amortises_the_host_time_of_eager_generation():
 def test_the_result_states_the_librarys_decoding_speed_with_its_source():
     _, result = one_a100("vllm", 1)
     decoding = next(a for a in result.assumptions if a.name == "Decoding speed")
-    assert decoding.value.startswith("80% of the memory bandwidth per step")
+    assert decoding.value.startswith("80% of the memory bandwidth for the weights")
+    assert "0.87 ms of host time between steps" in decoding.value
     assert "hamel.dev" in decoding.source
+    assert "Qwen2.5 speed benchmark" in decoding.source
     _, eager = one_a100("transformers", 1)
     decoding = next(a for a in eager.assumptions if a.name == "Decoding speed")
-    assert "0.45 ms of host time per layer" in decoding.value
-    assert "fxmarty/accelerated-pytorch-transformers-generation" in decoding.source
+    assert "at least 0.81 ms of kernel launches per layer" in decoding.value
+    assert "read once per query head at 16%" in decoding.value
+    assert "Qwen2.5 speed benchmark" in decoding.source
 
 
 def _hours(model: str, new_tokens: int, seq_len: int = 512) -> float:

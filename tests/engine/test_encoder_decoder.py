@@ -70,8 +70,9 @@ def test_cross_attention_is_counted_in_a_decoder_layer():
 def test_generating_reads_the_decoder_weights_only():
     """Each generated token reads the decoder's weights; the encoder ran once over the
     prompt. Flan-T5 XL writing 256 tokens for 64-token prompts, one at a time with CUDA
-    graphs (no host time per layer), is bound by those reads: the decoder side holds 59 % of
-    the weights."""
+    graphs (no host time per layer), is mostly bound by those reads: the decoder side holds
+    59 % of the weights; the step's fixed costs (vLLM's scheduler and kernel latencies, about
+    a fifth of the step here) do not shrink with them."""
     request = EstimateRequest(
         config=FLAN_T5_XL, task="inference", seq_len=64, new_tokens=256, batch_size=1
     )
@@ -82,7 +83,7 @@ def test_generating_reads_the_decoder_weights_only():
     args = (10**6, 312.0, 0.5, 1, 1.0)
     decoder_only = inference_gpu_hours(shape, wl, acc, *args)
     whole_model = inference_gpu_hours(replace(shape, params_encoder=0), wl, acc, *args)
-    assert 0.5 * whole_model < decoder_only < 0.65 * whole_model
+    assert 0.6 * whole_model < decoder_only < 0.8 * whole_model
 
 
 def test_a_target_length_for_a_decoder_only_model_is_refused_by_name_not_silently_used():

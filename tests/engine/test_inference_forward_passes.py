@@ -31,7 +31,7 @@ def test_embedding_a_corpus_with_an_encoder_is_forward_passes_not_generation(mod
     )
     rec = result.recommendation
     # 781,250 sequences of 128 tokens, one at a time: each forward pass waits for the host's
-    # kernel launches (0.45 ms per layer in eager PyTorch), 6 or 12 layers. Nothing decodes.
+    # kernel launches (0.81 ms per layer in eager PyTorch), 6 or 12 layers. Nothing decodes.
     assert 0.2 < rec.gpu_hours < 2.5
     assert rec.memory.kv_cache == 0
     assert "Generation" not in names(result)
@@ -206,8 +206,9 @@ def test_bitsandbytes_int8_generation_is_never_credited_with_speed_over_16_bit()
 
 def test_bitsandbytes_4_bit_generation_is_fast_alone_and_slow_in_batches():
     """One sequence at a time takes bitsandbytes' fused 4-bit kernel and reads a quarter of
-    the 16-bit bytes; a batch dequantises every layer to 16-bit per step, reading more than
-    16-bit weights would. GPTQ's kernels read the packed weights either way."""
+    the 16-bit bytes, but eager generate() at batch 1 waits on the host's kernel launches
+    either way; a batch dequantises every layer to 16-bit per step, reading more than 16-bit
+    weights would. GPTQ's kernels read the packed weights either way."""
 
     def hours(precision, batch, quantization=None):
         request = EstimateRequest(
@@ -223,7 +224,7 @@ def test_bitsandbytes_4_bit_generation_is_fast_alone_and_slow_in_batches():
         named = any(a.name == "4-bit weights and speed" for a in result.assumptions)
         return result.recommendation.gpu_hours, named
 
-    assert hours("int4", 1)[0] < hours("bf16", 1)[0]
+    assert hours("int4", 1)[0] <= 1.01 * hours("bf16", 1)[0]
     assert hours("int4", 1)[1] is False
     assert hours("int4", 8)[0] > hours("bf16", 8)[0]
     assert hours("int4", 8)[1] is True

@@ -2,9 +2,9 @@
 benchmark measured there (Llama-2-13b-chat on one A100 80GB: fp16 47.4 ms a step at batch 8,
 GPTQ with the exllama kernel 73.6 ms; docs/accuracy.md keeps those rows as test points).
 
-Two things that era's stack does cost time: the tuple KV cache is rebuilt by torch.cat every
-step (the cache is read and written once more than it is attended), and AutoGPTQ's exllama
-kernel rebuilds each 4-bit layer in fp16 for a step of 8 sequences or more."""
+That era's stack grows the cache by torch.cat every step, as DynamicCache still does (the
+cache is read and written once more than it is attended), and AutoGPTQ's exllama kernel
+rebuilds each 4-bit layer in fp16 for a step of 8 sequences or more."""
 
 from __future__ import annotations
 
@@ -28,25 +28,31 @@ def step_seconds(framework: str, batch: int, gptq: bool = False) -> tuple[float,
     return option.gpu_hours * 3600 / BATCHES / 512, tuple(result.assumptions)
 
 
-def test_a_rebuilt_tuple_cache_costs_more_the_larger_the_batch():
-    """The copy moves the whole cache each step, so the gap to DynamicCache grows with it."""
-    gap = {
-        batch: step_seconds("transformers_legacy", batch)[0]
-        - step_seconds("transformers", batch)[0]
-        for batch in (1, 16)
-    }
-    assert gap[1] > 0
-    # 16 sequences hold 16 times the cache: about 16 times the extra traffic.
-    assert 12 * gap[1] < gap[16] < 20 * gap[1]
-    # Llama-2-13B keeps 0.82 MB of fp16 cache per token; the average step of batch 16 holds
-    # 16 x 768 tokens (10 GB): a read and a write more at 81 % of 2,039 GB/s is about 12 ms.
-    assert gap[16] == pytest.approx(2 * 16 * 768 * 819_200 / (2039e9 * 0.81), rel=0.1)
+def test_a_tuple_cache_and_dynamiccache_move_the_same_bytes_a_step():
+    """Both grow the cache by torch.cat (transformers 4.35's tuple, 4.36's DynamicCache.update):
+    the old cache is read and the new one written every step, whichever version; what the
+    tuple cache adds is memory (the old tuple alive beside the new one), not time."""
+    for batch in (1, 16):
+        assert step_seconds("transformers_legacy", batch)[0] == pytest.approx(
+            step_seconds("transformers", batch)[0], rel=1e-3
+        )
+
+
+def test_the_copy_and_the_attention_over_the_cache_grow_with_the_batch():
+    """optimum's fp16 rows: 37.0 ms a step at batch 1 and 4, 47.4 at 8, 69.9 at 16; the host's
+    launches set the small batches' pace, the cache the large ones'."""
+    assert (
+        step_seconds("transformers_legacy", 4)[0] < 1.1 * step_seconds("transformers_legacy", 1)[0]
+    )
+    assert (
+        step_seconds("transformers_legacy", 16)[0] > 1.5 * step_seconds("transformers_legacy", 1)[0]
+    )
 
 
 def test_the_assumption_says_the_decoding_time_counts_the_copy():
     _, assumptions = step_seconds("transformers_legacy", 16)
     copies = next(a for a in assumptions if a.name.startswith("KV cache copies"))
-    assert "moves the cache three times" in copies.value
+    assert "the decoding time counts the copy" in copies.value
 
 
 def test_legacy_gptq_at_8_sequences_is_slower_than_fp16_as_measured():
@@ -61,9 +67,11 @@ def test_legacy_gptq_at_8_sequences_is_slower_than_fp16_as_measured():
 
 
 def test_legacy_gptq_below_8_sequences_and_current_transformers_read_packed_weights():
-    fp16, _ = step_seconds("transformers_legacy", 4)
-    gptq, assumptions = step_seconds("transformers_legacy", 4, gptq=True)
-    assert gptq < fp16
+    """Below 8 sequences the exllama kernel reads the packed 4-bit weights; at batch 1 the
+    step is the host's either way (optimum: fp16 37.0 ms, exllama 33.7 ms)."""
+    fp16, _ = step_seconds("transformers_legacy", 1)
+    gptq, assumptions = step_seconds("transformers_legacy", 1, gptq=True)
+    assert gptq == pytest.approx(fp16, rel=0.01)
     assert not any(a.name == "4-bit weights and speed" for a in assumptions)
     current, assumptions = step_seconds("transformers", 8, gptq=True)
     assert current < step_seconds("transformers", 8)[0]
