@@ -105,6 +105,11 @@ class Framework:
     # (bitsandbytes returns its input's dtype) are fp32 too (memory_terms.fp32_unquantised).
     # False where the library casts them back afterwards (Axolotl, qlora.py).
     upcasts_kbit_base: bool = False
+    # Without flash attention the library still fuses scale, mask and softmax into one kernel
+    # (Megatron's FusedScaleMaskSoftmax), as the Megatron runs among the calibration
+    # benchmarks did, so their figures already hold that traffic; False: the scores go
+    # through one PyTorch op after another (roofline.eager_score_bytes).
+    fused_softmax: bool = False
 
     @property
     def chunked_loss(self) -> bool:
@@ -240,6 +245,7 @@ TRAINING_FRAMEWORKS = {
         # Megatron-DeepSpeed's --pipeline-model-parallel-size (DeepSpeed's PipelineModule).
         pipeline_parallel_training=True,
         tensor_parallel_last_resort=True,
+        fused_softmax=True,
         source="Megatron-DeepSpeed (--tensor-model-parallel-size with ZeRO stage 1); "
         "DeepSpeed config docs: bf16/fp16 modes keep fp32 master weights in the "
         "optimizer (ZeRO paper accounting); activation_checkpointing is off unless "
@@ -260,6 +266,7 @@ TRAINING_FRAMEWORKS = {
         keeps_gradients=True,
         # Float16Module casts the model to fp16/bf16 (megatron/core/transformer/module.py).
         autocast=False,
+        fused_softmax=True,
         launcher="torchrun",
         tensor_parallel_training=True,
         pipeline_parallel_training=True,

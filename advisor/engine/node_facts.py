@@ -5,12 +5,14 @@ recommend.Evaluation, whose caches and request terms it reads)."""
 
 from __future__ import annotations
 
+from advisor.engine import constants as c
 from advisor.engine import ranking, software
 from advisor.engine.compute import compute_dtype_for, fp16_note, peak_tflops
 from advisor.engine.device_memory import capacity_text, device_bytes
 from advisor.engine.layouts import counts_for
 from advisor.engine.models import AcceleratorSpec, NodeTypeSpec, PartitionSpec, SystemSpec
 from advisor.engine.options import AcceleratorFacts, NodeFacts, Stack
+from advisor.engine.roofline import eager_score_bytes
 from advisor.engine.speed import prefill_utilisation, training_utilisation
 
 
@@ -37,12 +39,17 @@ class FactGathering:
             )
         capacity = device_bytes(acc)
         legacy = acc.vendor.lower() == "nvidia" and not acc.bf16_supported
+        fused = (
+            wl.flash_attention and flash and not self.shape.eager_attention
+        ) or self.framework.fused_softmax
         util = training_utilisation(
             acc,
             self.shape,
             flash_attention=wl.flash_attention and flash,
             distances=self.distances_by_generation.get(self.generations[acc.name].key, ()),
             compiled=wl.compiled,
+            matmul_peak_tflops=peak_tflops(acc, dtype) if dtype == "fp32" else None,
+            score_bytes=0.0 if fused else self.eager_score_bytes(dtype),
         )
         if not self.training:
             util = prefill_utilisation(util)
@@ -162,6 +169,16 @@ class FactGathering:
             facts.dtype_note,
             Stack(self.training and software.eight_bit_optimizers(system, acc, gen), flash),
             attention_note,
+        )
+
+    def eager_score_bytes(self, dtype: str | None) -> float:
+        """What eager attention moves over its scores per token and layer for this job
+        (roofline.eager_score_bytes): softmax and dropout run in fp32 under autocast."""
+        wl = self.wl
+        element = 4 if wl.autocast or dtype == "fp32" else wl.act_bytes
+        dropout = self.training and self.shape.family in c.DROPOUT_FAMILIES
+        return eager_score_bytes(
+            self.shape, wl.seq_len, element, dropout=dropout, training=self.training
         )
 
     def attention_fallback(self, system: SystemSpec, acc: AcceleratorSpec, gen) -> str | None:

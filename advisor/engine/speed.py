@@ -282,13 +282,19 @@ def training_utilisation(
     flash_attention: bool,
     distances: list[tuple[float, _Measured]],
     compiled: bool = False,
+    matmul_peak_tflops: float | None = None,
+    score_bytes: float = 0.0,
 ) -> Utilisation:
     """Utilisation of the dense peak for training `shape` on `acc` (see the module docstring).
     `compiled`: the job runs under torch.compile, which the measurements did not
-    (`compile_gain`). The long `source` text is written only when asked for (the recommended
-    option's)."""
+    (`compile_gain`). `matmul_peak_tflops`: the peak of the job's matmul dtype where it is
+    not the 16-bit one (fp32): the measurements' matmul efficiency is kept, their elementwise
+    share shrinks with the slower matmuls. `score_bytes`: eager attention's traffic over its
+    scores per token and layer (roofline.eager_score_bytes), which the measurements, run with
+    fused attention kernels, did not move. The long `source` text is written only when asked
+    for (the recommended option's)."""
     gen = generation(acc)
-    job = roofline_factor(shape, acc)
+    job = roofline_factor(shape, acc, matmul_peak_tflops, score_bytes)
     name, key = acc.name, gen.key
     nearest = math.inf
     found = []
@@ -304,7 +310,7 @@ def training_utilisation(
     if shape.num_experts > 0 and shape.params_active < shape.params_total:
         factors.append((c.MOE_UTILISATION_FACTOR.value, "mixture-of-experts"))
     if compiled:
-        factors.append((compile_gain(shape, acc), COMPILE_WHY))
+        factors.append((compile_gain(shape, acc, matmul_peak_tflops), COMPILE_WHY))
     if found:
         # The nearest, and any as near (within 0.05): their median, so two runs of one
         # setting count equally.

@@ -339,9 +339,12 @@ def test_default_utilisation_follows_the_gpu_generation():
     assert flash["v100-sxm2-32"].utilisation_source == "default for NVIDIA Volta"
     # The 7B model is narrower than the 405B and 1T references: a little below their figures.
     assert 0.30 < flash["h100-80-sxm5"].utilisation < 0.40
-    assert 0.40 < eager["a100-80-sxm4"].utilisation < 0.50
-    assert flash["a100-80-sxm4"].utilisation > eager["a100-80-sxm4"].utilisation
-    assert flash["h100-80-sxm5"].utilisation == eager["h100-80-sxm5"].utilisation
+    # Without flash attention the Trainer's eager attention writes and reads its scores (32
+    # heads x 4,096 keys per token and layer, 20 passes of 4 bytes under autocast: several
+    # times the layer's other elementwise traffic), on every generation.
+    assert 0.25 < eager["a100-80-sxm4"].utilisation < 0.35
+    assert flash["a100-80-sxm4"].utilisation > 1.3 * eager["a100-80-sxm4"].utilisation
+    assert flash["h100-80-sxm5"].utilisation > 1.3 * eager["h100-80-sxm5"].utilisation
     # Achieved GPU hours: H100 < A100 < V100.
     assert (
         flash["h100-80-sxm5"].gpu_hours / flash["h100-80-sxm5"].num_gpus ** 0

@@ -60,6 +60,7 @@ from advisor.engine.constants.planning import (
 from advisor.engine.constants.speed import (
     BENCHMARK_MFU_BOUNDS,
     COMPILE_ELEMENTWISE_SHARE,
+    EAGER_SCORE_PASSES,
     ELEMENTWISE_BYTES_PER_WIDTH,
     FLASH_MFU_MIN_BANDWIDTH_GB_S,
     HOPPER_CLASS_TFLOPS,
@@ -96,6 +97,7 @@ __all__ = [
     "BENCHMARK_MFU_BOUNDS",
     "BYTES",
     "COMPILE_ELEMENTWISE_SHARE",
+    "EAGER_SCORE_PASSES",
     "CONTINGENCY",
     "CUDA_CONTEXT",
     "CUDA_CONTEXT_LEGACY",

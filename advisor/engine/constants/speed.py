@@ -94,6 +94,23 @@ ELEMENTWISE_BYTES_PER_WIDTH = Constant(
     "small models spend more of each layer waiting on memory: 45 % MFU at 125M against 64 % "
     "at 7B on the same A100s",
 )
+EAGER_SCORE_PASSES = Constant(
+    "Passes over eager attention's scores per training step",
+    20,
+    "reads and writes of the heads x keys score tensor per token and layer, forward + backward "
+    "(16 where the model has no attention dropout; half of either for a forward pass alone), "
+    "at 4 bytes under autocast or in fp32, the activation dtype's otherwise",
+    "counted from the eager attention of transformers (BertSelfAttention, LlamaAttention "
+    "eager_attention_forward): the forward writes the QK^T scores (1), scales them (a read and "
+    "a write, 2), adds the mask (2), runs softmax (2; in fp32: PyTorch's autocast op list casts "
+    "softmax to float32, and Llama asks for dtype=float32) and dropout (2), and the PV matmul "
+    "reads the result (1): 10; the backward writes dP (1), runs dropout's backward (2) and "
+    "softmax's (3: the gradient, the saved output, the result), undoes the scale (2), and the "
+    "two matmuls read dS (2): 10. A fused kernel (flash or memory-efficient attention, which "
+    "the calibration benchmarks ran) keeps the scores on chip and moves none of them",
+    "without a fused attention kernel a long sequence's scores cost more memory traffic than "
+    "the rest of the layer's elementwise work",
+)
 COMPILE_ELEMENTWISE_SHARE = Constant(
     "Elementwise traffic left by torch.compile",
     0.55,
