@@ -3,7 +3,8 @@ layer's matmuls run at the peak and its elementwise work moves E x width bytes p
 memory bandwidth (c.ELEMENTWISE_BYTES_PER_WIDTH, set from llm-foundry's 125M and 7B rows), so a
 layer spends `1 / (1 + E x h x peak / (6 x p_layer x bandwidth))` of its time in matmuls; under
 torch.compile the elementwise bytes shrink to c.COMPILE_ELEMENTWISE_SHARE of the eager ones
-(speed.py reads both)."""
+(speed.py reads both). Attention without a fused kernel adds its scores' traffic
+(eager_score_bytes), and an fp32 job's matmuls run at the fp32 peak."""
 
 from __future__ import annotations
 
