@@ -352,8 +352,10 @@ def test_each_point_is_held_to_the_range_the_engine_states_for_its_kind_of_work(
     from allocations.calibration import CalibrationPoint
 
     under, over = error_range(TEST_GPU_HOURS_UNCERTAINTY, "inference", 0.25)
-    assert under < -0.3  # engine 1.25: -55 % to +7 %
+    # engine 1.31: -27 % to +6 %; the engine runs fast far more often than slow
+    assert under < -0.2
     assert over < 0.2
+    assert -under > 2 * over
 
     def point(kind: str, estimated: float) -> CalibrationPoint:
         return CalibrationPoint(kind, "inference", "Baskerville", "a100", estimated, 100.0, "x")
