@@ -425,7 +425,7 @@ def decode_cache_seconds(
     grows the cache by concatenation, reading the old cache and writing the new one."""
     average = wl.new_tokens // 2
     state = recurrent_state_bytes(shape, wl)
-    attention = kv_read_bytes(shape, wl, new_tokens=average) - state
+    attention = kv_read_bytes(shape, wl, new_tokens=average)
     if library.attention_per_query_head and not shape.kv_cache_width:
         attention *= shape.num_attention_heads / max(shape.num_kv_heads, 1)
     copied = 2 * kv_held_bytes(shape, wl, new_tokens=average) if library.grows_cache_by_copy else 0

@@ -82,13 +82,8 @@ _EAGER = DecodeSpeed(
 # TGI runs the same kernels as vLLM (paged attention, flash-attention, CUDA graphs) and
 # continuous batching; LitGPT's generate is an eager loop like Transformers', but writes each
 # token into a preallocated cache (litgpt/model.py KVCache.forward: index_copy_).
-_LITGPT = DecodeSpeed(
-    bandwidth_fraction=_EAGER.bandwidth_fraction,
-    host_per_layer_s=_EAGER.host_per_layer_s,
-    host_per_step_s=_EAGER.host_per_step_s,
-    kernel_per_layer_s=0.0,
-    attention_bandwidth_fraction=_EAGER.attention_bandwidth_fraction,
-    attention_per_query_head=True,
+_LITGPT = replace(
+    _EAGER,
     grows_cache_by_copy=False,
     source="no measurement of its own: LitGPT's generate is an eager PyTorch loop like "
     "Transformers generate(), so its host and attention figures are used; it writes each new "

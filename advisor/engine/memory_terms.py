@@ -355,14 +355,14 @@ def kv_read_bytes(
     (DeepSeek-V3.2) reads only its top-k keys and values while its indexer group scores every
     cached key, and a layer that caches nothing (Gemma 4's and 3n's KV-shared layers) still
     reads the cache it shares: each group reads its own width over the tokens it attends to.
+    A hybrid's recurrent state is not a cache the attention reads (recurrent_state_bytes).
     What the library moves besides (a cache grown by concatenation, keys repeated per query
     head) is compute.decode_cache_seconds'."""
     if wl.training or shape.family in ENCODER_ONLY_FAMILIES:
         return 0.0
     generated = wl.new_tokens if new_tokens is None else new_tokens
     if not shape.attention_groups:
-        cache = _one_cache_bytes(shape, wl, tp, generated)
-        return cache + recurrent_state_bytes(shape, wl, tp=tp)
+        return _one_cache_bytes(shape, wl, tp, generated)
     tokens = (wl.encoder_len or wl.seq_len) + generated
     values = sum(
         g.layers
@@ -370,7 +370,7 @@ def kv_read_bytes(
         * (g.cross_tokens or min(tokens, g.reads or g.window or tokens))
         for g in shape.attention_groups
     )
-    return values * wl.batch_size * wl.act_bytes + recurrent_state_bytes(shape, wl, tp=tp)
+    return values * wl.batch_size * wl.act_bytes
 
 
 def kv_held_bytes(
