@@ -146,7 +146,9 @@ class BenchmarkSpec(Frozen):
     seq_len: int | None = None
     tokens_per_second: float | None = None  # whole job
     peak_memory_gb: float | None = None
-    mfu: float | None = None  # model FLOPs utilisation, when the source states it
+    # Model FLOPs utilisation, when the source states it: of the dense 16-bit tensor peak, or of
+    # the fp32 peak for an fp32 run (its matmuls ran on the CUDA cores; speed.py).
+    mfu: float | None = None
     # The model's shape, when the source gives it (else inferred from params).
     hidden_size: int | None = None
     num_layers: int | None = None

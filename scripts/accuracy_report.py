@@ -387,7 +387,8 @@ def pick_option(point: Point, result: EstimateResult) -> Option | None:
     """The option on the measured GPU, with the measured count when the source gives one.
 
     A point that names its strategy reads that option where the engine offers it; other one-GPU
-    memory points read the plain single-GPU option (those runs offloaded nothing). Otherwise
+    points read the plain single-GPU option (those runs offloaded nothing, even where the engine
+    would: its estimate of their speed is then still compared with theirs). Otherwise
     the engine's recommendation when it is on the measured GPU; failing that, for a GPU-hour
     point of unknown size, the largest fitting job, as such runs are.
     """
@@ -399,7 +400,7 @@ def pick_option(point: Point, result: EstimateResult) -> Option | None:
     named = [o for o in candidates if o.strategy == point.request.get("strategy")]
     if named:  # the run's own strategy (CPU offload on one GPU, for one)
         return named[0]
-    if point.kind != "gpu_hours" and point.gpu.count == 1:
+    if point.gpu.count == 1:
         singles = [o for o in candidates if o.strategy == "single"]
         if singles:
             return singles[0]

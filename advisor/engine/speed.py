@@ -151,8 +151,11 @@ def benchmark_mfu(bench: BenchmarkSpec, accelerators: dict[str, AcceleratorSpec]
         or bench.num_gpus < 1
     ):
         return None
-    dtype = bench.precision if bench.precision in ("fp16", "bf16") else "bf16"
-    peak = (acc.bf16_tflops if dtype == "bf16" else acc.fp16_tflops) or acc.fp16_tflops
+    if bench.precision == "fp32":  # on the CUDA cores: against their peak (measured_in_fp32)
+        peak = acc.fp32_tflops
+    else:
+        dtype = bench.precision if bench.precision in ("fp16", "bf16") else "bf16"
+        peak = (acc.bf16_tflops if dtype == "bf16" else acc.fp16_tflops) or acc.fp16_tflops
     if not peak:
         return None
     return 6 * bench.params * bench.tokens_per_second / (bench.num_gpus * peak * 1e12)
@@ -187,6 +190,9 @@ class _Measured:
     # chip or size): a 125M row from an A100 80GB (2.0 TB/s) moves to an A100 40GB (1.6 TB/s)
     # with the 40GB card's slower elementwise work, not as if it had been measured there.
     own_roofline: float | None = None
+    # An fp32 run: its matmuls ran on the CUDA cores and its MFU is of the fp32 peak. Such a
+    # run sets fp32 jobs' utilisation and no other; tensor-core runs set no fp32 job's.
+    fp32: bool = False
 
 
 _INDEX: dict[int, tuple[list[BenchmarkSpec], tuple[_Measured, ...]]] = {}
@@ -218,6 +224,7 @@ def measured(
         width, layer_params = _bench_width(bench)
         acc = accelerators.get(bench.accelerator)
         gen = generation(acc) if acc is not None else generation_of(bench.accelerator)
+        fp32 = bench.precision == "fp32"
         out.append(
             _Measured(
                 bench,
@@ -229,9 +236,10 @@ def measured(
                 math.log(bench.params) if bench.params else None,
                 math.log(bench.seq_len) if bench.seq_len else None,
                 math.log(bench.batch_size) if bench.batch_size else None,
-                roofline(width, layer_params, acc)
+                roofline(width, layer_params, acc, acc.fp32_tflops if fp32 else None)
                 if acc is not None and width is not None and layer_params is not None
                 else None,
+                fp32,
             )
         )
     if len(_INDEX) > 64:
@@ -269,6 +277,7 @@ def job_distances(
     return out
 
 
+FP32_LABEL = "fp32 on the CUDA cores"
 OTHER_CHIP_DISTANCE = 1.0  # another chip of the same generation: one step further away
 # The documented defaults are single-node figures (flash-attention's 8 x A100 table, the
 # per-generation MFUs in constants/speed.py): read as measured on one node of eight.
@@ -288,17 +297,21 @@ def training_utilisation(
     """Utilisation of the dense peak for training `shape` on `acc` (see the module docstring).
     `compiled`: the job runs under torch.compile, which the measurements did not
     (`compile_gain`). `matmul_peak_tflops`: the peak of the job's matmul dtype where it is
-    not the 16-bit one (fp32): the measurements' matmul efficiency is kept, their elementwise
-    share shrinks with the slower matmuls. `score_bytes`: eager attention's traffic over its
+    not the 16-bit one (fp32): its matmuls run on the CUDA cores at c.FP32_MATMUL_EFFICIENCY of
+    that peak instead of the tensor-core measurements' share, and its elementwise bytes cost a
+    smaller part of the slower layer. `score_bytes`: eager attention's traffic over its
     scores per token and layer (roofline.eager_score_bytes), which the measurements, run with
     fused attention kernels, did not move. The long `source` text is written only when asked
     for (the recommended option's)."""
     gen = generation(acc)
     job = roofline_factor(shape, acc, matmul_peak_tflops, score_bytes)
     name, key = acc.name, gen.key
+    fp32 = matmul_peak_tflops is not None
     nearest = math.inf
     found = []
     for d, m in distances:
+        if m.fp32 != fp32:  # CUDA-core and tensor-core runs do not set each other's speed
+            continue
         if m.bench.accelerator != name:
             if m.generation != key:
                 continue
@@ -311,7 +324,15 @@ def training_utilisation(
         factors.append((c.MOE_UTILISATION_FACTOR.value, "mixture-of-experts"))
     if compiled:
         factors.append((compile_gain(shape, acc, matmul_peak_tflops), COMPILE_WHY))
-    if found:
+    if fp32 and not found:
+        # fp32 matmuls run on the CUDA cores: the tensor-core measurements' matmul share does
+        # not carry over (c.FP32_MATMUL_EFFICIENCY), only the layer's roofline at that peak.
+        value = no_recompute = c.FP32_MATMUL_EFFICIENCY.value * job
+        label, no_recompute_label = FP32_LABEL, ""
+        detail = (FP32_LABEL, job)
+        calibrated, bench_id = True, None
+        measured_gpus, tp_width = 1, None  # the calibration row ran on one GPU
+    elif found:
         # The nearest, and any as near (within 0.05): their median, so two runs of one
         # setting count equally.
         tied = sorted(
@@ -392,7 +413,14 @@ def _first(pair):
 
 def describe(detail: tuple, factors: tuple) -> str:
     """The full source of a utilisation, with every citation."""
-    if len(detail) == 2:
+    if detail and detail[0] == FP32_LABEL:
+        const = c.FP32_MATMUL_EFFICIENCY
+        text = (
+            f"fp32 matmuls on the CUDA cores at {const.value:.0%} of the fp32 peak "
+            f"({const.source}), moved to this model's width and this chip's memory bandwidth "
+            f"by the per-layer roofline ({detail[1]:.2f})"
+        )
+    elif len(detail) == 2:
         rows, job = detail
         text = f"nearest catalog benchmark{'s' if len(rows) > 1 else ''}: " + "; ".join(
             f"{m.bench.name or m.bench.model} ({m.bench.model}, {m.bench.num_gpus} x "
@@ -482,7 +510,7 @@ def _transfer(m: _Measured, job: float, acc: AcceleratorSpec, *, recompute: bool
         return base
     own = m.own_roofline
     if own is None:  # the measured chip is not in the catalog: as if measured on this one
-        own = roofline(m.width, m.layer_params, acc)
+        own = roofline(m.width, m.layer_params, acc, acc.fp32_tflops if m.fp32 else None)
     return base * job / own
 
 

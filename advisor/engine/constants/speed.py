@@ -267,6 +267,20 @@ PACKED_SEQUENCES = Constant(
     "packing is TRL's SFTConfig(packing=True) and torchtune's dataset.packed=True",
     "padding costs compute like data: torchtune measured 3.4 x the tokens per second packed",
 )
+FP32_MATMUL_EFFICIENCY = Constant(
+    "Matmul efficiency in fp32 (CUDA cores)",
+    0.72,
+    "of the fp32 peak for a layer's matmuls, before the per-layer roofline",
+    "set from one calibration row: NVIDIA DeepLearningExamples' PyTorch BERT-large pre-training "
+    "on one V100 SXM2 32GB (pytorch:19.07 container), FP32, batch 4 x 512 tokens: 8.36 "
+    "sequences/s, 59 % of the 15.7 TFLOP/s fp32 peak, over the layer's roofline at that peak "
+    "with eager attention's scores (0.82). The tensor-core measurements' matmul share (about "
+    "0.45 on a V100) does not carry over: an fp32 matmul runs eight times longer on the same "
+    "data, so the fixed costs around it (launches, tiles left idle, kernels the measurements "
+    "overlap) weigh far less",
+    "fp32 training without TF32 runs on the CUDA cores, closer to their peak than 16-bit "
+    "training gets to the tensor cores'",
+)
 MICROBATCH_SATURATION_TOKENS = Constant(
     "Tokens per micro-batch for full matmul efficiency",
     2048,
