@@ -19,8 +19,8 @@ from __future__ import annotations
 import functools
 
 from advisor.engine.constants import GIB
+from advisor.engine.generations import generation_of
 from advisor.engine.models import AcceleratorSpec
-from advisor.engine.speed import generation_of
 
 # Reported MiB per labelled GiB, from nvidia-smi / rocm-smi totals of real cards. The readings
 # are public nvidia-smi outputs (Memory-Usage column "used / total") found in many READMEs and

@@ -9,13 +9,13 @@ from dataclasses import replace
 from advisor.engine import words
 from advisor.engine.device_memory import capacity_text
 from advisor.engine.frameworks import Framework, batch_limit
+from advisor.engine.generations import generation
 from advisor.engine.memory import Workload, memory_per_gpu
 from advisor.engine.models import CatalogSpec, EstimateRequest, MemoryBreakdown, Recommendation
 from advisor.engine.options import inference_shards, wall_target
 from advisor.engine.recommend import trusted
 from advisor.engine.shape import ModelShape
 from advisor.engine.slurm import sbatch_script
-from advisor.engine.speed import generation
 from advisor.engine.words import plural
 
 

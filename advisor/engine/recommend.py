@@ -24,6 +24,7 @@ from advisor.engine.compute import (
     training_step_model,
 )
 from advisor.engine.frameworks import cuda_context_bytes, framework_for
+from advisor.engine.generations import generation
 from advisor.engine.layouts import (
     partitions_by_node,
     pipeline_stages,
@@ -56,7 +57,7 @@ from advisor.engine.options import (
 from advisor.engine.parallel_options import ParallelPlanning
 from advisor.engine.recipe import Choice, RecipeSearch
 from advisor.engine.shape import ModelShape
-from advisor.engine.speed import generation, job_distances
+from advisor.engine.speed import job_distances
 from advisor.engine.widening import widen
 from advisor.engine.words import STRATEGY_NAMES, plural
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from advisor.engine.generations import Generation
 from advisor.engine.models import AcceleratorSpec, SystemSpec
-from advisor.engine.speed import Generation
 
 
 @dataclass(frozen=True, slots=True)

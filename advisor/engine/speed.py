@@ -23,11 +23,11 @@ models run below dense ones (routing, all-to-all, small expert matmuls).
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, replace
 
 from advisor.engine import constants as c
+from advisor.engine.generations import Generation, generation, generation_of
 from advisor.engine.models import AcceleratorSpec, BenchmarkSpec
 from advisor.engine.roofline import (
     COMPILE_WHY,
@@ -84,55 +84,6 @@ class Utilisation:
         if level == "full" or self.no_recompute is None:
             return self.value
         return self.no_recompute
-
-
-@dataclass(frozen=True, slots=True)
-class Generation:
-    key: str
-    label: str
-    vendor: str  # "nvidia" | "amd" | "intel" | other, lower case
-    platform: str  # "cuda" | "rocm" | "xpu" | "other"
-
-
-# Name fragments -> generation, most specific first. A catalog key names the chip ("a100-80-
-# sxm4", "mi210-64", "max1550-128"), so the fragment identifies the generation.
-_GENERATIONS: tuple[tuple[tuple[str, ...], Generation], ...] = (
-    (("gh200", "h200", "h100"), Generation("nvidia-hopper", "NVIDIA Hopper", "nvidia", "cuda")),
-    (("a100", "a800"), Generation("nvidia-ampere-dc", "NVIDIA Ampere (A100)", "nvidia", "cuda")),
-    (
-        ("l40", "l20", "l4-", "rtx-40", "4090", "4080", "4070", "4060", "ada"),
-        Generation("nvidia-ada", "NVIDIA Ada", "nvidia", "cuda"),
-    ),  # noqa: E501
-    (
-        ("a2000", "a4000", "a5000", "a6000", "a40-", "a10-", "3090", "3080", "3070", "3060"),
-        Generation("nvidia-ampere-ws", "NVIDIA Ampere workstation", "nvidia", "cuda"),
-    ),
-    (("v100",), Generation("nvidia-volta", "NVIDIA Volta", "nvidia", "cuda")),
-    (("t4", "2080", "turing"), Generation("nvidia-turing", "NVIDIA Turing", "nvidia", "cuda")),
-    (("mi300",), Generation("amd-cdna3", "AMD CDNA3", "amd", "rocm")),
-    (("mi250", "mi210"), Generation("amd-cdna2", "AMD CDNA2", "amd", "rocm")),
-    (("mi100",), Generation("amd-cdna1", "AMD CDNA1", "amd", "rocm")),
-    (
-        ("max1550", "max1100", "max-1550", "pvc"),
-        Generation("intel-xe-hpc", "Intel Xe-HPC", "intel", "xpu"),
-    ),  # noqa: E501
-)
-
-
-def generation(acc: AcceleratorSpec) -> Generation:
-    return generation_of(acc.name, acc.vendor)
-
-
-@functools.lru_cache(maxsize=512)
-def generation_of(name: str, vendor: str = "") -> Generation:
-    """The generation a catalog key names (the vendor only for names no fragment matches)."""
-    name = name.lower() + "-"
-    for fragments, gen in _GENERATIONS:
-        if any(f in name for f in fragments):
-            return gen
-    vendor = vendor.lower() or "unknown"
-    platform = {"nvidia": "cuda", "amd": "rocm", "intel": "xpu"}.get(vendor, "other")
-    return Generation(f"{vendor}-other", f"{vendor} (other)", vendor, platform)
 
 
 def benchmark_mfu(bench: BenchmarkSpec, accelerators: dict[str, AcceleratorSpec]) -> float | None:
@@ -305,8 +256,40 @@ def training_utilisation(
     for (the recommended option's)."""
     gen = generation(acc)
     job = roofline_factor(shape, acc, matmul_peak_tflops, score_bytes)
-    name, key = acc.name, gen.key
     fp32 = matmul_peak_tflops is not None
+    found, nearest = _candidates(distances, acc.name, gen.key, fp32)
+    if found:
+        base = _from_measurements(found, nearest, job, acc)
+    elif fp32:
+        # fp32 matmuls run on the CUDA cores: the tensor-core measurements' matmul share does
+        # not carry over (c.FP32_MATMUL_EFFICIENCY), only the layer's roofline at that peak.
+        value = c.FP32_MATMUL_EFFICIENCY.value * job
+        # The calibration row ran on one GPU.
+        base = Utilisation(value, True, None, FP32_LABEL, (FP32_LABEL, job), measured_gpus=1)
+    else:
+        const, width = default_for(gen, acc, flash_attention)
+        value = const.value * job / reference_roofline(width, acc)
+        base = Utilisation(
+            value,
+            False,
+            None,
+            f"default for {gen.label}",
+            (gen, const, width),
+            measured_gpus=DEFAULT_MEASURED_GPUS,
+        )
+    factors = []
+    if shape.num_experts > 0 and shape.params_active < shape.params_total:
+        factors.append((c.MOE_UTILISATION_FACTOR.value, "mixture-of-experts"))
+    if compiled:
+        factors.append((compile_gain(shape, acc, matmul_peak_tflops), COMPILE_WHY))
+    return _with_factors(base, tuple(factors), compiled)
+
+
+def _candidates(
+    distances: list[tuple[float, _Measured]], name: str, key: str, fp32: bool
+) -> tuple[list[tuple[float, _Measured]], float]:
+    """The measurements that may set the job's utilisation, with their distances (another chip
+    of the generation one step further), and the nearest distance."""
     nearest = math.inf
     found = []
     for d, m in distances:
@@ -319,48 +302,43 @@ def training_utilisation(
         found.append((d, m))
         if d < nearest:
             nearest = d
-    factors = []
-    if shape.num_experts > 0 and shape.params_active < shape.params_total:
-        factors.append((c.MOE_UTILISATION_FACTOR.value, "mixture-of-experts"))
-    if compiled:
-        factors.append((compile_gain(shape, acc, matmul_peak_tflops), COMPILE_WHY))
-    if fp32 and not found:
-        # fp32 matmuls run on the CUDA cores: the tensor-core measurements' matmul share does
-        # not carry over (c.FP32_MATMUL_EFFICIENCY), only the layer's roofline at that peak.
-        value = no_recompute = c.FP32_MATMUL_EFFICIENCY.value * job
-        label, no_recompute_label = FP32_LABEL, ""
-        detail = (FP32_LABEL, job)
-        calibrated, bench_id = True, None
-        measured_gpus, tp_width = 1, None  # the calibration row ran on one GPU
-    elif found:
-        # The nearest, and any as near (within 0.05): their median, so two runs of one
-        # setting count equally.
-        tied = sorted(
-            ((_transfer(m, job, acc), m) for d, m in found if d <= nearest + 0.05),
-            key=_first,
-        )
-        half = len(tied) // 2
-        value = _median([v for v, _ in tied])
-        measured_rows = tuple(m for _, m in tied)
-        no_recompute, no_recompute_label = _without_recomputation(
-            found, measured_rows, nearest, value, job, acc
-        )
-        label = _benchmarks(measured_rows)
-        detail = (measured_rows, job)
-        calibrated = True
-        bench_id = measured_rows[0].bench.name
-        median_row = tied[half][1]
-        measured_gpus = max(median_row.bench.num_gpus, 1)
-        tp_width = median_row.width if median_row.bench.strategy == "tensor_parallel" else None
-    else:
-        const, width = default_for(gen, acc, flash_attention)
-        value = const.value * job / reference_roofline(width, acc)
-        no_recompute, no_recompute_label = value, ""
-        label = f"default for {gen.label}"
-        detail = (gen, const, width)
-        calibrated = False
-        bench_id = None
-        measured_gpus, tp_width = DEFAULT_MEASURED_GPUS, None
+    return found, nearest
+
+
+def _from_measurements(
+    found: list[tuple[float, _Measured]], nearest: float, job: float, acc: AcceleratorSpec
+) -> Utilisation:
+    """The nearest measurements moved to the job: the nearest and any as near (within 0.05),
+    their median, so two runs of one setting count equally."""
+    tied = sorted(
+        ((_transfer(m, job, acc), m) for d, m in found if d <= nearest + 0.05),
+        key=_first,
+    )
+    value = _median([v for v, _ in tied])
+    measured_rows = tuple(m for _, m in tied)
+    no_recompute, no_recompute_label = _without_recomputation(
+        found, measured_rows, nearest, value, job, acc
+    )
+    median_row = tied[len(tied) // 2][1]
+    return Utilisation(
+        value,
+        True,
+        measured_rows[0].bench.name,
+        _benchmarks(measured_rows),
+        (measured_rows, job),
+        no_recompute=no_recompute,
+        no_recompute_label=no_recompute_label,
+        measured_gpus=max(median_row.bench.num_gpus, 1),
+        tp_width=median_row.width if median_row.bench.strategy == "tensor_parallel" else None,
+    )
+
+
+def _with_factors(base: Utilisation, factors: tuple, compiled: bool) -> Utilisation:
+    """`base` times the factors on top of it (mixture-of-experts, torch.compile), within
+    c.BENCHMARK_MFU_BOUNDS."""
+    value = base.value
+    no_recompute = base.value if base.no_recompute is None else base.no_recompute
+    label, no_recompute_label = base.label, base.no_recompute_label
     for factor, _ in factors:
         value *= factor
         no_recompute *= factor
@@ -368,19 +346,13 @@ def training_utilisation(
         label += ", with torch.compile"
         no_recompute_label = no_recompute_label and no_recompute_label + ", with torch.compile"
     low, high = c.BENCHMARK_MFU_BOUNDS
-    value = min(max(value, low), high)
-    no_recompute = min(max(no_recompute, low), high)
-    return Utilisation(
-        value,
-        calibrated,
-        bench_id,
-        label,
-        detail,
-        tuple(factors),
-        no_recompute=no_recompute,
+    return replace(
+        base,
+        value=min(max(value, low), high),
+        factors=factors,
+        label=label,
+        no_recompute=min(max(no_recompute, low), high),
         no_recompute_label=no_recompute_label,
-        measured_gpus=measured_gpus,
-        tp_width=tp_width,
     )
 
 
