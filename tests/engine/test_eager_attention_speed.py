@@ -22,9 +22,11 @@ BERT_LARGE = config("google-bert__bert-large-uncased")
 SEQUENCES = 100_000
 
 
-@cache
-def option(flash_attention: bool, framework: str = "hf_trainer", precision: str = "fp16"):
-    request = EstimateRequest(
+def bert_large(
+    precision: str, *, flash_attention: bool, accelerator: str, framework: str = "hf_trainer"
+) -> EstimateRequest:
+    """BERT-large fine-tuned at 4 x 512 tokens on one GPU, as the published runs were."""
+    return EstimateRequest(
         config=BERT_LARGE,
         task="full_finetune",
         precision=precision,
@@ -35,8 +37,15 @@ def option(flash_attention: bool, framework: str = "hf_trainer", precision: str 
         tokens=512 * SEQUENCES,
         flash_attention=flash_attention,
         framework=framework,
-        accelerator="a100-80-sxm4",
+        accelerator=accelerator,
         num_gpus=1,
+    )
+
+
+@cache
+def option(flash_attention: bool, framework: str = "hf_trainer", precision: str = "fp16"):
+    request = bert_large(
+        precision, flash_attention=flash_attention, accelerator="a100-80-sxm4", framework=framework
     )
     return estimate(request, default_catalog()).recommendation
 
@@ -90,22 +99,9 @@ def with_v100s():
     return catalog.model_copy(update={"systems": [*catalog.systems, system]})
 
 
-@cache
-def on_v100(precision: str):
-    request = EstimateRequest(
-        config=BERT_LARGE,
-        task="full_finetune",
-        precision=precision,
-        mixed_precision=precision != "fp32",
-        seq_len=512,
-        batch_size=4,
-        micro_batch=4,
-        tokens=512 * SEQUENCES,
-        flash_attention=False,
-        accelerator="v100-32-sxm2",
-        num_gpus=1,
-    )
-    return estimate(request, with_v100s()).recommendation
+def on_v100(precision: str, catalog=None):
+    request = bert_large(precision, flash_attention=False, accelerator="v100-32-sxm2")
+    return estimate(request, catalog or with_v100s()).recommendation
 
 
 def test_fp32_bert_large_on_a_v100_trains_at_the_published_speed():
@@ -142,23 +138,7 @@ def test_an_fp32_run_in_the_catalog_sets_fp32_jobs_and_only_them():
     base = with_v100s()
     catalog = base.model_copy(update={"benchmarks": [*base.benchmarks, run]})
 
-    def on(precision: str):
-        request = EstimateRequest(
-            config=BERT_LARGE,
-            task="full_finetune",
-            precision=precision,
-            mixed_precision=precision != "fp32",
-            seq_len=512,
-            batch_size=4,
-            micro_batch=4,
-            tokens=512 * SEQUENCES,
-            flash_attention=False,
-            accelerator="v100-32-sxm2",
-            num_gpus=1,
-        )
-        return estimate(request, catalog).recommendation
-
-    fp32, fp16 = on("fp32"), on("fp16")
+    fp32, fp16 = on_v100("fp32", catalog), on_v100("fp16", catalog)
     assert fp32.utilisation_source == "benchmark institute-bert-large-fp32"
     # The run's 52 %, moved by the roofline to this job's eager attention: a little less.
     assert 0.40 < fp32.utilisation < 0.52
