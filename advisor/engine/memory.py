@@ -40,7 +40,7 @@ from advisor.engine.tensor_parallel import stage_share, stages
 # Per trainable parameter: (gradients, optimizer states incl. fp32 master weights) in bytes.
 # Full training keeps the ZeRO paper's accounting; LoRA adapters are fp32 under mixed precision
 # (PEFT keeps adapter weights in fp32 with autocast), so their master copy *is* the weight.
-_FULL_STATE = {
+FULL_STATE = {
     # (mode, optimizer): (grad bytes, optimizer bytes)
     ("mixed", "adamw"): (2, 12),
     ("mixed", "adamw_8bit"): (2, 4 + 2),
@@ -52,7 +52,7 @@ _FULL_STATE = {
     ("fp32", "adamw_8bit"): (4, 2),
     ("fp32", "sgd"): (4, 4),
 }
-_ADAPTER_STATE = {
+ADAPTER_STATE = {
     # (mode, optimizer): (adapter weight bytes, grad bytes, optimizer bytes)
     ("mixed", "adamw"): (4, 4, 8),
     ("mixed", "adamw_8bit"): (4, 4, 2),
@@ -174,7 +174,7 @@ class MemoryModel:
         if wl.training:
             if wl.adapters:
                 trainable = lora_trainable_params(shape, wl)
-                w_b, g_b, o_b = _ADAPTER_STATE[(wl.state_mode, kind)]
+                w_b, g_b, o_b = ADAPTER_STATE[(wl.state_mode, kind)]
                 if wl.autocast:
                     # fp32 adapters under autocast: their 16-bit casts stay cached until the
                     # forward pass's autocast region ends, past the loss (AMP_CAST_CACHE).
@@ -182,7 +182,7 @@ class MemoryModel:
                 weights += trainable * w_b
             else:
                 trainable = shape.params_total
-                g_b, o_b = _FULL_STATE[(wl.state_mode, kind)]
+                g_b, o_b = FULL_STATE[(wl.state_mode, kind)]
                 if wl.state_mode == "fp32":
                     weights = shape.params_total * 4.0
             grads = trainable * g_b

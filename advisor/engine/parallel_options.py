@@ -6,7 +6,8 @@ options: which tensor-parallel degree a node gets and why.
 search_for). Tensor parallelism is a recipe knob: for each degree the node allows
 (tensor_parallel.degrees) the option is sized like any other strategy, and the degree that
 fits with headroom in the fewest GPU hours wins; the tensor-parallel collectives
-(tensor_parallel.py) and CPU offload's host traffic (offload.py) are part of those hours.
+(tensor_parallel.py), CPU offload's host traffic (offload.py) and the optimizer steps on the
+GPUs (optimizer_step.py) are part of those hours.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 
-from advisor.engine import offload, scale_cost
+from advisor.engine import offload, optimizer_step, scale_cost
 from advisor.engine import tensor_parallel as tp_layout
 from advisor.engine.compute import (
     lora_adapter_gpu_hours,
@@ -77,6 +78,17 @@ class ParallelPlanning:
             hours += self.adapter_hours(f.acc.memory_bandwidth_gb_s, choice)
         if strategy == "zero3_offload":
             hours += self.offload_hours(f, k, choice)
+        else:
+            hours += optimizer_step.step_gpu_hours(
+                self.shape,
+                self.wl,
+                choice.optimizer,
+                strategy,
+                k,
+                f.acc.memory_bandwidth_gb_s,
+                self.timing_tokens,
+                choice.global_batch,
+            )
         return hours
 
     def adapter_hours(self, bandwidth_gb_s: float, choice: Choice) -> float:

@@ -16,6 +16,7 @@ from advisor.engine.compute import (
 )
 from advisor.engine.memory import Workload
 from advisor.engine.models import Assumption, EstimateRequest, built
+from advisor.engine.optimizer_step import step_bytes_per_param
 from advisor.engine.recipe_reasons import OPTIMIZER_WORDS
 from advisor.engine.shape import ModelShape
 
@@ -88,6 +89,18 @@ def training_assumptions(
         out.append(c.ADAM_8BIT_STATE.assumption())
     if wl.gradient_checkpointing:
         out.append(c.RECOMPUTE_FLOPS_PER_PARAM.assumption())
+    out.append(
+        built(
+            Assumption,
+            name="Optimizer step",
+            value=f"{step_bytes_per_param(wl, wl.optimizer):g} bytes per trainable parameter "
+            "each optimizer step (the gradient read, every state read and written, the "
+            "weights written) at the memory bandwidth, on each GPU's share of the optimizer; "
+            "once per global batch, so accumulation and larger batches make it cheaper",
+            source="torch.optim.AdamW (foreach by default, fused on request): one pass over "
+            "parameters, gradients and both moments; advisor/engine/optimizer_step.py",
+        )
+    )
     out.append(c.DDP_BUCKET_COPY.assumption())
     out.append(c.ZERO3_LIVE_LAYERS.assumption())
     return out
