@@ -79,17 +79,29 @@ class ParallelPlanning:
         if strategy == "zero3_offload":
             hours += self.offload_hours(f, k, choice)
         else:
-            hours += optimizer_step.step_gpu_hours(
+            hours += self.optimizer_hours(f.acc.memory_bandwidth_gb_s, k, strategy, choice)
+        return hours
+
+    def optimizer_hours(
+        self, bandwidth_gb_s: float, k: int, strategy: str, choice: Choice
+    ) -> float:
+        """The optimizer steps' GPU hours (optimizer_step.py), worked out once for each
+        optimizer, split, GPU count, bandwidth and global batch."""
+        whole = strategy in optimizer_step.WHOLE_ON_EACH_GPU
+        key = (choice.optimizer, whole, k, bandwidth_gb_s, choice.global_batch)
+        found = self.optimizer_memo.get(key)
+        if found is None:
+            found = self.optimizer_memo[key] = optimizer_step.step_gpu_hours(
                 self.shape,
                 self.wl,
                 choice.optimizer,
                 strategy,
                 k,
-                f.acc.memory_bandwidth_gb_s,
+                bandwidth_gb_s,
                 self.timing_tokens,
                 choice.global_batch,
             )
-        return hours
+        return found
 
     def adapter_hours(self, bandwidth_gb_s: float, choice: Choice) -> float:
         """What LoRA adds at memory speed: its adapters' own traffic and, for QLoRA, the

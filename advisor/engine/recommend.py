@@ -129,6 +129,7 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         # nominal count that only orders the options by cost (Costs.rank_cost).
         self.timing_tokens = self.tokens if self.tokens is not None else RANKING_TOKENS
         self.adapter_memo: dict[tuple, float] = {}  # parallel_options.adapter_hours
+        self.optimizer_memo: dict[tuple, float] = {}  # parallel_options.optimizer_hours
         limit = request.constraints.max_gpus
         if request.num_gpus is not None:
             limit = request.num_gpus if limit is None else min(limit, request.num_gpus)
