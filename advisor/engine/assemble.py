@@ -191,6 +191,7 @@ def _far_cheaper_hints(
         _continuous_batching_hint(request, catalog, shape, wl, best),
         _encoder_batching_hint(request, catalog, shape, best),
         _sixteen_bit_lora_hint(request, catalog, shape, wl, best),
+        _sixteen_bit_hint(request, catalog, shape, best),
     )
     return [hint for hint in hints if hint is not None]
 
@@ -300,6 +301,52 @@ def _sixteen_bit_lora_hint(
         "pass costs time. QLoRA matches 16-bit LoRA's quality (Dettmers et al. 2023, "
         "arXiv:2305.14314), so either serves; choose LoRA in the flowchart (task: lora in the "
         "API) to estimate with it."
+    )
+
+
+# A third fewer GPU hours: beyond the engine's stated error on full training (about +-23 % as an
+# absolute error on the test points, docs/accuracy.md), so the saving is real, not noise.
+_SIXTEEN_BIT_WORTH_NAMING = 2 / 3
+
+
+def _sixteen_bit_hint(
+    request: EstimateRequest, catalog: CatalogSpec, shape: ModelShape, best
+) -> str | None:
+    """fp32 is what the Transformers Trainer and a plain PyTorch loop run when nobody asks
+    for 16-bit, and their matmuls then skip the tensor cores (PyTorch leaves TF32 off). Where
+    16-bit on the recommended system and GPU (bf16 where the GPU has it, else fp16 with loss
+    scaling) needs a third fewer GPU hours or less, say how many: mixed precision keeps fp32
+    master weights, so training ends where fp32 does (Micikevicius et al. 2018,
+    arXiv:1710.03740), and inference serves 16-bit weights as published checkpoints are."""
+    if request.precision != "fp32" or request.tokens is None or best.option.gpu_hours is None:
+        return None
+    sixteen = "bf16" if best.accelerator.bf16_supported and best.accelerator.bf16_tflops else "fp16"
+    training = request.task != "inference"
+    change = {"precision": sixteen, "mixed_precision": True if training else None}
+    other = _far_cheaper_on_the_same_gpus(
+        change, request, shape, catalog, best, worth=_SIXTEEN_BIT_WORTH_NAMING
+    )
+    if other is None:
+        return None
+    master = "keep training where fp32 ends (Micikevicius et al. 2018, arXiv:1710.03740)"
+    if not training:
+        how = f"With {sixteen} weights"
+        why = "the weights take half the memory, and published checkpoints are 16-bit"
+    elif sixteen == "bf16":
+        how = "With bf16 mixed precision (the Trainer's --bf16, torch.autocast)"
+        why = f"its fp32 master weights {master}"
+    else:
+        how = (
+            "With fp16 mixed precision and loss scaling (the Trainer's --fp16; this GPU has "
+            "no bf16)"
+        )
+        why = f"its fp32 master weights and loss scaling {master}"
+    return (
+        f"{how}, this job would take {_about_hours(other.gpu_hours)} on "
+        f"{plural(other.num_gpus, 'GPU')} of the same kind, against "
+        f"{words.hours(best.option.gpu_hours)} in fp32: 16-bit matmuls run on the tensor "
+        f"(matrix) cores at many times the fp32 rate, and {why}. Choose {sixteen} in the "
+        f"flowchart (precision: {sixteen} in the API) to estimate with it."
     )
 
 
