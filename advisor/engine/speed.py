@@ -102,7 +102,7 @@ def benchmark_mfu(bench: BenchmarkSpec, accelerators: dict[str, AcceleratorSpec]
         or bench.num_gpus < 1
     ):
         return None
-    if bench.precision == "fp32":  # on the CUDA cores: against their peak (measured_in_fp32)
+    if bench.precision == "fp32":  # ran on the CUDA cores: of their peak (_Measured.fp32)
         peak = acc.fp32_tflops
     else:
         dtype = bench.precision if bench.precision in ("fp16", "bf16") else "bf16"
@@ -248,12 +248,12 @@ def training_utilisation(
     """Utilisation of the dense peak for training `shape` on `acc` (see the module docstring).
     `compiled`: the job runs under torch.compile, which the measurements did not
     (`compile_gain`). `matmul_peak_tflops`: the peak of the job's matmul dtype where it is
-    not the 16-bit one (fp32): its matmuls run on the CUDA cores at c.FP32_MATMUL_EFFICIENCY of
-    that peak instead of the tensor-core measurements' share, and its elementwise bytes cost a
-    smaller part of the slower layer. `score_bytes`: eager attention's traffic over its
-    scores per token and layer (roofline.eager_score_bytes), which the measurements, run with
-    fused attention kernels, did not move. The long `source` text is written only when asked
-    for (the recommended option's)."""
+    not the 16-bit one (fp32): its matmuls run on the CUDA cores, so only runs measured in fp32
+    set it (else c.FP32_MATMUL_EFFICIENCY of that peak, never the tensor-core runs' share), and
+    its elementwise bytes cost a smaller part of the slower layer. `score_bytes`: eager
+    attention's traffic over its scores per token and layer (roofline.eager_score_bytes), which
+    the measurements, run with fused attention kernels, did not move. The long `source` text
+    is written only when asked for (the recommended option's)."""
     gen = generation(acc)
     job = roofline_factor(shape, acc, matmul_peak_tflops, score_bytes)
     fp32 = matmul_peak_tflops is not None
