@@ -5,8 +5,8 @@ PyTorch's AdamW (foreach by default since 2.0, fused on request) and the ZeRO / 
 read each parameter's gradient, read and write its states (the fp32 master copy among them
 under mixed precision) and write the weights the model computes with. The step does nothing
 else meanwhile, so it adds to the GPU hours: little for a large global batch (0.05 % of an
-llm-foundry 7B step), a tenth of the time for BERT-large fine-tuned four sequences a step on a
-V100. The bytes come from the memory model's per-parameter states (memory.FULL_STATE,
+llm-foundry 7B step), a twentieth of the time for BERT-large fine-tuned in fp16 four sequences a
+step on a V100. The bytes come from the memory model's per-parameter states (memory.FULL_STATE,
 memory.ADAPTER_STATE); the traffic is counted at the bandwidth, as the per-layer roofline
 counts elementwise traffic."""
 
