@@ -304,7 +304,7 @@ def _sixteen_bit_lora_hint(
     )
 
 
-# A third fewer GPU hours: beyond the engine's stated error on full training (about +-23 % as an
+# A third fewer GPU hours: beyond the engine's stated error on full training (about +-24 % as an
 # absolute error on the test points, docs/accuracy.md), so the saving is real, not noise.
 _SIXTEEN_BIT_WORTH_NAMING = 2 / 3
 

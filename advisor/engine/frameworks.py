@@ -49,6 +49,13 @@ class Framework:
     # during the forward pass too; False: zero_grad(set_to_none=True) (PyTorch >= 2.0)
     # frees them after each optimizer step (memory.py, the phases of a step).
     keeps_gradients: bool = False
+    # True: the library clips the gradients' global norm every optimizer step by default: one
+    # read of every gradient for the norm, one read and write to scale them
+    # (torch.nn.utils.clip_grad_norm_ multiplies even when the factor is 1, to avoid a device
+    # sync; Megatron's clip_grad_norm_fp32 does the same). Transformers' TrainingArguments
+    # max_grad_norm=1.0 (and so TRL, Unsloth, Axolotl), Megatron's --clip-grad 1.0; Lightning
+    # (gradient_clip_val=None) and torchtune (clip_grad_norm: None) do not clip unless asked.
+    clips_gradients: bool = False
     # True: 16-bit mixed precision is torch.autocast (fp32 weights, fp32 softmax, norms and
     # loss); False: the library casts the model to fp16/bf16 and keeps fp32 master weights in
     # its optimizer, with no autocast (DeepSpeed's fp16/bf16 modes, Megatron's Float16Module).
@@ -119,6 +126,7 @@ class Framework:
 TRAINING_FRAMEWORKS = {
     "hf_trainer": Framework(
         key="hf_trainer",
+        clips_gradients=True,
         compile_switch="--torch_compile (TrainingArguments torch_compile=True)",
         name="Hugging Face Transformers Trainer (+ PEFT / TRL)",
         kind="training",
@@ -175,6 +183,7 @@ TRAINING_FRAMEWORKS = {
     ),
     "unsloth": Framework(
         key="unsloth",
+        clips_gradients=True,
         name="Unsloth",
         kind="training",
         checkpointing={"qlora": "full", "lora": "full", "full_finetune": "full"},
@@ -195,6 +204,7 @@ TRAINING_FRAMEWORKS = {
     ),
     "axolotl": Framework(
         key="axolotl",
+        clips_gradients=True,
         compile_switch="torch_compile: true in the config",
         name="Axolotl",
         kind="training",
@@ -224,6 +234,7 @@ TRAINING_FRAMEWORKS = {
     ),
     "deepspeed": Framework(
         key="deepspeed",
+        clips_gradients=True,
         compile_switch="model = torch.compile(model) before deepspeed.initialize, in your script",
         name="DeepSpeed",
         kind="training",
@@ -254,6 +265,7 @@ TRAINING_FRAMEWORKS = {
     ),
     "megatron": Framework(
         key="megatron",
+        clips_gradients=True,
         name="Megatron-LM / NeMo",
         kind="training",
         checkpointing={},

@@ -65,6 +65,9 @@ class Workload:
     # PyTorch >= 2.0 stacks (zero_grad(set_to_none=True) frees them), True for PyTorch 1.x
     # (zero_grad zeroed in place) and for stacks with a persistent gradient buffer.
     keeps_gradients: bool = False
+    # The library clips the gradient norm every optimizer step (frameworks.Framework
+    # .clips_gradients): more traffic in each step (optimizer_step.py).
+    clips_gradients: bool = False
     # The model runs under torch.compile (training): its elementwise kernels are fused
     # (constants COMPILE_ELEMENTWISE_SHARE); memory is counted as eager, an upper bound.
     compiled: bool = False

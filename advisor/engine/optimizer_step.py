@@ -23,21 +23,30 @@ WHOLE_ON_EACH_GPU = frozenset({"single", "ddp"})
 ON_THE_HOST = frozenset({"zero3_offload"})
 
 
-def step_bytes_per_param(wl: Workload, optimizer: str) -> float:
+def step_bytes_per_param(wl: Workload, optimizer: str, strategy: str = "single") -> float:
     """Bytes an optimizer step moves per trainable parameter: the gradient read, every state
     read and written, and the weights written (read too where they are the master copy:
     pure 16-bit and fp32 training, and LoRA's fp32 adapters). AdamW under mixed precision:
     2 + 2 x 12 + 2 = 28 bytes (PyTorch AMP's fp32 weights and gradients come to the same:
-    4 + 2 x 4 + 2 x 8); pure bf16 (torchtune) 14; 8-bit AdamW 16."""
+    4 + 2 x 4 + 2 x 8); pure bf16 (torchtune) 14; 8-bit AdamW 16. A library that clips the
+    gradient norm (wl.clips_gradients) reads every gradient once more for the norm and once
+    more to scale it, writing it back: 3 x the gradient's bytes (4 under PyTorch AMP, whose
+    gradients are fp32 on a GPU that holds the whole model: +12, 40 in all)."""
     kind = optimizer.removeprefix("paged_")  # paged states move the same bytes
     if kind == "adamw_32bit":
         kind = "adamw"
     if wl.adapters:
         weights, grads, states = ADAPTER_STATE[(wl.state_mode, kind)]
-        return grads + 2 * states + 2 * weights
-    grads, states = FULL_STATE[(wl.state_mode, kind)]
-    written = {"mixed": 2.0, "pure16": 2 * 2.0, "fp32": 2 * 4.0}[wl.state_mode]
-    return grads + 2 * states + written
+        moved = grads + 2 * states + 2 * weights
+    else:
+        grads, states = FULL_STATE[(wl.state_mode, kind)]
+        written = {"mixed": 2.0, "pure16": 2 * 2.0, "fp32": 2 * 4.0}[wl.state_mode]
+        moved = grads + 2 * states + written
+        if wl.state_mode == "mixed" and strategy in WHOLE_ON_EACH_GPU:
+            grads = 4.0  # AMP's fp32 gradients (memory.py's AMP layout)
+    if wl.clips_gradients:
+        moved += 3 * grads
+    return moved
 
 
 def step_seconds(
@@ -48,7 +57,7 @@ def step_seconds(
         return 0.0
     trainable = lora_trainable_params(shape, wl) if wl.adapters else shape.params_total
     shards = 1 if strategy in WHOLE_ON_EACH_GPU else max(n, 1)
-    per_gpu = trainable / shards * step_bytes_per_param(wl, optimizer)
+    per_gpu = trainable / shards * step_bytes_per_param(wl, optimizer, strategy)
     return per_gpu / (max(bandwidth_gb_s, 1.0) * 1e9)
 
 

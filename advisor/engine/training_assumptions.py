@@ -87,18 +87,27 @@ def training_assumptions(
         out.extend(_full_training_assumptions(wl, best))
     if wl.optimizer == "adamw_8bit":
         out.append(c.ADAM_8BIT_STATE.assumption())
+    strategy = best.option.strategy if best is not None else "single"
     if wl.gradient_checkpointing:
         out.append(c.RECOMPUTE_FLOPS_PER_PARAM.assumption())
     out.append(
         built(
             Assumption,
             name="Optimizer step",
-            value=f"{step_bytes_per_param(wl, wl.optimizer):g} bytes per trainable parameter "
-            "each optimizer step (the gradient read, every state read and written, the "
-            "weights written) at the memory bandwidth, on each GPU's share of the optimizer; "
-            "once per global batch, so accumulation and larger batches make it cheaper",
+            value=f"{step_bytes_per_param(wl, wl.optimizer, strategy):g} bytes per trainable "
+            "parameter each optimizer step (the gradient read, every state read and written, "
+            "the weights written"
+            + (
+                "; the gradients read again for their norm and scaled, as "
+                f"{framework.name} clips them by default"
+                if wl.clips_gradients
+                else ""
+            )
+            + ") at the memory bandwidth, on each GPU's share of the optimizer; once per "
+            "global batch, so accumulation and larger batches make it cheaper",
             source="torch.optim.AdamW (foreach by default, fused on request): one pass over "
-            "parameters, gradients and both moments; advisor/engine/optimizer_step.py",
+            "parameters, gradients and both moments; torch.nn.utils.clip_grad_norm_: the norm "
+            "of every gradient, then every gradient scaled; advisor/engine/optimizer_step.py",
         )
     )
     out.append(c.DDP_BUCKET_COPY.assumption())

@@ -294,6 +294,7 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         and weight_format in ("int4", "int8")
         and (request.quantization or "bitsandbytes") == "bitsandbytes",
         keeps_gradients=framework.keeps_gradients and training,
+        clips_gradients=framework.clips_gradients and training,
         compiled=bool(request.torch_compile) and training,
         decode_framework=framework.key,
         prefill_chunk_tokens=None if training else framework.prefill_chunk_tokens,

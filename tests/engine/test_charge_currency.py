@@ -161,22 +161,30 @@ def test_a_known_charge_beats_one_that_is_not_compared_and_says_why():
 
 
 def test_charges_that_round_to_the_same_cent_after_conversion_still_rank_by_their_su():
-    """BERT-base fine-tuning (100 M tokens) on UVA HPC costs 8.60 SU on an RTX A6000 and 8.85
-    to 9.41 SU on the A100s: all about 0.09 USD. The ranking compares the unrounded
-    conversion, so the cheaper A6000 wins (rounded to the cent, the tie went to the A100 40GB,
-    a flagship card)."""
+    """BERT-base fine-tuning (about 100 M tokens) on UVA HPC costs about 8.6 SU on an RTX
+    A6000 and 8.9 to 9.4 SU on the A100s: all about 0.09 USD. The ranking compares the
+    unrounded conversion, so the cheaper A6000 wins (rounded to the cent, the tie went to the
+    A100 40GB, a flagship card). The token count is the first near 100 M at which the two
+    round to the same cent, so the case survives small changes to the speed model."""
     bert_config = json.loads(
         (CONFIGS / "google-bert__bert-base-uncased" / "config.json").read_text()
     )
-    # In bf16, as asked: left open, UVA's V100s run it in fp16 for 1.42 SU.
-    bert = EstimateRequest(
-        config=bert_config, task="full_finetune", precision="bf16", seq_len=512, tokens=100_000_000
-    )
-    # With the shared benchmarks, as the app loads them (bin/dev, load_benchmarks).
-    result = estimate(bert, catalog_from_file(UVA_FILE))
-    rec = result.options[0]
-    a100 = best(result, "uva-hpc", "a100-40-sxm4")
-    assert rec.charge.compared_total == a100.charge.compared_total  # both shown as 0.09 USD
+    catalog = catalog_from_file(UVA_FILE)  # with the shared benchmarks, as the app loads them
+
+    def ranked(tokens: int):
+        # In bf16, as asked: left open, UVA's V100s would run it in fp16 for far less.
+        bert = EstimateRequest(
+            config=bert_config, task="full_finetune", precision="bf16", seq_len=512, tokens=tokens
+        )
+        result = estimate(bert, catalog)
+        return result, result.options[0], best(result, "uva-hpc", "a100-40-sxm4")
+
+    for tokens in range(100_000_000, 80_000_000, -1_000_000):
+        result, rec, a100 = ranked(tokens)
+        if rec.charge.compared_total == a100.charge.compared_total == 0.09:
+            break
+    else:
+        raise AssertionError("no token count near 100 M rounds both charges to 0.09 USD")
     assert rec.charge.total < a100.charge.total
     assert result.options.index(rec) < result.options.index(a100)
     assert rec.accelerator not in ("a100-40-sxm4", "a100-80-sxm4")
