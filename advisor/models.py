@@ -4,6 +4,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.db.models.fields.json import KT
 
 
 class AdvisorSession(models.Model):
@@ -26,6 +27,14 @@ class AdvisorSession(models.Model):
     current_step = models.CharField(max_length=100, blank=True)
     estimate_request = models.JSONField(null=True, blank=True)
     estimate_result = models.JSONField(null=True, blank=True)
+    # The stored estimate's error message, kept by the database beside it: a cached page asks
+    # only whether the estimate failed, and reading it out of the JSON makes PostgreSQL
+    # decompress the whole estimate (tens of kB) on every page view.
+    estimate_error = models.GeneratedField(
+        expression=KT("estimate_result__error"),
+        output_field=models.TextField(null=True),
+        db_persist=True,
+    )
     # The project's GPU hours around the estimated run (advisor.project_plan.ProjectPlan).
     project_plan = models.JSONField(null=True, blank=True)
     engine_version = models.CharField(max_length=40, blank=True)

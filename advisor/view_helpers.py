@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import connections
 from django.db.models import Subquery
-from django.db.models.fields.json import KT
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -184,8 +183,8 @@ def _catalog_stamp(advisor_session: AdvisorSession | None) -> str | None:
 
 def load_page_session(request: HttpRequest, session_id) -> AdvisorSession:
     """`load_session` for a page the page cache may answer, in one query reading only what the
-    page's cache key needs, with the stored estimate's error message (read in the database)
-    and the catalog's stamp. A page answered from the cache reads nothing else; one that is
+    page's cache key needs, with the stored estimate's error message (its own column) and the
+    catalog's stamp. A page answered from the cache reads nothing else; one that is
     rendered calls `complete_session` first."""
     connection = connections[AdvisorSession.objects.db]
     query = _page_session_query(connection.vendor)
@@ -210,7 +209,15 @@ def complete_session(advisor_session: AdvisorSession) -> None:
 
 # What a page's cache key reads (`page_cache_key`, `load_session`); the rest (the estimate is
 # tens of kB of JSON) is read only for a page that is rendered.
-_KEY_FIELDS = ("id", "user_id", "chart", "answers", "current_step", "updated_at")
+_KEY_FIELDS = (
+    "id",
+    "user_id",
+    "chart",
+    "answers",
+    "current_step",
+    "updated_at",
+    "estimate_error",
+)
 _PLACEHOLDER_ID = uuid.UUID(int=0)
 
 
@@ -248,7 +255,6 @@ def _page_session_query(vendor: str) -> _PageSessionQuery:
     rows = (
         AdvisorSession.objects.only(*_KEY_FIELDS)
         .annotate(
-            estimate_error=KT("estimate_result__error"),
             catalog_stamp_now=Subquery(
                 CatalogVersion.objects.filter(pk=CatalogVersion.SINGLETON).values("stamp")[:1]
             ),
