@@ -70,12 +70,12 @@ def cacheable_page(
     """
     context = {**context, "csrf_token": CSRF_PLACEHOLDER}
     response = page(request, template, context, partial=partial)
-    html = response.content.decode()
+    body = response.content
     reader = state.catalog_reader if state is not None else None
     read = reader is not None and reader.was_read
     if cache_key is not None and response.status_code == 200 and not (read and not reader.stamp):
-        cache_write(cache_key, (reader.stamp if read else None, html))
-    response.content = with_csrf_token(request, html)
+        cache_write(cache_key, (reader.stamp if read else None, body))
+    response.content = with_csrf_token(request, body)
     return response
 
 
@@ -92,10 +92,12 @@ def cached_page(
     entry = cache_read(cache_key) if cache_key else None
     if not isinstance(entry, tuple) or len(entry) != 2:
         return None
-    stamp, html = entry
-    if stamp is not None and stamp != _catalog_stamp(advisor_session):
+    stamp, body = entry
+    if not isinstance(body, bytes) or (
+        stamp is not None and stamp != _catalog_stamp(advisor_session)
+    ):
         return None
-    response = HttpResponse(with_csrf_token(request, html))
+    response = HttpResponse(with_csrf_token(request, body))
     if partial:
         patch_vary_headers(response, HTMX_HEADERS)
     return response

@@ -83,9 +83,9 @@ def systems(request: HtmxHttpRequest) -> HttpResponse:
     # than its stamp is never shown again, since the stamp has moved on.
     profiles, stamp = profiles_and_stamp()
     cache_key = _page_cache_key(request, stamp)
-    html = cache_read(cache_key) if cache_key else None
-    if isinstance(html, str):
-        response = HttpResponse(with_csrf_token(request, html))
+    body = cache_read(cache_key) if cache_key else None
+    if isinstance(body, bytes):
+        response = HttpResponse(with_csrf_token(request, body))
         patch_vary_headers(response, HTMX_HEADERS)
         return response
     requested = request.GET.get("profile")
@@ -108,8 +108,8 @@ def systems(request: HtmxHttpRequest) -> HttpResponse:
         "csrf_token": CSRF_PLACEHOLDER,  # the visitor's own goes in below, kept or not
     }
     response = render_page(request, "catalog/systems.html", context, partial="catalog-table")
-    html = response.content.decode()
+    body = response.content
     if cache_key is not None:
-        cache_write(cache_key, html)
-    response.content = with_csrf_token(request, html)
+        cache_write(cache_key, body)
+    response.content = with_csrf_token(request, body)
     return response
