@@ -25,18 +25,7 @@ def training_assumptions(
     request: EstimateRequest, shape: ModelShape, wl: Workload, framework, best
 ) -> list[Assumption]:
     """Activations, logits, training state and the speed of a training job."""
-    activ = (
-        "gradient checkpointing: layer inputs only"
-        if wl.gradient_checkpointing
-        else ("selective recomputation" if wl.selective_recompute else "all layers kept")
-    )
-    if not wl.flash_attention:
-        attention = "eager attention (scores kept)"
-    elif best is not None and not best.flash:
-        attention = "eager attention (scores kept): the recommended GPUs have no fused kernel"
-    else:
-        attention = "flash attention"
-    out = [c.KORTHIKANTI.assumption(f"{activ}; {attention}")]
+    out = [c.KORTHIKANTI.assumption(_activations_words(wl, best))]
     out.append(
         c.PACKED_SEQUENCES.assumption(
             f"every sequence {wl.seq_len:,} tokens long: the tokens you gave fill whole "
@@ -44,32 +33,7 @@ def training_assumptions(
             "example take more GPU hours, by the share of padding"
         )
     )
-    if wl.logits_per_entry is None and shape.remote_code and not wl.autocast:
-        out.append(
-            c.LOGITS_REMOTE_CODE_BYTES.assumption(
-                f"{c.LOGITS_REMOTE_CODE_BYTES.value:g} bytes per token x vocabulary entry: "
-                "the model's own code (config.json auto_map, trust_remote_code=True) "
-                "computes the loss on 16-bit logits"
-            )
-        )
-    elif wl.logits_per_entry is None:
-        out.append(c.LOGITS_TRAINING_BYTES.assumption())
-    elif request.fused_loss:
-        out.append(
-            c.LOGITS_TRAINING_BYTES.assumption(
-                f"{wl.logits_per_entry:g} bytes per token x vocabulary entry: a fused linear "
-                "cross-entropy (you said so; Liger Kernel's with use_liger_kernel=True) computes "
-                "the loss from the hidden states one chunk at a time, so the full logits never "
-                "exist"
-            )
-        )
-    else:
-        out.append(
-            c.LOGITS_TRAINING_BYTES.assumption(
-                f"{wl.logits_per_entry:g} bytes per token x vocabulary entry: "
-                f"{framework.name} computes the loss without full fp32 logits"
-            )
-        )
+    out.append(_logits_assumption(request, shape, wl, framework))
     out.append(c.MICROBATCH_SATURATION_TOKENS.assumption())
     if wl.compiled:
         out.append(
@@ -90,29 +54,72 @@ def training_assumptions(
     strategy = best.option.strategy if best is not None else "single"
     if wl.gradient_checkpointing:
         out.append(c.RECOMPUTE_FLOPS_PER_PARAM.assumption())
-    out.append(
-        built(
-            Assumption,
-            name="Optimizer step",
-            value=f"{step_bytes_per_param(wl, wl.optimizer, strategy):g} bytes per trainable "
-            "parameter each optimizer step (the gradient read, every state read and written, "
-            "the weights written"
-            + (
-                "; the gradients read again for their norm and scaled, as "
-                f"{framework.name} clips them by default"
-                if wl.clips_gradients
-                else ""
-            )
-            + ") at the memory bandwidth, on each GPU's share of the optimizer; once per "
-            "global batch, so accumulation and larger batches make it cheaper",
-            source="torch.optim.AdamW (foreach by default, fused on request): one pass over "
-            "parameters, gradients and both moments; torch.nn.utils.clip_grad_norm_: the norm "
-            "of every gradient, then every gradient scaled; advisor/engine/optimizer_step.py",
-        )
-    )
+    out.append(_optimizer_step_assumption(wl, framework, strategy))
     out.append(c.DDP_BUCKET_COPY.assumption())
     out.append(c.ZERO3_LIVE_LAYERS.assumption())
     return out
+
+
+def _activations_words(wl: Workload, best) -> str:
+    """What the activations keep, and which attention computes them."""
+    activ = (
+        "gradient checkpointing: layer inputs only"
+        if wl.gradient_checkpointing
+        else ("selective recomputation" if wl.selective_recompute else "all layers kept")
+    )
+    if not wl.flash_attention:
+        attention = "eager attention (scores kept)"
+    elif best is not None and not best.flash:
+        attention = "eager attention (scores kept): the recommended GPUs have no fused kernel"
+    else:
+        attention = "flash attention"
+    return f"{activ}; {attention}"
+
+
+def _logits_assumption(
+    request: EstimateRequest, shape: ModelShape, wl: Workload, framework
+) -> Assumption:
+    """The bytes per token and vocabulary entry the loss keeps, and why."""
+    if wl.logits_per_entry is None and shape.remote_code and not wl.autocast:
+        return c.LOGITS_REMOTE_CODE_BYTES.assumption(
+            f"{c.LOGITS_REMOTE_CODE_BYTES.value:g} bytes per token x vocabulary entry: "
+            "the model's own code (config.json auto_map, trust_remote_code=True) "
+            "computes the loss on 16-bit logits"
+        )
+    if wl.logits_per_entry is None:
+        return c.LOGITS_TRAINING_BYTES.assumption()
+    if request.fused_loss:
+        return c.LOGITS_TRAINING_BYTES.assumption(
+            f"{wl.logits_per_entry:g} bytes per token x vocabulary entry: a fused linear "
+            "cross-entropy (you said so; Liger Kernel's with use_liger_kernel=True) computes "
+            "the loss from the hidden states one chunk at a time, so the full logits never "
+            "exist"
+        )
+    return c.LOGITS_TRAINING_BYTES.assumption(
+        f"{wl.logits_per_entry:g} bytes per token x vocabulary entry: "
+        f"{framework.name} computes the loss without full fp32 logits"
+    )
+
+
+def _optimizer_step_assumption(wl: Workload, framework, strategy: str) -> Assumption:
+    return built(
+        Assumption,
+        name="Optimizer step",
+        value=f"{step_bytes_per_param(wl, wl.optimizer, strategy):g} bytes per trainable "
+        "parameter each optimizer step (the gradient read, every state read and written, "
+        "the weights written"
+        + (
+            "; the gradients read again for their norm and scaled, as "
+            f"{framework.name} clips them by default"
+            if wl.clips_gradients
+            else ""
+        )
+        + ") at the memory bandwidth, on each GPU's share of the optimizer; once per "
+        "global batch, so accumulation and larger batches make it cheaper",
+        source="torch.optim.AdamW (foreach by default, fused on request): one pass over "
+        "parameters, gradients and both moments; torch.nn.utils.clip_grad_norm_: the norm "
+        "of every gradient, then every gradient scaled; advisor/engine/optimizer_step.py",
+    )
 
 
 def _adapter_assumptions(
