@@ -126,12 +126,15 @@ class Measured(_Strict):
     # nvidia_smi: what nvidia-smi / pynvml shows for the device (context + reserved);
     # allocated_plus_context: max_memory_allocated plus what nvidia-smi shows beyond PyTorch's
     # reserved memory (optimum's benchmark_gptq.py: the CUDA context, no cached blocks);
+    # reserved_peak: torch.cuda.max_memory_reserved (PyTorch's cache included, no CUDA context;
+    # ms-swift's "GPU Memory");
     # oom / fits: the run did not / did fit; published_total: GPU hours as published;
     # throughput_derived: GPU hours = tokens / measured tokens per second per GPU / 3600.
     what: Literal[
         "allocated_peak",
         "nvidia_smi",
         "allocated_plus_context",
+        "reserved_peak",
         "oom",
         "fits",
         "published_total",
@@ -175,7 +178,7 @@ class Point(_Strict):
     @model_validator(mode="after")
     def _kind_matches_measurement(self) -> Point:
         expected = {
-            "memory": ("allocated_peak", "nvidia_smi", "allocated_plus_context"),
+            "memory": ("allocated_peak", "nvidia_smi", "allocated_plus_context", "reserved_peak"),
             "oom": ("oom",),
             "fits": ("fits",),
             "gpu_hours": ("published_total", "throughput_derived"),
@@ -468,6 +471,9 @@ def comparable_engine_bytes(point: Point, memory: MemoryBreakdown) -> int:
         return memory.total_bytes - memory.cuda_context - memory.allocator_reserve
     if point.measured.what == "allocated_plus_context":
         return memory.total_bytes - memory.allocator_reserve
+    if point.measured.what == "reserved_peak":
+        # torch.cuda.max_memory_reserved: the allocator's cache counts, the CUDA context not.
+        return memory.total_bytes - memory.cuda_context
     return memory.total_bytes
 
 
@@ -1021,7 +1027,9 @@ METHOD_TEXT = """\
   no allocator cache, so it is compared with the engine's `total_bytes - cuda_context -
   allocator_reserve`; `nvidia_smi` is compared with `total_bytes` (the contract says total_bytes is
   what nvidia-smi shows); `allocated_plus_context` (optimum's GPTQ benchmark: peak allocated plus
-  the memory nvidia-smi shows outside PyTorch's reserve) with `total_bytes - allocator_reserve`.
+  the memory nvidia-smi shows outside PyTorch's reserve) with `total_bytes - allocator_reserve`;
+  `reserved_peak` (torch.cuda.max_memory_reserved, ms-swift's "GPU Memory": PyTorch's cached
+  blocks but no CUDA context) with `total_bytes - cuda_context`.
   The baselines are single numbers and are compared with the measurement as published.
 - Seed rules (seed 002): model bytes = parameters x bytes of the dtype the run stored its weights
   in (fp32 4, 16-bit 2, int8 1, 4-bit 0.5; AMP full fine-tuning keeps fp32 weights). Inference

@@ -132,6 +132,18 @@ def test_allocated_plus_context_measurements_keep_the_context_but_not_the_cache(
     assert report_module.comparable_engine_bytes(point, memory) == 18
 
 
+def test_reserved_peak_measurements_keep_the_cache_but_not_the_context():
+    """torch.cuda.max_memory_reserved counts PyTorch's cached blocks, not the CUDA context."""
+    memory = MemoryBreakdown(
+        weights=10, activations=5, cuda_context=3, allocator_reserve=2, total_bytes=20
+    )
+    point = _point(task="lora")
+    point = point.model_copy(
+        update={"measured": point.measured.model_copy(update={"what": "reserved_peak"})}
+    )
+    assert report_module.comparable_engine_bytes(point, memory) == 17
+
+
 def test_units_are_normalised_to_bytes():
     assert report_module.BYTES_PER_UNIT == {"GB": 1e9, "GiB": 2**30, "MiB": 2**20}
 
