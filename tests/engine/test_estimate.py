@@ -192,6 +192,22 @@ def test_slurm_script_for_baskerville_a100_80_uses_the_constraint_and_launcher()
     assert "srun torchrun --nnodes=1 --nproc_per_node=4" in script
 
 
+def test_training_scripts_on_nvidia_gpus_turn_on_expandable_segments():
+    """Batches of varying length fragment PyTorch's CUDA cache: a CUDA training script sets
+    expandable segments before its launcher, saying which PyTorch it needs; inference and the
+    other vendors' scripts leave the allocator alone."""
+    training = run(task="lora", tokens=10**8, accelerator="a100-80-sxm4").slurm_script
+    lines = training.splitlines()
+    export = lines.index("export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+    assert "PyTorch 2.1 or newer" in lines[export - 1]
+    assert export < next(i for i, line in enumerate(lines) if "train.py" in line)
+    serving = run(task="inference", tokens=10**6, accelerator="a100-80-sxm4").slurm_script
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in serving
+    amd = run(task="lora", tokens=10**8, accelerator="mi210-64").slurm_script
+    assert "ROCm" in amd
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in amd
+
+
 def test_justification_states_model_method_data_memory_and_compute():
     result = run(task="lora", tokens=5 * 10**7, constraints={"needs_cloud": False})
     text = result.justification
