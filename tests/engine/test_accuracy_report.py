@@ -105,43 +105,27 @@ def test_seed_and_accelerate_baselines_follow_their_published_rules():
     assert report_module.baselines(qlora, billion) == (2e9, 0.5e9)
 
 
-def test_allocated_measurements_are_compared_without_context_and_allocator_cache():
-    memory = MemoryBreakdown(
-        weights=10, activations=5, cuda_context=3, allocator_reserve=2, total_bytes=20
-    )
-    allocated = _point(task="inference")
-    allocated = allocated.model_copy(
-        update={"measured": allocated.measured.model_copy(update={"what": "allocated_peak"})}
-    )
-    smi = _point(task="inference")
-
-    assert report_module.comparable_engine_bytes(allocated, memory) == 15
-    assert report_module.comparable_engine_bytes(smi, memory) == 20
-
-
-def test_allocated_plus_context_measurements_keep_the_context_but_not_the_cache():
-    """optimum's GPTQ benchmark adds what nvidia-smi shows outside PyTorch's reserve (the CUDA
-    context) to the peak allocated bytes: compared with the total less the allocator reserve."""
+@pytest.mark.parametrize(
+    ("what", "expected"),
+    [
+        # torch.cuda.max_memory_allocated: no CUDA context, no allocator cache.
+        ("allocated_peak", 15),
+        # What nvidia-smi shows: everything.
+        ("nvidia_smi", 20),
+        # optimum's GPTQ benchmark adds what nvidia-smi shows outside PyTorch's reserve (the
+        # CUDA context) to the peak allocated bytes: the total less the allocator reserve.
+        ("allocated_plus_context", 18),
+        # torch.cuda.max_memory_reserved (ms-swift): PyTorch's cached blocks, not the context.
+        ("reserved_peak", 17),
+    ],
+)
+def test_each_measured_kind_is_compared_with_what_it_counts(what, expected):
     memory = MemoryBreakdown(
         weights=10, activations=5, cuda_context=3, allocator_reserve=2, total_bytes=20
     )
     point = _point(task="inference")
-    point = point.model_copy(
-        update={"measured": point.measured.model_copy(update={"what": "allocated_plus_context"})}
-    )
-    assert report_module.comparable_engine_bytes(point, memory) == 18
-
-
-def test_reserved_peak_measurements_keep_the_cache_but_not_the_context():
-    """torch.cuda.max_memory_reserved counts PyTorch's cached blocks, not the CUDA context."""
-    memory = MemoryBreakdown(
-        weights=10, activations=5, cuda_context=3, allocator_reserve=2, total_bytes=20
-    )
-    point = _point(task="lora")
-    point = point.model_copy(
-        update={"measured": point.measured.model_copy(update={"what": "reserved_peak"})}
-    )
-    assert report_module.comparable_engine_bytes(point, memory) == 17
+    point = point.model_copy(update={"measured": point.measured.model_copy(update={"what": what})})
+    assert report_module.comparable_engine_bytes(point, memory) == expected
 
 
 def test_units_are_normalised_to_bytes():
