@@ -15,6 +15,15 @@ from advisor.engine.workload import as_published, quantization_method, stored_fo
 def request_as_published(request: EstimateRequest, warnings: list[str]) -> EstimateRequest:
     """The request as workload.as_published reads the checkpoint's quantization_config, with
     a warning saying how it is sized (or that its quantisation is not modelled)."""
+    if request.quantization == "gptq" and request.task in ("lora", "qlora"):
+        warnings.append(
+            "LoRA over a 4-bit GPTQ base (quantization gptq) is QLoRA, its base sized with "
+            "bitsandbytes NF4's bytes without double quantisation (about the same: 0.5 B a "
+            "weight and a few per cent of constants), as for a GPTQ checkpoint's config."
+        )
+        return request.model_copy(
+            update={"precision": "int4", "quantization": None, "double_quant": False}
+        )
     published = as_published(request)
     method = stored_format(request)
     if published is not request and method in ("gptq", "awq") and request.task == "lora":

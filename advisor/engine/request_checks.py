@@ -165,12 +165,12 @@ def _combination_errors(request: EstimateRequest) -> list[tuple[str, str]]:
                 "FineGrainedFP8Config in 4.49); use vLLM, TGI or a current transformers, or int8.",
             )
         )
-    if request.quantization == "gptq" and (task != "inference" or request.precision != "int4"):
+    if request.quantization == "gptq" and not _gptq_supported(task, request.precision):
         errors.append(
             (
                 "quantization",
-                "GPTQ is modelled for 4-bit inference (precision int4, task inference); "
-                "QLoRA quantises with bitsandbytes.",
+                "GPTQ is modelled for 4-bit weights (precision int4): served, or as the frozen "
+                "base of LoRA/QLoRA adapters; its packed weights cannot be trained in full.",
             )
         )
     errors.extend(_compile_errors(request))
@@ -187,6 +187,14 @@ def _combination_errors(request: EstimateRequest) -> list[tuple[str, str]]:
                 )
             )
     return errors
+
+
+def _gptq_supported(task: str, precision: str | None) -> bool:
+    """A 4-bit GPTQ checkpoint served, or adapters trained over it (input_warnings sizes that
+    as QLoRA); a precision left open is the checkpoint's 4 bits for adapters."""
+    if task == "inference":
+        return precision == "int4"
+    return task in ("lora", "qlora") and precision in (None, "int4")
 
 
 def _compile_errors(request: EstimateRequest) -> list[tuple[str, str]]:

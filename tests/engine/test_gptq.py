@@ -38,15 +38,35 @@ def test_gptq_stores_less_than_nf4_without_double_quantisation_and_says_how():
     assert "NF4 quantisation constants" not in names
 
 
-def test_gptq_is_refused_for_training_with_the_field_named():
+def test_gptq_is_refused_for_full_training_with_the_field_named():
     with pytest.raises(RequestError) as caught:
         estimate(
             parse_request(
-                {"config": LLAMA2_13B, "task": "qlora", "precision": "int4", "quantization": "gptq"}
+                {
+                    "config": LLAMA2_13B,
+                    "task": "full_finetune",
+                    "precision": "bf16",
+                    "quantization": "gptq",
+                }
             ),
             catalog(),
         )
     assert [field for field, _ in caught.value.errors] == ["quantization"]
+
+
+@pytest.mark.parametrize("task", ["lora", "qlora"])
+def test_adapters_over_a_gptq_base_are_sized_as_qlora_as_for_its_checkpoint(task):
+    """Naming GPTQ in the request gives what a GPTQ checkpoint's own config gives: QLoRA over
+    the 4-bit base (NF4's bytes, no double quantisation), with a warning that says so."""
+    body = {"config": LLAMA2_13B, "tokens": 10**6, "seq_len": 1024, "num_gpus": 1}
+    named = estimate(parse_request({**body, "task": task, "quantization": "gptq"}), catalog())
+    plain = estimate(
+        parse_request({**body, "task": "qlora", "precision": "int4", "double_quant": False}),
+        catalog(),
+    )
+    assert any("GPTQ base" in w and "QLoRA" in w for w in named.warnings)
+    assert named.memory == plain.memory
+    assert named.recommendation.gpu_hours == plain.recommendation.gpu_hours
 
 
 def _published(quantization: dict, **fields):
