@@ -197,6 +197,7 @@ def test_a_training_result_says_it_assumes_full_sequences_and_what_padding_costs
     (said,) = [a for a in result.assumptions if a.name == "Sequences (training)"]
     assert said.value.startswith("every sequence 1,024 tokens long")
     assert "padded" in said.value
+    assert "expandable segments" in said.value  # unpacked batches and the allocator's cache
     assert "7,075 with the examples packed" in said.source
     inference = estimate(
         EstimateRequest(config=LLAMA32_1B, task="inference", tokens=10**7), catalog()
