@@ -220,6 +220,32 @@ TRAINING_FRAMEWORKS = {
         "torch_dtype for flash-attn compatibility')",
         quantises_head=False,
     ),
+    "llama_factory": Framework(
+        key="llama_factory",
+        clips_gradients=True,
+        compile_switch="torch_compile: true in the config",
+        name="LLaMA-Factory",
+        kind="training",
+        # model_utils/checkpointing.py prepare_model_for_training turns gradient checkpointing
+        # on for every stage and fine-tuning type unless disable_gradient_checkpointing.
+        checkpointing={
+            "qlora": "full",
+            "lora": "full",
+            "full_finetune": "full",
+            "pretrain": "full",
+        },
+        checkpointing_off="disable_gradient_checkpointing: true in the config",
+        packing="packing: true in the config (its default only for stage pt)",
+        checkpoint_levels=("none", "full"),
+        launcher="llamafactory-cli",
+        source="hiyouga/LLaMA-Factory src/llamafactory/hparams/model_args.py "
+        "(disable_gradient_checkpointing False, upcast_layernorm False, upcast_lmhead_output "
+        "False, double_quantization True) and model/model_utils/checkpointing.py "
+        "prepare_model_for_training: its own preparation instead of PEFT's "
+        "prepare_model_for_kbit_training, so a 4-bit base keeps 16-bit embeddings and norms; "
+        "trains through the Transformers Trainer (bf16 AMP, fp32 logits for the loss)",
+        quantises_head=False,
+    ),
     "lightning": Framework(
         key="lightning",
         compile_switch="model = torch.compile(model) before fit, in your script",

@@ -88,6 +88,8 @@ def train_args(
         if compiled:
             args.append("compile=True")
         return " " + " ".join(args)
+    if framework.key == "llama_factory":
+        return " " + " ".join(_llama_factory_overrides(recipe, fused_loss, dtype, compiled))
     if framework.key == "megatron" or (framework.key == "deepspeed" and recipe.tp > 1):
         # Megatron-LM, or Megatron-DeepSpeed for DeepSpeed with tensor parallelism.
         args = [
@@ -121,3 +123,24 @@ def train_args(
     if compiled and framework.key == "hf_trainer":
         args.append("--torch_compile")
     return " " + " ".join(args)
+
+
+def _llama_factory_overrides(
+    recipe: Recipe, fused_loss: bool, dtype: str | None, compiled: bool
+) -> list[str]:
+    """`key=value` overrides after the YAML config: llamafactory-cli merges them into it with
+    OmegaConf (hparams/parser.py read_args). Its checkpointing is on unless disabled."""
+    args = [
+        f"per_device_train_batch_size={recipe.micro_batch}",
+        f"gradient_accumulation_steps={recipe.grad_accumulation}",
+        f"disable_gradient_checkpointing={str(recipe.checkpointing == 'none').lower()}",
+    ]
+    if dtype in ("bf16", "fp16"):
+        args.append(f"{dtype}=true")
+    if recipe.optimizer:
+        args.append(f"optim={HF_OPTIM.get(recipe.optimizer, recipe.optimizer)}")
+    if fused_loss:
+        args.append("enable_liger_kernel=true")
+    if compiled:
+        args.append("torch_compile=true")
+    return args

@@ -45,6 +45,7 @@ FrameworkName = Literal[
     "torchtune",
     "unsloth",
     "axolotl",
+    "llama_factory",
     "lightning",
     "deepspeed",
     "megatron",

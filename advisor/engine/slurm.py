@@ -348,6 +348,47 @@ def _inference_launcher(
     return [*hf_notes, "python infer.py  # your script"]
 
 
+# LLaMA-Factory's example DeepSpeed configs (examples/deepspeed/) per ZeRO layout; it ships no
+# stage-1 config.
+_LLAMA_FACTORY_DS = {
+    "zero2": "examples/deepspeed/ds_z2_config.json",
+    "zero3": "examples/deepspeed/ds_z3_config.json",
+    "zero3_offload": "examples/deepspeed/ds_z3_offload_config.json",
+}
+
+
+def _llama_factory_launcher(strategy: str, gpus_per_node: int, nodes: int, args: str) -> list[str]:
+    """llamafactory-cli with the recipe as config overrides. Several GPUs: FORCE_TORCHRUN=1
+    and its NNODES / NODE_RANK / MASTER_ADDR variables, one srun task per node (its README's
+    multi-node recipe); FSDP through accelerate with the repository's src/train.py."""
+    cli = f"llamafactory-cli train YOUR_CONFIG.yaml{args}"
+    if strategy == "single":
+        return [cli]
+    head = 'head_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)'
+    if strategy == "fsdp":
+        return [
+            head,
+            f"srun accelerate launch --num_machines={nodes} "
+            f'--num_processes={nodes * gpus_per_node} --main_process_ip="$head_node" '
+            '--machine_rank="$SLURM_NODEID" --use_fsdp --fsdp_sharding_strategy=FULL_SHARD '
+            f"src/train.py YOUR_CONFIG.yaml{args}",
+        ]
+    lines = [head]
+    if strategy == "zero1":
+        lines.append(
+            "# ds_z1_config.json: examples/deepspeed/ds_z2_config.json with "
+            "zero_optimization.stage = 1"
+        )
+        cli += " deepspeed=ds_z1_config.json"
+    elif strategy in _LLAMA_FACTORY_DS:
+        cli += f" deepspeed={_LLAMA_FACTORY_DS[strategy]}"
+    return [
+        *lines,
+        f'srun bash -c "FORCE_TORCHRUN=1 NNODES={nodes} NODE_RANK=\\$SLURM_NODEID '
+        f'NPROC_PER_NODE={gpus_per_node} MASTER_ADDR=$head_node MASTER_PORT=29500 {cli}"',
+    ]
+
+
 def _training_launcher(
     option: Option,
     gpus_per_node: int,
@@ -373,6 +414,8 @@ def _training_launcher(
             f"srun tune run --nnodes {nodes} --nproc_per_node {gpus_per_node} "
             f"{recipe}_distributed --config YOUR_CONFIG{args}"
         ]
+    if framework.key == "llama_factory":
+        return _llama_factory_launcher(strategy, gpus_per_node, nodes, args)
     if strategy == "single":
         return [f"python train.py{args}  # your script"]
     recipe = option.recipe
