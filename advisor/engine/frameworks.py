@@ -28,6 +28,9 @@ class Framework:
     # Bytes per (token x vocabulary entry) the loss keeps in 16-bit training; None: the
     # Transformers default (16-bit logits, fp32 upcast, fp32 log-softmax).
     logits_bytes: float | None = None
+    # The loss runs over chunks of this many tokens, each recomputed in backward, so one
+    # chunk's logits exist at a time (TRL's chunked_nll); None: not chunked by tokens.
+    loss_chunk_tokens: int | None = None
     # True: weights, gradients and optimizer states all 16-bit (no fp32 master copy).
     pure_bf16: bool = False
     # True: each parameter is updated as soon as its gradient exists, so gradients never
@@ -128,7 +131,7 @@ TRAINING_FRAMEWORKS = {
         key="hf_trainer",
         clips_gradients=True,
         compile_switch="--torch_compile (TrainingArguments torch_compile=True)",
-        name="Hugging Face Transformers Trainer (+ PEFT / TRL)",
+        name="Hugging Face Transformers Trainer (+ PEFT)",
         kind="training",
         # prepare_model_for_kbit_training(model, use_gradient_checkpointing=True) is how PEFT
         # prepares a 4-/8-bit base model; plain LoRA and full fine-tuning leave
@@ -145,6 +148,35 @@ TRAINING_FRAMEWORKS = {
         "4-bit to fp32); causal-LM heads upcast logits to fp32 for the loss",
         quantises_head=False,
         upcasts_kbit_base=True,
+    ),
+    "trl": Framework(
+        key="trl",
+        clips_gradients=True,
+        compile_switch="--torch_compile (SFTConfig torch_compile=True)",
+        name="TRL SFTTrainer (1.7 or newer)",
+        kind="training",
+        # _BaseConfig: gradient_checkpointing=True for every TRL trainer (TRL pull request
+        # 3510, mid-2025).
+        checkpointing={
+            "qlora": "full",
+            "lora": "full",
+            "full_finetune": "full",
+            "pretrain": "full",
+        },
+        checkpointing_off="SFTConfig(gradient_checkpointing=False) (TRL's default is True)",
+        packing="SFTConfig(packing=True)",
+        # loss_type "chunked_nll", the default since TRL 1.7 (pull request 5846): tokens whose
+        # label is ignored never reach the LM head, the rest go through it and the loss in
+        # checkpointed chunks of 256 tokens, so no logits are kept per token.
+        logits_bytes=0.0,
+        loss_chunk_tokens=256,
+        checkpoint_levels=("none", "full"),
+        launcher="accelerate",
+        source="huggingface/trl trl/trainer/base_config.py (gradient_checkpointing default "
+        "True, bf16 unless fp16), sft_config.py (loss_type chunked_nll, chunks of 256 tokens, "
+        "since TRL 1.7) and sft_trainer.py (get_peft_model without "
+        "prepare_model_for_kbit_training; a 4-bit base's adapters cast to bf16)",
+        quantises_head=False,
     ),
     "torchtune": Framework(
         key="torchtune",

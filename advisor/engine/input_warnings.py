@@ -232,7 +232,7 @@ _MXFP4_STORED = (
 
 
 # Libraries whose QLoRA quantises through transformers' bitsandbytes integration.
-_TRANSFORMERS_QLORA = ("hf_trainer", "axolotl", "llama_factory")
+_TRANSFORMERS_QLORA = ("hf_trainer", "trl", "axolotl", "llama_factory")
 
 
 def experts_fused_in_transformers_5(shape: ModelShape, wl: Workload) -> float:

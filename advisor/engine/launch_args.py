@@ -116,11 +116,13 @@ def train_args(
         args.append(dtype_flag)
     if recipe.checkpointing != "none":
         args.append("--gradient_checkpointing")
+    elif framework.key == "trl":
+        args.append("--gradient_checkpointing False")  # TRL's configs default to True
     if recipe.optimizer:
         args.append(f"--optim {HF_OPTIM.get(recipe.optimizer, recipe.optimizer)}")
     if fused_loss:
         args.append("--use_liger_kernel")  # TrainingArguments: Liger's fused loss and kernels
-    if compiled and framework.key == "hf_trainer":
+    if compiled and framework.key in ("hf_trainer", "trl"):
         args.append("--torch_compile")
     return " " + " ".join(args)
 

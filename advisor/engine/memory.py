@@ -30,6 +30,7 @@ from advisor.engine.memory_terms import (
     kv_cache_bytes,
     logits_bytes,
     lora_trainable_params,
+    loss_chunk_bytes,
     quantised_base_bytes,
 )
 from advisor.engine.shape import ModelShape
@@ -115,6 +116,7 @@ class MemoryModel:
         "base",
         "context",
         "gathered",
+        "loss_chunk",
         "shape",
         "wl",
     )
@@ -136,10 +138,15 @@ class MemoryModel:
         self.context = c.CUDA_CONTEXT.value if context_bytes is None else context_bytes
         if like is not None:
             self.base, self.gathered = like.base, like.gathered
+            self.loss_chunk = like.loss_chunk
             self._states = like._states
             self._flows = like._flows if same_activations else {}
         else:
-            self.base = quantised_base_bytes(shape, wl)  # weights, constants, workspace
+            # Weights, constants and the buffers a step allocates once and frees before the
+            # optimizer step: the dequantisation workspace and a chunked loss's one chunk.
+            weights, constants, workspace = quantised_base_bytes(shape, wl)
+            self.loss_chunk = loss_chunk_bytes(shape, wl)
+            self.base = (weights, constants, workspace + self.loss_chunk)
             # The unit computing and the one prefetched: layers, except where the embedding
             # or LM head (a unit of its own, or the root's) is larger than a layer.
             layer = shape.params_per_layer
@@ -407,6 +414,8 @@ class MemoryModel:
                 phase, activations, logits, kv, workspace = "optimizer", 0.0, 0.0, 0.0, 0.0
             else:
                 grads = first
+        # The loss chunk travels in the workspace (sharded and freed with it): shown as logits.
+        chunk = workspace * self.loss_chunk / self.base[2] if self.loss_chunk else 0.0
         # Fragmentation hits what is allocated and freed every step; tensors allocated once
         # keep only the allocator's rounding (up to 2 MiB per block).
         dynamic = grads + activations + logits + kv + workspace
@@ -419,9 +428,9 @@ class MemoryModel:
             "gradients": int(grads),
             "optimizer_states": int(optim),
             "activations": int(activations),
-            "logits": int(logits),
+            "logits": int(logits + chunk),
             "kv_cache": int(kv),
-            "quantization": int(constants + workspace),
+            "quantization": int(constants + workspace - chunk),
             "cuda_context": int(context),
             "allocator_reserve": int(reserve),
         }

@@ -46,6 +46,9 @@ class Workload:
     lora_dropout: bool = False
     # From the framework profile (frameworks.py); None: Transformers' fp32-upcast loss.
     logits_per_entry: float | None = None
+    # The loss runs over this many tokens at a time, each chunk recomputed in backward (TRL's
+    # chunked_nll): one chunk's logits exist at a time, whatever the micro-batch.
+    loss_chunk_tokens: int | None = None
     # Checkpointed layer inputs kept in CPU memory (Unsloth's "unsloth" checkpointing).
     checkpoint_offload: bool = False
     # The optimizer steps each parameter inside backward (torchtune optimizer_in_bwd): only
@@ -307,6 +310,15 @@ def logits_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
         # generate() computes the last position's logits only, kept in fp32 with the scores.
         return b * v * 4 * 2 / tp
     return b * s * v * (wl.act_bytes + 4) / tp
+
+
+def loss_chunk_bytes(shape: ModelShape, wl: Workload) -> float:
+    """One loss chunk's logits (a fixed buffer, not per sample): the chunk's tokens against the
+    vocabulary at the bytes Transformers' fp32 loss keeps; 0 where the loss is not chunked."""
+    if not (wl.training and wl.loss_chunk_tokens and shape.vocab_head):
+        return 0.0
+    tokens = min(wl.loss_chunk_tokens, wl.decoder_len or wl.seq_len)
+    return tokens * shape.vocab_size * c.LOGITS_TRAINING_BYTES.value
 
 
 def kv_cache_bytes(

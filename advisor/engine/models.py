@@ -42,6 +42,7 @@ Optimizer = Literal["adamw", "adamw_8bit", "paged_adamw", "paged_adamw_8bit", "s
 FrameworkName = Literal[
     "not_sure",
     "hf_trainer",
+    "trl",
     "torchtune",
     "unsloth",
     "axolotl",

@@ -15,6 +15,7 @@ from advisor.engine.compute import (
     training_layout,
 )
 from advisor.engine.memory import Workload
+from advisor.engine.memory_terms import loss_chunk_bytes
 from advisor.engine.models import Assumption, EstimateRequest, built
 from advisor.engine.optimizer_step import step_bytes_per_param
 from advisor.engine.recipe_reasons import OPTIMIZER_WORDS
@@ -97,6 +98,15 @@ def _logits_assumption(
             "cross-entropy (you said so; Liger Kernel's with use_liger_kernel=True) computes "
             "the loss from the hidden states one chunk at a time, so the full logits never "
             "exist"
+        )
+    if wl.loss_chunk_tokens:
+        chunk = loss_chunk_bytes(shape, wl)
+        return c.LOGITS_TRAINING_BYTES.assumption(
+            f"{wl.logits_per_entry:g} bytes per token x vocabulary entry: {framework.name} "
+            f"runs the LM head and the loss over {wl.loss_chunk_tokens} tokens at a time, each "
+            f"chunk recomputed in backward, so one chunk's logits ({chunk / 1e9:.2f} GB at "
+            f"{c.LOGITS_TRAINING_BYTES.value:g} bytes an entry) exist at a time; "
+            'loss_type="nll" keeps them whole'
         )
     return c.LOGITS_TRAINING_BYTES.assumption(
         f"{wl.logits_per_entry:g} bytes per token x vocabulary entry: "

@@ -280,6 +280,10 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         ),
         lora_dropout=request.lora_dropout is None or request.lora_dropout > 0,
         logits_per_entry=_logits_per_entry(request.fused_loss, framework) if training else None,
+        # A fused loss said either way replaces the library's own chunking.
+        loss_chunk_tokens=framework.loss_chunk_tokens
+        if training and request.fused_loss is None
+        else None,
         checkpoint_offload=_pinned_or(request.activation_offloading, framework.offloads_checkpoints)
         and training,
         optimizer_in_backward=_pinned_or(

@@ -62,10 +62,11 @@ def test_the_trainers_growth_per_token_matches_unsloths_table():
 
 def test_only_the_trainer_keeps_the_upcast():
     """Axolotl (and qlora.py) cast norms and embeddings back to the model's dtype after the
-    preparation; torchtune, Unsloth and LLaMA-Factory (its own prepare_model_for_training,
-    upcast_layernorm off by default) never upcast them."""
+    preparation; torchtune, Unsloth, LLaMA-Factory (its own prepare_model_for_training,
+    upcast_layernorm off by default) and TRL's current SFTTrainer (get_peft_model without the
+    preparation) never upcast them."""
     _, hf = qlora(framework="hf_trainer", seq_len=2048)
-    for framework in ("axolotl", "torchtune", "unsloth", "llama_factory"):
+    for framework in ("axolotl", "torchtune", "unsloth", "llama_factory", "trl"):
         _, other = qlora(framework=framework, seq_len=2048)
         assert other.weights < hf.weights - 2e9, framework
 

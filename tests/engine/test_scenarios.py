@@ -493,12 +493,13 @@ def test_sbatch_script_applies_the_recipe(api):
         ("unsloth", "use_gradient_checkpointing=False"),
         ("axolotl", "gradient_checkpointing: false"),
         ("llama_factory", "disable_gradient_checkpointing=true"),
+        ("trl", "--gradient_checkpointing False"),
     ],
 )
 def test_a_qlora_script_without_checkpointing_turns_the_librarys_default_off(
     api, framework, setting
 ):
-    """PEFT's prepare_model_for_kbit_training, Unsloth, Axolotl and LLaMA-Factory checkpoint
+    """PEFT's prepare_model_for_kbit_training, Unsloth, Axolotl, LLaMA-Factory and TRL checkpoint
     QLoRA by default: where the recipe runs without it (an 80 GB GPU holds 8B QLoRA at
     2 x 2,048), the script says how to turn it off, or the job runs slower than its estimate."""
     fields = {"framework": framework} if framework else {}

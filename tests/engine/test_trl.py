@@ -1,0 +1,71 @@
+"""TRL's SFTTrainer as it ships since 1.7: gradient checkpointing on for every trainer
+(base_config.py) and the loss in checkpointed chunks of 256 tokens (loss_type "chunked_nll"),
+so no logits are kept per token; a 4-bit base is wrapped without PEFT's fp32 preparation."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.engine import estimate
+from advisor.engine.models import EstimateRequest
+from advisor.model_configs import find_bundled
+from tests.engine.inputs import default_catalog
+
+LLAMA3_8B = find_bundled("meta-llama/Meta-Llama-3-8B").config
+VOCAB = 128_256
+
+
+def one_gpu(framework: str, **fields):
+    request = EstimateRequest(
+        config=LLAMA3_8B, task="lora", tokens=10**8, framework=framework,
+        accelerator="a100-80-sxm4", num_gpus=1, **fields,
+    )  # fmt: skip
+    result = estimate(request, default_catalog())
+    option = next(
+        o for o in result.options if o.accelerator == "a100-80-sxm4" and o.strategy == "single"
+    )
+    return result, option
+
+
+def test_one_chunk_of_logits_whatever_the_micro_batch():
+    """256 tokens x 128,256 entries x 12 bytes, at micro-batch 1 and 4 alike; the Trainer keeps
+    12 bytes for every token of the micro-batch."""
+    chunk = 256 * VOCAB * 12
+    for micro in (1, 4):
+        fields = {"seq_len": 4096, "batch_size": 8, "micro_batch": micro}
+        _, trl = one_gpu("trl", gradient_checkpointing=True, **fields)
+        _, trainer = one_gpu("hf_trainer", gradient_checkpointing=True, **fields)
+        assert trl.memory.logits == pytest.approx(chunk, rel=0.01)
+        assert trainer.memory.logits == pytest.approx(micro * 4096 * VOCAB * 12, rel=0.01)
+
+
+def test_a_fused_loss_said_either_way_replaces_the_chunking():
+    _, liger = one_gpu("trl", seq_len=4096, batch_size=8, micro_batch=2, fused_loss=True)
+    _, nll = one_gpu("trl", seq_len=4096, batch_size=8, micro_batch=2, fused_loss=False)
+    assert liger.memory.logits == 0
+    assert nll.memory.logits == pytest.approx(2 * 4096 * VOCAB * 12, rel=0.01)
+
+
+def test_the_result_says_how_the_loss_is_chunked():
+    result, _ = one_gpu("trl", seq_len=4096, batch_size=8)
+    logits = next(a for a in result.assumptions if a.name.startswith("Logits"))
+    assert "over 256 tokens at a time" in logits.value
+    assert "0.39 GB" in logits.value
+    library = next(a for a in result.assumptions if a.name == "Library")
+    assert library.value == "TRL SFTTrainer (1.7 or newer)"
+    assert "gradient_checkpointing default True" in library.source
+
+
+def test_the_script_turns_trls_checkpointing_off_when_the_recipe_runs_without_it():
+    """A LoRA of 8B at 1 x 1,024 fits an 80 GB card without recomputation, the cheaper
+    recipe; TRL would recompute unless told."""
+    result, option = one_gpu("trl", seq_len=1024, batch_size=8, system="baskerville")
+    assert option.recipe.checkpointing == "none"
+    assert "--gradient_checkpointing False" in result.slurm_script
+    assert "SFTConfig(gradient_checkpointing=False)" in result.slurm_script
+
+
+def test_the_script_asks_for_checkpointing_where_the_recipe_needs_it():
+    result, option = one_gpu("trl", seq_len=8192, batch_size=8, micro_batch=8, system="baskerville")
+    assert option.recipe.checkpointing == "full"
+    assert "--gradient_checkpointing --optim" in result.slurm_script
