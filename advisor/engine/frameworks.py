@@ -167,7 +167,8 @@ TRAINING_FRAMEWORKS = {
         packing="SFTConfig(packing=True)",
         # loss_type "chunked_nll", the default since TRL 1.7 (pull request 5846): tokens whose
         # label is ignored never reach the LM head, the rest go through it and the loss in
-        # checkpointed chunks of 256 tokens, so no logits are kept per token.
+        # checkpointed chunks of 256 tokens, so no logits are kept per token; each chunk
+        # multiplies by an fp32 copy of the head weight (memory_terms.loss_chunk_bytes).
         logits_bytes=0.0,
         loss_chunk_tokens=256,
         checkpoint_levels=("none", "full"),

@@ -313,12 +313,16 @@ def logits_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
 
 
 def loss_chunk_bytes(shape: ModelShape, wl: Workload) -> float:
-    """One loss chunk's logits (a fixed buffer, not per sample): the chunk's tokens against the
-    vocabulary at the bytes Transformers' fp32 loss keeps; 0 where the loss is not chunked."""
+    """What one chunk of a chunked loss holds (a fixed buffer, not per sample): the chunk's
+    tokens against the vocabulary at the bytes Transformers' fp32 loss keeps, and the fp32 copy
+    of the LM head weight each chunk multiplies by (TRL's chunked_nll computes
+    `h.float() @ w.float().t()` inside each checkpointed chunk); 0 where the loss is not
+    chunked."""
     if not (wl.training and wl.loss_chunk_tokens and shape.vocab_head):
         return 0.0
     tokens = min(wl.loss_chunk_tokens, wl.decoder_len or wl.seq_len)
-    return tokens * shape.vocab_size * c.LOGITS_TRAINING_BYTES.value
+    head_fp32 = shape.vocab_size * shape.hidden_size * 4
+    return tokens * shape.vocab_size * c.LOGITS_TRAINING_BYTES.value + head_fp32
 
 
 def kv_cache_bytes(

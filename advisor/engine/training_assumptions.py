@@ -104,9 +104,9 @@ def _logits_assumption(
         return c.LOGITS_TRAINING_BYTES.assumption(
             f"{wl.logits_per_entry:g} bytes per token x vocabulary entry: {framework.name} "
             f"runs the LM head and the loss over {wl.loss_chunk_tokens} tokens at a time, each "
-            f"chunk recomputed in backward, so one chunk's logits ({chunk / 1e9:.2f} GB at "
-            f"{c.LOGITS_TRAINING_BYTES.value:g} bytes an entry) exist at a time; "
-            'loss_type="nll" keeps them whole'
+            "chunk recomputed in backward, so one chunk's fp32 logits and an fp32 copy of the "
+            f"LM head weight ({chunk / 1e9:.2f} GB) exist at a time; "
+            'loss_type="nll" keeps the logits whole'
         )
     return c.LOGITS_TRAINING_BYTES.assumption(
         f"{wl.logits_per_entry:g} bytes per token x vocabulary entry: "

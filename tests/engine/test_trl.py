@@ -28,9 +28,10 @@ def one_gpu(framework: str, **fields):
 
 
 def test_one_chunk_of_logits_whatever_the_micro_batch():
-    """256 tokens x 128,256 entries x 12 bytes, at micro-batch 1 and 4 alike; the Trainer keeps
-    12 bytes for every token of the micro-batch."""
-    chunk = 256 * VOCAB * 12
+    """256 tokens x 128,256 entries x 12 bytes and the head weight's fp32 copy (128,256 x 4,096
+    x 4 bytes), at micro-batch 1 and 4 alike; the Trainer keeps 12 bytes for every token of the
+    micro-batch."""
+    chunk = 256 * VOCAB * 12 + VOCAB * 4096 * 4
     for micro in (1, 4):
         fields = {"seq_len": 4096, "batch_size": 8, "micro_batch": micro}
         _, trl = one_gpu("trl", gradient_checkpointing=True, **fields)
@@ -50,7 +51,7 @@ def test_the_result_says_how_the_loss_is_chunked():
     result, _ = one_gpu("trl", seq_len=4096, batch_size=8)
     logits = next(a for a in result.assumptions if a.name.startswith("Logits"))
     assert "over 256 tokens at a time" in logits.value
-    assert "0.39 GB" in logits.value
+    assert "(2.50 GB)" in logits.value
     library = next(a for a in result.assumptions if a.name == "Library")
     assert library.value == "TRL SFTTrainer (1.7 or newer)"
     assert "gradient_checkpointing default True" in library.source
