@@ -80,6 +80,29 @@ def _distances_by_generation(measured: tuple, shape: ModelShape, wl: Workload) -
     return by_generation
 
 
+def _tools_needed(request: EstimateRequest, shape: ModelShape, wl: Workload) -> tuple[str, ...]:
+    """The software the job's recipe needs, for the support matrix (software.py)."""
+    return software.needs(
+        task=wl.task,
+        weight_format=wl.weight_format,
+        optimizer=request.optimizer,
+        flash_attention=wl.flash_attention,
+        training=wl.training,
+        framework=request.framework,
+        quantization=request.quantization,
+        experts=shape.num_experts > 1,
+        compiled=wl.compiled,
+    )
+
+
+def _gpu_limit(request: EstimateRequest) -> int | None:
+    """The most GPUs an option may use: the constraint and a pinned count, the smaller."""
+    limit = request.constraints.max_gpus
+    if request.num_gpus is not None:
+        limit = request.num_gpus if limit is None else min(limit, request.num_gpus)
+    return limit
+
+
 class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
     """One estimate's pass over the catalog: what the request fixes, worked out once, and the
     caches that live for this estimate only (so nothing carries over to the next one;
@@ -111,17 +134,7 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         self.accelerators = accelerators
         self.generations = {name: generation(acc) for name, acc in accelerators.items()}
         self.distances_by_generation = _distances_by_generation(measured, shape, wl)
-        self.tools_needed = software.needs(
-            task=wl.task,
-            weight_format=wl.weight_format,
-            optimizer=request.optimizer,
-            flash_attention=wl.flash_attention,
-            training=training,
-            framework=request.framework,
-            quantization=request.quantization,
-            experts=shape.num_experts > 1,
-            compiled=wl.compiled,
-        )
+        self.tools_needed = _tools_needed(request, shape, wl)
         self.tokens = None
         if request.tokens is not None:
             self.tokens = request.tokens * (request.epochs if training else 1)
@@ -130,10 +143,7 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         self.timing_tokens = self.tokens if self.tokens is not None else RANKING_TOKENS
         self.adapter_memo: dict[tuple, float] = {}  # parallel_options.adapter_hours
         self.optimizer_memo: dict[tuple, float] = {}  # parallel_options.optimizer_hours
-        limit = request.constraints.max_gpus
-        if request.num_gpus is not None:
-            limit = request.num_gpus if limit is None else min(limit, request.num_gpus)
-        self.limit = limit
+        self.limit = _gpu_limit(request)
         self.margin = c.MEMORY_MARGIN.value
         self.margin_pct = f"{self.margin:.0%}"
         self.contingency_rate = c.CONTINGENCY.value

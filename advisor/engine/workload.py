@@ -236,19 +236,12 @@ def with_sequence_length(request: EstimateRequest, shape: ModelShape) -> Estimat
 def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
     request = with_sequence_length(request, shape)
     task, precision, weight_format, compute = _formats(request)
-    rank = request.lora_rank or c.DEFAULT_LORA_RANK
-    if task in ("lora", "qlora") and rank > shape.hidden_size:
-        raise RequestError(
-            [
-                (
-                    "lora_rank",
-                    f"LoRA rank {rank} is larger than the model's hidden size "
-                    f"{shape.hidden_size}; a rank at most a fraction of it makes sense.",
-                )
-            ]
-        )
+    rank = _lora_rank(request, shape, task)
     training = task != "inference"
     framework, _ = framework_for(request.framework, training)
+    logits_per_entry, loss_chunk_tokens = (
+        _loss_terms(request.fused_loss, framework) if training else (None, None)
+    )
     # Not said: 16-bit in the type each GPU has, as Unsloth's notebooks pick it
     # (is_bfloat16_supported()); the sbatch script passes fp16 where it is chosen (vLLM refuses
     # bf16 below compute capability 8.0 and asks for --dtype=half).
@@ -279,11 +272,8 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
             request.double_quant if request.double_quant is not None else task == "qlora"
         ),
         lora_dropout=request.lora_dropout is None or request.lora_dropout > 0,
-        logits_per_entry=_logits_per_entry(request.fused_loss, framework) if training else None,
-        # A fused loss said either way replaces the library's own chunking.
-        loss_chunk_tokens=framework.loss_chunk_tokens
-        if training and request.fused_loss is None
-        else None,
+        logits_per_entry=logits_per_entry,
+        loss_chunk_tokens=loss_chunk_tokens,
         checkpoint_offload=_pinned_or(request.activation_offloading, framework.offloads_checkpoints)
         and training,
         optimizer_in_backward=_pinned_or(
@@ -364,13 +354,29 @@ def batch_default(request: EstimateRequest) -> tuple[int, Constant]:
     return int(c.DEFAULT_FINETUNE_BATCH.value), c.DEFAULT_FINETUNE_BATCH
 
 
-def _logits_per_entry(fused_loss: bool | None, framework) -> float | None:
-    """Bytes per (token x vocabulary entry) the loss keeps: a fused loss keeps no full logits
-    (as Unsloth's profile says), a loss that is not fused keeps the fp32 ones (None: the
-    engine's 12 bytes), and without a pinned answer the library's own default."""
+def _lora_rank(request: EstimateRequest, shape: ModelShape, task: str) -> int:
+    rank = request.lora_rank or c.DEFAULT_LORA_RANK
+    if task in ("lora", "qlora") and rank > shape.hidden_size:
+        raise RequestError(
+            [
+                (
+                    "lora_rank",
+                    f"LoRA rank {rank} is larger than the model's hidden size "
+                    f"{shape.hidden_size}; a rank at most a fraction of it makes sense.",
+                )
+            ]
+        )
+    return rank
+
+
+def _loss_terms(fused_loss: bool | None, framework) -> tuple[float | None, int | None]:
+    """(bytes per token x vocabulary entry the loss keeps, tokens per loss chunk): a fused loss
+    keeps no full logits (as Unsloth's profile says), a loss that is not fused keeps the fp32
+    ones (None: the engine's 12 bytes), and without a pinned answer the library's own default,
+    its chunking included (a fused loss said either way replaces the library's chunking)."""
     if fused_loss is None:
-        return framework.logits_bytes
-    return 0.0 if fused_loss else None
+        return framework.logits_bytes, framework.loss_chunk_tokens
+    return (0.0 if fused_loss else None), None
 
 
 def _pinned_or(pinned: bool | None, default: bool) -> bool:
