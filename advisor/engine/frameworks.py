@@ -31,6 +31,10 @@ class Framework:
     # The loss runs over chunks of this many tokens, each recomputed in backward, so one
     # chunk's logits exist at a time (TRL's chunked_nll); None: not chunked by tokens.
     loss_chunk_tokens: int | None = None
+    # How the library's users turn on Liger Kernel's fused linear cross-entropy, which never
+    # builds the logits ("" where the library has no such switch or its loss is already fused
+    # or chunked): the hint a result gives when the fp32 logits weigh most.
+    fused_loss_switch: str = ""
     # True: weights, gradients and optimizer states all 16-bit (no fp32 master copy).
     pure_bf16: bool = False
     # True: each parameter is updated as soon as its gradient exists, so gradients never
@@ -132,6 +136,7 @@ TRAINING_FRAMEWORKS = {
         clips_gradients=True,
         compile_switch="--torch_compile (TrainingArguments torch_compile=True)",
         name="Hugging Face Transformers Trainer (+ PEFT)",
+        fused_loss_switch="use_liger_kernel=True in TrainingArguments",
         kind="training",
         # prepare_model_for_kbit_training(model, use_gradient_checkpointing=True) is how PEFT
         # prepares a 4-/8-bit base model; plain LoRA and full fine-tuning leave
@@ -240,6 +245,9 @@ TRAINING_FRAMEWORKS = {
         clips_gradients=True,
         compile_switch="torch_compile: true in the config",
         name="Axolotl",
+        # Its Liger integration (docs: Custom Integrations, Liger Kernels).
+        fused_loss_switch="plugins: [axolotl.integrations.liger.LigerPlugin] with "
+        "liger_fused_linear_cross_entropy: true in the config",
         kind="training",
         checkpointing={"qlora": "full", "lora": "full", "full_finetune": "full"},
         checkpointing_off="gradient_checkpointing: false in the config",
@@ -258,6 +266,7 @@ TRAINING_FRAMEWORKS = {
         clips_gradients=True,
         compile_switch="torch_compile: true in the config",
         name="LLaMA-Factory",
+        fused_loss_switch="enable_liger_kernel: true in the config",
         kind="training",
         # model_utils/checkpointing.py prepare_model_for_training turns gradient checkpointing
         # on for every stage and fine-tuning type unless disable_gradient_checkpointing.

@@ -125,10 +125,20 @@ _LOGITS_WORTH_A_HINT = 0.25
 _LOGITS_TOO_LARGE = 10e9  # bytes of logits no GPU spares easily
 
 
+def _how_to_estimate_fused(framework) -> str:
+    """Where the researcher says the loss is fused: the flowchart has a choice for the Trainer
+    with Liger Kernel; every library takes fused_loss in the API."""
+    if framework.key == "hf_trainer":
+        return (
+            "choose the Trainer with Liger Kernel in the flowchart, or fused_loss: true in the API"
+        )
+    return "fused_loss: true in the API"
+
+
 def _logits_hint(memory: MemoryBreakdown, framework, wl: Workload) -> str | None:
-    """When nothing fits: the Trainer's fp32 logits for one sequence, where they are a large
+    """When nothing fits: the library's fp32 logits for one sequence, where they are a large
     share of what one GPU would need, and the fused loss that never builds them."""
-    if framework.key != "hf_trainer" or wl.logits_per_entry is not None:
+    if not framework.fused_loss_switch or wl.logits_per_entry is not None:
         return None
     # Checked against a share of the need and a size of their own: without checkpointing
     # the activations of a long sequence dwarf everything, though the logits alone would not
@@ -138,8 +148,8 @@ def _logits_hint(memory: MemoryBreakdown, framework, wl: Workload) -> str | None
     return (
         f"The loss's fp32 logits alone take {memory.logits / 1e9:.0f} GB for a micro-batch of "
         f"{plural(wl.batch_size, 'sequence')}: Liger Kernel's fused linear cross-entropy "
-        "(use_liger_kernel=True) never builds them: choose the Trainer with Liger Kernel in the "
-        "flowchart, or fused_loss: true in the API, to estimate it."
+        f"({framework.fused_loss_switch}) never builds them: "
+        f"{_how_to_estimate_fused(framework)}, to estimate it."
     )
 
 
@@ -148,17 +158,16 @@ def _fused_loss_hint(opt, framework) -> str | None:
     tensor of a step; Liger Kernel's fused linear cross-entropy computes the loss in chunks
     without them. Said, not assumed: the researcher decides whether to add the dependency."""
     logits = opt.memory.logits
-    # The Trainer is a training library: an inference job never reaches the check.
-    if framework.key != "hf_trainer" or logits < _LOGITS_WORTH_A_HINT * opt.memory_per_gpu_bytes:
+    # Only training libraries have a switch: an inference job never reaches the check.
+    if not framework.fused_loss_switch or logits < _LOGITS_WORTH_A_HINT * opt.memory_per_gpu_bytes:
         return None
     return (
         f"The loss's fp32 logits take {logits / 1e9:.1f} of the "
         f"{opt.memory_per_gpu_bytes / 1e9:.1f} GB per GPU. Liger Kernel's fused linear "
-        "cross-entropy (use_liger_kernel=True in TrainingArguments or TRL's SFTConfig; Triton "
-        "kernels, benchmarked by linkedin/Liger-Kernel on NVIDIA A100s) never materialises "
-        "them, so a larger micro-batch or a smaller GPU may fit; not assumed here (choose the "
-        "Trainer with Liger Kernel in the flowchart, or fused_loss: true in the API, to "
-        "estimate it)."
+        f"cross-entropy ({framework.fused_loss_switch}; Triton kernels, benchmarked by "
+        "linkedin/Liger-Kernel on NVIDIA A100s) never materialises them, so a larger "
+        "micro-batch or a smaller GPU may fit; not assumed here "
+        f"({_how_to_estimate_fused(framework)}, to estimate it)."
     )
 
 

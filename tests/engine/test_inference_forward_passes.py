@@ -107,8 +107,8 @@ def test_vllm_prefills_a_long_prompt_in_chunks_while_generate_holds_it_whole():
 def test_long_context_lora_with_the_trainer_is_told_its_logits_and_the_fused_loss():
     """Llama 3.1 8B LoRA at 32,768 tokens under the HF Trainer: the fp32 logits (128,256
     entries per token, 12 bytes each) are over half the need. The recommendation says so and
-    names the fused loss that avoids them, without assuming it; torchtune's chunked loss gets
-    no such note."""
+    names the fused loss that avoids them, without assuming it, in the library's own terms;
+    torchtune's and TRL's chunked losses get no such note."""
 
     def lora(framework=None):
         request = EstimateRequest(
@@ -126,13 +126,18 @@ def test_long_context_lora_with_the_trainer_is_told_its_logits_and_the_fused_los
     assert hint == [
         f"The loss's fp32 logits take {trainer.memory.logits / 1e9:.1f} of the "
         f"{trainer.memory_per_gpu_bytes / 1e9:.1f} GB per GPU. Liger Kernel's fused linear "
-        "cross-entropy (use_liger_kernel=True in TrainingArguments or TRL's SFTConfig; Triton "
+        "cross-entropy (use_liger_kernel=True in TrainingArguments; Triton "
         "kernels, benchmarked by linkedin/Liger-Kernel on NVIDIA A100s) never materialises "
         "them, so a larger micro-batch or a smaller GPU may fit; not assumed here (choose the "
         "Trainer with Liger Kernel in the flowchart, or fused_loss: true in the API, to "
         "estimate it)."
     ]
     assert not any("Liger" in r for r in lora("torchtune").reasons)
+    assert not any("Liger" in r for r in lora("trl").reasons)  # its loss is chunked already
+    factory = [r for r in lora("llama_factory").reasons if "Liger" in r]
+    assert len(factory) == 1
+    assert "(enable_liger_kernel: true in the config; Triton" in factory[0]
+    assert factory[0].endswith("(fused_loss: true in the API, to estimate it).")
 
 
 def test_a_fused_loss_under_the_trainer_drops_the_logits_and_goes_into_the_script():
