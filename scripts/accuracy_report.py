@@ -597,16 +597,7 @@ def summarise(outcomes: list[Outcome], engine_version: str) -> dict[str, Any]:
             "accelerate_full": _method_stats(memory_full, lambda o: o.accelerate_bytes),
             "accelerate_all": _method_stats(memory, lambda o: o.accelerate_bytes),
         },
-        "oom": {
-            "cases": len(ooms),
-            "engine_predicted_not_fitting": oom_caught,
-            "seed_rule_predicted_not_fitting": sum(
-                1 for o in ooms if _rule_fits(o, o.seed_bytes) is False
-            ),
-            "accelerate_predicted_not_fitting": sum(
-                1 for o in ooms if _rule_fits(o, o.accelerate_bytes) is False
-            ),
-        },
+        "oom": _oom_counts(ooms),
         "fits": {
             "cases": len(fits_cases),
             "engine_predicted_fitting": sum(1 for o in fits_cases if o.fits is True),
@@ -689,6 +680,49 @@ def test_summary(outcomes: list[Outcome]) -> dict[str, Any]:
     hours_full = _method_stats(
         [o for o in hours if o.point.expressible == "full"], lambda o: o.compared_gpu_hours
     )
+    targets = _test_targets(memory, hours, ooms, engine, hours_stats)
+    return {
+        "points": len(tests),
+        "memory": {
+            "engine": engine,
+            "seed_rule": _method_stats(memory, lambda o: o.seed_bytes),
+            "accelerate": _method_stats(memory, lambda o: o.accelerate_bytes),
+        },
+        "oom": _oom_counts(ooms),
+        "fits": {
+            "cases": len(fits_cases),
+            "engine_predicted_fitting": sum(1 for o in fits_cases if o.fits is True),
+        },
+        "gpu_hours": hours_stats,
+        "gpu_hours_by_kind": hours_by_kind,
+        "gpu_hours_fully_expressible": hours_full,
+        "source_conflicts": {
+            "points": [
+                {
+                    "id": o.point.id,
+                    "error": o.rel_error(o.engine_bytes),
+                    "why": o.point.source_conflict,
+                }
+                for o in conflicted
+            ],
+            "memory_without_them": consistent,
+        },
+        "uncertainty": uncertainty_by_family(memory, lambda o: o.engine_bytes, MEMORY_MARGIN),
+        "gpu_hours_uncertainty": uncertainty_by_family(
+            hours, lambda o: o.compared_gpu_hours, GPU_HOURS_MARGIN
+        ),
+        "targets": targets,
+    }
+
+
+def _test_targets(
+    memory: list[Outcome],
+    hours: list[Outcome],
+    ooms: list[Outcome],
+    engine: dict[str, Any],
+    hours_stats: dict[str, Any],
+) -> dict[str, Any]:
+    """Issue 13's and 14's targets on the test points."""
     hour_errors = [e for o in hours if (e := o.rel_error(o.compared_gpu_hours)) is not None]
     worst_hours = max((abs(e) for e in hour_errors), default=None)
     every_hour_point = hours_stats["estimated"] == hours_stats["points"]
@@ -699,7 +733,7 @@ def test_summary(outcomes: list[Outcome]) -> dict[str, Any]:
     ]
     worst_adapter = max((abs(e) for e in adapter_errors), default=None)
     caught = sum(1 for o in ooms if o.fits is False)
-    targets = {
+    return {
         "memory_median_abs_error": _target(
             engine["median_abs_error"], lambda v: v <= TEST_MEMORY_MEDIAN_TARGET, "<= 5 %"
         ),
@@ -732,46 +766,19 @@ def test_summary(outcomes: list[Outcome]) -> dict[str, Any]:
             "status": "NO DATA" if not ooms else ("PASS" if caught == len(ooms) else "MISS"),
         },
     }
+
+
+def _oom_counts(ooms: list[Outcome]) -> dict[str, int]:
+    """Measured out-of-memory cases each method predicts as not fitting."""
     return {
-        "points": len(tests),
-        "memory": {
-            "engine": engine,
-            "seed_rule": _method_stats(memory, lambda o: o.seed_bytes),
-            "accelerate": _method_stats(memory, lambda o: o.accelerate_bytes),
-        },
-        "oom": {
-            "cases": len(ooms),
-            "engine_predicted_not_fitting": caught,
-            "seed_rule_predicted_not_fitting": sum(
-                1 for o in ooms if _rule_fits(o, o.seed_bytes) is False
-            ),
-            "accelerate_predicted_not_fitting": sum(
-                1 for o in ooms if _rule_fits(o, o.accelerate_bytes) is False
-            ),
-        },
-        "fits": {
-            "cases": len(fits_cases),
-            "engine_predicted_fitting": sum(1 for o in fits_cases if o.fits is True),
-        },
-        "gpu_hours": hours_stats,
-        "gpu_hours_by_kind": hours_by_kind,
-        "gpu_hours_fully_expressible": hours_full,
-        "source_conflicts": {
-            "points": [
-                {
-                    "id": o.point.id,
-                    "error": o.rel_error(o.engine_bytes),
-                    "why": o.point.source_conflict,
-                }
-                for o in conflicted
-            ],
-            "memory_without_them": consistent,
-        },
-        "uncertainty": uncertainty_by_family(memory, lambda o: o.engine_bytes, MEMORY_MARGIN),
-        "gpu_hours_uncertainty": uncertainty_by_family(
-            hours, lambda o: o.compared_gpu_hours, GPU_HOURS_MARGIN
+        "cases": len(ooms),
+        "engine_predicted_not_fitting": sum(1 for o in ooms if o.fits is False),
+        "seed_rule_predicted_not_fitting": sum(
+            1 for o in ooms if _rule_fits(o, o.seed_bytes) is False
         ),
-        "targets": targets,
+        "accelerate_predicted_not_fitting": sum(
+            1 for o in ooms if _rule_fits(o, o.accelerate_bytes) is False
+        ),
     }
 
 
@@ -846,7 +853,6 @@ def uncertainty_file(summary: dict[str, Any]) -> str:
 
 def _test_section(test: dict[str, Any]) -> list[str]:
     """Issue 13: the engine, the seed rules and accelerate's method on the test points."""
-    mem, oom, targets = test["memory"], test["oom"], test["targets"]
     lines = [
         "## Test points (never used to set a constant)",
         "",
@@ -866,7 +872,7 @@ def _test_section(test: dict[str, Any]) -> list[str]:
         "oom_cases_predicted_not_fitting": ("Measured out-of-memory predicted as not fitting", str),
     }
     for key, (label, fmt) in labels.items():
-        t = targets[key]
+        t = test["targets"][key]
         lines.append(_row(label, t["target"], fmt(t["value"]), f"**{t['status']}**"))
     lines += [
         "",
@@ -879,32 +885,44 @@ def _test_section(test: dict[str, Any]) -> list[str]:
         ("Seed 002 rules (1.2x / 4x)", "seed_rule"),
         ("`accelerate estimate-memory` method", "accelerate"),
     ):
-        st = mem[key]
-        lines.append(
-            _row(
-                label,
-                f"{st['estimated']}/{st['points']}",
-                _abs_pct(st["median_abs_error"]),
-                _pct(st["worst_under_estimate"]),
-                _pct(st["worst_over_estimate"]),
-            )
-        )
-    conflicts = test["source_conflicts"]
-    if conflicts["points"]:
-        rest = conflicts["memory_without_them"]
-        lines += ["", "Test points their own source contradicts (kept in every target above):"]
-        lines += [
-            f"- `{c['id']}` (engine {_pct(c['error'])}): {c['why']}" for c in conflicts["points"]
-        ]
-        lines += [
-            "",
-            f"Without them the engine's memory figures on the other {rest['points']} test "
-            f"points: median absolute error {_abs_pct(rest['median_abs_error'])}, worst "
-            f"under-estimate {_pct(rest['worst_under_estimate'])}, worst over-estimate "
-            f"{_pct(rest['worst_over_estimate'])}.",
-        ]
+        lines.append(_stats_row(label, test["memory"][key]))
+    return (
+        lines
+        + _source_conflict_lines(test["source_conflicts"])
+        + _gpu_hour_test_lines(test)
+        + _test_uncertainty_lines(test)
+    )
+
+
+def _stats_row(label: str, st: dict[str, Any]) -> str:
+    return _row(
+        label,
+        f"{st['estimated']}/{st['points']}",
+        _abs_pct(st["median_abs_error"]),
+        _pct(st["worst_under_estimate"]),
+        _pct(st["worst_over_estimate"]),
+    )
+
+
+def _source_conflict_lines(conflicts: dict[str, Any]) -> list[str]:
+    if not conflicts["points"]:
+        return []
+    rest = conflicts["memory_without_them"]
+    lines = ["", "Test points their own source contradicts (kept in every target above):"]
+    lines += [f"- `{c['id']}` (engine {_pct(c['error'])}): {c['why']}" for c in conflicts["points"]]
+    return [
+        *lines,
+        "",
+        f"Without them the engine's memory figures on the other {rest['points']} test "
+        f"points: median absolute error {_abs_pct(rest['median_abs_error'])}, worst "
+        f"under-estimate {_pct(rest['worst_under_estimate'])}, worst over-estimate "
+        f"{_pct(rest['worst_over_estimate'])}.",
+    ]
+
+
+def _gpu_hour_test_lines(test: dict[str, Any]) -> list[str]:
     gh = test["gpu_hours"]
-    lines += [
+    lines = [
         "",
         f"GPU-hour test points ({gh['estimated']}/{gh['points']} estimated, each compared with "
         "`gpu_hours`): worst under-estimate "
@@ -916,17 +934,12 @@ def _test_section(test: dict[str, Any]) -> list[str]:
     ]
     by_kind = [(kind[0].upper() + kind[1:], st) for kind, st in test["gpu_hours_by_kind"].items()]
     full = ("Every setting expressible (`full`), all kinds", test["gpu_hours_fully_expressible"])
-    for label, st in [*by_kind, full]:
-        lines.append(
-            _row(
-                label,
-                f"{st['estimated']}/{st['points']}",
-                _abs_pct(st["median_abs_error"]),
-                _pct(st["worst_under_estimate"]),
-                _pct(st["worst_over_estimate"]),
-            )
-        )
-    lines += [
+    return lines + [_stats_row(label, st) for label, st in [*by_kind, full]]
+
+
+def _test_uncertainty_lines(test: dict[str, Any]) -> list[str]:
+    oom = test["oom"]
+    return [
         "",
         f"Out-of-memory test cases predicted as not fitting: engine "
         f"{oom['engine_predicted_not_fitting']}/{oom['cases']}, seed rules "
@@ -943,9 +956,7 @@ def _test_section(test: dict[str, Any]) -> list[str]:
         "widened to cover every one.",
         "",
         *_header("Family", "Test points", "Uncertainty", "Covered"),
-    ]
-    lines += _uncertainty_rows(test["uncertainty"])
-    lines += [
+        *_uncertainty_rows(test["uncertainty"]),
         "",
         "Stated GPU-hour uncertainty per task family, the same way (the calibration margin is "
         f"+-{GPU_HOURS_MARGIN.value:.0%}):",
@@ -954,7 +965,6 @@ def _test_section(test: dict[str, Any]) -> list[str]:
         *_uncertainty_rows(test["gpu_hours_uncertainty"]),
         "",
     ]
-    return lines
 
 
 def _uncertainty_rows(by_family: dict[str, Any]) -> list[str]:
