@@ -21,24 +21,16 @@ sys.path.insert(0, str(ROOT))
 from bench.bench_django import bench_staff, django_ready  # noqa: E402
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=10_000)
-    parser.add_argument("--runs", type=int, default=7)
-    args = parser.parse_args()
-
-    django_ready()
+def _bench_requests(have: int, wanted: int) -> list:
+    """Unsaved allocation requests from `have` up to `wanted`, spread over researchers,
+    statuses and facilities as a busy queue is."""
     from django.contrib.auth import get_user_model
-    from django.db import connection
-    from django.test import Client
-    from django.test.utils import CaptureQueriesContext, override_settings
     from django.utils import timezone
 
     from allocations.models import AllocationRequest, Status
     from tests.allocations.factories import estimate_request, estimate_result
 
     users = get_user_model().objects
-    staff = bench_staff()
     researchers = [
         users.get_or_create(
             username=f"bench-researcher-{i}",
@@ -56,10 +48,8 @@ def main() -> None:
         Status.DRAFT,
         Status.WITHDRAWN,
     ]
-    have = AllocationRequest.objects.count()
     now = timezone.now()
-    start = time.perf_counter()
-    batch = [
+    return [
         AllocationRequest(
             researcher=researchers[i % len(researchers)],
             status=statuses[i % len(statuses)],
@@ -73,13 +63,31 @@ def main() -> None:
             estimate_snapshot=snapshot,
             submitted_at=now - timedelta(hours=i),
         )
-        for i in range(have, args.requests)
+        for i in range(have, wanted)
     ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+
+    django_ready()
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext, override_settings
+
+    from allocations.models import AllocationRequest
+
+    have = AllocationRequest.objects.count()
+    start = time.perf_counter()
+    batch = _bench_requests(have, args.requests)
     AllocationRequest.objects.bulk_create(batch, batch_size=1000)
     created = time.perf_counter() - start
 
     client = Client()
-    client.force_login(staff)
+    client.force_login(bench_staff())
     url = "/admin/allocations/allocationrequest/"
     client.get(url)  # warm caches and connections
     timings = []

@@ -22,11 +22,13 @@ from bench.engine_rankings import catalogs, config, requests  # noqa: E402
 def varied() -> dict[str, EstimateRequest]:
     """Tasks, precisions, pinned counts, strategies, frameworks and constraints beyond the
     bench's six requests."""
+    return {**_varied_training(), **_varied_libraries(), **_varied_inference()}
+
+
+def _varied_training() -> dict[str, EstimateRequest]:
     llama7 = config("meta-llama__Llama-2-7b-hf")
     llama13 = config("meta-llama__Llama-2-13b-hf")
     gpt2 = config("openai-community__gpt2")
-    qwen05 = config("Qwen__Qwen2.5-0.5B")
-    neox = config("EleutherAI__gpt-neox-20b")
     gemma = config("google__gemma-7b")
     req = EstimateRequest
     return {
@@ -34,13 +36,7 @@ def varied() -> dict[str, EstimateRequest]:
         "gpt2 full fp16 batch 64": req(
             config=gpt2, task="full_finetune", precision="fp16", batch_size=64, tokens=10**8
         ),
-        "qwen0.5 lora no tokens": req(config=qwen05, task="lora"),
-        "qwen0.5 inference int8": req(
-            config=qwen05, task="inference", precision="int8", tokens=10**6
-        ),
-        "7B inference int4 vllm": req(
-            config=llama7, task="inference", precision="int4", framework="vllm", tokens=10**8
-        ),
+        "qwen0.5 lora no tokens": req(config=config("Qwen__Qwen2.5-0.5B"), task="lora"),
         "7B full 4 GPUs zero3": req(
             config=llama7, task="full_finetune", num_gpus=4, strategy="zero3", tokens=10**8
         ),
@@ -57,17 +53,18 @@ def varied() -> dict[str, EstimateRequest]:
         "7B lora seq 8192 no flash": req(
             config=llama7, task="lora", seq_len=8192, flash_attention=False, tokens=10**7
         ),
-        "13B qlora deepspeed": req(
-            config=llama13, task="qlora", precision="int4", framework="deepspeed", tokens=10**8
-        ),
         "13B full max 8 GPUs 24 h": req(
             config=llama13,
             task="full_finetune",
             tokens=10**9,
             constraints={"max_gpus": 8, "max_wall_hours": 24},
         ),
-        "20B pretrain fsdp": req(config=neox, task="pretrain", strategy="fsdp", tokens=10**10),
-        "20B inference 2 GPUs": req(config=neox, task="inference", num_gpus=2, tokens=10**7),
+        "20B pretrain fsdp": req(
+            config=config("EleutherAI__gpt-neox-20b"),
+            task="pretrain",
+            strategy="fsdp",
+            tokens=10**10,
+        ),  # fmt: skip
         "gemma full confidential": req(
             config=gemma,
             task="full_finetune",
@@ -93,17 +90,55 @@ def varied() -> dict[str, EstimateRequest]:
         "1B params pretrain batch 512": req(
             params=1_000_000_000, task="pretrain", batch_size=512, tokens=10**10
         ),
+        "7B full sgd ddp": req(
+            config=llama7, task="full_finetune", optimizer="sgd", strategy="ddp", tokens=10**8
+        ),
+    }
+
+
+def _varied_libraries() -> dict[str, EstimateRequest]:
+    llama7 = config("meta-llama__Llama-2-7b-hf")
+    llama13 = config("meta-llama__Llama-2-13b-hf")
+    req = EstimateRequest
+    return {
+        "13B qlora deepspeed": req(
+            config=llama13, task="qlora", precision="int4", framework="deepspeed", tokens=10**8
+        ),
+        "7B lora rank 64 torchtune": req(
+            config=llama7, task="lora", lora_rank=64, framework="torchtune", tokens=10**8
+        ),
+        "7B lora seq 4096 trl": req(
+            config=llama7, task="lora", seq_len=4096, framework="trl", tokens=10**8
+        ),
+        "13B qlora llama-factory 2 GPUs zero3": req(
+            config=llama13,
+            task="qlora",
+            precision="int4",
+            framework="llama_factory",
+            num_gpus=2,
+            strategy="zero3",
+            tokens=10**8,
+        ),
+    }
+
+
+def _varied_inference() -> dict[str, EstimateRequest]:
+    llama7 = config("meta-llama__Llama-2-7b-hf")
+    neox = config("EleutherAI__gpt-neox-20b")
+    req = EstimateRequest
+    return {
+        "qwen0.5 inference int8": req(
+            config=config("Qwen__Qwen2.5-0.5B"), task="inference", precision="int8", tokens=10**6
+        ),
+        "7B inference int4 vllm": req(
+            config=llama7, task="inference", precision="int4", framework="vllm", tokens=10**8
+        ),
+        "20B inference 2 GPUs": req(config=neox, task="inference", num_gpus=2, tokens=10**7),
         "70B inference 1 GPU pinned": req(
             config=config("meta-llama__Llama-2-70b-hf"),
             task="inference",
             num_gpus=1,
             tokens=10**6,
-        ),
-        "7B lora rank 64 torchtune": req(
-            config=llama7, task="lora", lora_rank=64, framework="torchtune", tokens=10**8
-        ),
-        "7B full sgd ddp": req(
-            config=llama7, task="full_finetune", optimizer="sgd", strategy="ddp", tokens=10**8
         ),
         "7B inference batch 16 new 512": req(
             config=llama7, task="inference", batch_size=16, new_tokens=512, tokens=10**8

@@ -59,6 +59,76 @@ def _ms(samples: list[float]) -> str:
     return f"median {statistics.median(ordered) * 1000:8.3f} ms   p95 {p95 * 1000:8.3f} ms"
 
 
+def _concurrent_lookups(fake_hub, concurrency: int) -> tuple[int, list[BaseException]]:
+    """N concurrent lookups of one uncached model: (Hub model-info requests, errors)."""
+    from django.db import connection
+
+    from advisor.models import HfModelLookup
+    from advisor.services import hf_model_lookup_request
+
+    barrier = threading.Barrier(concurrency)
+    ids: list[int] = []
+    errors: list[BaseException] = []
+
+    def ask():
+        try:
+            barrier.wait()
+            ids.append(hf_model_lookup_request(repo_id=MODEL).pk)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=ask) for _ in range(concurrency)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    lookup = HfModelLookup.objects.get(requested_id=MODEL)
+    info_calls = fake_hub.model_info_requests(MODEL)
+    all_calls = fake_hub.requests_for(f"/api/models/{MODEL}") + fake_hub.requests_for(
+        f"/{MODEL}/resolve/"
+    )
+    print(f"\n{concurrency} concurrent lookups of {MODEL} (uncached), {elapsed:.2f} s:")
+    print(f"  lookup rows: {len(set(ids))}   status: {lookup.status}   errors: {len(errors)}")
+    print(f"  Hub model-info requests: {info_calls}   (goal: exactly 1)")
+    print(f"  Hub requests of any kind for the model: {all_calls}   (model info + config.json)")
+    if errors:
+        print(f"  first error: {errors[0]!r}")
+    return info_calls, errors
+
+
+def _cached_against_direct(repeat: int) -> float:
+    """A cached lookup against asking the Hub directly: the median speed-up."""
+    from django.core.cache import cache
+
+    from advisor import hub
+    from advisor.services import hf_model_lookup_request
+
+    hf_model_lookup_request(repo_id=MODEL)  # warm the connection
+    cached = _timed(lambda: hf_model_lookup_request(repo_id=MODEL), repeat)
+
+    def from_database():
+        cache.clear()
+        hf_model_lookup_request(repo_id=MODEL)
+
+    database = _timed(from_database, repeat)
+    direct_repeat = max(20, repeat // 4)
+    hub.fetch_model(MODEL)
+    direct = _timed(lambda: hub.fetch_model(MODEL), direct_repeat)
+    ratio = statistics.median(direct) / statistics.median(cached)
+    print(f"\ncached lookup (service, {repeat}x):      {_ms(cached)}")
+    print(f"  same, cache emptied each time (DB read):  {_ms(database)}")
+    print(f"direct Hub fetch (model info + config, {direct_repeat}x): {_ms(direct)}")
+    print(
+        f"cached is {ratio:.1f}x faster (median)   (goal: at least 20x); from the database "
+        f"alone {statistics.median(direct) / statistics.median(database):.1f}x"
+    )
+    return ratio
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--database-url", default="")
@@ -86,9 +156,7 @@ def main() -> int:
     from django.db import connection
 
     call_command("migrate", verbosity=0)
-    from advisor import hub
     from advisor.models import HfModelLookup
-    from advisor.services import hf_model_lookup_request
 
     HfModelLookup.objects.filter(requested_id=MODEL).delete()
     fake_hub.latency = args.hub_latency_ms / 1000
@@ -97,60 +165,8 @@ def main() -> int:
         f"fake Hub {fake_hub.url}  database {engine}  added Hub latency {args.hub_latency_ms:g} ms"
     )
 
-    # 1. N concurrent lookups of one uncached model.
-    barrier = threading.Barrier(args.concurrency)
-    ids: list[int] = []
-    errors: list[BaseException] = []
-
-    def ask():
-        try:
-            barrier.wait()
-            ids.append(hf_model_lookup_request(repo_id=MODEL).pk)
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=ask) for _ in range(args.concurrency)]
-    started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - started
-    lookup = HfModelLookup.objects.get(requested_id=MODEL)
-    info_calls = fake_hub.model_info_requests(MODEL)
-    all_calls = fake_hub.requests_for(f"/api/models/{MODEL}") + fake_hub.requests_for(
-        f"/{MODEL}/resolve/"
-    )
-    print(f"\n{args.concurrency} concurrent lookups of {MODEL} (uncached), {elapsed:.2f} s:")
-    print(f"  lookup rows: {len(set(ids))}   status: {lookup.status}   errors: {len(errors)}")
-    print(f"  Hub model-info requests: {info_calls}   (goal: exactly 1)")
-    print(f"  Hub requests of any kind for the model: {all_calls}   (model info + config.json)")
-    if errors:
-        print(f"  first error: {errors[0]!r}")
-
-    # 2. Cached lookup against asking the Hub directly.
-    hf_model_lookup_request(repo_id=MODEL)  # warm the connection
-    cached = _timed(lambda: hf_model_lookup_request(repo_id=MODEL), args.repeat)
-    from django.core.cache import cache
-
-    def from_database():
-        cache.clear()
-        hf_model_lookup_request(repo_id=MODEL)
-
-    database = _timed(from_database, args.repeat)
-    direct_repeat = max(20, args.repeat // 4)
-    hub.fetch_model(MODEL)
-    direct = _timed(lambda: hub.fetch_model(MODEL), direct_repeat)
-    ratio = statistics.median(direct) / statistics.median(cached)
-    print(f"\ncached lookup (service, {args.repeat}x):      {_ms(cached)}")
-    print(f"  same, cache emptied each time (DB read):  {_ms(database)}")
-    print(f"direct Hub fetch (model info + config, {direct_repeat}x): {_ms(direct)}")
-    print(
-        f"cached is {ratio:.1f}x faster (median)   (goal: at least 20x); from the database "
-        f"alone {statistics.median(direct) / statistics.median(database):.1f}x"
-    )
+    info_calls, errors = _concurrent_lookups(fake_hub, args.concurrency)
+    ratio = _cached_against_direct(args.repeat)
 
     fake_hub.stop()
     ok = info_calls == 1 and not errors and ratio >= 20
