@@ -9,7 +9,9 @@ Transformers `generate` for inference, and the result says so.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from advisor.engine import constants as c
 from advisor.engine.device_memory import device_bytes
@@ -24,7 +26,7 @@ class Framework:
     name: str
     kind: str  # "training" | "inference"
     # Activation checkpointing the library turns on by default, per task ("none" | "full").
-    checkpointing: dict[str, str]
+    checkpointing: Mapping[str, str]
     # Bytes per (token x vocabulary entry) the loss keeps in 16-bit training; None: the
     # Transformers default (16-bit logits, fp32 upcast, fp32 log-softmax).
     logits_bytes: float | None = None
@@ -130,6 +132,11 @@ class Framework:
         return self.logits_bytes is not None
 
 
+# Libraries that recompute every layer for every kind of training unless told not to.
+EVERY_TRAINING_TASK = MappingProxyType(
+    {"qlora": "full", "lora": "full", "full_finetune": "full", "pretrain": "full"}
+)
+
 TRAINING_FRAMEWORKS = {
     "hf_trainer": Framework(
         key="hf_trainer",
@@ -162,12 +169,7 @@ TRAINING_FRAMEWORKS = {
         kind="training",
         # _BaseConfig: gradient_checkpointing=True for every TRL trainer (TRL pull request
         # 3510, mid-2025).
-        checkpointing={
-            "qlora": "full",
-            "lora": "full",
-            "full_finetune": "full",
-            "pretrain": "full",
-        },
+        checkpointing=EVERY_TRAINING_TASK,
         checkpointing_off="SFTConfig(gradient_checkpointing=False) (TRL's default is True)",
         packing="SFTConfig(packing=True)",
         # loss_type "chunked_nll", the default since TRL 1.7 (pull request 5846): tokens whose
@@ -190,12 +192,7 @@ TRAINING_FRAMEWORKS = {
         name="torchtune",
         kind="training",
         packing="dataset.packed=True",
-        checkpointing={
-            "qlora": "full",
-            "lora": "full",
-            "full_finetune": "full",
-            "pretrain": "full",
-        },
+        checkpointing=EVERY_TRAINING_TASK,
         # CEWithChunkedOutputLoss: the output projection returns 8 chunks of 16-bit logits and
         # each chunk is upcast to fp32 and reduced on its own: 2 + (4 + 4) / 8 bytes.
         logits_bytes=2 + 8 / 8,
@@ -270,12 +267,7 @@ TRAINING_FRAMEWORKS = {
         kind="training",
         # model_utils/checkpointing.py prepare_model_for_training turns gradient checkpointing
         # on for every stage and fine-tuning type unless disable_gradient_checkpointing.
-        checkpointing={
-            "qlora": "full",
-            "lora": "full",
-            "full_finetune": "full",
-            "pretrain": "full",
-        },
+        checkpointing=EVERY_TRAINING_TASK,
         checkpointing_off="disable_gradient_checkpointing: true in the config",
         packing="packing: true in the config (its default only for stage pt)",
         checkpoint_levels=("none", "full"),

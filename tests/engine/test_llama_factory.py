@@ -76,14 +76,18 @@ def test_one_gpu_runs_the_cli_with_the_recipe_as_overrides():
     assert "# Library assumed: LLaMA-Factory." in script
 
 
-def test_zero3_over_nodes_uses_force_torchrun_and_its_deepspeed_config():
-    """Full fine-tuning of a 70B model over 4-GPU nodes: one srun task per node sets
-    NODE_RANK from Slurm, and the ZeRO-3 layout names the repository's example config."""
-    result = run(
+def seventy_b_full(strategy: str):
+    """Full fine-tuning of a 70B model on 16 A100 80GB of Baskerville's 4-GPU nodes."""
+    return run(
         config=LLAMA2_70B, task="full_finetune", seq_len=2048, batch_size=64,
-        system="baskerville", accelerator="a100-80-sxm4", num_gpus=16, strategy="zero3",
-    )  # fmt: skip
-    script = result.slurm_script
+        system="baskerville", accelerator="a100-80-sxm4", num_gpus=16, strategy=strategy,
+    ).slurm_script  # fmt: skip
+
+
+def test_zero3_over_nodes_uses_force_torchrun_and_its_deepspeed_config():
+    """One srun task per node sets NODE_RANK from Slurm, and the ZeRO-3 layout names the
+    repository's example config."""
+    script = seventy_b_full("zero3")
     assert "#SBATCH --ntasks-per-node=1" in script
     launch = next(line for line in script.splitlines() if "llamafactory-cli" in line)
     assert launch.startswith('srun bash -c "FORCE_TORCHRUN=1 NNODES=4 NODE_RANK=\\$SLURM_NODEID')
@@ -93,9 +97,5 @@ def test_zero3_over_nodes_uses_force_torchrun_and_its_deepspeed_config():
 
 
 def test_fsdp_goes_through_accelerate_and_the_repositorys_train_script():
-    result = run(
-        config=LLAMA2_70B, task="full_finetune", seq_len=2048, batch_size=64,
-        system="baskerville", accelerator="a100-80-sxm4", num_gpus=16, strategy="fsdp",
-    )  # fmt: skip
-    script = result.slurm_script
+    script = seventy_b_full("fsdp")
     assert "--use_fsdp --fsdp_sharding_strategy=FULL_SHARD src/train.py YOUR_CONFIG.yaml" in script
