@@ -127,6 +127,8 @@ def sbatch_script(
         platform == "xpu"
         and task != "inference"
         and option.strategy not in ("single", "tensor_parallel")
+        # LLaMA-Factory starts torchrun itself, whose ranks find Intel GPUs as any others.
+        and framework.key != "llama_factory"
     ):
         args = train_args(option.recipe, framework, fused_loss, option.compute_dtype, compiled)
         lines += _xpu_launcher(option, gpus_per_node, nodes, args)

@@ -99,3 +99,15 @@ def test_zero3_over_nodes_uses_force_torchrun_and_its_deepspeed_config():
 def test_fsdp_goes_through_accelerate_and_the_repositorys_train_script():
     script = seventy_b_full("fsdp")
     assert "--use_fsdp --fsdp_sharding_strategy=FULL_SHARD src/train.py YOUR_CONFIG.yaml" in script
+
+
+def test_intel_gpus_launch_through_its_own_cli_too():
+    """On Dawn's Max 1550s the recipe still goes to llamafactory-cli as config overrides, not
+    to an MPI launch of a script that would not read them."""
+    script = run(
+        task="lora", seq_len=2048, batch_size=32, system="dawn", accelerator="max1550-128",
+        num_gpus=8, strategy="ddp",
+    ).slurm_script  # fmt: skip
+    launch = next(line for line in script.splitlines() if "llamafactory-cli" in line)
+    assert launch.startswith('srun bash -c "FORCE_TORCHRUN=1 NNODES=2')
+    assert not any(line.startswith("mpiexec") for line in script.splitlines())
