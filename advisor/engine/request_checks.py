@@ -182,7 +182,8 @@ def _combination_errors(request: EstimateRequest) -> list[tuple[str, str]]:
             errors.append(
                 (
                     "framework",
-                    f"{profile.name} is an {profile.kind} library; for {task.replace('_', ' ')} "
+                    f"{profile.name} is {'an' if profile.kind == 'inference' else 'a'} "
+                    f"{profile.kind} library; for {task.replace('_', ' ')} "
                     f"choose one of: not_sure, {others}.",
                 )
             )

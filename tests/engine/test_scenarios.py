@@ -463,14 +463,24 @@ def test_unknown_framework_is_a_400_naming_the_field(client, db):
     assert response.json()["errors"][0]["field"] == "framework"
 
 
-def test_inference_library_for_training_is_a_400(client, db):
+@pytest.mark.parametrize(
+    ("task", "framework", "said"),
+    [
+        ("lora", "vllm", "vLLM is an inference library; for lora choose one of: not_sure, "),
+        ("inference", "llama_factory", "LLaMA-Factory is a training library; for inference "),
+        ("inference", "trl", "TRL SFTTrainer (1.7 or newer) is a training library; for "),
+    ],
+)
+def test_a_library_of_the_other_kind_is_a_400(client, db, task, framework, said):
     response = client.post(
         reverse("advisor:api-estimate"),
-        data=json.dumps({"params": 7_000_000_000, "task": "lora", "framework": "vllm"}),
+        data=json.dumps({"params": 7_000_000_000, "task": task, "framework": framework}),
         content_type="application/json",
     )
     assert response.status_code == 400
-    assert response.json()["errors"][0]["field"] == "framework"
+    error = response.json()["errors"][0]
+    assert error["field"] == "framework"
+    assert error["message"].startswith(said)
 
 
 def test_sbatch_script_applies_the_recipe(api):
