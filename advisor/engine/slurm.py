@@ -127,14 +127,17 @@ def sbatch_script(
         platform == "xpu"
         and task != "inference"
         and option.strategy not in ("single", "tensor_parallel")
-        # LLaMA-Factory starts torchrun itself, whose ranks find Intel GPUs as any others.
-        and framework.key != "llama_factory"
+        # LLaMA-Factory and torchtune start torchrun themselves, and take the recipe as their
+        # own config overrides, which an MPI launch of a script would not read.
+        and framework.key not in ("llama_factory", "torchtune")
     ):
         args = train_args(option.recipe, framework, fused_loss, option.compute_dtype, compiled)
         lines += _xpu_launcher(option, gpus_per_node, nodes, args)
     elif task == "inference":
         lines += _inference_launcher(option, gpus_per_node, nodes, framework, fp8)
     else:
+        if platform == "xpu" and option.strategy not in ("single", "tensor_parallel"):
+            lines.append(XPU_TORCHRUN_CAVEAT)
         lines += _training_launcher(
             option, gpus_per_node, nodes, cpus, framework, task, stepping, fused_loss, compiled
         )
@@ -348,6 +351,15 @@ def _inference_launcher(
             f"torchrun --nproc-per-node {gpus_per_node} infer.py  # your script",
         ]
     return [*hf_notes, "python infer.py  # your script"]
+
+
+# Libraries that start torchrun themselves on Intel GPUs too; torchrun has been reported not
+# to start XPU workers where an MPI launch does (pytorch/pytorch issue 158722, 2025).
+XPU_TORCHRUN_CAVEAT = (
+    "# Intel GPUs: if torchrun does not start the workers (pytorch/pytorch#158722), run one MPI "
+    "rank per GPU (mpiexec -n GPUS -ppn GPUS_PER_NODE) with RANK, WORLD_SIZE and LOCAL_RANK set "
+    "from PMI_RANK, PMI_SIZE and MPI_LOCALRANKID."
+)
 
 
 # LLaMA-Factory's example DeepSpeed configs (examples/deepspeed/) per ZeRO layout; it ships no

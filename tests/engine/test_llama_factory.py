@@ -7,6 +7,8 @@ prepare_model_for_kbit_training under the Trainer; llamafactory-cli takes the re
 
 from __future__ import annotations
 
+import pytest
+
 from advisor.engine import estimate
 from advisor.engine.models import EstimateRequest
 from advisor.model_configs import find_bundled
@@ -16,8 +18,8 @@ LLAMA2_7B = find_bundled("meta-llama/Llama-2-7b-hf").config
 LLAMA2_70B = find_bundled("meta-llama/Llama-2-70b-hf").config
 
 
-def run(config=LLAMA2_7B, **fields):
-    request = EstimateRequest(config=config, framework="llama_factory", tokens=10**8, **fields)
+def run(config=LLAMA2_7B, framework="llama_factory", **fields):
+    request = EstimateRequest(config=config, framework=framework, tokens=10**8, **fields)
     return estimate(request, default_catalog())
 
 
@@ -101,13 +103,21 @@ def test_fsdp_goes_through_accelerate_and_the_repositorys_train_script():
     assert "--use_fsdp --fsdp_sharding_strategy=FULL_SHARD src/train.py YOUR_CONFIG.yaml" in script
 
 
-def test_intel_gpus_launch_through_its_own_cli_too():
-    """On Dawn's Max 1550s the recipe still goes to llamafactory-cli as config overrides, not
-    to an MPI launch of a script that would not read them."""
+@pytest.mark.parametrize(
+    ("framework", "launch"),
+    [
+        ("llama_factory", 'srun bash -c "FORCE_TORCHRUN=1 NNODES=2'),
+        ("torchtune", "srun tune run --nnodes 2 --nproc_per_node 4 lora_finetune_distributed"),
+    ],
+)
+def test_intel_gpus_launch_through_the_librarys_own_cli_too(framework, launch):
+    """On Dawn's Max 1550s the recipe still goes to the library's CLI as its config overrides,
+    not to an MPI launch of a script that would not read them; the script says what to do
+    where torchrun does not start XPU workers."""
     script = run(
         task="lora", seq_len=2048, batch_size=32, system="dawn", accelerator="max1550-128",
-        num_gpus=8, strategy="ddp",
+        num_gpus=8, strategy="fsdp" if framework == "torchtune" else "ddp", framework=framework,
     ).slurm_script  # fmt: skip
-    launch = next(line for line in script.splitlines() if "llamafactory-cli" in line)
-    assert launch.startswith('srun bash -c "FORCE_TORCHRUN=1 NNODES=2')
+    assert any(line.startswith(launch) for line in script.splitlines())
     assert not any(line.startswith("mpiexec") for line in script.splitlines())
+    assert "pytorch/pytorch#158722" in script
