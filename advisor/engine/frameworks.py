@@ -121,6 +121,10 @@ class Framework:
     # (bitsandbytes returns its input's dtype) are fp32 too (memory_terms.fp32_unquantised).
     # False where the library casts them back afterwards (Axolotl, qlora.py).
     upcasts_kbit_base: bool = False
+    # The trainable adapters on a 4-/8-bit base are cast to bf16 (TRL's SFTTrainer, after the
+    # QLoRA paper), so they, their gradients and AdamW's moments take 2 bytes each and autocast
+    # keeps no 16-bit copy of them.
+    sixteen_bit_kbit_adapters: bool = False
     # Without flash attention the library still fuses scale, mask and softmax into one kernel
     # (Megatron's FusedScaleMaskSoftmax), as the Megatron runs among the calibration
     # benchmarks did, so their figures already hold that traffic; False: the scores go
@@ -185,6 +189,7 @@ TRAINING_FRAMEWORKS = {
         "since TRL 1.7) and sft_trainer.py (get_peft_model without "
         "prepare_model_for_kbit_training; a 4-bit base's adapters cast to bf16)",
         quantises_head=False,
+        sixteen_bit_kbit_adapters=True,
     ),
     "torchtune": Framework(
         key="torchtune",

@@ -181,8 +181,9 @@ class MemoryModel:
         if wl.training:
             if wl.adapters:
                 trainable = lora_trainable_params(shape, wl)
-                w_b, g_b, o_b = ADAPTER_STATE[(wl.state_mode, kind)]
-                if wl.autocast:
+                mode = "pure16" if wl.sixteen_bit_adapters else wl.state_mode
+                w_b, g_b, o_b = ADAPTER_STATE[(mode, kind)]
+                if wl.autocast and not wl.sixteen_bit_adapters:
                     # fp32 adapters under autocast: their 16-bit casts stay cached until the
                     # forward pass's autocast region ends, past the loss (AMP_CAST_CACHE).
                     w_b += c.AMP_CAST_CACHE.value

@@ -64,6 +64,9 @@ class Workload:
     # layers' outputs take 4 bytes. Pure 16-bit training (qlora.py casts them back to bf16
     # after PEFT's preparation) keeps them 16-bit.
     fp32_unquantised: bool = False
+    # Adapters on a 4-/8-bit base kept in bf16 by the library (frameworks.Framework
+    # .sixteen_bit_kbit_adapters): 16-bit weights, gradients and optimizer moments.
+    sixteen_bit_adapters: bool = False
     # Whether the gradients of the last step still exist during the forward pass: False for
     # PyTorch >= 2.0 stacks (zero_grad(set_to_none=True) frees them), True for PyTorch 1.x
     # (zero_grad zeroed in place) and for stacks with a persistent gradient buffer.

@@ -287,6 +287,9 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         and compute != "fp32"
         and weight_format in ("int4", "int8")
         and (request.quantization or "bitsandbytes") == "bitsandbytes",
+        sixteen_bit_adapters=framework.sixteen_bit_kbit_adapters
+        and task in ("lora", "qlora")
+        and weight_format in ("int4", "int8"),
         keeps_gradients=framework.keeps_gradients and training,
         clips_gradients=framework.clips_gradients and training,
         compiled=bool(request.torch_compile) and training,

@@ -15,9 +15,9 @@ LLAMA3_8B = find_bundled("meta-llama/Meta-Llama-3-8B").config
 VOCAB = 128_256
 
 
-def one_gpu(framework: str, **fields):
+def one_gpu(framework: str, task: str = "lora", **fields):
     request = EstimateRequest(
-        config=LLAMA3_8B, task="lora", tokens=10**8, framework=framework,
+        config=LLAMA3_8B, task=task, tokens=10**8, framework=framework,
         accelerator="a100-80-sxm4", num_gpus=1, **fields,
     )  # fmt: skip
     result = estimate(request, default_catalog())
@@ -70,3 +70,21 @@ def test_the_script_asks_for_checkpointing_where_the_recipe_needs_it():
     result, option = one_gpu("trl", seq_len=8192, batch_size=8, micro_batch=8, system="baskerville")
     assert option.recipe.checkpointing == "full"
     assert "--gradient_checkpointing --optim" in result.slurm_script
+
+
+def test_adapters_on_a_4_bit_base_are_bf16():
+    """TRL casts a quantised base's trainable adapters to bf16 (sft_trainer.py, after the QLoRA
+    paper): 2-byte weights and AdamW moments, where AMP's fp32 adapters take 4 + 2 (autocast's
+    copy) and 8 (the gradients are freed before this peak, the end of the forward pass).
+    LLaMA-Factory keeps them fp32 and upcasts nothing else either."""
+    fields = {
+        "task": "qlora", "precision": "int4", "seq_len": 2048, "batch_size": 1,
+        "gradient_checkpointing": True, "lora_rank": 32, "lora_dropout": 0.0,
+    }  # fmt: skip
+    trl = one_gpu("trl", **fields)[1].memory
+    factory = one_gpu("llama_factory", **fields)[1].memory
+    # Rank 32 x 32 layers x (in + out) of q, k, v, o, gate, up and down.
+    adapters = 32 * 32 * (4096 + 4096 + 4096 + 1024 + 4096 + 1024 + 4096 + 4096)
+    adapters += 32 * 32 * 3 * (4096 + 14336)
+    assert factory.weights - trl.weights == adapters * (4 + 2 - 2)
+    assert factory.optimizer_states - trl.optimizer_states == adapters * (8 - 4)
