@@ -93,9 +93,12 @@ _SIXTEEN_BIT_PARAM_STRATEGIES = frozenset({"zero1", "zero2", "zero3", "fsdp", "z
 _SHARDED_GRADIENTS = frozenset({"zero2", "zero3", "fsdp", "zero3_offload"})
 
 
-def memory_per_gpu(shape: ModelShape, wl: Workload, strategy: str, n: int) -> dict[str, int]:
-    """Peak bytes per GPU by component for `n` GPUs under `strategy`."""
-    return MemoryModel(shape, wl).per_gpu(strategy, n)
+def memory_per_gpu(
+    shape: ModelShape, wl: Workload, strategy: str, n: int, **recipe
+) -> dict[str, int]:
+    """Peak bytes per GPU by component for `n` GPUs under `strategy` (`recipe`: per_gpu's
+    micro, level, optimizer and accumulation, where not the workload's own)."""
+    return MemoryModel(shape, wl).per_gpu(strategy, n, **recipe)
 
 
 class MemoryModel:

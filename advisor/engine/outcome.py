@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from advisor.engine import words
+from advisor.engine.compute import micro_batch_efficiency, training_flops_per_token
 from advisor.engine.device_memory import capacity_text
 from advisor.engine.frameworks import Framework, batch_limit
 from advisor.engine.generations import generation
@@ -168,6 +169,54 @@ def _fused_loss_hint(opt, framework) -> str | None:
         "linkedin/Liger-Kernel on NVIDIA A100s) never materialises them, so a larger "
         "micro-batch or a smaller GPU may fit; not assumed here "
         f"({_how_to_estimate_fused(framework)}, to estimate it)."
+    )
+
+
+# The recommended recipe holds at least this many times the leanest one's memory: worth saying.
+_LEANER_FACTOR = 1.6
+_LEAN_LAYOUTS = frozenset({"single", "ddp", "zero1", "zero2", "zero3", "fsdp"})
+
+
+def leaner_recipe_hint(
+    request: EstimateRequest, shape: ModelShape, wl: Workload, best, framework: Framework
+) -> str | None:
+    """The recommended recipe fills the GPU to run fastest (a large micro-batch, no
+    recomputation); where the same job runs in far less memory at micro-batch 1 with full
+    activation checkpointing, say how much and at what compute, since that is the figure a
+    smaller GPU or another library's defaults would need. Not where the researcher pinned
+    either knob, nor for tensor-parallel or offloaded layouts."""
+    opt = best.option
+    recipe = opt.recipe
+    if (
+        not wl.training
+        or recipe is None
+        or opt.strategy not in _LEAN_LAYOUTS
+        or request.micro_batch is not None
+        or request.gradient_checkpointing is not None
+        or "full" not in framework.checkpoint_levels
+        or (recipe.micro_batch == 1 and recipe.checkpointing == "full")
+    ):
+        return None
+    lean_wl = replace(wl, batch_size=1, gradient_checkpointing=True, selective_recompute=False)
+    per_rank = recipe.micro_batch * recipe.grad_accumulation
+    need = memory_per_gpu(
+        shape, lean_wl, opt.strategy, opt.num_gpus, optimizer=recipe.optimizer,
+        accumulation=per_rank,
+    )["total_bytes"]  # fmt: skip
+    if need * _LEANER_FACTOR > opt.memory_per_gpu_bytes:
+        return None
+    slower = (
+        training_flops_per_token(shape, lean_wl)
+        / training_flops_per_token(shape, wl)
+        * micro_batch_efficiency(recipe.micro_batch * wl.seq_len)
+        / micro_batch_efficiency(wl.seq_len)
+    )
+    return (
+        f"The recommended recipe uses {opt.memory_per_gpu_bytes / 1e9:.1f} GB per GPU to run "
+        f"fastest (micro-batch {recipe.micro_batch}, activation checkpointing "
+        f"{recipe.checkpointing}); at micro-batch 1 with full activation checkpointing the same "
+        f"job needs about {need / 1e9:.1f} GB per GPU, for about {slower - 1:+.0%} compute: the "
+        "figure for a smaller GPU."
     )
 
 
