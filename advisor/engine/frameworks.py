@@ -70,6 +70,10 @@ class Framework:
     # its optimizer, with no autocast (DeepSpeed's fp16/bf16 modes, Megatron's Float16Module).
     autocast: bool = True
     launcher: str  # how the sbatch script starts it
+    # The library's own command-line tool starts torchrun and takes the recipe as its config
+    # overrides (tune run, llamafactory-cli), on Intel GPUs as elsewhere: an MPI launch of a
+    # script would not read them.
+    own_cli: bool = False
     # Trains with tensor parallelism within a node (tensor_parallel.py); the recipe search
     # gives tp > 1 only to these.
     tensor_parallel_training: bool = False
@@ -204,6 +208,7 @@ TRAINING_FRAMEWORKS = {
         pure_bf16=True,
         checkpoint_levels=("none", "full"),
         launcher="tune",
+        own_cli=True,
         tensor_parallel_training=True,
         # Its *_distributed recipes shard the model with FSDP2 (training.shard_model,
         # fully_shard), with fsdp_cpu_offload for the CPU-offload layout; there is no DDP or
@@ -277,6 +282,7 @@ TRAINING_FRAMEWORKS = {
         packing="packing: true in the config (its default only for stage pt)",
         checkpoint_levels=("none", "full"),
         launcher="llamafactory-cli",
+        own_cli=True,
         source="hiyouga/LLaMA-Factory src/llamafactory/hparams/model_args.py "
         "(disable_gradient_checkpointing False, upcast_layernorm False, upcast_lmhead_output "
         "False, double_quantization True) and model/model_utils/checkpointing.py "

@@ -123,20 +123,14 @@ def sbatch_script(
             f"prompts[int(os.environ['SLURM_ARRAY_TASK_ID'])::{shards}]"
         )
     nodes = option.nodes
-    if (
-        platform == "xpu"
-        and task != "inference"
-        and option.strategy not in ("single", "tensor_parallel")
-        # LLaMA-Factory and torchtune start torchrun themselves, and take the recipe as their
-        # own config overrides, which an MPI launch of a script would not read.
-        and framework.key not in ("llama_factory", "torchtune")
-    ):
+    xpu_ranks = platform == "xpu" and option.strategy not in ("single", "tensor_parallel")
+    if task == "inference":
+        lines += _inference_launcher(option, gpus_per_node, nodes, framework, fp8)
+    elif xpu_ranks and not framework.own_cli:
         args = train_args(option.recipe, framework, fused_loss, option.compute_dtype, compiled)
         lines += _xpu_launcher(option, gpus_per_node, nodes, args)
-    elif task == "inference":
-        lines += _inference_launcher(option, gpus_per_node, nodes, framework, fp8)
     else:
-        if platform == "xpu" and option.strategy not in ("single", "tensor_parallel"):
+        if xpu_ranks:  # the library's CLI starts torchrun on Intel GPUs too
             lines.append(XPU_TORCHRUN_CAVEAT)
         lines += _training_launcher(
             option, gpus_per_node, nodes, cpus, framework, task, stepping, fused_loss, compiled
