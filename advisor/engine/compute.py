@@ -116,13 +116,18 @@ def training_step_model(shape: ModelShape, wl: Workload) -> StepModel:
     fp32 = wl.compute_dtype == "fp32"
     trainable = lora_trainable_params(shape, wl) if wl.adapters else shape.params_total
     main_grad = fp32 or (wl.state_mode == "mixed" and not wl.adapters)
+    gathered = base_weight_bytes(shape, wl.weight_format)[0] if wl.adapters else None
+    if wl.reference_passes and not wl.reference_precomputed:
+        # DPO's reference forward gathers its sharded weights once per micro-batch, beside the
+        # policy's two gathers (the same base weights where adapters are switched off).
+        gathered = (gathered or trainable * 2.0) * 1.5
     return StepModel(
         params=float(trainable),
         grad_bytes=4.0 if fp32 else 2.0,
         ddp_grad_bytes=4.0 if fp32 or wl.mixed_precision else 2.0,
         split_grad_bytes=4.0 if main_grad else 2.0,
-        weight_bytes=base_weight_bytes(shape, wl.weight_format)[0] if wl.adapters else None,
-        seq_len=wl.seq_len,
+        weight_bytes=gathered,
+        seq_len=wl.sample_tokens,  # tokens per sample: the exchange and the TP collectives
         layers=max(shape.total_layers, 1),
         hidden=max(shape.hidden_size, 1),
     )
@@ -164,7 +169,7 @@ def training_layout(
         accelerator=acc.name,
         global_batch=global_batch,
         micro=micro,
-        seq_len=wl.seq_len,
+        seq_len=wl.sample_tokens,
         flops_per_token=flops_per_token,
         achieved_flops=achieved_tflops * 1e12,
         layers=model.layers,
@@ -209,6 +214,11 @@ def training_flops_per_token(shape: ModelShape, wl: Workload) -> float:
     flops = per_param * n + attention + front
     if wl.gradient_checkpointing:
         flops += c.RECOMPUTE_FLOPS_PER_PARAM.value * recomputed_params(shape) + attention / 3
+    if wl.reference_passes:
+        # DPO's reference model: a forward pass over the same tokens (preference.py), the
+        # base alone where adapters are switched off for it.
+        forward_front = shape.frontend.forward_flops if shape.frontend else 0
+        flops += wl.reference_passes * (2 * n + attention / 3 + forward_front)
     return flops
 
 
@@ -334,7 +344,7 @@ def qlora_dequant_seconds(
     micro-batches whatever the layout (data, tensor or pipeline parallel)."""
     if not (wl.adapters and wl.weight_format == "int4"):
         return 0.0
-    passes = 3 if recompute else 2
+    passes = (3 if recompute else 2) + wl.reference_passes  # DPO's reference pass too
     # A mixture-of-experts layer dequantises only the experts some token was routed to.
     weights = shape.params_linear * expert_read_share(shape, micro_tokens)
     rate = bandwidth_gb_s * 1e9 * c.QLORA_DEQUANT_BANDWIDTH_FRACTION.value
@@ -346,7 +356,7 @@ def qlora_dequant_gpu_hours(
     recompute: bool,
 ) -> float:  # fmt: skip
     """GPU hours of `tokens` spent on QLoRA dequantisation (qlora_dequant_seconds)."""
-    micro_tokens = max(micro * wl.seq_len, 1)
+    micro_tokens = max(micro * wl.sample_tokens, 1)
     per_micro = qlora_dequant_seconds(shape, wl, bandwidth_gb_s, micro_tokens, recompute)
     return tokens / micro_tokens * per_micro / 3600
 

@@ -173,7 +173,7 @@ TRAINING_FRAMEWORKS = {
         key="trl",
         clips_gradients=True,
         compile_switch="--torch_compile (SFTConfig torch_compile=True)",
-        name="TRL SFTTrainer (1.7 or newer)",
+        name="TRL 1.7 or newer (SFTTrainer, DPOTrainer)",
         kind="training",
         # _BaseConfig: gradient_checkpointing=True for every TRL trainer (TRL pull request
         # 3510, mid-2025).
@@ -461,8 +461,14 @@ DEFAULT_TRAINING = "hf_trainer"
 DEFAULT_INFERENCE = "transformers"
 
 
-def framework_for(requested: str | None, training: bool) -> tuple[Framework, bool]:
-    """(profile, whether it was assumed rather than named)."""
+def framework_for(
+    requested: str | None, training: bool, preference: bool = False
+) -> tuple[Framework, bool]:
+    """(profile, whether it was assumed rather than named). `preference`: the job trains on
+    preference pairs, which the Transformers Trainer has no loss for: "not sure" is TRL's
+    DPOTrainer (a Trainer subclass, the common way), and so is the Trainer named."""
+    if preference and requested in (None, "not_sure", "hf_trainer"):
+        return FRAMEWORKS["trl"], requested != "hf_trainer"
     if requested in (None, "not_sure"):
         key = DEFAULT_TRAINING if training else DEFAULT_INFERENCE
         return FRAMEWORKS[key], True

@@ -6,6 +6,7 @@ from __future__ import annotations
 from advisor.engine.device_memory import capacity_text
 from advisor.engine.memory import Workload
 from advisor.engine.models import AcceleratorSpec, EstimateRequest, Option, SystemSpec
+from advisor.engine.preference import OBJECTIVE_NAMES
 from advisor.engine.recipe_reasons import LEVEL_WORDS, OPTIMIZER_WORDS
 from advisor.engine.shape import ModelShape
 from advisor.engine.words import (
@@ -51,6 +52,8 @@ def _setup_sentence(
     method = TASK_WORDS[wl.task]
     if wl.adapters:
         method += f" with rank {wl.lora_rank} adapters"
+    if wl.objective != "sft":
+        method += f", by {OBJECTIVE_NAMES[wl.objective]},"
     return (
         f"We will run {method} of {model_name} ({parameters(shape.params_total)}"
         + (
@@ -67,6 +70,8 @@ def _setup_sentence(
 
 
 def _batch_words(request: EstimateRequest, wl: Workload) -> str:
+    if wl.sequences_per_sample > 1:
+        return f"a global batch of {plural(global_batch(request), 'preference pair')}"
     if wl.training:
         return f"a global batch of {plural(global_batch(request), 'sequence')}"
     if wl.fills_kv_cache:  # the library batches the job's requests itself
@@ -124,7 +129,13 @@ def draft(
     if recipe is not None and wl.training:
         optimizer = OPTIMIZER_WORDS.get(recipe.optimizer or "", recipe.optimizer)
         parts.append(
-            f"Each GPU processes micro-batches of {recipe.micro_batch} with "
+            "Each GPU processes micro-batches of "
+            + (
+                plural(recipe.micro_batch, "pair")
+                if wl.sequences_per_sample > 1
+                else str(recipe.micro_batch)
+            )
+            + " with "
             f"{plural(recipe.grad_accumulation, 'gradient accumulation step')}, "
             f"{LEVEL_WORDS[recipe.checkpointing]} and {optimizer}."
         )

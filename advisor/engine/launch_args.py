@@ -3,9 +3,23 @@ with and the command-line arguments that apply it (slurm.py writes them into the
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from advisor.engine.frameworks import Framework
 from advisor.engine.models import Recipe
+from advisor.engine.preference import NO_PRECOMPUTE, OBJECTIVE_NAMES, library_words
 from advisor.engine.words import plural
+
+
+class PreferenceLaunch(NamedTuple):
+    """The training objective as the script needs it: its name (models.TrainingObjective) and
+    whether DPO's reference log-probabilities are computed before training."""
+
+    name: str = "sft"
+    precomputed: bool = False
+
+
+SFT = PreferenceLaunch()
 
 # Hugging Face TrainingArguments.optim names for the engine's optimizers.
 HF_OPTIM = {
@@ -18,7 +32,11 @@ HF_OPTIM = {
 
 
 def recipe_lines(
-    recipe: Recipe | None, framework: Framework, task: str, compiled: bool = False
+    recipe: Recipe | None,
+    framework: Framework,
+    task: str,
+    compiled: bool = False,
+    objective: PreferenceLaunch = SFT,
 ) -> list[str]:
     """The recipe as comments, so the script documents what the estimate assumed."""
     if recipe is None or task == "inference":
@@ -29,8 +47,11 @@ def recipe_lines(
     # memory but runs slower than its estimate.
     on_by_default = framework.checkpointing.get(task, "none") != "none"
     if recipe.checkpointing == "none" and on_by_default and framework.checkpointing_off:
+        switch = framework.checkpointing_off
+        if objective.name != "sft":
+            switch = switch.replace("SFTConfig", "DPOConfig")  # TRL's preference configs
         off_note = [
-            f"# No activation checkpointing, as estimated: {framework.checkpointing_off} (the "
+            f"# No activation checkpointing, as estimated: {switch} (the "
             "library's default recomputes every layer: less memory, slower)."
         ]
     return (
@@ -49,13 +70,43 @@ def recipe_lines(
         ]
         + off_note
         + ([f"# torch.compile, as estimated: {framework.compile_switch}."] if compiled else [])
-        + packing_note(framework, task)
+        + objective_lines(framework, objective)
+        + packing_note(framework, task, objective)
     )
 
 
-def packing_note(framework: Framework, task: str) -> list[str]:
+def objective_lines(framework: Framework, objective: PreferenceLaunch) -> list[str]:
+    """What a preference objective changes in the script's terms (preference.py)."""
+    if objective.name == "sft":
+        return []
+    reference = ""
+    if objective.precomputed:
+        reference = (
+            " The reference log-probabilities are computed once before training, as estimated "
+            "(precompute_ref_log_probs=True; not with DeepSpeed ZeRO-3)."
+        )
+    elif objective.name == "dpo":
+        reference = " The reference model runs beside the policy every step, as estimated" + (
+            "."
+            if framework.key in NO_PRECOMPUTE
+            else " (precompute_ref_log_probs=True computes it once beforehand instead)."
+        )
+    trainer = library_words(framework, objective.name)
+    return [
+        f"# Objective: {OBJECTIVE_NAMES[objective.name]}, with {trainer}; "
+        "the batch sizes count preference pairs, whose chosen and rejected sequences run "
+        f"together.{reference}"
+    ]
+
+
+def packing_note(framework: Framework, task: str, objective: PreferenceLaunch = SFT) -> list[str]:
     """The estimate counts full sequences (result assumption 'Sequences (training)'): say how
     the library packs short examples, where the researcher's script chooses it."""
+    if objective.name != "sft":
+        return [
+            "# The estimate counts every sequence of a pair at the full length; pairs padded "
+            "to the longest in their batch compute on the padding too."
+        ]
     if not framework.packing or task == "pretrain":  # pre-training corpora stream full-length
         return []
     return [
@@ -70,6 +121,7 @@ def train_args(
     fused_loss: bool = False,
     dtype: str | None = None,
     compiled: bool = False,
+    objective: PreferenceLaunch = SFT,
 ) -> str:
     """Command-line arguments that apply the recipe in the framework's own terms. `dtype`: the
     option's 16-bit compute type, as a flag where the library trains in fp32 unless told
@@ -89,7 +141,11 @@ def train_args(
             args.append("compile=True")
         return " " + " ".join(args)
     if framework.key == "llama_factory":
-        return " " + " ".join(_llama_factory_overrides(recipe, fused_loss, dtype, compiled))
+        overrides = _llama_factory_overrides(recipe, fused_loss, dtype, compiled)
+        if objective.name != "sft":  # its preference stage; ORPO / SimPO need no reference
+            free = objective.name == "reference_free_preference"
+            overrides += ["stage=dpo", "pref_loss=orpo" if free else "pref_loss=sigmoid"]
+        return " " + " ".join(overrides)
     if framework.key == "megatron" or (framework.key == "deepspeed" and recipe.tp > 1):
         # Megatron-LM, or Megatron-DeepSpeed for DeepSpeed with tensor parallelism.
         args = [
@@ -124,6 +180,8 @@ def train_args(
         args.append("--use_liger_kernel")  # TrainingArguments: Liger's fused loss and kernels
     if compiled and framework.key in ("hf_trainer", "trl"):
         args.append("--torch_compile")
+    if objective.precomputed:
+        args.append("--precompute_ref_log_probs True")  # DPOConfig
     return " " + " ".join(args)
 
 

@@ -100,6 +100,9 @@ def strategies_for(
             why = f"DeepSpeed is not supported on {system.display_name}"
         if strategy == "fsdp" and fsdp is False:
             why = f"FSDP is not supported on {system.display_name}"
+        if wl.reference_precomputed and strategy in ("zero3", "zero3_offload"):
+            # DPOTrainer: "You cannot use `precompute_ref_log_probs=True` with Deepspeed ZeRO-3".
+            why = "the reference log-probabilities cannot be precomputed under DeepSpeed ZeRO-3"
         out.append((strategy, why))
     return out
 

@@ -101,6 +101,31 @@ def memory_per_gpu(
     return MemoryModel(shape, wl).per_gpu(strategy, n, **recipe)
 
 
+# PyTorch AMP's fp32 parameters stay as they are where no DeepSpeed / FSDP engine casts them.
+_AMP_STRATEGIES = ("single", "ddp", "tensor_parallel")
+
+
+def reference_copy_bytes(shape: ModelShape, wl: Workload, strategy: str, n: int) -> float:
+    """DPO's frozen reference copy per GPU (preference.py; 0 without one). TRL's
+    create_reference_model deep-copies the policy as it is held, so an fp32 model under
+    autocast copies fp32 and a 16-bit one 16 bits. Sharded as the policy's weights are: TRL
+    prepares the reference with the policy's ZeRO-3 settings (its CPU offload included) and
+    with stage 0, a whole copy, under ZeRO-1/2 and DDP; a Megatron-style layout holds its
+    fullest pipeline stage's share over its tensor-parallel degree."""
+    if not wl.reference_copy or strategy == "zero3_offload":
+        return 0.0
+    amp = wl.state_mode == "mixed" and not wl.adapters and strategy in _AMP_STRATEGIES
+    per_param = 4.0 if amp or wl.state_mode == "fp32" else c.BYTES[wl.compute_dtype]
+    whole = shape.params_total * per_param
+    if strategy in ("zero3", "fsdp", "tensor_parallel"):
+        return whole / n
+    if strategy.startswith(TP_LAYOUT):
+        _, tp, _ = split_layout(strategy, n)
+        embedding = shape.params_embedding or shape.params_lm_head
+        return whole * stage_share(shape.params_total, embedding, stages(strategy)) / tp
+    return whole
+
+
 class MemoryModel:
     """The components that do not depend on the parallel layout or the recipe, computed once
     per request; `per_gpu` then shards them for a strategy and GPU count and scales the
@@ -236,7 +261,7 @@ class MemoryModel:
             shape = self.shape
             wl = replace(
                 self.wl,
-                batch_size=1,
+                batch_size=self.wl.sequences_per_sample,  # one sample: a pair's 2 sequences
                 gradient_checkpointing=level == "full",
                 selective_recompute=level == "selective",
             )
@@ -268,7 +293,7 @@ class MemoryModel:
         gathered = self.gathered
         # ZeRO/FSDP mixed precision computes with 16-bit parameters (see training_activations).
         flow = self._flow(tp, strategy in _SIXTEEN_BIT_PARAM_STRATEGIES, level)
-        if amp_states is not None and strategy in ("single", "ddp", "tensor_parallel"):
+        if amp_states is not None and strategy in _AMP_STRATEGIES:
             weights, grads, optim = amp_states
         if strategy == "tensor_parallel":
             weights, grads, optim = weights / tp, grads / tp, optim / tp
@@ -289,6 +314,8 @@ class MemoryModel:
             grads = min(grads, gathered)
             optim = 0.0
         context = self.context + (c.NCCL_BUFFERS.value if n > 1 else 0)
+        if self.wl.reference_copy:
+            weights += reference_copy_bytes(self.shape, self.wl, strategy, n)
         return weights, grads, optim, constants, workspace, flow, context
 
     def _tensor_parallel_layout(self, key: str, n: int, level: str, optimizer: str) -> tuple:
@@ -320,7 +347,7 @@ class MemoryModel:
         communicators = 2 if dp > 1 else 1
         context = self.context + c.NCCL_BUFFERS.value * communicators
         return (
-            weights / tp,
+            weights / tp + reference_copy_bytes(self.shape, self.wl, key, n),
             grads / tp,
             optim / tp / dp,
             constants / tp,

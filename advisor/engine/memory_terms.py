@@ -103,6 +103,17 @@ class Workload:
     # False where the input is not text (Whisper reads audio): an inference job's tokens are
     # then the ones it writes, not prompt and generated together (tokens_per_request).
     reads_text: bool = True
+    # What fine-tuning optimises (preference.py): "sft", "dpo" or "reference_free_preference".
+    # A preference sample is a pair whose two sequences run in one pass (`sequences_per_sample`
+    # 2): batch_size and every micro-batch count samples. DPO keeps a frozen reference copy
+    # when it trains every weight (`reference_copy`) and runs the reference's forward pass
+    # `reference_passes` times per token trained on (1 with every step; 1 / epochs when its
+    # log-probabilities are computed once before training, `reference_precomputed`).
+    objective: str = "sft"
+    sequences_per_sample: int = 1
+    reference_copy: bool = False
+    reference_passes: float = 0.0
+    reference_precomputed: bool = False
 
     @property
     def training(self) -> bool:
@@ -114,6 +125,11 @@ class Workload:
         what it generates, or only what it generates where the prompt is not text."""
         prompt = self.seq_len if self.reads_text else 0
         return max(prompt + self.new_tokens, 1)
+
+    @property
+    def sample_tokens(self) -> int:
+        """Tokens one sample of the batch puts through the model: its sequences' together."""
+        return self.seq_len * self.sequences_per_sample
 
     @property
     def adapters(self) -> bool:

@@ -56,6 +56,12 @@ FrameworkName = Literal[
     "vllm",
     "tgi",
 ]
+# What a fine-tuning job optimises. "sft": the next-token loss on given text. "dpo": preference
+# pairs scored against a frozen reference model (DPO and its variants IPO, robust DPO, BCO
+# pair losses: TRL's DPOTrainer, LLaMA-Factory stage dpo, torchtune's *_dpo_* recipes);
+# "reference_free_preference": preference pairs without a reference model (ORPO, SimPO,
+# CPO). Both preference objectives run the chosen and the rejected sequence of every pair.
+TrainingObjective = Literal["sft", "dpo", "reference_free_preference"]
 Checkpointing = Literal["none", "selective", "full"]
 # What a researcher may ask for; the engine may also choose "single" (one GPU) or
 # "tensor_parallel" (within a node) for an option.
@@ -140,6 +146,14 @@ class EstimateRequest(_Frozen):
     # None: AdamW unless only 8-bit AdamW makes the job fit (the recipe search decides).
     optimizer: Optimizer | None = None
     framework: FrameworkName | None = None
+    # Fine-tuning only (full_finetune, lora, qlora); None: "sft". For a preference objective
+    # batch_size and micro_batch count pairs, seq_len is one sequence (prompt + one response)
+    # and tokens count every sequence the job trains on, chosen and rejected alike.
+    training_objective: TrainingObjective | None = None
+    # DPO: the reference model's log-probabilities computed once before training
+    # (DPOConfig precompute_ref_log_probs), so no reference copy stays on the GPU; None: the
+    # library's default (computed alongside every step).
+    precompute_reference: bool | None = None
     # Training: step each parameter inside backward as soon as its gradient exists
     # (torchtune optimizer_in_bwd; needs no gradient accumulation); None: the library's default.
     optimizer_in_backward: bool | None = None
@@ -222,7 +236,7 @@ class Charge(_Frozen):
 class Recipe(_Frozen):
     """How to run the job on this option: the knobs a practitioner turns to make it fit."""
 
-    micro_batch: int  # sequences per forward pass per GPU
+    micro_batch: int  # sequences (preference pairs for a preference objective) per GPU pass
     grad_accumulation: int  # micro-batches per optimizer step
     global_batch: int  # micro_batch x grad_accumulation x data-parallel GPUs
     checkpointing: Checkpointing

@@ -73,5 +73,5 @@ def step_gpu_hours(
 ) -> float:
     """GPU hours the optimizer steps of `tokens` add on `n` GPUs (one step per global batch
     of sequences)."""
-    steps = tokens / max(global_batch * wl.seq_len, 1)
+    steps = tokens / max(global_batch * wl.sample_tokens, 1)
     return steps * step_seconds(shape, wl, optimizer, strategy, n, bandwidth_gb_s) * n / 3600

@@ -11,6 +11,7 @@ from advisor.engine.compute import micro_batch_efficiency, training_flops_per_to
 from advisor.engine.device_memory import capacity_text
 from advisor.engine.frameworks import Framework, batch_limit
 from advisor.engine.generations import generation
+from advisor.engine.launch_args import PreferenceLaunch
 from advisor.engine.memory import Workload, memory_per_gpu
 from advisor.engine.models import CatalogSpec, EstimateRequest, MemoryBreakdown, Recommendation
 from advisor.engine.options import inference_shards, wall_target
@@ -47,8 +48,12 @@ def recommended(
         platform=generation(best.accelerator).platform,
         framework=framework,
         stepping=(wl.optimizer_in_backward, wl.checkpoint_offload),
-        # Asked of a library whose own loss keeps the full logits: Liger under the Trainer.
-        fused_loss=wl.training and wl.logits_per_entry == 0.0 and framework.logits_bytes is None,
+        # Asked of a library whose own loss keeps the full logits: Liger under the Trainer;
+        # Liger's preference losses under any library's preference trainer.
+        fused_loss=wl.training
+        and wl.logits_per_entry == 0.0
+        and (framework.logits_bytes is None or wl.objective != "sft"),
+        objective=PreferenceLaunch(wl.objective, wl.reference_precomputed),
         compiled=wl.compiled,
         fp8=wl.weight_format == "fp8",
         transformers_below_5=fused_experts,
@@ -208,8 +213,8 @@ def leaner_recipe_hint(
     slower = (
         training_flops_per_token(shape, lean_wl)
         / training_flops_per_token(shape, wl)
-        * micro_batch_efficiency(recipe.micro_batch * wl.seq_len)
-        / micro_batch_efficiency(wl.seq_len)
+        * micro_batch_efficiency(recipe.micro_batch * wl.sample_tokens)
+        / micro_batch_efficiency(wl.sample_tokens)
     )
     return (
         f"The recommended recipe uses {opt.memory_per_gpu_bytes / 1e9:.1f} GB per GPU to run "

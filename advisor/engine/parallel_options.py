@@ -133,7 +133,7 @@ class ParallelPlanning:
         """GPU hours the `k` GPUs wait on the host link and the CPU optimizer (offload.py)."""
         shape, wl = self.shape, self.wl
         trainable = lora_trainable_params(shape, wl) if wl.adapters else shape.params_total
-        steps = self.timing_tokens / max(choice.global_batch * wl.seq_len, 1)
+        steps = self.timing_tokens / max(choice.global_batch * wl.sample_tokens, 1)
         cores = offload.cores_per_gpu(f.node.cpu_cores, f.node.gpus_per_node)
         per_step = offload.seconds_per_step(
             trainable, shape.params_total, k, choice.accumulation, cores

@@ -185,7 +185,7 @@ class RecipeSearch:
         if not self.training:
             return Choice(micro, 1, micro * dp, level, optimizer, total,
                           1.0, 0.0, 1.0)  # fmt: skip
-        eff = micro_batch_efficiency(micro * self.wl.seq_len)
+        eff = micro_batch_efficiency(micro * self.wl.sample_tokens)
         flops = self.flops[level]
         return Choice(
             micro,
@@ -219,7 +219,7 @@ class RecipeSearch:
             return found
         per_rank, _ = self.per_rank(strategy, n)
         pinned = self._pinned(per_rank)
-        seq = self.wl.seq_len
+        seq = self.wl.sample_tokens
         saturation = c.MICROBATCH_SATURATION_TOKENS.value
         top = pinned or per_rank
         top_eff = 1.0 if top * seq >= saturation else (top * seq / saturation) ** 0.25

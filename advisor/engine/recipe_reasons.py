@@ -67,8 +67,14 @@ def recipe_reasons(
     if choice.accumulation > 1 or search.global_batch != choice.global_batch:
         out.append(_batch_reason(search, choice, strategy, n))
     if choice.efficiency < 0.95:
+        wl = search.wl
+        tokens = (
+            f"{wl.seq_len} tokens"
+            if wl.sequences_per_sample == 1
+            else (f"{wl.sequences_per_sample} x {wl.seq_len} tokens (a pair's sequences)")
+        )
         out.append(
-            f"micro-batch {choice.micro} x {search.wl.seq_len} tokens keeps the GPU about "
+            f"micro-batch {choice.micro} x {tokens} keeps the GPU about "
             f"{choice.efficiency:.0%} as busy as a large one (included in the GPU hours)."
         )
     return out

@@ -55,6 +55,7 @@ from advisor.engine.options import (
     wall_target,
 )
 from advisor.engine.parallel_options import ParallelPlanning
+from advisor.engine.preference import is_preference
 from advisor.engine.recipe import Choice, RecipeSearch
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import job_distances
@@ -156,7 +157,7 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         # stages across them (docs.vllm.ai, 'Parallelism and Scaling'); transformers' and
         # TGI's inference stays within one node.
         self.spans_nodes = not training and request.framework == "vllm"
-        framework, _ = framework_for(request.framework, training)
+        framework, _ = framework_for(request.framework, training, is_preference(request))
         # One recipe search for the estimate. Pre-Ampere NVIDIA GPUs carry the larger CUDA
         # context of their era's stack (frameworks.cuda_context_bytes): a constant more per
         # GPU, so their options search the same recipes against a capacity that much smaller.

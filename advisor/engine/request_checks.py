@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import FRAMEWORKS, framework_for
 from advisor.engine.models import CatalogSpec, EstimateRequest
+from advisor.engine.preference import NO_PRECOMPUTE, is_preference
 
 # Beyond these a number is a typo, not a workload.
 LIMITS = {
@@ -106,6 +107,15 @@ def check_request(request: EstimateRequest, catalog: CatalogSpec | None = None) 
         warnings.append(f"lora_rank is ignored for {task}.")
     if task == "inference" and request.gradient_checkpointing:
         warnings.append("gradient_checkpointing is ignored for inference.")
+    if is_preference(request) and request.framework == "hf_trainer":
+        warnings.append(
+            "The Transformers Trainer has no preference loss: estimated as TRL's DPOTrainer, "
+            "which runs on it (framework trl)."
+        )
+    if request.precompute_reference is not None and request.training_objective != "dpo":
+        warnings.append(
+            "precompute_reference applies to DPO (training_objective dpo) only; ignored."
+        )
     if task == "lora" and precision == "int4":
         warnings.append("LoRA on a 4-bit base model is QLoRA; estimated as QLoRA.")
     if precision == "fp32" and task != "inference" and request.mixed_precision:
@@ -174,6 +184,7 @@ def _combination_errors(request: EstimateRequest) -> list[tuple[str, str]]:
             )
         )
     errors.extend(_compile_errors(request))
+    errors.extend(_objective_errors(request))
     if request.framework not in (None, "not_sure"):
         profile = FRAMEWORKS[request.framework]
         wanted = "inference" if task == "inference" else "training"
@@ -188,6 +199,33 @@ def _combination_errors(request: EstimateRequest) -> list[tuple[str, str]]:
                 )
             )
     return errors
+
+
+def _objective_errors(request: EstimateRequest) -> list[tuple[str, str]]:
+    """training_objective: preference pairs fine-tune a trained model (full, LoRA, QLoRA);
+    pre-training and inference have no such objective."""
+    objective, task = request.training_objective, request.task
+    if request.precompute_reference and request.framework in NO_PRECOMPUTE:
+        name = FRAMEWORKS[request.framework].name
+        return [
+            (
+                "precompute_reference",
+                f"{name} runs the reference model every step and cannot precompute its "
+                "log-probabilities (TRL's DPOTrainer can); leave precompute_reference empty.",
+            )
+        ]
+    if objective is None or objective == "sft" and task != "inference":
+        return []
+    if task in ("full_finetune", "lora", "qlora"):
+        return []
+    what = "inference trains nothing" if task == "inference" else "pre-training learns from text"
+    return [
+        (
+            "training_objective",
+            f"{objective} is a fine-tuning objective and {what}; use task full_finetune, lora "
+            "or qlora, or leave training_objective empty.",
+        )
+    ]
 
 
 def _gptq_supported(task: str, precision: str | None) -> bool:
@@ -210,7 +248,7 @@ def _compile_errors(request: EstimateRequest) -> list[tuple[str, str]]:
                 "run captured CUDA graphs. Leave it empty.",
             )
         ]
-    profile = framework_for(request.framework, training=True)[0]
+    profile = framework_for(request.framework, True, is_preference(request))[0]
     if profile.kind == "training" and not profile.compile_switch:
         return [
             (
@@ -318,7 +356,7 @@ def _tensor_parallel_errors(request: EstimateRequest) -> list[tuple[str, str]]:
 def _library_refuses(request: EstimateRequest, field: str, words: str) -> list[tuple[str, str]]:
     """The error for a parallel layout (`field`: pipeline_parallel or tensor_parallel) that the
     request's training library does not run, naming the libraries that do."""
-    profile, _ = framework_for(request.framework, True)
+    profile, _ = framework_for(request.framework, True, is_preference(request))
     capability = f"{field}_training"
     if getattr(profile, capability):
         return []

@@ -168,6 +168,8 @@ def _batch_assumptions(request: EstimateRequest, wl: Workload, framework, best) 
             f"{plural(batch, 'sequence')} of {plural(request.seq_len, 'token')}, "
             f"{batch * request.seq_len:,} tokens per step"
         )
+    elif wl.sequences_per_sample > 1:
+        text = f"{plural(batch, 'preference pair')} ({plural(2 * batch, 'sequence')})"
     else:
         text = plural(batch, "sequence")
     return [constant.assumption(text)]

@@ -6,7 +6,7 @@ import math
 
 from advisor.engine import constants as c
 from advisor.engine.frameworks import FRAMEWORKS, Framework
-from advisor.engine.launch_args import recipe_lines, train_args
+from advisor.engine.launch_args import SFT, PreferenceLaunch, recipe_lines, train_args
 from advisor.engine.models import NodeTypeSpec, Option, PartitionSpec, SystemSpec
 from advisor.engine.software import PLATFORM_CHANGES
 
@@ -92,6 +92,7 @@ def sbatch_script(
     transformers_below_5: float = 0.0,
     shards: int = 1,
     mxfp4_experts: float = 0.0,
+    objective: PreferenceLaunch = SFT,
 ) -> str | None:
     """`platform` ("cuda", "rocm", "xpu"): non-NVIDIA GPUs get what to change, as comments,
     and Intel GPUs an MPI launcher with oneCCL instead of torchrun. `stepping`: (optimizer
@@ -101,7 +102,8 @@ def sbatch_script(
     more a mixture-of-experts model's bitsandbytes base would hold under transformers 5, whose
     fused experts stay 16-bit (the estimate assumes transformers 4.x: the script says to pin
     it); `mxfp4_experts`: the expert parameters the estimate keeps in MXFP4, which
-    transformers keeps only with its Triton kernels installed."""
+    transformers keeps only with its Triton kernels installed; `objective`: a preference
+    objective's trainer and reference (launch_args.objective_lines)."""
     if system.scheduler.lower() != "slurm":
         return None
     gpus_per_node = min(option.num_gpus, node.gpus_per_node)
@@ -114,7 +116,7 @@ def sbatch_script(
     lines += _environment_lines(system, platform)
     framework = framework or FRAMEWORKS["transformers" if task == "inference" else "hf_trainer"]
     lines += _version_pins(framework, transformers_below_5, mxfp4_experts)
-    lines += recipe_lines(option.recipe, framework, task, compiled)
+    lines += recipe_lines(option.recipe, framework, task, compiled, objective)
     if platform == "cuda" and task != "inference":
         lines += EXPANDABLE_SEGMENTS
     if shards > 1:
@@ -127,13 +129,24 @@ def sbatch_script(
     if task == "inference":
         lines += _inference_launcher(option, gpus_per_node, nodes, framework, fp8)
     elif xpu_ranks and not framework.own_cli:
-        args = train_args(option.recipe, framework, fused_loss, option.compute_dtype, compiled)
+        args = train_args(
+            option.recipe, framework, fused_loss, option.compute_dtype, compiled, objective
+        )
         lines += _xpu_launcher(option, gpus_per_node, nodes, args)
     else:
         if xpu_ranks:  # the library's CLI starts torchrun on Intel GPUs too
             lines.append(XPU_TORCHRUN_CAVEAT)
         lines += _training_launcher(
-            option, gpus_per_node, nodes, cpus, framework, task, stepping, fused_loss, compiled
+            option,
+            gpus_per_node,
+            nodes,
+            cpus,
+            framework,
+            task,
+            stepping,
+            fused_loss,
+            compiled,
+            objective,
         )
     return "\n".join(lines) + "\n"
 
@@ -407,15 +420,27 @@ def _training_launcher(
     stepping: tuple[bool, bool],
     fused_loss: bool,
     compiled: bool = False,
+    objective: PreferenceLaunch = SFT,
 ) -> list[str]:
     """The launcher for the option's strategy (python, torchrun, accelerate, tune, DeepSpeed),
     with the recipe's arguments in the framework's own terms."""
     strategy = option.strategy
-    args = train_args(option.recipe, framework, fused_loss, option.compute_dtype, compiled)
+    args = train_args(
+        option.recipe, framework, fused_loss, option.compute_dtype, compiled, objective
+    )
     if framework.key == "torchtune":
         # The memory the estimate assumed, in the recipe's own config keys.
         args += f" optimizer_in_bwd={stepping[0]} enable_activation_offloading={stepping[1]}"
-        recipe = "lora_finetune" if task in ("lora", "qlora") else "full_finetune"
+        adapters = task in ("lora", "qlora")
+        recipe = "lora_finetune" if adapters else "full_finetune"
+        if objective.name != "sft":
+            # lora_dpo_single_device / lora_dpo_distributed / full_dpo_distributed (no
+            # single-device recipe for full DPO: the distributed one on one GPU).
+            recipe = "lora_dpo" if adapters else "full_dpo"
+            if strategy == "single" and not adapters:
+                return [
+                    f"tune run --nproc_per_node 1 full_dpo_distributed --config YOUR_CONFIG{args}"
+                ]
         if strategy == "single":
             return [f"tune run {recipe}_single_device --config YOUR_CONFIG{args}"]
         return [

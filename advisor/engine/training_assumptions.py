@@ -7,19 +7,20 @@ from __future__ import annotations
 from dataclasses import replace
 
 from advisor.engine import constants as c
-from advisor.engine import scale_cost
+from advisor.engine import preference, scale_cost
 from advisor.engine.compute import (
     micro_batch_efficiency,
     peak_tflops,
     training_flops_per_token,
     training_layout,
 )
-from advisor.engine.memory import Workload
+from advisor.engine.memory import Workload, reference_copy_bytes
 from advisor.engine.memory_terms import loss_chunk_bytes
 from advisor.engine.models import Assumption, EstimateRequest, built
 from advisor.engine.optimizer_step import step_bytes_per_param
 from advisor.engine.recipe_reasons import OPTIMIZER_WORDS
 from advisor.engine.shape import ModelShape
+from advisor.engine.tensor_parallel import layout_key
 
 
 def training_assumptions(
@@ -37,6 +38,8 @@ def training_assumptions(
             "the sbatch script for NVIDIA GPUs sets expandable segments, which reuse it)"
         )
     )
+    if wl.objective != "sft":
+        out.append(preference.assumption(wl, framework, _reference_bytes(shape, wl, best)))
     out.append(_logits_assumption(request, shape, wl, framework))
     out.append(c.MICROBATCH_SATURATION_TOKENS.assumption())
     if wl.compiled:
@@ -64,6 +67,18 @@ def training_assumptions(
     return out
 
 
+def _reference_bytes(shape: ModelShape, wl: Workload, best) -> float | None:
+    """DPO's reference copy per GPU on the recommended option (memory.reference_copy_bytes)."""
+    if best is None or not wl.reference_copy:
+        return None
+    option = best.option
+    recipe = option.recipe
+    strategy = option.strategy
+    if strategy == "tensor_parallel" and recipe is not None and recipe.tp > 1:
+        strategy = layout_key(recipe.tp, recipe.pp)
+    return reference_copy_bytes(shape, wl, strategy, option.num_gpus)
+
+
 def _activations_words(wl: Workload, best) -> str:
     """What the activations keep, and which attention computes them."""
     activ = (
@@ -84,6 +99,13 @@ def _logits_assumption(
     request: EstimateRequest, shape: ModelShape, wl: Workload, framework
 ) -> Assumption:
     """The bytes per token and vocabulary entry the loss keeps, and why."""
+    if wl.objective != "sft":
+        return built(
+            Assumption,
+            name=c.LOGITS_TRAINING_BYTES.name,
+            value=preference.logits_words(wl, framework, bool(request.fused_loss)),
+            source=preference.SOURCE,
+        )
     if wl.logits_per_entry is None and shape.remote_code and not wl.autocast:
         return c.LOGITS_REMOTE_CODE_BYTES.assumption(
             f"{c.LOGITS_REMOTE_CODE_BYTES.value:g} bytes per token x vocabulary entry: "

@@ -11,12 +11,14 @@ from dataclasses import replace
 from typing import Any
 
 from advisor.engine import constants as c
+from advisor.engine import preference
 from advisor.engine.constants.base import Constant
 from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import framework_for
 from advisor.engine.memory import Workload
 from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES, masked_lm_head
 from advisor.engine.models import EstimateRequest
+from advisor.engine.preference import is_preference
 from advisor.engine.request_checks import LIMITS, NO_FP8_WEIGHTS, RequestError
 from advisor.engine.shape import ModelShape, shape_from_architecture, sliding_window_of
 
@@ -238,10 +240,8 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
     task, precision, weight_format, compute = _formats(request)
     rank = _lora_rank(request, shape, task)
     training = task != "inference"
-    framework, _ = framework_for(request.framework, training)
-    logits_per_entry, loss_chunk_tokens = (
-        _loss_terms(request.fused_loss, framework) if training else (None, None)
-    )
+    framework, _ = framework_for(request.framework, training, is_preference(request))
+    loss = _loss_fields(request, shape, framework, task) if training else {}
     # Not said: 16-bit in the type each GPU has, as Unsloth's notebooks pick it
     # (is_bfloat16_supported()); the sbatch script passes fp16 where it is chosen (vLLM refuses
     # bf16 below compute capability 8.0 and asks for --dtype=half).
@@ -272,8 +272,6 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
             request.double_quant if request.double_quant is not None else task == "qlora"
         ),
         lora_dropout=request.lora_dropout is None or request.lora_dropout > 0,
-        logits_per_entry=logits_per_entry,
-        loss_chunk_tokens=loss_chunk_tokens,
         checkpoint_offload=_pinned_or(request.activation_offloading, framework.offloads_checkpoints)
         and training,
         optimizer_in_backward=_pinned_or(
@@ -310,6 +308,7 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         # A masked autoencoder's (ViT-MAE) fixed encoder length is its visible patches: its
         # job's tokens are still the image's.
         reads_text=not shape.encoder_positions or shape.family in ENCODER_ONLY_FAMILIES,
+        **loss,
     )
 
 
@@ -370,6 +369,33 @@ def _lora_rank(request: EstimateRequest, shape: ModelShape, task: str) -> int:
             ]
         )
     return rank
+
+
+def _loss_fields(request: EstimateRequest, shape: ModelShape, framework, task: str) -> dict:
+    """The Workload fields a training job's loss and objective set: the logits the loss keeps
+    (_loss_terms) and, for a preference objective, the pair per sample, DPO's reference and
+    the log-softmax its library keeps instead (preference.py)."""
+    logits_per_entry, loss_chunk_tokens = _loss_terms(request.fused_loss, framework)
+    errors = preference.model_errors(request, shape)
+    if errors:
+        raise RequestError(errors)
+    copy, passes, precomputed = preference.reference_terms(request, task)
+    if preference.is_preference(request):
+        # Log-probabilities over the vocabulary, not the library's SFT loss.
+        in_step = passes > 0 and not precomputed
+        logits_per_entry = (
+            0.0 if request.fused_loss else preference.logits_bytes(framework, in_step)
+        )
+        loss_chunk_tokens = None
+    return {
+        "logits_per_entry": logits_per_entry,
+        "loss_chunk_tokens": loss_chunk_tokens,
+        "objective": request.training_objective or "sft",
+        "sequences_per_sample": 2 if preference.is_preference(request) else 1,
+        "reference_copy": copy,
+        "reference_passes": passes,
+        "reference_precomputed": precomputed,
+    }
 
 
 def _loss_terms(fused_loss: bool | None, framework) -> tuple[float | None, int | None]:

@@ -53,7 +53,7 @@ def test_the_result_says_how_the_loss_is_chunked():
     assert "over 256 tokens at a time" in logits.value
     assert "(2.50 GB)" in logits.value
     library = next(a for a in result.assumptions if a.name == "Library")
-    assert library.value == "TRL SFTTrainer (1.7 or newer)"
+    assert library.value == "TRL 1.7 or newer (SFTTrainer, DPOTrainer)"
     assert "gradient_checkpointing default True" in library.source
 
 
