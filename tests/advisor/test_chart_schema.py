@@ -155,6 +155,7 @@ WALKS = {
         "model_params": "7",
         "precision": "bf16",
         "framework_training": "hf_trainer",
+        "training_objective": "not_sure",
         "batch_size": "4",
         "seq_len": "2048",
         "dataset_tokens": "20",

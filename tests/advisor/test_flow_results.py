@@ -106,7 +106,8 @@ def test_public_web_service_on_azure_is_estimated_for_the_cloud(client, default_
     answers = LORA_7B[:-2] + [("azure", "yes"), ("who_pays", "project")]
     answers[0] = ("work_kind", "inference")
     answers[4] = ("framework_inference", "not_sure")
-    answers = [a for a in answers if a[0] not in ("dataset_tokens", "epochs", "num_gpus")]
+    training_only = ("training_objective", "dataset_tokens", "epochs", "num_gpus")
+    answers = [a for a in answers if a[0] not in training_only]
     answers[7:7] = [("new_tokens", ""), ("inference_tokens", "100")]
     advisor_session, page = walk_to_result(client, answers)
     assertContains(page, "Submit a brief Azure request")

@@ -15,6 +15,7 @@ LORA_7B = {
     "model_params": 7,
     "precision": "bf16",
     "framework_training": "not_sure",
+    "training_objective": "not_sure",
     "batch_size": 4,
     "seq_len": 2048,
     "dataset_tokens": 20,
@@ -232,3 +233,24 @@ def test_the_library_question_can_say_the_model_is_compiled(key):
         assert fields["framework"] == library
         assert fields["torch_compile"] is True
     assert "torch_compile" not in answer_fields(chart, {"framework_training": "torchtune"})
+
+
+@pytest.mark.parametrize("key", ["default", "lancaster", "uva"])
+def test_fine_tuning_asks_what_it_learns_from(key):
+    """After the library, LoRA, QLoRA and full fine-tuning ask whether the job learns from
+    example texts or preference pairs (DPO, or ORPO / SimPO without a reference); the answer
+    reaches the estimate as training_objective, "Not sure" as supervised fine-tuning.
+    Pre-training goes straight on to the batch."""
+    from advisor.chart_walk import answer_fields
+
+    chart = load_chart(key)
+    after_library = chart.by_id["framework_training"]
+    for task, expected in (("lora", "training_objective"), ("pretrain", "batch_size")):
+        taken = next(e.to for e in after_library.next if e.taken({"work_kind": task}))
+        assert taken == expected
+    assert answer_fields(chart, {"training_objective": "dpo"})["training_objective"] == "dpo"
+    free = answer_fields(chart, {"training_objective": "reference_free_preference"})
+    assert free["training_objective"] == "reference_free_preference"
+    assert (
+        answer_fields(chart, {"training_objective": "not_sure"}).get("training_objective") is None
+    )

@@ -20,6 +20,7 @@ BERT_FINETUNE = [
     ("model_params", "110M"),
     ("precision", "fp16"),
     ("framework_training", "not_sure"),
+    ("training_objective", "not_sure"),
     ("batch_size", "32"),
     ("seq_len", "128"),
     ("dataset_tokens", "5"),
@@ -89,6 +90,7 @@ def test_confidential_data_goes_to_the_trusted_research_environment(client, turi
         ("model_params", "8B"),
         ("precision", "bf16"),
         ("framework_training", "not_sure"),
+        ("training_objective", "not_sure"),
         ("batch_size", "4"),
         ("seq_len", "2048"),
         ("dataset_tokens", "20"),
@@ -184,6 +186,7 @@ def test_a_named_model_without_a_known_size_is_asked_for_with_its_name_kept(
         ("model_params", "8B"),
         ("precision", "bf16"),
         ("framework_training", "not_sure"),
+        ("training_objective", "not_sure"),
         ("batch_size", "4"),
         ("seq_len", "2048"),
         ("dataset_tokens", "20"),
@@ -260,7 +263,10 @@ def test_a_bundled_model_needs_no_size_question_with_the_hub_away(
     response = client.get(reverse("advisor:resume", kwargs={"session_id": advisor_session.id}))
     assert response["Location"].endswith("/step/precision/")
     library = ("framework_inference" if task == "inference" else "framework_training", "not_sure")
-    rest = [("precision", "bf16" if task == "qlora" else "fp16"), library, ("batch_size", "4")]
+    rest = [("precision", "bf16" if task == "qlora" else "fp16"), library]
+    if task in ("lora", "qlora", "full_finetune"):
+        rest += [("training_objective", "not_sure")]
+    rest += [("batch_size", "4")]
     rest += [("seq_len", "2048")]
     if task == "inference":
         rest += [("new_tokens", "")]

@@ -17,6 +17,7 @@ LORA_7B: Answers = [
     ("model_params", "7"),
     ("precision", "bf16"),
     ("framework_training", "not_sure"),
+    ("training_objective", "not_sure"),
     ("batch_size", "4"),
     ("seq_len", "2048"),
     ("dataset_tokens", "20"),
