@@ -23,6 +23,20 @@ def default_catalog():
     return catalog_from_file()
 
 
+def on_one_a100_80gb(**fields):
+    """(the result, its one-GPU option on the A100 80GB SXM4) for a request of `fields` pinned
+    to that GPU, on the default catalog."""
+    from advisor.engine import estimate
+    from advisor.engine.models import EstimateRequest
+
+    request = EstimateRequest(accelerator="a100-80-sxm4", num_gpus=1, **fields)
+    result = estimate(request, default_catalog())
+    option = next(
+        o for o in result.options if o.accelerator == "a100-80-sxm4" and o.strategy == "single"
+    )
+    return result, option
+
+
 def llama2_13b_prompts(
     batch: int,
     *,

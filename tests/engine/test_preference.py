@@ -11,7 +11,7 @@ from advisor.engine import estimate
 from advisor.engine.models import EstimateRequest
 from advisor.engine.request_checks import RequestError, check_request
 from advisor.model_configs import find_bundled
-from tests.engine.inputs import default_catalog
+from tests.engine.inputs import default_catalog, on_one_a100_80gb
 
 QWEN_05B = find_bundled("Qwen/Qwen2.5-0.5B").config
 LLAMA3_8B = find_bundled("meta-llama/Meta-Llama-3-8B").config
@@ -29,15 +29,9 @@ def one_gpu(objective: str | None, *, config=QWEN_05B, task="full_finetune", **f
         "optimizer": "adamw",
         **fields,
     }
-    request = EstimateRequest(
-        config=config, task=task, tokens=10**8, training_objective=objective,
-        accelerator="a100-80-sxm4", num_gpus=1, **fields,
-    )  # fmt: skip
-    result = estimate(request, default_catalog())
-    option = next(
-        o for o in result.options if o.accelerator == "a100-80-sxm4" and o.strategy == "single"
+    return on_one_a100_80gb(
+        config=config, task=task, tokens=10**8, training_objective=objective, **fields
     )
-    return result, option
 
 
 def test_a_pair_holds_twice_the_activations_of_one_sequence():

@@ -6,25 +6,17 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.engine import estimate
-from advisor.engine.models import EstimateRequest
 from advisor.model_configs import find_bundled
-from tests.engine.inputs import default_catalog
+from tests.engine.inputs import on_one_a100_80gb
 
 LLAMA3_8B = find_bundled("meta-llama/Meta-Llama-3-8B").config
 VOCAB = 128_256
 
 
 def one_gpu(framework: str, task: str = "lora", **fields):
-    request = EstimateRequest(
-        config=LLAMA3_8B, task=task, tokens=10**8, framework=framework,
-        accelerator="a100-80-sxm4", num_gpus=1, **fields,
-    )  # fmt: skip
-    result = estimate(request, default_catalog())
-    option = next(
-        o for o in result.options if o.accelerator == "a100-80-sxm4" and o.strategy == "single"
+    return on_one_a100_80gb(
+        config=LLAMA3_8B, task=task, tokens=10**8, framework=framework, **fields
     )
-    return result, option
 
 
 def test_one_chunk_of_logits_whatever_the_micro_batch():
