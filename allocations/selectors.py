@@ -261,6 +261,13 @@ TASK_LABELS = {
 }
 
 
+OBJECTIVE_LABELS = {
+    "sft": "Example texts (supervised fine-tuning)",
+    "dpo": "Preference pairs with a reference model (DPO)",
+    "reference_free_preference": "Preference pairs without a reference model (ORPO, SimPO)",
+}
+
+
 def _count(value: Any) -> str:
     return f"{value:,.0f}" if isinstance(value, int | float) else str(value)
 
@@ -295,11 +302,19 @@ def estimate_inputs(request: dict[str, Any]) -> list[tuple[str, str]]:
     task = request.get("task")
     if task:
         rows.append(("Work", TASK_LABELS.get(task, str(task))))
+    objective = request.get("training_objective")
+    if objective:
+        rows.append(("Learns from", OBJECTIVE_LABELS.get(objective, str(objective))))
     if task and request.get("precision") is None:
         rows.append(("Precision", "not given: 16-bit, bf16 or fp16 as the GPU has it"))
     for key, label in (
         ("precision", "Precision"),
-        ("batch_size", "Global batch (sequences)"),
+        (
+            "batch_size",
+            "Global batch (preference pairs)"
+            if objective in ("dpo", "reference_free_preference")
+            else "Global batch (sequences)",
+        ),
         ("seq_len", "Sequence length"),
     ):
         if request.get(key) is not None:

@@ -114,3 +114,14 @@ def test_the_workload_rows_say_when_the_precision_was_left_open():
     assert rows["Precision"] == "not given: 16-bit, bf16 or fp16 as the GPU has it"
     rows = dict(estimate_inputs({"params": 7_000_000_000, "task": "lora", "precision": "bf16"}))
     assert rows["Precision"] == "bf16"
+
+
+def test_the_workload_rows_say_a_preference_job_counts_pairs():
+    """A reviewer reads what the job learns from, and that its batch counts pairs."""
+    request = {"params": 7_000_000_000, "task": "lora", "batch_size": 64}
+    dpo = dict(estimate_inputs({**request, "training_objective": "dpo"}))
+    assert dpo["Learns from"] == "Preference pairs with a reference model (DPO)"
+    assert dpo["Global batch (preference pairs)"] == "64"
+    sft = dict(estimate_inputs(request))
+    assert "Learns from" not in sft
+    assert sft["Global batch (sequences)"] == "64"
