@@ -28,6 +28,7 @@ from allocations.measurement_selectors import (
 from allocations.measurement_services import (
     trial_measurement_accept,
     trial_measurement_benchmark_values,
+    trial_measurement_calibration_problem,
     trial_measurement_reject,
 )
 from allocations.models import AllocationRequest, MeasurementReview, TrialMeasurement
@@ -229,6 +230,8 @@ class TrialMeasurementAdmin(admin.ModelAdmin):
         comparison, error = None, ""
         if not obj.gpu_present:
             error = "Measured on the CPU: there is no GPU throughput to apply."
+        elif problem := trial_measurement_calibration_problem(obj):
+            error = problem
         elif accelerator is None:
             error = (
                 f"The GPU the run reported ({obj.device_name or 'unknown'}) matches no catalog "

@@ -170,6 +170,9 @@ def trial_measurement_accept(
         raise ValidationError(
             {"accelerator": "Measured on the CPU: it says nothing about a GPU's throughput."}
         )
+    problem = trial_measurement_calibration_problem(locked)
+    if problem:
+        raise ValidationError(problem)
     accelerator = Accelerator.objects.filter(name=accelerator_name).first()
     if accelerator is None:
         raise ValidationError({"accelerator": "Choose the catalog GPU the run measured."})
@@ -200,6 +203,22 @@ def trial_measurement_accept(
     locked.full_clean()
     locked.save()
     return benchmark
+
+
+def trial_measurement_calibration_problem(measurement: TrialMeasurement) -> str:
+    """Why the run's throughput cannot calibrate the catalog ("" when it can). A DPO run whose
+    reference model runs every step spends a forward pass more per token than the training
+    benchmarks the catalog reads utilisation from; counted as one of them it would understate
+    the GPU for every later job."""
+    request = (measurement.allocation_request.estimate_snapshot or {}).get("request") or {}
+    if request.get("training_objective") == "dpo" and not request.get("precompute_reference"):
+        return (
+            "This request trains with DPO, whose reference model runs a forward pass in every "
+            "step: its tokens per second do not measure the GPU as the catalog's training "
+            "benchmarks do. A trial run with precompute_ref_log_probs=True, or of supervised "
+            "fine-tuning, calibrates it."
+        )
+    return ""
 
 
 def _snapshot_params(allocation_request: AllocationRequest) -> int | None:

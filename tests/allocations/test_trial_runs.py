@@ -546,3 +546,40 @@ def test_the_measurement_list_names_the_work_and_precision(admin_client, cpu_run
     label = TASK_LABELS[measurement.task]
     assert f'<td class="field-task">{label}</td>' in page.content.decode()
     assert f'<td class="field-task">{measurement.task}</td>' not in page.content.decode()
+
+
+def test_a_dpo_run_with_its_reference_in_every_step_cannot_calibrate_the_catalog(
+    admin_client, default_catalog, cpu_run_json
+):
+    """Its tokens per second carry the reference model's forward pass: counted as a training
+    benchmark it would understate the GPU for every later job. Nothing enters the catalog, the
+    preview says why, and a run that precomputed the reference is accepted."""
+    allocation_request = make_request(status=Status.SUBMITTED)
+    allocation_request.estimate_snapshot["request"] = {
+        "params": 124_000_000,
+        "task": "full_finetune",
+        "training_objective": "dpo",
+        "seq_len": 1024,
+    }
+    allocation_request.save()
+    raw = gpu_run(cpu_run_json, tokens_per_second=50_000.0, task="full_finetune")
+    admin_client.post(
+        reverse("admin:allocations_trialmeasurement_upload", args=[allocation_request.pk]),
+        {"file": SimpleUploadedFile("run.json", raw, content_type="application/json")},
+    )
+    measurement = TrialMeasurement.objects.get()
+    accept_url = reverse("admin:allocations_trialmeasurement_accept", args=[measurement.pk])
+    response = admin_client.post(accept_url, {"accelerator": "a100-40-sxm4"})
+    assert response.status_code == 200
+    assert "whose reference model runs a forward pass in every step" in response.content.decode()
+    assert not Benchmark.objects.filter(source_kind=BenchmarkSourceKind.INSTITUTE_RUN).exists()
+    rerun = admin_client.get(
+        reverse("admin:allocations_trialmeasurement_rerun", args=[measurement.pk])
+    )
+    assert "precompute_ref_log_probs=True" in rerun.content.decode()
+
+    allocation_request.estimate_snapshot["request"]["precompute_reference"] = True
+    allocation_request.save()
+    response = admin_client.post(accept_url, {"accelerator": "a100-40-sxm4"})
+    assert response.status_code == 302
+    assert Benchmark.objects.filter(source_kind=BenchmarkSourceKind.INSTITUTE_RUN).exists()
