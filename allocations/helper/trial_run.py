@@ -20,6 +20,9 @@ JSON yourself on your allocation request's page ("Upload a trial-run measurement
             optimizer.zero_grad()
     run.write("trial-run.json")       # on rank 0 only, in a multi-GPU job
 
+For preference training (DPO, ORPO, SimPO) give micro_batch_size in pairs, as TRL's
+per_device_train_batch_size counts them, and count the tokens of both sequences of each pair.
+
 `python trial_run.py` prints what the helper can see on this machine (GPU, versions).
 """
 
