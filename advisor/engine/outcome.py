@@ -15,6 +15,7 @@ from advisor.engine.launch_args import PreferenceLaunch
 from advisor.engine.memory import Workload, memory_per_gpu
 from advisor.engine.models import CatalogSpec, EstimateRequest, MemoryBreakdown, Recommendation
 from advisor.engine.options import inference_shards, wall_target
+from advisor.engine.preference import preference_loss_hint
 from advisor.engine.recommend import trusted
 from advisor.engine.shape import ModelShape
 from advisor.engine.slurm import sbatch_script
@@ -118,7 +119,11 @@ def _recommendation_reasons(best, candidates, wl: Workload, framework, why: str)
     if len(eligible) > 1:
         reasons.append(f"Ranked first of {len(eligible)} workable options. {why}")
     reasons.extend(r for r in opt.reasons if r not in reasons)
-    fused_loss = _fused_loss_hint(opt, framework)
+    fused_loss = (
+        preference_loss_hint(opt, framework, wl)
+        if wl.objective != "sft"
+        else _fused_loss_hint(opt, framework)
+    )
     if fused_loss:
         reasons.append(fused_loss)
     return reasons

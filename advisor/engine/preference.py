@@ -206,3 +206,29 @@ def logits_words(wl, framework: Framework, fused: bool) -> str:
         )
         + "; the SFT loss's chunking or fusion does not apply"
     )
+
+
+# How a library's preference trainer turns on Liger Kernel's fused preference loss, which
+# computes the policy's and the reference's log-probabilities from the hidden states in chunks:
+# TRL's DPOConfig (use_liger_kernel since TRL 0.28; use_liger_loss before). LLaMA-Factory's
+# enable_liger_kernel patches the model's cross-entropy, which its DPO trainer does not call.
+FUSED_PREFERENCE_SWITCH = {"trl": "use_liger_kernel=True in DPOConfig"}
+# The log-softmax is this share of a GPU's need or more: worth the researcher's attention.
+_WORTH_A_HINT = 0.25
+
+
+def preference_loss_hint(option, framework: Framework, wl) -> str | None:
+    """Where the preference loss's log-softmax is a large share of the recommended option's
+    memory and the library has a fused preference loss: say so, without assuming it."""
+    switch = FUSED_PREFERENCE_SWITCH.get(framework.key)
+    logits = option.memory.logits
+    if switch is None or logits < _WORTH_A_HINT * option.memory_per_gpu_bytes:
+        return None
+    return (
+        f"The log-softmax over the vocabulary takes {logits / 1e9:.1f} of the "
+        f"{option.memory_per_gpu_bytes / 1e9:.1f} GB per GPU for "
+        f"{plural(wl.batch_size * wl.sequences_per_sample, 'sequence')}. Liger Kernel's fused "
+        f"preference loss ({switch}) computes the log-probabilities in chunks without it, so "
+        "a larger micro-batch or a smaller GPU may fit; not assumed here (fused_loss: true in "
+        "the API, to estimate it)."
+    )

@@ -188,3 +188,20 @@ def test_a_precomputed_reference_rules_out_zero3():
     assert zero3
     assert not any(o.eligible for o in zero3)
     assert any(o.eligible for o in options)
+
+
+def test_a_large_log_softmax_names_trls_fused_preference_loss_only():
+    """Four pairs of 4,096 tokens over Llama 3's 128,256 entries: 16.8 GB under TRL, which has
+    Liger's fused preference loss; LLaMA-Factory's Liger switch patches the cross-entropy its
+    DPO trainer never calls, so no hint there."""
+    fields = {"seq_len": 4096, "batch_size": 8, "micro_batch": 4}
+    result, _ = one_gpu("dpo", config=LLAMA3_8B, task="lora", **fields)
+    hint = [r for r in result.recommendation.reasons if "fused preference loss" in r]
+    assert hint
+    assert "use_liger_kernel=True in DPOConfig" in hint[0]
+    fields["micro_batch"] = 1  # the same 16.8 GB at LLaMA-Factory's 16 bytes an entry
+    result, option = one_gpu(
+        "dpo", config=LLAMA3_8B, task="lora", framework="llama_factory", **fields
+    )
+    assert option.memory.logits > 0.25 * option.memory_per_gpu_bytes
+    assert not [r for r in result.recommendation.reasons if "Liger" in r]
