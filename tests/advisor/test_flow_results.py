@@ -102,6 +102,23 @@ def test_generated_tokens_may_be_zero_but_not_negative(client, default_catalog):
     assert advisor_session.current_step == "new_tokens"
 
 
+def test_a_dpo_walk_is_estimated_with_pairs_and_says_so(client, default_catalog):
+    """Answering "Preference pairs with a reference model" reaches the engine as DPO: the
+    result page states the objective and the pairs, and the drafted justification says it."""
+    dpo = walks.changed(LORA_7B, training_objective="dpo")
+    advisor_session, page = walk_to_result(client, dpo)
+    assert advisor_session.estimate_request["training_objective"] == "dpo"
+    assertContains(page, "Training objective")
+    assertContains(page, "a micro-batch of")
+    result = advisor_session.estimate_result
+    assert result["framework"]["key"] == "trl"
+    assert "by DPO (preference pairs against a frozen reference model)" in (result["justification"])
+    assert "a global batch of 4 preference pairs" in result["justification"]
+    plain = walk_to_result(client, LORA_7B)[0].estimate_result
+    # The same 4 samples as pairs: twice the sequences and a reference forward pass.
+    assert result["recommendation"]["gpu_hours"] > plain["recommendation"]["gpu_hours"]
+
+
 def test_public_web_service_on_azure_is_estimated_for_the_cloud(client, default_catalog):
     answers = LORA_7B[:-2] + [("azure", "yes"), ("who_pays", "project")]
     answers[0] = ("work_kind", "inference")
