@@ -31,6 +31,9 @@ from advisor.engine.shape import ModelShape
 from advisor.engine.words import plural
 
 PREFERENCE_OBJECTIVES = ("dpo", "reference_free_preference")
+# Libraries whose preference training is TRL's trainers with TRL's configs (Unsloth patches
+# and runs TRL's DPOTrainer).
+TRL_PREFERENCE_TRAINERS = frozenset({"trl", "unsloth"})
 OBJECTIVE_NAMES = {
     "sft": "supervised fine-tuning",
     "dpo": "DPO (preference pairs against a frozen reference model)",

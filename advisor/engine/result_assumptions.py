@@ -19,7 +19,7 @@ from advisor.engine.uncertainty import (
     memory_uncertainty_assumption,
 )
 from advisor.engine.words import plural
-from advisor.engine.workload import batch_default, global_batch
+from advisor.engine.workload import batch_default, default_seq_len, global_batch
 
 
 def assumptions(
@@ -38,14 +38,15 @@ def assumptions(
         out.append(_precision_assumption(wl, framework, best))
     # Audio in (Whisper): the sequence length is the text's, which inference generates.
     if seq_len_assumed and (wl.reads_text or wl.training):
-        limited = wl.seq_len < c.DEFAULT_SEQ_LEN.value
+        default = default_seq_len(request)
+        limited = wl.seq_len < default.value
         if not limited:
             how = " per sequence"
         elif wl.new_tokens and not shape.is_encoder_decoder:
             how = " per prompt: with the tokens it generates, as many as the model's positions hold"
         else:
             how = " per sequence, the longest the model takes"
-        out.append(c.DEFAULT_SEQ_LEN.assumption(plural(wl.seq_len, "token") + how))
+        out.append(default.assumption(plural(wl.seq_len, "token") + how))
     if wl.encoder_len:
         out.append(_encoder_decoder_assumption(request, shape, wl))
     out.extend(_batch_assumptions(request, wl, framework, best))

@@ -219,13 +219,23 @@ def sequence_length(request: EstimateRequest, shape: ModelShape) -> int:
     the tokens it generates (GPT-2's 1,024 positions: a prompt of 768 and 256 generated)."""
     if request.seq_len is not None:
         return request.seq_len
-    default = int(c.DEFAULT_SEQ_LEN.value)
+    default = int(default_seq_len(request).value)
     limit = shape.max_position_embeddings
     if not limit:
         return default
     if request.task == "inference" and not shape.is_encoder_decoder:
         limit -= _new_tokens(request, shape, "inference")
     return max(min(default, limit), 1)
+
+
+def default_seq_len(request: EstimateRequest) -> Constant:
+    """The length assumed when none is given: TRL's preference trainers truncate a prompt and
+    its answer at DPOConfig's max_length; anything else gets DEFAULT_SEQ_LEN."""
+    if is_preference(request):
+        library, _ = framework_for(request.framework, True, True)
+        if library.key in preference.TRL_PREFERENCE_TRAINERS:
+            return c.DEFAULT_PREFERENCE_SEQ_LEN
+    return c.DEFAULT_SEQ_LEN
 
 
 def with_sequence_length(request: EstimateRequest, shape: ModelShape) -> EstimateRequest:

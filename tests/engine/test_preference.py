@@ -205,3 +205,19 @@ def test_a_large_log_softmax_names_trls_fused_preference_loss_only():
     )
     assert option.memory.logits > 0.25 * option.memory_per_gpu_bytes
     assert not [r for r in result.recommendation.reasons if "Liger" in r]
+
+
+def test_a_length_left_open_is_trls_max_length_for_its_preference_trainers():
+    """DPOConfig truncates a prompt and its answer at max_length 1,024; LLaMA-Factory's
+    cutoff_len and supervised fine-tuning keep the 2,048 default."""
+    request = {"config": LLAMA3_8B, "task": "lora", "tokens": 10**7}
+    for objective, framework, expected in (
+        ("dpo", None, 1024),
+        ("reference_free_preference", "unsloth", 1024),
+        ("dpo", "llama_factory", 2048),
+        (None, "trl", 2048),
+    ):
+        fields = {"training_objective": objective, "framework": framework}
+        result = estimate(EstimateRequest(**request, **fields), default_catalog())
+        length = next(a for a in result.assumptions if a.name == "Sequence length (not given)")
+        assert length.value.startswith(f"{expected:,} tokens"), (objective, framework)

@@ -104,6 +104,15 @@ DEFAULT_SEQ_LEN = Constant(
     "its own limit is used instead (config.json max_position_embeddings or n_positions)",
     "you did not give a sequence length",
 )
+DEFAULT_PREFERENCE_SEQ_LEN = Constant(
+    "Sequence length (not given)",
+    1024,
+    "tokens per sequence",
+    "1,024 tokens for a prompt with one of its answers: TRL's DPOConfig max_length default "
+    "(trl/trainer/dpo_config.py), which truncates longer pairs, under TRL's trainers and "
+    "Unsloth's, which runs them",
+    "you did not give a sequence length",
+)
 DEFAULT_LORA_RANK = 16
 DEFAULT_INFERENCE_NEW_TOKENS = 256
 MAX_GPUS_SEARCHED = 512
