@@ -211,6 +211,13 @@ def trial_measurement_calibration_problem(measurement: TrialMeasurement) -> str:
     benchmarks the catalog reads utilisation from; counted as one of them it would understate
     the GPU for every later job."""
     request = (measurement.allocation_request.estimate_snapshot or {}).get("request") or {}
+    workload = trial_measurement_report(measurement).workload
+    # What the run itself says (helper 1.1), else what its request was estimated for.
+    if workload.training_objective is not None:
+        request = {
+            "training_objective": workload.training_objective,
+            "precompute_reference": workload.precompute_reference,
+        }
     if request.get("training_objective") == "dpo" and not request.get("precompute_reference"):
         return (
             "This request trains with DPO, whose reference model runs a forward pass in every "

@@ -63,6 +63,10 @@ class Workload(_Strict):
     params: int | None = Field(default=None, gt=0, le=100_000_000_000_000)
     strategy: ShortText | None = None
     world_size: int = Field(default=1, ge=1, le=1_000_000)
+    # Helper 1.1 and later: what the run learned from, and whether DPO's reference
+    # log-probabilities were computed before it (the estimate's fields of the same names).
+    training_objective: Literal["sft", "dpo", "reference_free_preference"] | None = None
+    precompute_reference: bool | None = None
 
 
 class Measurement(_Strict):

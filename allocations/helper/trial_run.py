@@ -20,7 +20,9 @@ JSON yourself on your allocation request's page ("Upload a trial-run measurement
             optimizer.zero_grad()
     run.write("trial-run.json")       # on rank 0 only, in a multi-GPU job
 
-For preference training (DPO, ORPO, SimPO) give micro_batch_size in pairs, as TRL's
+For preference training (DPO, ORPO, SimPO) pass training_objective="dpo" (or
+"reference_free_preference") and precompute_reference=True where the reference's
+log-probabilities were computed before training; give micro_batch_size in pairs, as TRL's
 per_device_train_batch_size counts them, and count the tokens of both sequences of each pair.
 
 `python trial_run.py` prints what the helper can see on this machine (GPU, versions).
@@ -40,9 +42,11 @@ from importlib import metadata
 
 SCHEMA = "allocation-triage/trial-run"
 SCHEMA_VERSION = 1
-HELPER_VERSION = "1.0.0"
+HELPER_VERSION = "1.1.0"
 
 TASKS = ("inference", "full_finetune", "lora", "qlora", "pretrain")
+# What fine-tuning learns from (the estimate's training_objective).
+OBJECTIVES = ("sft", "dpo", "reference_free_preference")
 PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")  # catalog_schema.Precision
 # The first steps compile kernels, fill the allocator's cache and warm the data loader; timing
 # them would make the run look slower than it is.
@@ -245,9 +249,16 @@ class TrialRun:
         strategy: str | None = None,
         warmup_steps: int = DEFAULT_WARMUP_STEPS,
         note: str = "",
+        training_objective: str | None = None,
+        precompute_reference: bool | None = None,
     ) -> None:
         if task not in TASKS:
             raise ValueError(f"task must be one of {', '.join(TASKS)}, not {task!r}")
+        if training_objective is not None and training_objective not in OBJECTIVES:
+            raise ValueError(
+                f"training_objective must be one of {', '.join(OBJECTIVES)}, "
+                f"not {training_objective!r}"
+            )
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
         for name, value in (("micro_batch_size", micro_batch_size), ("seq_len", seq_len)):
@@ -273,6 +284,8 @@ class TrialRun:
         self.gradient_accumulation_steps = gradient_accumulation_steps
         self.gradient_checkpointing = gradient_checkpointing
         self.strategy = strategy
+        self.training_objective = training_objective
+        self.precompute_reference = precompute_reference
         self.warmup_steps = warmup_steps
         self.note = note
         self.steps: list[tuple[int, float]] = []  # (tokens, seconds) per step, in order
@@ -365,6 +378,8 @@ class TrialRun:
                 "params": self.params or recipe.get("params_total"),
                 "strategy": self.strategy,
                 "world_size": self.world_size,
+                "training_objective": self.training_objective,
+                "precompute_reference": self.precompute_reference,
             },
             "recipe": recipe,
             "measurement": measurement,

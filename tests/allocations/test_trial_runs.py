@@ -583,3 +583,35 @@ def test_a_dpo_run_with_its_reference_in_every_step_cannot_calibrate_the_catalog
     response = admin_client.post(accept_url, {"accelerator": "a100-40-sxm4"})
     assert response.status_code == 302
     assert Benchmark.objects.filter(source_kind=BenchmarkSourceKind.INSTITUTE_RUN).exists()
+
+
+def test_a_run_that_says_it_trained_with_dpo_is_kept_out_whatever_its_request_said(
+    admin_client, default_catalog, cpu_run_json
+):
+    """Helper 1.1 records the objective: a DPO run uploaded against a supervised request is
+    refused all the same, and a precomputed reference lets it in."""
+    allocation_request = make_request(status=Status.SUBMITTED)
+    for objective, precomputed, accepted in (("dpo", None, False), ("dpo", True, True)):
+        raw = gpu_run(
+            cpu_run_json,
+            tokens_per_second=50_000.0,
+            training_objective=objective,
+            precompute_reference=precomputed,
+        )
+        admin_client.post(
+            reverse("admin:allocations_trialmeasurement_upload", args=[allocation_request.pk]),
+            {"file": SimpleUploadedFile("run.json", raw, content_type="application/json")},
+        )
+        measurement = TrialMeasurement.objects.latest("uploaded_at")
+        accept_url = reverse("admin:allocations_trialmeasurement_accept", args=[measurement.pk])
+        response = admin_client.post(accept_url, {"accelerator": "a100-40-sxm4"})
+        assert (response.status_code == 302) is accepted
+    assert Benchmark.objects.filter(source_kind=BenchmarkSourceKind.INSTITUTE_RUN).count() == 1
+
+
+def test_helper_refuses_an_unknown_objective():
+    helper = load_helper()
+    with pytest.raises(ValueError, match="training_objective must be one of"):
+        helper.TrialRun(
+            task="lora", precision="bf16", micro_batch_size=1, seq_len=8, training_objective="ppo"
+        )
