@@ -19,8 +19,10 @@ What changes against supervised fine-tuning of the same model, as the libraries 
   from a log-softmax over the whole vocabulary, which each library keeps differently
   (`PREFERENCE_LOGITS_BYTES`); the chunked or fused SFT losses (TRL's chunked_nll, Unsloth's
   Cut Cross-Entropy) do not apply. Liger Kernel's fused preference losses (DPOConfig
-  `use_liger_loss`) compute policy and reference log-probabilities in chunks from the hidden
-  states: a fused loss (request `fused_loss`) keeps no logits.
+  `use_liger_kernel`, `use_liger_loss` before TRL 0.28) compute policy and reference
+  log-probabilities in chunks from the hidden states: a fused loss (request `fused_loss`)
+  keeps no logits. ORPO's added NLL term on the chosen answer reuses the same logits and is
+  not counted apart.
 """
 
 from __future__ import annotations
