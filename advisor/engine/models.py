@@ -247,6 +247,9 @@ class Recipe(_Frozen):
     pp: int = 1  # pipeline stages (Megatron-style, across nodes)
     compute_factor: float = 1.0  # time relative to the same step without recomputation
     reasons: list[str] = Field(default_factory=list)
+    # What micro_batch and global_batch count: "pair" for a preference objective (chosen and
+    # rejected run together), else "sequence".
+    sample: Literal["sequence", "pair"] = "sequence"
 
 
 class FrameworkInfo(_Frozen):

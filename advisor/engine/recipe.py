@@ -347,6 +347,7 @@ class RecipeSearch:
             "pp": stages(strategy),
             "compute_factor": round(choice.time_factor, 3),
             "reasons": reasons,
+            "sample": "pair" if self.wl.sequences_per_sample == 2 else "sequence",
         }
 
     # --- words ---

@@ -109,6 +109,7 @@ def test_a_dpo_walk_is_estimated_with_pairs_and_says_so(client, default_catalog)
     advisor_session, page = walk_to_result(client, dpo)
     assert advisor_session.estimate_request["training_objective"] == "dpo"
     assertContains(page, "Training objective")
+    assert re.search(r'id="recipe-micro-batch">\d+ preference pairs?<', page.content.decode())
     assertContains(page, "a micro-batch of")
     result = advisor_session.estimate_result
     assert result["framework"]["key"] == "trl"

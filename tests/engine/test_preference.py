@@ -121,6 +121,8 @@ def test_the_result_says_what_the_objective_adds():
     assert "4 bytes per token" in logits.value
     assert "the reference's on top" in logits.value
     assert option.recipe.micro_batch == 2  # pairs, as TRL's per_device_train_batch_size
+    assert option.recipe.sample == "pair"
+    assert one_gpu("sft")[1].recipe.sample == "sequence"
 
 
 def test_the_script_names_the_preference_trainer():
