@@ -110,6 +110,9 @@ def _varied_libraries() -> dict[str, EstimateRequest]:
         "7B lora seq 4096 trl": req(
             config=llama7, task="lora", seq_len=4096, framework="trl", tokens=10**8
         ),
+        "7B full dpo trl": req(
+            config=llama7, task="full_finetune", training_objective="dpo", tokens=10**8
+        ),
         "13B qlora llama-factory 2 GPUs zero3": req(
             config=llama13,
             task="qlora",

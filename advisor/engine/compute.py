@@ -117,7 +117,7 @@ def training_step_model(shape: ModelShape, wl: Workload) -> StepModel:
     trainable = lora_trainable_params(shape, wl) if wl.adapters else shape.params_total
     main_grad = fp32 or (wl.state_mode == "mixed" and not wl.adapters)
     gathered = base_weight_bytes(shape, wl.weight_format)[0] if wl.adapters else None
-    if wl.reference_passes and not wl.reference_precomputed:
+    if wl.reference_in_step:
         # DPO's reference forward gathers its sharded weights once per micro-batch, beside the
         # policy's two gathers (the same base weights where adapters are switched off).
         gathered = (gathered or trainable * 2.0) * 1.5

@@ -8,6 +8,7 @@ from typing import NamedTuple
 from advisor.engine.frameworks import Framework
 from advisor.engine.models import Recipe
 from advisor.engine.preference import NO_PRECOMPUTE, OBJECTIVE_NAMES, library_words
+from advisor.engine.preference import checkpointing_off as preference_checkpointing_off
 from advisor.engine.words import plural
 
 
@@ -49,7 +50,7 @@ def recipe_lines(
     if recipe.checkpointing == "none" and on_by_default and framework.checkpointing_off:
         switch = framework.checkpointing_off
         if objective.name != "sft":
-            switch = switch.replace("SFTConfig", "DPOConfig")  # TRL's preference configs
+            switch = preference_checkpointing_off(framework)
         off_note = [
             f"# No activation checkpointing, as estimated: {switch} (the "
             "library's default recomputes every layer: less memory, slower)."

@@ -132,6 +132,11 @@ class Workload:
         return self.seq_len * self.sequences_per_sample
 
     @property
+    def reference_in_step(self) -> bool:
+        """DPO's reference runs a forward pass in every step (not precomputed)."""
+        return self.reference_passes > 0 and not self.reference_precomputed
+
+    @property
     def adapters(self) -> bool:
         return self.task in ("lora", "qlora")
 

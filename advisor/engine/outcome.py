@@ -15,7 +15,7 @@ from advisor.engine.launch_args import PreferenceLaunch
 from advisor.engine.memory import Workload, memory_per_gpu
 from advisor.engine.models import CatalogSpec, EstimateRequest, MemoryBreakdown, Recommendation
 from advisor.engine.options import inference_shards, wall_target
-from advisor.engine.preference import preference_loss_hint
+from advisor.engine.preference import FUSED_PREFERENCE_SWITCH
 from advisor.engine.recommend import trusted
 from advisor.engine.shape import ModelShape
 from advisor.engine.slurm import sbatch_script
@@ -179,6 +179,24 @@ def _fused_loss_hint(opt, framework) -> str | None:
         "linkedin/Liger-Kernel on NVIDIA A100s) never materialises them, so a larger "
         "micro-batch or a smaller GPU may fit; not assumed here "
         f"({_how_to_estimate_fused(framework)}, to estimate it)."
+    )
+
+
+def preference_loss_hint(opt, framework, wl: Workload) -> str | None:
+    """A preference job's log-softmax over the vocabulary, where it is as large a share as
+    _fused_loss_hint's and the library has a fused preference loss (preference.py): said,
+    not assumed."""
+    switch = FUSED_PREFERENCE_SWITCH.get(framework.key)
+    logits = opt.memory.logits
+    if switch is None or logits < _LOGITS_WORTH_A_HINT * opt.memory_per_gpu_bytes:
+        return None
+    return (
+        f"The log-softmax over the vocabulary takes {logits / 1e9:.1f} of the "
+        f"{opt.memory_per_gpu_bytes / 1e9:.1f} GB per GPU for "
+        f"{plural(wl.batch_size * wl.sequences_per_sample, 'sequence')}. Liger Kernel's fused "
+        f"preference loss ({switch}) computes the log-probabilities in chunks without it, so "
+        "a larger micro-batch or a smaller GPU may fit; not assumed here (fused_loss: true in "
+        "the API, to estimate it)."
     )
 
 

@@ -98,6 +98,17 @@ def reference_terms(request: EstimateRequest, task: str) -> tuple[bool, float, b
 NO_PRECOMPUTE = frozenset({"torchtune", "llama_factory"})
 
 
+def checkpointing_off(framework: Framework) -> str:
+    """How a script turns off the checkpointing the library applies to a preference job:
+    TRL's preference trainers take it from their own configs, not SFTConfig."""
+    if framework.key == "trl":
+        return (
+            "DPOConfig / ORPOConfig / CPOConfig(gradient_checkpointing=False) (TRL's default "
+            "is True)"
+        )
+    return framework.checkpointing_off
+
+
 def library_words(framework: Framework, objective: str = "dpo") -> str:
     """How the library names the objective's trainer, for the assumptions and the script."""
     free = objective == "reference_free_preference"
@@ -192,48 +203,25 @@ def assumption(wl, framework: Framework, reference_bytes: float | None) -> Assum
     )
 
 
-def logits_words(wl, framework: Framework, fused: bool) -> str:
-    """The logits assumption's text for a preference objective."""
-    if fused:
-        return (
-            "0 bytes per token x vocabulary entry: a fused preference loss (you said so; "
-            "Liger Kernel's, use_liger_loss=True in DPOConfig) computes the policy's and the "
-            "reference's log-probabilities from the hidden states one chunk at a time"
-        )
-    return (
-        f"{wl.logits_per_entry:g} bytes per token x vocabulary entry of every sequence: "
-        f"{framework.name} gathers each response's log-probability from a log-softmax over "
-        "the whole vocabulary"
-        + (
-            ", the reference's on top of the policy's"
-            if wl.reference_passes and not wl.reference_precomputed
-            else ""
-        )
-        + "; the SFT loss's chunking or fusion does not apply"
-    )
-
-
 # How a library's preference trainer turns on Liger Kernel's fused preference loss, which
 # computes the policy's and the reference's log-probabilities from the hidden states in chunks:
 # TRL's DPOConfig (use_liger_kernel since TRL 0.28; use_liger_loss before). LLaMA-Factory's
 # enable_liger_kernel patches the model's cross-entropy, which its DPO trainer does not call.
 FUSED_PREFERENCE_SWITCH = {"trl": "use_liger_kernel=True in DPOConfig"}
-# The log-softmax is this share of a GPU's need or more: worth the researcher's attention.
-_WORTH_A_HINT = 0.25
 
 
-def preference_loss_hint(option, framework: Framework, wl) -> str | None:
-    """Where the preference loss's log-softmax is a large share of the recommended option's
-    memory and the library has a fused preference loss: say so, without assuming it."""
-    switch = FUSED_PREFERENCE_SWITCH.get(framework.key)
-    logits = option.memory.logits
-    if switch is None or logits < _WORTH_A_HINT * option.memory_per_gpu_bytes:
-        return None
+def logits_words(wl, framework: Framework, fused: bool) -> str:
+    """The logits assumption's text for a preference objective."""
+    if fused:
+        return (
+            "0 bytes per token x vocabulary entry: a fused preference loss (you said so; "
+            f"Liger Kernel's, {FUSED_PREFERENCE_SWITCH['trl']} under TRL) computes the policy's "
+            "and the reference's log-probabilities from the hidden states one chunk at a time"
+        )
     return (
-        f"The log-softmax over the vocabulary takes {logits / 1e9:.1f} of the "
-        f"{option.memory_per_gpu_bytes / 1e9:.1f} GB per GPU for "
-        f"{plural(wl.batch_size * wl.sequences_per_sample, 'sequence')}. Liger Kernel's fused "
-        f"preference loss ({switch}) computes the log-probabilities in chunks without it, so "
-        "a larger micro-batch or a smaller GPU may fit; not assumed here (fused_loss: true in "
-        "the API, to estimate it)."
+        f"{wl.logits_per_entry:g} bytes per token x vocabulary entry of every sequence: "
+        f"{framework.name} gathers each response's log-probability from a log-softmax over "
+        "the whole vocabulary"
+        + (", the reference's on top of the policy's" if wl.reference_in_step else "")
+        + "; the SFT loss's chunking or fusion does not apply"
     )
