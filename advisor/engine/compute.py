@@ -117,10 +117,11 @@ def training_step_model(shape: ModelShape, wl: Workload) -> StepModel:
     trainable = lora_trainable_params(shape, wl) if wl.adapters else shape.params_total
     main_grad = fp32 or (wl.state_mode == "mixed" and not wl.adapters)
     gathered = base_weight_bytes(shape, wl.weight_format)[0] if wl.adapters else None
-    if wl.reference_in_step:
-        # DPO's reference forward gathers its sharded weights once per micro-batch, beside the
-        # policy's two gathers (the same base weights where adapters are switched off).
-        gathered = (gathered or trainable * 2.0) * 1.5
+    if wl.step_forward_passes:
+        # The reference's forward passes (and KTO's KL pass) gather the sharded weights once
+        # each per micro-batch, beside the policy's two gathers (the same base weights where
+        # adapters are switched off).
+        gathered = (gathered or trainable * 2.0) * (1 + wl.step_forward_passes / 2)
     return StepModel(
         params=float(trainable),
         grad_bytes=4.0 if fp32 else 2.0,
@@ -214,11 +215,11 @@ def training_flops_per_token(shape: ModelShape, wl: Workload) -> float:
     flops = per_param * n + attention + front
     if wl.gradient_checkpointing:
         flops += c.RECOMPUTE_FLOPS_PER_PARAM.value * recomputed_params(shape) + attention / 3
-    if wl.reference_passes:
-        # DPO's reference model: a forward pass over the same tokens (preference.py), the
-        # base alone where adapters are switched off for it.
+    if wl.forward_only_passes:
+        # DPO's and KTO's reference model, KTO's KL pass: forward passes over as many tokens
+        # (preference.py), the base alone where adapters are switched off for the reference.
         forward_front = shape.frontend.forward_flops if shape.frontend else 0
-        flops += wl.reference_passes * (2 * n + attention / 3 + forward_front)
+        flops += wl.forward_only_passes * (2 * n + attention / 3 + forward_front)
     return flops
 
 
@@ -344,7 +345,7 @@ def qlora_dequant_seconds(
     micro-batches whatever the layout (data, tensor or pipeline parallel)."""
     if not (wl.adapters and wl.weight_format == "int4"):
         return 0.0
-    passes = (3 if recompute else 2) + wl.reference_passes  # DPO's reference pass too
+    passes = (3 if recompute else 2) + wl.forward_only_passes  # the reference's too
     # A mixture-of-experts layer dequantises only the experts some token was routed to.
     weights = shape.params_linear * expert_read_share(shape, micro_tokens)
     rate = bandwidth_gb_s * 1e9 * c.QLORA_DEQUANT_BANDWIDTH_FRACTION.value

@@ -72,6 +72,8 @@ def _setup_sentence(
 def _batch_words(request: EstimateRequest, wl: Workload) -> str:
     if wl.sequences_per_sample > 1:
         return f"a global batch of {plural(global_batch(request), 'preference pair')}"
+    if wl.objective == "kto":
+        return f"a global batch of {plural(global_batch(request), 'labelled example')}"
     if wl.training:
         return f"a global batch of {plural(global_batch(request), 'sequence')}"
     if wl.fills_kv_cache:  # the library batches the job's requests itself

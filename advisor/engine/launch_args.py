@@ -86,23 +86,32 @@ def objective_lines(framework: Framework, objective: PreferenceLaunch) -> list[s
             " The reference log-probabilities are computed once before training, as estimated "
             "(precompute_ref_log_probs=True; not with DeepSpeed ZeRO-3)."
         )
-    elif objective.name == "dpo":
+    elif objective.name in ("dpo", "kto"):
         reference = " The reference model runs beside the policy every step, as estimated" + (
             "."
             if framework.key in NO_PRECOMPUTE
             else " (precompute_ref_log_probs=True computes it once beforehand instead)."
         )
     trainer = library_words(framework, objective.name)
+    counted = (
+        "the batch sizes count labelled examples (at least 2 per GPU pass, for the KL term)"
+        if objective.name == "kto"
+        else "the batch sizes count preference pairs, whose chosen and rejected sequences run "
+        "together"
+    )
     return [
-        f"# Objective: {OBJECTIVE_NAMES[objective.name]}, with {trainer}; "
-        "the batch sizes count preference pairs, whose chosen and rejected sequences run "
-        f"together.{reference}"
+        f"# Objective: {OBJECTIVE_NAMES[objective.name]}, with {trainer}; {counted}.{reference}"
     ]
 
 
 def packing_note(framework: Framework, task: str, objective: PreferenceLaunch = SFT) -> list[str]:
     """The estimate counts full sequences (result assumption 'Sequences (training)'): say how
     the library packs short examples, where the researcher's script chooses it."""
+    if objective.name == "kto":
+        return [
+            "# The estimate counts every example at the full length; examples padded to the "
+            "longest in their batch compute on the padding too."
+        ]
     if objective.name != "sft":
         return [
             "# The estimate counts every sequence of a pair at the full length; pairs padded "
@@ -143,7 +152,9 @@ def train_args(
         return " " + " ".join(args)
     if framework.key == "llama_factory":
         overrides = _llama_factory_overrides(recipe, fused_loss, dtype, compiled)
-        if objective.name != "sft":  # its preference stage; ORPO / SimPO need no reference
+        if objective.name == "kto":
+            overrides.append("stage=kto")
+        elif objective.name != "sft":  # its preference stage; ORPO / SimPO need no reference
             free = objective.name == "reference_free_preference"
             overrides += ["stage=dpo", "pref_loss=orpo" if free else "pref_loss=sigmoid"]
         return " " + " ".join(overrides)

@@ -103,17 +103,20 @@ class Workload:
     # False where the input is not text (Whisper reads audio): an inference job's tokens are
     # then the ones it writes, not prompt and generated together (tokens_per_request).
     reads_text: bool = True
-    # What fine-tuning optimises (preference.py): "sft", "dpo" or "reference_free_preference".
-    # A preference sample is a pair whose two sequences run in one pass (`sequences_per_sample`
-    # 2): batch_size and every micro-batch count samples. DPO keeps a frozen reference copy
-    # when it trains every weight (`reference_copy`) and runs the reference's forward pass
-    # `reference_passes` times per token trained on (1 with every step; 1 / epochs when its
-    # log-probabilities are computed once before training, `reference_precomputed`).
+    # What fine-tuning optimises (preference.py): "sft", "dpo", "reference_free_preference" or
+    # "kto". A pair objective's sample is a pair whose two sequences run in one pass
+    # (`sequences_per_sample` 2): batch_size and every micro-batch count samples. DPO and KTO
+    # keep a frozen reference copy when they train every weight (`reference_copy`) and run the
+    # reference's forward pass `reference_passes` times per token trained on (DPO 1, KTO 2 with
+    # every step; divided by the epochs when its log-probabilities are computed once before
+    # training, `reference_precomputed`). KTO's policy also runs `policy_passes` forward passes
+    # without gradients per token trained on (its KL sequences), every step.
     objective: str = "sft"
     sequences_per_sample: int = 1
     reference_copy: bool = False
     reference_passes: float = 0.0
     reference_precomputed: bool = False
+    policy_passes: float = 0.0
 
     @property
     def training(self) -> bool:
@@ -133,8 +136,21 @@ class Workload:
 
     @property
     def reference_in_step(self) -> bool:
-        """DPO's reference runs a forward pass in every step (not precomputed)."""
+        """DPO's or KTO's reference runs forward passes in every step (not precomputed)."""
         return self.reference_passes > 0 and not self.reference_precomputed
+
+    @property
+    def forward_only_passes(self) -> float:
+        """Forward passes without gradients per token trained on, besides the policy's own
+        forward and backward: the reference's and KTO's KL pass (each 2 FLOPs per parameter
+        and token, one more 4-bit dequantisation)."""
+        return self.reference_passes + self.policy_passes
+
+    @property
+    def step_forward_passes(self) -> float:
+        """Of those, the ones every step runs (a precomputed reference's run before training):
+        each gathers ZeRO-3's sharded weights once more per micro-batch."""
+        return (self.reference_passes if self.reference_in_step else 0.0) + self.policy_passes
 
     @property
     def adapters(self) -> bool:

@@ -60,8 +60,10 @@ FrameworkName = Literal[
 # pairs scored against a frozen reference model (DPO and its variants IPO, robust DPO, BCO
 # pair losses: TRL's DPOTrainer, LLaMA-Factory stage dpo, torchtune's *_dpo_* recipes);
 # "reference_free_preference": preference pairs without a reference model (ORPO, SimPO,
-# CPO). Both preference objectives run the chosen and the rejected sequence of every pair.
-TrainingObjective = Literal["sft", "dpo", "reference_free_preference"]
+# CPO). Both pair objectives run the chosen and the rejected sequence of every pair. "kto":
+# single responses labelled desirable or undesirable, scored against a frozen reference with a
+# KL estimate from mismatched prompt / response pairs (TRL's KTOTrainer, LLaMA-Factory stage kto).
+TrainingObjective = Literal["sft", "dpo", "reference_free_preference", "kto"]
 Checkpointing = Literal["none", "selective", "full"]
 # What a researcher may ask for; the engine may also choose "single" (one GPU) or
 # "tensor_parallel" (within a node) for an option.
@@ -146,13 +148,14 @@ class EstimateRequest(_Frozen):
     # None: AdamW unless only 8-bit AdamW makes the job fit (the recipe search decides).
     optimizer: Optimizer | None = None
     framework: FrameworkName | None = None
-    # Fine-tuning only (full_finetune, lora, qlora); None: "sft". For a preference objective
-    # batch_size and micro_batch count pairs, seq_len is one sequence (prompt + one response)
-    # and tokens count every sequence the job trains on, chosen and rejected alike.
+    # Fine-tuning only (full_finetune, lora, qlora); None: "sft". For a pair objective (dpo,
+    # reference_free_preference) batch_size and micro_batch count pairs, seq_len is one
+    # sequence (prompt + one response) and tokens count every sequence the job trains on,
+    # chosen and rejected alike; for kto they count labelled examples of one sequence each.
     training_objective: TrainingObjective | None = None
-    # DPO: the reference model's log-probabilities computed once before training
-    # (DPOConfig precompute_ref_log_probs), so no reference copy stays on the GPU; None: the
-    # library's default (computed alongside every step).
+    # DPO and KTO: the reference model's log-probabilities computed once before training
+    # (DPOConfig / KTOConfig precompute_ref_log_probs), so no reference copy stays on the GPU;
+    # None: the library's default (computed alongside every step).
     precompute_reference: bool | None = None
     # Training: step each parameter inside backward as soon as its gradient exists
     # (torchtune optimizer_in_bwd; needs no gradient accumulation); None: the library's default.

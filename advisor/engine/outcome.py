@@ -15,7 +15,7 @@ from advisor.engine.launch_args import PreferenceLaunch
 from advisor.engine.memory import Workload, memory_per_gpu
 from advisor.engine.models import CatalogSpec, EstimateRequest, MemoryBreakdown, Recommendation
 from advisor.engine.options import inference_shards, wall_target
-from advisor.engine.preference import FUSED_PREFERENCE_SWITCH
+from advisor.engine.preference import fused_switch, min_micro_batch
 from advisor.engine.recommend import trusted
 from advisor.engine.shape import ModelShape
 from advisor.engine.slurm import sbatch_script
@@ -186,7 +186,7 @@ def preference_loss_hint(opt, framework, wl: Workload) -> str | None:
     """A preference job's log-softmax over the vocabulary, where it is as large a share as
     _fused_loss_hint's and the library has a fused preference loss (preference.py): said,
     not assumed."""
-    switch = FUSED_PREFERENCE_SWITCH.get(framework.key)
+    switch = fused_switch(framework, wl.objective)
     logits = opt.memory.logits
     if switch is None or logits < _LOGITS_WORTH_A_HINT * opt.memory_per_gpu_bytes:
         return None
@@ -215,6 +215,7 @@ def leaner_recipe_hint(
     either knob, nor for tensor-parallel or offloaded layouts."""
     opt = best.option
     recipe = opt.recipe
+    least = min_micro_batch(framework, wl.objective)  # KTO under TRL: 2
     if (
         not wl.training
         or recipe is None
@@ -222,10 +223,10 @@ def leaner_recipe_hint(
         or request.micro_batch is not None
         or request.gradient_checkpointing is not None
         or "full" not in framework.checkpoint_levels
-        or (recipe.micro_batch == 1 and recipe.checkpointing == "full")
+        or (recipe.micro_batch == least and recipe.checkpointing == "full")
     ):
         return None
-    lean_wl = replace(wl, batch_size=1, gradient_checkpointing=True, selective_recompute=False)
+    lean_wl = replace(wl, batch_size=least, gradient_checkpointing=True, selective_recompute=False)
     per_rank = recipe.micro_batch * recipe.grad_accumulation
     need = memory_per_gpu(
         shape, lean_wl, opt.strategy, opt.num_gpus, optimizer=recipe.optimizer,
@@ -237,12 +238,13 @@ def leaner_recipe_hint(
         training_flops_per_token(shape, lean_wl)
         / training_flops_per_token(shape, wl)
         * micro_batch_efficiency(recipe.micro_batch * wl.sample_tokens)
-        / micro_batch_efficiency(wl.sample_tokens)
+        / micro_batch_efficiency(least * wl.sample_tokens)
     )
     return (
         f"The recommended recipe uses {opt.memory_per_gpu_bytes / 1e9:.1f} GB per GPU to run "
         f"fastest (micro-batch {recipe.micro_batch}, activation checkpointing "
-        f"{recipe.checkpointing}); at micro-batch 1 with full activation checkpointing the same "
+        f"{recipe.checkpointing}); at micro-batch {least} with full activation checkpointing "
+        "the same "
         f"job needs about {need / 1e9:.1f} GB per GPU, for about {slower - 1:+.0%} compute: the "
         "figure for a smaller GPU."
     )
@@ -259,7 +261,8 @@ def memory_when_nothing_fits(
     """The memory a single GPU would need, and the warnings that say what rules every option
     out. Training: the leanest micro-batch the recipe search tries (pinned, else one
     sequence), not the whole global batch at once (2^20 tokens when none is given)."""
-    lean = replace(wl, batch_size=request.micro_batch or 1) if wl.training else wl
+    least = min_micro_batch(framework, wl.objective)
+    lean = replace(wl, batch_size=request.micro_batch or least) if wl.training else wl
     memory = MemoryBreakdown.model_construct(**memory_per_gpu(shape, lean, "single", 1))
     warnings.extend(_nothing_fits(request, catalog, wl))
     hint = _logits_hint(memory, framework, lean)

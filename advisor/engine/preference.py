@@ -23,6 +23,17 @@ What changes against supervised fine-tuning of the same model, as the libraries 
   log-probabilities in chunks from the hidden states: a fused loss (request `fused_loss`)
   keeps no logits. ORPO's added NLL term on the chosen answer reuses the same logits and is
   not counted apart.
+- **KTO: one labelled response per sample, and a KL estimate.** KTO (Ethayarajh et al. 2024)
+  learns from single responses marked desirable or undesirable, so a sample is one sequence.
+  Its loss subtracts an estimate of the policy's KL divergence from the reference, which the
+  trainers take from mismatched pairs: each prompt with the next example's response in the
+  same batch (TRL's _get_kl_dataset shifts the responses by one; LLaMA-Factory does the same).
+  Every step the policy runs a forward pass without gradients over those KL sequences
+  (`KTO_POLICY_PASSES`) and the reference runs two, over the KL sequences and the real ones.
+  With precompute_ref_log_probs (TRL's KTOConfig) the reference's two passes run once before
+  training; the policy's KL pass stays in every step. TRL refuses a per-device batch of one
+  ("Actual (not effective) batch size must be > 1. KTO will not work properly because the KL
+  term will be equivalent to the implied reward"): `min_micro_batch`.
 """
 
 from __future__ import annotations
@@ -32,7 +43,15 @@ from advisor.engine.models import Assumption, EstimateRequest, built
 from advisor.engine.shape import ModelShape
 from advisor.engine.words import plural
 
-PREFERENCE_OBJECTIVES = ("dpo", "reference_free_preference")
+PREFERENCE_OBJECTIVES = ("dpo", "reference_free_preference", "kto")
+# Objectives whose samples are pairs (chosen and rejected in one pass).
+PAIR_OBJECTIVES = ("dpo", "reference_free_preference")
+# Objectives scored against a frozen reference model, and the reference's forward passes per
+# token trained on when it runs every step: DPO's over the pair, KTO's over the real and the
+# KL sequences.
+REFERENCE_PASSES = {"dpo": 1.0, "kto": 2.0}
+# KTO's policy forward pass without gradients over the KL sequences, per token trained on.
+KTO_POLICY_PASSES = 1.0
 # Libraries whose preference training is TRL's trainers with TRL's configs (Unsloth patches
 # and runs TRL's DPOTrainer).
 TRL_PREFERENCE_TRAINERS = frozenset({"trl", "unsloth"})
@@ -40,6 +59,8 @@ OBJECTIVE_NAMES = {
     "sft": "supervised fine-tuning",
     "dpo": "DPO (preference pairs against a frozen reference model)",
     "reference_free_preference": "preference pairs without a reference model (ORPO, SimPO, CPO)",
+    "kto": "KTO (single responses labelled desirable or undesirable, against a frozen "
+    "reference model)",
 }
 
 # Bytes per (token x vocabulary entry) a library's preference loss holds at its peak in 16-bit
@@ -68,27 +89,74 @@ PREFERENCE_LOGITS_BYTES = {
     "llama_factory": _FP32_STYLE,
 }
 
+# The same for KTO, per sequence:
+# - TRL's KTOTrainer (trl/experimental/kto/kto_trainer.py; Unsloth and Axolotl run it): the
+#   policy's 16-bit logits, selective_log_softmax's kept rows (2) and the desirable and
+#   undesirable logits, copied out with index_select and kept for the metrics (2); once the
+#   forward pass returns, the logits themselves are freed. The policy's forward peaks at 6
+#   while the copies are made; the reference's forward then adds its own logits and copies
+#   (4). The policy's KL pass runs before the policy's forward, when nothing is held yet.
+# - LLaMA-Factory's CustomKTOTrainer (src/llamafactory/train/kto/trainer.py): the policy's
+#   fp32 log-softmax kept for backward (4), then the KL pass without gradients after it, and
+#   the reference's two, each holding `.logits.to(torch.float32)` (4) and its fp32
+#   log-softmax (4) at once: 12 with or without a precomputed reference (it has none).
+# torchtune has no KTO recipe (request_checks refuses it).
+_TRL_KTO = (8.0, 6.0)
+KTO_LOGITS_BYTES = {
+    "trl": _TRL_KTO,
+    "unsloth": _TRL_KTO,
+    "axolotl": _TRL_KTO,
+    "llama_factory": (12.0, 12.0),
+}
+_FP32_KTO = (12.0, 12.0)
+# Libraries that run KTO (a preference trainer of their own, or TRL's).
+KTO_LIBRARIES = frozenset({"trl", "unsloth", "axolotl", "llama_factory"})
+
 
 def is_preference(request: EstimateRequest) -> bool:
     return request.training_objective in PREFERENCE_OBJECTIVES
 
 
-def logits_bytes(framework: Framework, reference_forward: bool) -> float:
-    """Bytes per token and vocabulary entry of the preference loss (PREFERENCE_LOGITS_BYTES)."""
-    with_ref, without = PREFERENCE_LOGITS_BYTES.get(framework.key, _FP32_STYLE)
+def is_pairs(request: EstimateRequest) -> bool:
+    """The objective's samples are pairs whose two sequences run in one pass."""
+    return request.training_objective in PAIR_OBJECTIVES
+
+
+def logits_bytes(framework: Framework, reference_forward: bool, objective: str = "dpo") -> float:
+    """Bytes per token and vocabulary entry of the preference loss (PREFERENCE_LOGITS_BYTES,
+    KTO_LOGITS_BYTES)."""
+    if objective == "kto":
+        with_ref, without = KTO_LOGITS_BYTES.get(framework.key, _FP32_KTO)
+    else:
+        with_ref, without = PREFERENCE_LOGITS_BYTES.get(framework.key, _FP32_STYLE)
     return with_ref if reference_forward else without
+
+
+def policy_passes(request: EstimateRequest) -> float:
+    """The policy's forward passes without gradients per token trained on: KTO's over its KL
+    sequences, every step."""
+    return KTO_POLICY_PASSES if request.training_objective == "kto" else 0.0
+
+
+def min_micro_batch(framework: Framework, objective: str) -> int:
+    """The smallest per-GPU micro-batch the library accepts for the objective: TRL's
+    KTOTrainer estimates the KL term within a device's batch and refuses one example."""
+    if objective == "kto" and framework.key in TRL_PREFERENCE_TRAINERS | {"axolotl"}:
+        return 2
+    return 1
 
 
 def reference_terms(request: EstimateRequest, task: str) -> tuple[bool, float, bool]:
     """(a frozen reference copy on the GPUs, reference forward passes per token trained on,
     whether its log-probabilities are computed once before training)."""
-    if request.training_objective != "dpo":
+    per_step = REFERENCE_PASSES.get(request.training_objective or "sft")
+    if per_step is None:
         return False, 0.0, False
     precomputed = bool(request.precompute_reference)
     copy = task == "full_finetune" and not precomputed
     # Precomputed: one pass over the whole data however many epochs (or what share of one)
     # train on it.
-    passes = 1.0 / request.epochs if precomputed else 1.0
+    passes = per_step / request.epochs if precomputed else per_step
     return copy, passes, precomputed
 
 
@@ -103,14 +171,21 @@ def checkpointing_off(framework: Framework) -> str:
     TRL's preference trainers take it from their own configs, not SFTConfig."""
     if framework.key == "trl":
         return (
-            "DPOConfig / ORPOConfig / CPOConfig(gradient_checkpointing=False) (TRL's default "
-            "is True)"
+            "DPOConfig / ORPOConfig / CPOConfig / KTOConfig(gradient_checkpointing=False) "
+            "(TRL's default is True)"
         )
     return framework.checkpointing_off
 
 
 def library_words(framework: Framework, objective: str = "dpo") -> str:
     """How the library names the objective's trainer, for the assumptions and the script."""
+    if objective == "kto":
+        return {
+            "trl": "TRL's KTOTrainer (trl.experimental.kto)",
+            "unsloth": "TRL's KTOTrainer under Unsloth",
+            "axolotl": "Axolotl's rl: kto (TRL's KTOTrainer)",
+            "llama_factory": "LLaMA-Factory stage: kto",
+        }.get(framework.key, f"your own KTO loss under {framework.name}")
     free = objective == "reference_free_preference"
     return {
         "trl": "TRL's ORPOTrainer or CPOTrainer (loss_type simpo)" if free else "TRL's DPOTrainer",
@@ -153,19 +228,36 @@ SOURCE = (
     "torchtune torchtune/rlhf/_utils.py get_batch_log_probs; Rafailov et al. 2023, "
     "arXiv:2305.18290"
 )
+KTO_SOURCE = (
+    "huggingface/trl trl/experimental/kto/kto_trainer.py (_get_kl_dataset, _compute_kl_logps, "
+    "forward, get_batch_loss_metrics; the per-device batch check) and kto_config.py; "
+    "hiyouga/LLaMA-Factory src/llamafactory/train/kto/trainer.py; Ethayarajh et al. 2024, "
+    "arXiv:2402.01306"
+)
 
 
 def assumption(wl, framework: Framework, reference_bytes: float | None) -> Assumption:
     """What the objective adds to the job, for the result's assumptions. `reference_bytes`:
     the reference copy per GPU on the recommended option (None: no option)."""
-    parts = [
-        f"{OBJECTIVE_NAMES[wl.objective]} with {library_words(framework, wl.objective)}: every "
-        "sample is a "
-        f"pair of {wl.seq_len:,}-token sequences, chosen and rejected, run in one pass, so a "
-        f"micro-batch of {plural(wl.batch_size, 'pair')} holds "
-        f"{plural(wl.batch_size * wl.sequences_per_sample, 'sequence')}; tokens count both"
-    ]
-    if wl.objective == "dpo":
+    trainer = f"{OBJECTIVE_NAMES[wl.objective]} with {library_words(framework, wl.objective)}"
+    if wl.objective == "kto":
+        parts = [
+            f"{trainer}: every sample is one {wl.seq_len:,}-token sequence, a prompt and a "
+            "response labelled desirable or undesirable; every step the policy also runs a "
+            "forward pass without gradients over the KL sequences (each prompt with another "
+            "example's response from the same batch), 2 FLOPs per parameter and token"
+        ]
+        if min_micro_batch(framework, "kto") > 1:
+            parts.append("the library needs at least 2 examples per GPU per pass for that")
+    else:
+        parts = [
+            f"{trainer}: every sample is a pair of {wl.seq_len:,}-token sequences, chosen and "
+            f"rejected, run in one pass, so a micro-batch of {plural(wl.batch_size, 'pair')} "
+            f"holds {plural(wl.batch_size * wl.sequences_per_sample, 'sequence')}; tokens "
+            "count both"
+        ]
+    over = "the real and the KL sequences" if wl.objective == "kto" else "the same sequences"
+    if wl.objective in REFERENCE_PASSES:
         if wl.reference_precomputed:
             parts.append(
                 "the reference model's log-probabilities computed once before training "
@@ -184,10 +276,11 @@ def assumption(wl, framework: Framework, reference_bytes: float | None) -> Assum
                     else "the same model with its adapters switched off (no copy)"
                 )
             )
+            passes = "forward passes" if wl.reference_passes > 1 else "forward pass"
             parts.append(
-                f"the reference is {where}; its forward pass over the same sequences every "
-                "step adds 2 FLOPs per parameter and token and its logits come on top of the "
-                "policy's"
+                f"the reference is {where}; its {passes} over {over} every step "
+                f"add{'' if wl.reference_passes > 1 else 's'} {2 * wl.reference_passes:g} FLOPs "
+                "per parameter and token and its logits come on top of the policy's"
                 + (
                     ""
                     if framework.key in NO_PRECOMPUTE
@@ -199,7 +292,7 @@ def assumption(wl, framework: Framework, reference_bytes: float | None) -> Assum
         Assumption,
         name="Training objective",
         value="; ".join(parts),
-        source=SOURCE,
+        source=KTO_SOURCE if wl.objective == "kto" else SOURCE,
     )
 
 
@@ -210,18 +303,37 @@ def assumption(wl, framework: Framework, reference_bytes: float | None) -> Assum
 FUSED_PREFERENCE_SWITCH = {"trl": "use_liger_kernel=True in DPOConfig"}
 
 
+_TRL = "trl"
+
+
+def fused_switch(library: Framework | str, objective: str) -> str | None:
+    """FUSED_PREFERENCE_SWITCH in the objective's own config (TRL's KTOConfig has the same
+    use_liger_kernel switch, LigerFusedLinearKTOLoss)."""
+    key = library if isinstance(library, str) else library.key
+    switch = FUSED_PREFERENCE_SWITCH.get(key)
+    if switch and objective == "kto":
+        return switch.replace("DPOConfig", "KTOConfig")
+    return switch
+
+
 def logits_words(wl, framework: Framework, fused: bool) -> str:
     """The logits assumption's text for a preference objective."""
     if fused:
         return (
             "0 bytes per token x vocabulary entry: a fused preference loss (you said so; "
-            f"Liger Kernel's, {FUSED_PREFERENCE_SWITCH['trl']} under TRL) computes the policy's "
-            "and the reference's log-probabilities from the hidden states one chunk at a time"
+            f"Liger Kernel's, {fused_switch(_TRL, wl.objective)} under TRL) computes the "
+            "policy's and the reference's log-probabilities from the hidden states one chunk "
+            "at a time"
         )
     return (
         f"{wl.logits_per_entry:g} bytes per token x vocabulary entry of every sequence: "
         f"{framework.name} gathers each response's log-probability from a log-softmax over "
         "the whole vocabulary"
         + (", the reference's on top of the policy's" if wl.reference_in_step else "")
+        + (
+            "; TRL also keeps index_select copies of the desirable and undesirable logits"
+            if wl.objective == "kto" and framework.key in KTO_LIBRARIES - {"llama_factory"}
+            else ""
+        )
         + "; the SFT loss's chunking or fusion does not apply"
     )

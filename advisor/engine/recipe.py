@@ -21,6 +21,7 @@ from advisor.engine.compute import micro_batch_efficiency, training_flops_per_to
 from advisor.engine.frameworks import Framework
 from advisor.engine.memory import MemoryModel, Workload
 from advisor.engine.models import EstimateRequest
+from advisor.engine.preference import min_micro_batch
 from advisor.engine.recipe_reasons import recipe_reasons
 from advisor.engine.shape import ModelShape
 from advisor.engine.tensor_parallel import split as split_layout
@@ -66,6 +67,9 @@ class RecipeSearch:
         self.global_batch = global_batch(request)
         self.batch_words = "you asked for" if request.batch_size is not None else "we assumed"
         self.pinned_micro = request.micro_batch
+        # KTO under TRL needs two examples per GPU pass (preference.min_micro_batch); where the
+        # batch per GPU is smaller, the recipe's global batch grows to it.
+        self.min_micro = min_micro_batch(framework, wl.objective)
         self.pinned_level = request.gradient_checkpointing is not None
         self.default_level = model.default_level
         if not self.training:
@@ -219,9 +223,10 @@ class RecipeSearch:
             return found
         per_rank, _ = self.per_rank(strategy, n)
         pinned = self._pinned(per_rank)
+        whole = max(per_rank, self.min_micro)
         seq = self.wl.sample_tokens
         saturation = c.MICROBATCH_SATURATION_TOKENS.value
-        top = pinned or per_rank
+        top = pinned or whole
         top_eff = 1.0 if top * seq >= saturation else (top * seq / saturation) ** 0.25
         linear = self.model.linear
         step_total = self.step_total
@@ -234,18 +239,18 @@ class RecipeSearch:
                 micro = pinned
                 if step_total(strategy, n, level, optimizer, micro, -(-per_rank // micro)) > limit:
                     continue
-            elif step_total(strategy, n, level, optimizer, per_rank, 1) <= limit:
-                micro = per_rank  # the whole batch at once: no accumulated gradients
+            elif step_total(strategy, n, level, optimizer, whole, 1) <= limit:
+                micro = whole  # the whole batch at once: no accumulated gradients
             else:
                 room = limit - fixed
-                if room < per_sample:
+                if room < per_sample * self.min_micro:
                     continue
                 most = int(room // per_sample) if per_sample > 0 else per_rank
                 if most >= per_rank:
                     micro = per_rank
                 else:
                     divisors = self._divisors.get(per_rank) or self._divisors_of(per_rank)
-                    micro = divisors[bisect_right(divisors, most) - 1]
+                    micro = max(divisors[bisect_right(divisors, most) - 1], self.min_micro)
             tokens = micro * seq
             cost = ratio if tokens >= saturation else ratio / (tokens / saturation) ** 0.25
             rank_key = (cost, opt_rank, lvl_rank)
@@ -263,7 +268,7 @@ class RecipeSearch:
             # Compared from the memory model, and only the leanest (the first of equals,
             # optimizer before level) becomes a Choice.
             per_rank, _ = self.per_rank(strategy, n)
-            micro = self._pinned(per_rank) or 1
+            micro = self._pinned(per_rank) or self.min_micro
             accumulation = max(1, math.ceil(per_rank / micro))
             step_total = self.step_total
             least = picked = None
@@ -302,11 +307,11 @@ class RecipeSearch:
             # Accumulating micro-batches keep the gradients alive during every forward pass;
             # the whole batch at once may need less when the gradients outweigh activations.
             per_rank, _ = self.per_rank(strategy, n)
-            micro = self.pinned_micro or 1
+            micro = self.pinned_micro or self.min_micro
             args = (strategy, n, self._lean_level, self._lean_opt)
             step_total = self.step_total
             found = step_total(*args, micro, -(-per_rank // micro))
-            if self.pinned_micro is None and per_rank > 1:
+            if self.pinned_micro is None and per_rank > micro:
                 found = min(found, step_total(*args, per_rank, 1))
             self._least_cache[key] = found
         return found

@@ -14,7 +14,13 @@ from pydantic import ValidationError
 from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import FRAMEWORKS, framework_for
 from advisor.engine.models import CatalogSpec, EstimateRequest
-from advisor.engine.preference import NO_PRECOMPUTE, is_preference
+from advisor.engine.preference import (
+    KTO_LIBRARIES,
+    NO_PRECOMPUTE,
+    is_preference,
+    library_words,
+    min_micro_batch,
+)
 
 # Beyond these a number is a typo, not a workload.
 LIMITS = {
@@ -108,13 +114,18 @@ def check_request(request: EstimateRequest, catalog: CatalogSpec | None = None) 
     if task == "inference" and request.gradient_checkpointing:
         warnings.append("gradient_checkpointing is ignored for inference.")
     if is_preference(request) and request.framework == "hf_trainer":
+        trainer = "KTOTrainer" if request.training_objective == "kto" else "DPOTrainer"
         warnings.append(
-            "The Transformers Trainer has no preference loss: estimated as TRL's DPOTrainer, "
+            f"The Transformers Trainer has no preference loss: estimated as TRL's {trainer}, "
             "which runs on it (framework trl)."
         )
-    if request.precompute_reference is not None and request.training_objective != "dpo":
+    if request.precompute_reference is not None and request.training_objective not in (
+        "dpo",
+        "kto",
+    ):
         warnings.append(
-            "precompute_reference applies to DPO (training_objective dpo) only; ignored."
+            "precompute_reference applies to DPO and KTO (training_objective dpo or kto) "
+            "only; ignored."
         )
     if task == "lora" and precision == "int4":
         warnings.append("LoRA on a 4-bit base model is QLoRA; estimated as QLoRA.")
@@ -217,7 +228,7 @@ def _objective_errors(request: EstimateRequest) -> list[tuple[str, str]]:
     if objective is None or objective == "sft" and task != "inference":
         return []
     if task in ("full_finetune", "lora", "qlora"):
-        return []
+        return _kto_errors(request) if objective == "kto" else []
     what = "inference trains nothing" if task == "inference" else "pre-training learns from text"
     return [
         (
@@ -226,6 +237,42 @@ def _objective_errors(request: EstimateRequest) -> list[tuple[str, str]]:
             "or qlora, or leave training_objective empty.",
         )
     ]
+
+
+def _kto_errors(request: EstimateRequest) -> list[tuple[str, str]]:
+    """KTO's KL estimate pairs each prompt with another example's response: a batch of one has
+    no other, and TRL's KTOTrainer refuses one example per GPU pass. torchtune has no KTO
+    recipe."""
+    if request.framework == "torchtune":
+        able = ", ".join(sorted(KTO_LIBRARIES))
+        return [
+            (
+                "training_objective",
+                f"torchtune has no KTO recipe; name a library that has one (framework: {able}) "
+                "or choose dpo.",
+            )
+        ]
+    if request.batch_size == 1:
+        return [
+            (
+                "batch_size",
+                "KTO estimates its KL term from other examples in the same batch: a global batch "
+                "of 1 has none. Use at least 2.",
+            )
+        ]
+    library = framework_for(request.framework, True, True)[0]
+    least = min_micro_batch(library, "kto")
+    if request.micro_batch is not None and request.micro_batch < least:
+        return [
+            (
+                "micro_batch",
+                f"{library_words(library, 'kto')} needs at least {least} examples per GPU "
+                "pass ('Actual (not effective) batch size must be > 1'): its KL term pairs "
+                f"each prompt with another example's response. Use {least} or more, or leave "
+                "micro_batch empty.",
+            )
+        ]
+    return []
 
 
 def _gptq_supported(task: str, precision: str | None) -> bool:

@@ -393,18 +393,20 @@ def _loss_fields(request: EstimateRequest, shape: ModelShape, framework, task: s
     if preference.is_preference(request):
         # Log-probabilities over the vocabulary, not the library's SFT loss.
         in_step = passes > 0 and not precomputed
+        objective = request.training_objective or "sft"
         logits_per_entry = (
-            0.0 if request.fused_loss else preference.logits_bytes(framework, in_step)
+            0.0 if request.fused_loss else preference.logits_bytes(framework, in_step, objective)
         )
         loss_chunk_tokens = None
     return {
         "logits_per_entry": logits_per_entry,
         "loss_chunk_tokens": loss_chunk_tokens,
         "objective": request.training_objective or "sft",
-        "sequences_per_sample": 2 if preference.is_preference(request) else 1,
+        "sequences_per_sample": 2 if preference.is_pairs(request) else 1,
         "reference_copy": copy,
         "reference_passes": passes,
         "reference_precomputed": precomputed,
+        "policy_passes": preference.policy_passes(request),
     }
 
 
