@@ -223,3 +223,93 @@ def test_a_length_left_open_is_trls_max_length_for_its_preference_trainers():
         result = estimate(EstimateRequest(**request, **fields), default_catalog())
         length = next(a for a in result.assumptions if a.name == "Sequence length (not given)")
         assert length.value.startswith(f"{expected:,} tokens"), (objective, framework)
+
+
+# --- KTO: one labelled response per sample, a KL pass, a reference run twice -------------------
+
+
+def test_a_kto_example_is_one_sequence_with_a_reference_copy_when_training_everything():
+    _, sft = one_gpu("sft")
+    _, kto = one_gpu("kto")
+    _, dpo = one_gpu("dpo")
+    assert kto.memory.activations == pytest.approx(sft.memory.activations, rel=0.02)
+    assert kto.memory.weights == dpo.memory.weights  # the same frozen copy as DPO's
+    assert kto.recipe.sample == "sequence"
+    _, precomputed = one_gpu("kto", precompute_reference=True)
+    assert precomputed.memory.weights == sft.memory.weights
+
+
+def test_kto_runs_three_forward_passes_more_than_sft_every_step():
+    """Per token, checkpointed: the policy's 6 + 2 recomputed FLOPs per parameter, its KL pass
+    2, the reference's passes over the real and the KL sequences 4 (14 against 8). Precomputed
+    over two epochs, the reference's 4 come once: 8 + 2 + 2 per token trained."""
+    _, sft = one_gpu("sft")
+    _, kto = one_gpu("kto")
+    assert kto.gpu_hours / sft.gpu_hours == pytest.approx(14 / 8, abs=0.06)
+    _, sft_two = one_gpu("sft", epochs=2)
+    _, kto_two = one_gpu("kto", precompute_reference=True, epochs=2)
+    assert kto_two.gpu_hours / sft_two.gpu_hours == pytest.approx(12 / 8, abs=0.05)
+
+
+@pytest.mark.parametrize(
+    ("framework", "reference_in_step", "per_entry"),
+    [("trl", True, 8), ("trl", False, 6), ("llama_factory", True, 12), ("lightning", True, 12)],
+)
+def test_each_library_keeps_its_own_kto_logits(framework, reference_in_step, per_entry):
+    """Two examples of 1,024 tokens over 151,936 entries: TRL keeps index_select copies of the
+    desirable and undesirable logits beside its kept log-softmax rows, LLaMA-Factory an fp32
+    log-softmax beside the fp32 one of a pass without gradients."""
+    fields = {"framework": framework}
+    if not reference_in_step:
+        fields["precompute_reference"] = True
+    _, option = one_gpu("kto", **fields)
+    assert option.memory.logits == pytest.approx(2 * 1024 * 151_936 * per_entry, rel=0.01)
+
+
+def test_trl_kto_never_runs_one_example_per_gpu_pass():
+    """TRL's KTOTrainer: 'Actual (not effective) batch size must be > 1'. The search keeps two
+    examples a pass even where one would fit more easily; LLaMA-Factory checks only the global
+    batch."""
+    request = EstimateRequest(
+        config=LLAMA3_8B, task="full_finetune", training_objective="kto", framework="trl",
+        seq_len=2048, batch_size=16, tokens=10**8,
+    )  # fmt: skip
+    options = [o for o in estimate(request, default_catalog()).options if o.recipe]
+    assert options
+    assert all(o.recipe.micro_batch >= 2 for o in options)
+    sft = estimate(request.model_copy(update={"training_objective": "sft"}), default_catalog())
+    assert any(o.recipe.micro_batch == 1 for o in sft.options if o.recipe)
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "words"),
+    [
+        ({"micro_batch": 1, "framework": "trl"}, "micro_batch", "at least 2 examples per GPU"),
+        ({"batch_size": 1, "framework": "llama_factory"}, "batch_size", "global batch of 1"),
+        ({"framework": "torchtune"}, "training_objective", "no KTO recipe"),
+        ({"task": "inference"}, "training_objective", "inference"),
+    ],
+)
+def test_kto_requests_it_cannot_run_are_refused(fields, field, words):
+    request = EstimateRequest(
+        config=QWEN_05B, tokens=10**6, **{"task": "lora", "training_objective": "kto", **fields}
+    )
+    with pytest.raises(RequestError) as caught:
+        check_request(request)
+    assert caught.value.errors[0][0] == field
+    assert words in caught.value.errors[0][1]
+
+
+def test_the_kto_result_and_script_say_what_it_runs():
+    result, _ = one_gpu("kto")
+    objective = next(a for a in result.assumptions if a.name == "Training objective")
+    assert "KTO" in objective.value
+    assert "KL sequences" in objective.value
+    assert "kto_trainer.py" in objective.source
+    assert "a global batch of 8 labelled examples" in result.justification
+    assert "# Objective: KTO" in result.slurm_script
+    assert "count labelled examples" in result.slurm_script
+    result, _ = one_gpu("kto", framework="llama_factory")
+    assert "stage=kto" in result.slurm_script
+    result, _ = one_gpu("kto", framework="hf_trainer")
+    assert any("TRL's KTOTrainer" in w for w in result.warnings)
