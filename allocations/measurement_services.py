@@ -207,9 +207,9 @@ def trial_measurement_accept(
 
 def trial_measurement_calibration_problem(measurement: TrialMeasurement) -> str:
     """Why the run's throughput cannot calibrate the catalog ("" when it can). A DPO run whose
-    reference model runs every step spends a forward pass more per token than the training
-    benchmarks the catalog reads utilisation from; counted as one of them it would understate
-    the GPU for every later job."""
+    reference model runs every step, or any KTO run (its KL pass), spends forward passes more
+    per token than the training benchmarks the catalog reads utilisation from; counted as one
+    of them it would understate the GPU for every later job."""
     request = (measurement.allocation_request.estimate_snapshot or {}).get("request") or {}
     workload = trial_measurement_report(measurement).workload
     # What the run itself says (helper 1.1), else what its request was estimated for.
@@ -218,6 +218,13 @@ def trial_measurement_calibration_problem(measurement: TrialMeasurement) -> str:
             "training_objective": workload.training_objective,
             "precompute_reference": workload.precompute_reference,
         }
+    if request.get("training_objective") == "kto":
+        return (
+            "This request trains with KTO, whose model also runs a forward pass over its KL "
+            "sequences in every step (and its reference model two, unless precomputed): its "
+            "tokens per second do not measure the GPU as the catalog's training benchmarks do. "
+            "A trial run of supervised fine-tuning calibrates it."
+        )
     if request.get("training_objective") == "dpo" and not request.get("precompute_reference"):
         return (
             "This request trains with DPO, whose reference model runs a forward pass in every "

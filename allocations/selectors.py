@@ -265,6 +265,7 @@ OBJECTIVE_LABELS = {
     "sft": "Example texts (supervised fine-tuning)",
     "dpo": "Preference pairs with a reference model (DPO)",
     "reference_free_preference": "Preference pairs without a reference model (ORPO, SimPO)",
+    "kto": "Single answers marked good or bad, with a reference model (KTO)",
 }
 
 
@@ -313,6 +314,8 @@ def estimate_inputs(request: dict[str, Any]) -> list[tuple[str, str]]:
             "batch_size",
             "Global batch (preference pairs)"
             if objective in ("dpo", "reference_free_preference")
+            else "Global batch (labelled examples)"
+            if objective == "kto"
             else "Global batch (sequences)",
         ),
         ("seq_len", "Sequence length"),

@@ -120,6 +120,21 @@ def test_a_dpo_walk_is_estimated_with_pairs_and_says_so(client, default_catalog)
     assert result["recommendation"]["gpu_hours"] > plain["recommendation"]["gpu_hours"]
 
 
+def test_a_kto_walk_counts_examples_and_keeps_two_a_pass(client, default_catalog):
+    """Answering "Single answers marked good or bad" reaches the engine as KTO: TRL's
+    KTOTrainer (the library left open), examples rather than pairs, at least two per pass."""
+    advisor_session, page = walk_to_result(client, walks.changed(LORA_7B, training_objective="kto"))
+    assert advisor_session.estimate_request["training_objective"] == "kto"
+    assertContains(page, "Training objective")
+    micro = re.search(r'id="recipe-micro-batch">(\d+) sequences?<', page.content.decode())
+    assert micro
+    assert int(micro.group(1)) >= 2
+    result = advisor_session.estimate_result
+    assert "by KTO (single responses labelled desirable or undesirable" in result["justification"]
+    assert "a global batch of 4 labelled examples" in result["justification"]
+    assert "TRL's KTOTrainer" in result["slurm_script"]
+
+
 def test_public_web_service_on_azure_is_estimated_for_the_cloud(client, default_catalog):
     answers = LORA_7B[:-2] + [("azure", "yes"), ("who_pays", "project")]
     answers[0] = ("work_kind", "inference")

@@ -238,7 +238,8 @@ def test_the_library_question_can_say_the_model_is_compiled(key):
 @pytest.mark.parametrize("key", ["default", "lancaster", "uva"])
 def test_fine_tuning_asks_what_it_learns_from(key):
     """After the library, LoRA, QLoRA and full fine-tuning ask whether the job learns from
-    example texts or preference pairs (DPO, or ORPO / SimPO without a reference); the answer
+    example texts, preference pairs (DPO, or ORPO / SimPO without a reference) or single
+    answers marked good or bad (KTO); the answer
     reaches the estimate as training_objective, "Not sure" as supervised fine-tuning.
     Pre-training goes straight on to the batch."""
     from advisor.chart_walk import answer_fields
@@ -251,6 +252,7 @@ def test_fine_tuning_asks_what_it_learns_from(key):
     assert answer_fields(chart, {"training_objective": "dpo"})["training_objective"] == "dpo"
     free = answer_fields(chart, {"training_objective": "reference_free_preference"})
     assert free["training_objective"] == "reference_free_preference"
+    assert answer_fields(chart, {"training_objective": "kto"})["training_objective"] == "kto"
     assert (
         answer_fields(chart, {"training_objective": "not_sure"}).get("training_objective") is None
     )

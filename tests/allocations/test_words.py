@@ -122,6 +122,9 @@ def test_the_workload_rows_say_a_preference_job_counts_pairs():
     dpo = dict(estimate_inputs({**request, "training_objective": "dpo"}))
     assert dpo["Learns from"] == "Preference pairs with a reference model (DPO)"
     assert dpo["Global batch (preference pairs)"] == "64"
+    kto = dict(estimate_inputs({**request, "training_objective": "kto"}))
+    assert kto["Learns from"] == "Single answers marked good or bad, with a reference model (KTO)"
+    assert kto["Global batch (labelled examples)"] == "64"
     sft = dict(estimate_inputs(request))
     assert "Learns from" not in sft
     assert sft["Global batch (sequences)"] == "64"
