@@ -113,6 +113,7 @@ def _varied_libraries() -> dict[str, EstimateRequest]:
         "7B full dpo trl": req(
             config=llama7, task="full_finetune", training_objective="dpo", tokens=10**8
         ),
+        "7B lora kto trl": req(config=llama7, task="lora", training_objective="kto", tokens=10**8),
         "13B qlora llama-factory 2 GPUs zero3": req(
             config=llama13,
             task="qlora",
