@@ -168,12 +168,13 @@ def comm_seconds_per_token(
     """GPU-seconds of tensor-parallel collectives per trained token, summed over the t GPUs.
 
     Per layer 2 collectives forward and 2 backward, each of h activations per token; full
-    recomputation runs the forward, and its 2 collectives, again. A ring all-reduce keeps each
-    GPU busy for 2(t-1)/t x the message over the bus bandwidth (nccl-tests' definition of
-    busbw), and all t GPUs of the group wait for it."""
+    recomputation runs the forward, and its 2 collectives, again, and so does every forward
+    pass without gradients (a DPO or KTO reference's, KTO's KL pass: `forward_only_passes` per
+    token trained). A ring all-reduce keeps each GPU busy for 2(t-1)/t x the message over the
+    bus bandwidth (nccl-tests' definition of busbw), and all t GPUs of the group wait for it."""
     if tp <= 1:
         return 0.0
-    collectives = 6 if level == "full" else 4
+    collectives = (6 if level == "full" else 4) + 2 * wl.forward_only_passes
     message = shape.hidden_size * wl.act_bytes
     per_gpu = shape.total_layers * collectives * 2 * (tp - 1) / tp * message / bandwidth
     return per_gpu * tp

@@ -11,6 +11,7 @@ from advisor.engine.constants import NCCL_BUFFERS
 from advisor.engine.errors import EstimateError
 from advisor.engine.memory import MemoryModel
 from advisor.engine.models import EstimateRequest
+from advisor.engine.tensor_parallel import comm_seconds_per_token
 from advisor.engine.workload import build_workload, resolve_shape
 from tests.engine.inputs import config, default_catalog
 
@@ -374,3 +375,21 @@ def test_torchtune_is_offered_its_own_fsdp_not_deepspeed_stages():
     assert zero2
     assert not any(o.eligible for o in zero2)
     assert "torchtune has no ZeRO stage 2" in " ".join(zero2[0].reasons)
+
+
+def test_a_reference_forward_pass_adds_its_own_all_reduces():
+    """A DPO reference's forward pass all-reduces the activations twice a layer, as the policy's
+    does: 6 collectives per layer and token against SFT's 4 (KTO's KL pass and its reference's
+    two: 10)."""
+    shape = resolve_shape(EstimateRequest(config=config(LLAMA3_8B), task="full_finetune"))
+
+    def per_token(objective: str) -> float:
+        request = EstimateRequest(
+            config=config(LLAMA3_8B), task="full_finetune", training_objective=objective,
+            framework="trl", seq_len=1024, tokens=TOKENS,
+        )  # fmt: skip
+        return comm_seconds_per_token(shape, build_workload(request, shape), 4, "none", 1e11)
+
+    sft = per_token("sft")
+    assert per_token("dpo") == pytest.approx(sft * 6 / 4)
+    assert per_token("kto") == pytest.approx(sft * 10 / 4)
