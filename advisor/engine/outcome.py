@@ -209,10 +209,11 @@ def leaner_recipe_hint(
     request: EstimateRequest, shape: ModelShape, wl: Workload, best, framework: Framework
 ) -> str | None:
     """The recommended recipe fills the GPU to run fastest (a large micro-batch, no
-    recomputation); where the same job runs in far less memory at micro-batch 1 with full
-    activation checkpointing, say how much and at what compute, since that is the figure a
-    smaller GPU or another library's defaults would need. Not where the researcher pinned
-    either knob, nor for tensor-parallel or offloaded layouts."""
+    recomputation); where the same job runs in far less memory at the smallest micro-batch the
+    library takes (1; 2 for TRL's KTO) with full activation checkpointing, say how much and at
+    what compute, since that is the figure a smaller GPU or another library's defaults would
+    need. Not where the researcher pinned either knob, nor for tensor-parallel or offloaded
+    layouts."""
     opt = best.option
     recipe = opt.recipe
     least = min_micro_batch(framework, wl.objective)  # KTO under TRL: 2

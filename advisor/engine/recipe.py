@@ -300,7 +300,8 @@ class RecipeSearch:
 
     def _least(self, strategy: str, n: int) -> float:
         """Memory of the leanest recipe: the most recomputation and the smallest optimizer
-        state open to the search, at micro-batch 1 (or the pinned one)."""
+        state open to the search, at the smallest micro-batch the library takes (or the
+        pinned one)."""
         key = (strategy, n)
         found = self._least_cache.get(key)
         if found is None:
