@@ -35,7 +35,7 @@ from advisor.engine.models import (
 )
 from advisor.engine.options import rank
 from advisor.engine.outcome import leaner_recipe_hint, memory_when_nothing_fits, recommended
-from advisor.engine.preference import is_preference
+from advisor.engine.preference import needs_trl_trainer
 from advisor.engine.recommend import evaluate
 from advisor.engine.request_checks import check_request
 from advisor.engine.result_assumptions import assumptions
@@ -84,7 +84,7 @@ def estimate_shape(
     recommendation = None
     slurm_script = None
     model_name = _model_name(request, shape)
-    framework, assumed = framework_for(request.framework, wl.training, is_preference(request))
+    framework, assumed = framework_for(request.framework, wl.training, needs_trl_trainer(request))
     if best is not None:
         # Everything below describes the recipe the recommendation runs.
         wl = _recommended_workload(wl, best, framework, request.tokens)

@@ -63,7 +63,12 @@ def _setup_sentence(
         )
         + f") in {precision}, with "
         + _batch_words(request, wl)
-        + f" of {plural(wl.seq_len, 'token')}"
+        + (
+            f" of {wl.rollout_prompt_tokens:,}-token prompts and up to "
+            f"{plural(wl.rollout_completion_tokens, 'generated token')} each"
+            if wl.generates
+            else f" of {plural(wl.seq_len, 'token')}"
+        )
         + (f" generating {plural(wl.new_tokens, 'token')} each" if wl.task == "inference" else "")
         + "."
     )
@@ -74,6 +79,13 @@ def _batch_words(request: EstimateRequest, wl: Workload) -> str:
         return f"a global batch of {plural(global_batch(request), 'preference pair')}"
     if wl.objective == "kto":
         return f"a global batch of {plural(global_batch(request), 'labelled example')}"
+    if wl.generates:
+        batch = global_batch(request)
+        prompts = plural(batch // max(wl.generations_per_prompt, 1), "prompt")
+        return (
+            f"a global batch of {plural(batch, 'completion')} ({prompts} x "
+            f"{wl.generations_per_prompt} sampled each)"
+        )
     if wl.training:
         return f"a global batch of {plural(global_batch(request), 'sequence')}"
     if wl.fills_kv_cache:  # the library batches the job's requests itself
@@ -91,6 +103,7 @@ def _memory_sentence(option: Option, accelerator: AcceleratorSpec, serving: bool
         ("activations", mem.activations),
         ("logits", mem.logits),
         ("KV cache", mem.kv_cache),
+        ("vLLM's generation engine", mem.rollout_engine),
         ("quantisation", mem.quantization),
         ("CUDA context", mem.cuda_context),
         ("allocator reserve", mem.allocator_reserve),
@@ -144,8 +157,9 @@ def draft(
     if option.gpu_hours is not None and flops_per_token is not None:
         parts.append(
             f"Compute is about {quantity(flops_per_token, 'FLOPs')} per token at "
-            f"{(option.utilisation or 0):.0%} of the {option.compute_dtype} dense peak, "
-            f"{_hours(option.gpu_hours)}, plus {_hours(option.contingency_gpu_hours)} of "
+            f"{(option.utilisation or 0):.0%} of the {option.compute_dtype} dense peak"
+            + (", with vLLM generating every step's completions first" if wl.generates else "")
+            + f", {_hours(option.gpu_hours)}, plus {_hours(option.contingency_gpu_hours)} of "
             f"contingency for debugging, evaluation and restarts: "
             f"{whole_hours(option.requested_gpu_hours)} in total, "
             f"{about_hours(option.wall_hours, 'hours')} of wall time."

@@ -13,11 +13,15 @@ from advisor.engine.words import plural
 
 
 class PreferenceLaunch(NamedTuple):
-    """The training objective as the script needs it: its name (models.TrainingObjective) and
-    whether DPO's reference log-probabilities are computed before training."""
+    """The training objective as the script needs it: its name (models.TrainingObjective),
+    whether DPO's reference log-probabilities are computed before training, and for GRPO the
+    completions per prompt, the longest completion and vLLM's share of each GPU."""
 
     name: str = "sft"
     precomputed: bool = False
+    generations: int = 0
+    completion_tokens: int = 0
+    vllm_share: float = 0.0
 
 
 SFT = PreferenceLaunch()
@@ -92,6 +96,15 @@ def objective_lines(framework: Framework, objective: PreferenceLaunch) -> list[s
             if framework.key in NO_PRECOMPUTE
             else " (precompute_ref_log_probs=True computes it once beforehand instead)."
         )
+    if objective.name == "grpo":
+        return [
+            f"# Objective: {OBJECTIVE_NAMES['grpo']}, with TRL's GRPOTrainer and vLLM colocated "
+            "on these GPUs; the batch sizes count completions, "
+            f"{objective.generations} per prompt. Your reward functions go to "
+            "GRPOTrainer(reward_funcs=...); their time is not in the estimate.",
+            "# vllm_gpu_memory_utilization is vLLM's share of each GPU, sized by the estimate "
+            "for its weights, the step's KV cache and its profile pass; training uses the rest.",
+        ]
     trainer = library_words(framework, objective.name)
     counted = (
         "the batch sizes count labelled examples (at least 2 per GPU pass, for the KL term)"
@@ -107,6 +120,11 @@ def objective_lines(framework: Framework, objective: PreferenceLaunch) -> list[s
 def packing_note(framework: Framework, task: str, objective: PreferenceLaunch = SFT) -> list[str]:
     """The estimate counts full sequences (result assumption 'Sequences (training)'): say how
     the library packs short examples, where the researcher's script chooses it."""
+    if objective.name == "grpo":
+        return [
+            "# The estimate counts every completion at max_completion_length; completions that "
+            "stop earlier cost less."
+        ]
     if objective.name == "kto":
         return [
             "# The estimate counts every example at the full length; examples padded to the "
@@ -194,6 +212,13 @@ def train_args(
         args.append("--torch_compile")
     if objective.precomputed:
         args.append("--precompute_ref_log_probs True")  # DPOConfig
+    if objective.name == "grpo":  # GRPOConfig
+        args += [
+            f"--num_generations {objective.generations}",
+            f"--max_completion_length {objective.completion_tokens}",
+            "--use_vllm True --vllm_mode colocate",
+            f"--vllm_gpu_memory_utilization {objective.vllm_share:.2f}",
+        ]
     return " " + " ".join(args)
 
 

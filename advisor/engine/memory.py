@@ -24,6 +24,7 @@ import math
 from dataclasses import replace
 
 from advisor.engine import constants as c
+from advisor.engine import rollouts
 from advisor.engine.activations import inference_activations, training_activations
 from advisor.engine.memory_terms import (
     Workload,
@@ -74,6 +75,7 @@ COMPONENT_LABELS = {
     "activations": "Activations",
     "logits": "Logits",
     "kv_cache": "KV cache",
+    "rollout_engine": "Generation engine (vLLM)",
     "quantization": "Quantisation buffers",
     "cuda_context": "CUDA context",
     "allocator_reserve": "Allocator reserve",
@@ -383,11 +385,22 @@ class MemoryModel:
             found = self._linear_of(key, self._layout(*key))
         return found
 
+    def rollout_bytes(self, strategy: str, n: int) -> float:
+        """GRPO's colocated vLLM engine on each GPU (rollouts.py), sized for the GPU's share of
+        the step's completions; 0 for a job that does not generate. vLLM reserves it once at
+        start-up, outside PyTorch's caching allocator."""
+        wl = self.wl
+        if not wl.generates:
+            return 0.0
+        _, _, dp = split_layout(strategy, n)
+        per_gpu = math.ceil(max(wl.rollout_batch, 1) / max(dp, 1))
+        return rollouts.engine_bytes(self.shape, wl, per_gpu)
+
     def _linear_of(self, key: tuple, layout: tuple) -> tuple[float, float]:
         weights, grads, optim, constants, workspace, flow, context = layout
         frag = 1 + c.ALLOCATOR_FRAGMENTATION.value
         static = (weights + optim + constants) * (1 + c.ALLOCATOR_STATIC_ROUNDING.value)
-        fixed = context + static + (grads + workspace) * frag
+        fixed = context + static + (grads + workspace) * frag + self.rollout_bytes(*key[:2])
         found = self._linear[key] = (fixed, (flow[0] + flow[1] + flow[2]) * frag)
         return found
 
@@ -461,6 +474,7 @@ class MemoryModel:
             "activations": int(activations),
             "logits": int(logits + chunk),
             "kv_cache": int(kv),
+            "rollout_engine": int(self.rollout_bytes(strategy, n)),
             "quantization": int(constants + workspace - chunk),
             "cuda_context": int(context),
             "allocator_reserve": int(reserve),

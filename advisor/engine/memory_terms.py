@@ -117,6 +117,14 @@ class Workload:
     reference_passes: float = 0.0
     reference_precomputed: bool = False
     policy_passes: float = 0.0
+    # GRPO (rollouts.py): every step first generates its completions with vLLM, each a prompt
+    # of `rollout_prompt_tokens` and `rollout_completion_tokens` generated, then trains on the
+    # whole sequence (`seq_len` is their sum); `generations_per_prompt` completions a prompt.
+    rollout_prompt_tokens: int = 0
+    rollout_completion_tokens: int = 0
+    generations_per_prompt: int = 0
+    # The completions of one optimizer step over all GPUs (TRL's generation batch).
+    rollout_batch: int = 0
 
     @property
     def training(self) -> bool:
@@ -151,6 +159,11 @@ class Workload:
         """Of those, the ones every step runs (a precomputed reference's run before training):
         each gathers ZeRO-3's sharded weights once more per micro-batch."""
         return (self.reference_passes if self.reference_in_step else 0.0) + self.policy_passes
+
+    @property
+    def generates(self) -> bool:
+        """Each training step generates its own data first (GRPO)."""
+        return self.rollout_completion_tokens > 0
 
     @property
     def adapters(self) -> bool:

@@ -63,7 +63,9 @@ FrameworkName = Literal[
 # CPO). Both pair objectives run the chosen and the rejected sequence of every pair. "kto":
 # single responses labelled desirable or undesirable, scored against a frozen reference with a
 # KL estimate from mismatched prompt / response pairs (TRL's KTOTrainer, LLaMA-Factory stage kto).
-TrainingObjective = Literal["sft", "dpo", "reference_free_preference", "kto"]
+# "grpo": online reinforcement learning that samples a group of completions per prompt and
+# trains on them every step (GRPO and its loss variants, TRL's GRPOTrainer with vLLM colocated).
+TrainingObjective = Literal["sft", "dpo", "reference_free_preference", "kto", "grpo"]
 Checkpointing = Literal["none", "selective", "full"]
 # What a researcher may ask for; the engine may also choose "single" (one GPU) or
 # "tensor_parallel" (within a node) for an option.
@@ -153,6 +155,11 @@ class EstimateRequest(_Frozen):
     # sequence (prompt + one response) and tokens count every sequence the job trains on,
     # chosen and rejected alike; for kto they count labelled examples of one sequence each.
     training_objective: TrainingObjective | None = None
+    # GRPO: completions sampled per prompt (GRPOConfig num_generations); None: 8. For GRPO,
+    # seq_len is the prompt, new_tokens the longest completion (max_completion_length; None:
+    # 256), batch_size and micro_batch count completions, and tokens count every completion's
+    # prompt and generated tokens.
+    generations_per_prompt: int | None = Field(default=None, ge=2, le=1024)
     # DPO and KTO: the reference model's log-probabilities computed once before training
     # (DPOConfig / KTOConfig precompute_ref_log_probs), so no reference copy stays on the GPU;
     # None: the library's default (computed alongside every step).
@@ -212,6 +219,8 @@ class MemoryBreakdown(_Frozen):
     activations: int = 0
     logits: int = 0
     kv_cache: int = 0
+    # GRPO's colocated vLLM engine (its weights, KV cache and profile pass; rollouts.py).
+    rollout_engine: int = 0
     quantization: int = 0
     cuda_context: int = 0
     allocator_reserve: int = 0

@@ -17,6 +17,7 @@ from advisor.engine.models import CatalogSpec, EstimateRequest, MemoryBreakdown,
 from advisor.engine.options import inference_shards, wall_target
 from advisor.engine.preference import fused_switch, min_micro_batch
 from advisor.engine.recommend import trusted
+from advisor.engine.rollouts import memory_share
 from advisor.engine.shape import ModelShape
 from advisor.engine.slurm import sbatch_script
 from advisor.engine.words import plural
@@ -54,7 +55,7 @@ def recommended(
         fused_loss=wl.training
         and wl.logits_per_entry == 0.0
         and (framework.logits_bytes is None or wl.objective != "sft"),
-        objective=PreferenceLaunch(wl.objective, wl.reference_precomputed),
+        objective=_launch_objective(wl, best.option),
         compiled=wl.compiled,
         fp8=wl.weight_format == "fp8",
         transformers_below_5=fused_experts,
@@ -179,6 +180,18 @@ def _fused_loss_hint(opt, framework) -> str | None:
         "linkedin/Liger-Kernel on NVIDIA A100s) never materialises them, so a larger "
         "micro-batch or a smaller GPU may fit; not assumed here "
         f"({_how_to_estimate_fused(framework)}, to estimate it)."
+    )
+
+
+def _launch_objective(wl: Workload, option) -> PreferenceLaunch:
+    """The objective as the script applies it; GRPO's vLLM share on this option's GPU."""
+    if not wl.generates:
+        return PreferenceLaunch(wl.objective, wl.reference_precomputed)
+    return PreferenceLaunch(
+        wl.objective,
+        generations=wl.generations_per_prompt,
+        completion_tokens=wl.rollout_completion_tokens,
+        vllm_share=memory_share(option.memory.rollout_engine, option.capacity_bytes),
     )
 
 

@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 
-from advisor.engine import offload, optimizer_step, scale_cost
+from advisor.engine import offload, optimizer_step, rollouts, scale_cost
 from advisor.engine import tensor_parallel as tp_layout
 from advisor.engine.compute import (
     lora_adapter_gpu_hours,
@@ -36,6 +36,7 @@ from advisor.engine.models import (
 from advisor.engine.options import NodeFacts, Planned, gb, nodes_for, trusted
 from advisor.engine.recipe import Choice
 from advisor.engine.recipe_reasons import LEVEL_WORDS
+from advisor.engine.speed import prefill_utilisation
 from advisor.engine.words import plural
 
 
@@ -76,11 +77,29 @@ class ParallelPlanning:
         )
         if self.wl.adapters:
             hours += self.adapter_hours(f.acc.memory_bandwidth_gb_s, choice)
+        if self.wl.generates:
+            hours += self.generation_hours(f, k, strategy, choice)
         if strategy == "zero3_offload":
             hours += self.offload_hours(f, k, choice)
         else:
             hours += self.optimizer_hours(f.acc.memory_bandwidth_gb_s, k, strategy, choice)
         return hours
+
+    def generation_hours(self, f: NodeFacts, k: int, strategy: str, choice: Choice) -> float:
+        """GRPO's generation rounds (rollouts.py): each data-parallel rank's vLLM samples its
+        share of every step's completions, its prompt passes at the chip's prompt-pass
+        utilisation; once per GPU, count and batch."""
+        _, _, dp = tp_layout.split(strategy, k)
+        per_gpu = math.ceil(choice.global_batch / max(dp, 1))
+        util = prefill_utilisation(f.util).value
+        key = (f.acc.name, f.peak, util, k, per_gpu, choice.global_batch)
+        found = self.generation_memo.get(key)
+        if found is None:
+            found = self.generation_memo[key] = rollouts.generation_gpu_hours(
+                self.shape, self.wl, f.acc, self.timing_tokens, choice.global_batch, per_gpu,
+                k, f.peak, util,
+            )  # fmt: skip
+        return found
 
     def optimizer_hours(
         self, bandwidth_gb_s: float, k: int, strategy: str, choice: Choice

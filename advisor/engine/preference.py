@@ -61,6 +61,8 @@ OBJECTIVE_NAMES = {
     "reference_free_preference": "preference pairs without a reference model (ORPO, SimPO, CPO)",
     "kto": "KTO (single responses labelled desirable or undesirable, against a frozen "
     "reference model)",
+    "grpo": "GRPO (a group of completions sampled per prompt and scored by reward functions, "
+    "every step)",
 }
 
 # Bytes per (token x vocabulary entry) a library's preference loss holds at its peak in 16-bit
@@ -117,6 +119,12 @@ def is_preference(request: EstimateRequest) -> bool:
     return request.training_objective in PREFERENCE_OBJECTIVES
 
 
+def needs_trl_trainer(request: EstimateRequest) -> bool:
+    """An objective the Transformers Trainer has no loss for, which TRL's trainers run: the
+    preference objectives and GRPO (rollouts.py). "Not sure" means TRL for them."""
+    return request.training_objective in (*PREFERENCE_OBJECTIVES, "grpo")
+
+
 def is_pairs(request: EstimateRequest) -> bool:
     """The objective's samples are pairs whose two sequences run in one pass."""
     return request.training_objective in PAIR_OBJECTIVES
@@ -171,8 +179,8 @@ def checkpointing_off(framework: Framework) -> str:
     TRL's preference trainers take it from their own configs, not SFTConfig."""
     if framework.key == "trl":
         return (
-            "DPOConfig / ORPOConfig / CPOConfig / KTOConfig(gradient_checkpointing=False) "
-            "(TRL's default is True)"
+            "DPOConfig / ORPOConfig / CPOConfig / KTOConfig / GRPOConfig"
+            "(gradient_checkpointing=False) (TRL's default is True)"
         )
     return framework.checkpointing_off
 
@@ -202,11 +210,11 @@ def model_errors(request: EstimateRequest, shape: ModelShape) -> list[tuple[str,
     """A preference objective scores each response by the model's own next-token
     probabilities: it needs a decoder with its LM head. Encoders (BERT, ViT, wav2vec 2.0) have
     none to score with, and encoder-decoders (T5, BART, Whisper) are not modelled for it."""
-    if not is_preference(request):
+    if not needs_trl_trainer(request):
         return []
     name = shape.architecture or shape.family
     if shape.is_encoder_decoder and shape.encoder_layers:
-        why = f"{name} is an encoder-decoder; preference training is modelled for decoders"
+        why = f"{name} is an encoder-decoder; this objective is modelled for decoders"
     elif not shape.vocab_head:
         why = f"{name} has no language-model head to score responses with"
     else:
@@ -311,8 +319,8 @@ def fused_switch(library: Framework | str, objective: str) -> str | None:
     use_liger_kernel switch, LigerFusedLinearKTOLoss)."""
     key = library if isinstance(library, str) else library.key
     switch = FUSED_PREFERENCE_SWITCH.get(key)
-    if switch and objective == "kto":
-        return switch.replace("DPOConfig", "KTOConfig")
+    if switch and objective in ("kto", "grpo"):
+        return switch.replace("DPOConfig", f"{objective.upper()}Config")
     return switch
 
 

@@ -55,7 +55,7 @@ from advisor.engine.options import (
     wall_target,
 )
 from advisor.engine.parallel_options import ParallelPlanning
-from advisor.engine.preference import is_preference
+from advisor.engine.preference import needs_trl_trainer
 from advisor.engine.recipe import Choice, RecipeSearch
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import job_distances
@@ -144,6 +144,7 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         self.timing_tokens = self.tokens if self.tokens is not None else RANKING_TOKENS
         self.adapter_memo: dict[tuple, float] = {}  # parallel_options.adapter_hours
         self.optimizer_memo: dict[tuple, float] = {}  # parallel_options.optimizer_hours
+        self.generation_memo: dict[tuple, float] = {}  # parallel_options.generation_hours
         self.limit = _gpu_limit(request)
         self.margin = c.MEMORY_MARGIN.value
         self.margin_pct = f"{self.margin:.0%}"
@@ -157,7 +158,7 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         # stages across them (docs.vllm.ai, 'Parallelism and Scaling'); transformers' and
         # TGI's inference stays within one node.
         self.spans_nodes = not training and request.framework == "vllm"
-        framework, _ = framework_for(request.framework, training, is_preference(request))
+        framework, _ = framework_for(request.framework, training, needs_trl_trainer(request))
         # One recipe search for the estimate. Pre-Ampere NVIDIA GPUs carry the larger CUDA
         # context of their era's stack (frameworks.cuda_context_bytes): a constant more per
         # GPU, so their options search the same recipes against a capacity that much smaller.

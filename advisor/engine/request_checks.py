@@ -11,15 +11,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from advisor.engine import rollouts
 from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import FRAMEWORKS, framework_for
 from advisor.engine.models import CatalogSpec, EstimateRequest
 from advisor.engine.preference import (
     KTO_LIBRARIES,
     NO_PRECOMPUTE,
-    is_preference,
     library_words,
     min_micro_batch,
+    needs_trl_trainer,
 )
 
 # Beyond these a number is a typo, not a workload.
@@ -113,11 +114,18 @@ def check_request(request: EstimateRequest, catalog: CatalogSpec | None = None) 
         warnings.append(f"lora_rank is ignored for {task}.")
     if task == "inference" and request.gradient_checkpointing:
         warnings.append("gradient_checkpointing is ignored for inference.")
-    if is_preference(request) and request.framework == "hf_trainer":
-        trainer = "KTOTrainer" if request.training_objective == "kto" else "DPOTrainer"
+    if needs_trl_trainer(request) and request.framework == "hf_trainer":
+        objective_is_grpo = request.training_objective == "grpo"
+        trainer = {"kto": "KTOTrainer", "grpo": "GRPOTrainer"}.get(
+            request.training_objective or "", "DPOTrainer"
+        )
         warnings.append(
-            f"The Transformers Trainer has no preference loss: estimated as TRL's {trainer}, "
-            "which runs on it (framework trl)."
+            f"The Transformers Trainer has no {'GRPO' if objective_is_grpo else 'preference'} "
+            f"loss: estimated as TRL's {trainer}, which runs on it (framework trl)."
+        )
+    if request.generations_per_prompt is not None and request.training_objective != "grpo":
+        warnings.append(
+            "generations_per_prompt applies to GRPO (training_objective grpo) only; ignored."
         )
     if request.precompute_reference is not None and request.training_objective not in (
         "dpo",
@@ -228,6 +236,8 @@ def _objective_errors(request: EstimateRequest) -> list[tuple[str, str]]:
     if objective is None or objective == "sft" and task != "inference":
         return []
     if task in ("full_finetune", "lora", "qlora"):
+        if objective == "grpo":
+            return _grpo_errors(request)
         return _kto_errors(request) if objective == "kto" else []
     what = "inference trains nothing" if task == "inference" else "pre-training learns from text"
     return [
@@ -237,6 +247,43 @@ def _objective_errors(request: EstimateRequest) -> list[tuple[str, str]]:
             "or qlora, or leave training_objective empty.",
         )
     ]
+
+
+# Why a library is not estimated for GRPO (rollouts.py models TRL's GRPOTrainer with vLLM
+# colocated).
+_GRPO_ELSEWHERE = {
+    "unsloth": "Unsloth's GRPO shares one copy of the weights between vLLM and training "
+    "(fast_inference), which this estimate does not model",
+    "axolotl": "Axolotl runs GRPO with vLLM as a separate server on GPUs of its own, which this "
+    "estimate does not model",
+}
+
+
+def _grpo_errors(request: EstimateRequest) -> list[tuple[str, str]]:
+    """GRPO is sized as TRL's GRPOTrainer runs it with vLLM colocated; its generation batch
+    holds whole groups of completions (GRPOConfig: 'generation_batch_size must be divisible by
+    num_generations')."""
+    library = framework_for(request.framework, True, True)[0]
+    if library.key != "trl":
+        why = _GRPO_ELSEWHERE.get(library.key, f"{library.name} has no GRPO trainer modelled here")
+        return [
+            (
+                "framework",
+                f"GRPO is estimated for TRL's GRPOTrainer with vLLM colocated (framework trl or "
+                f"not_sure); {why}.",
+            )
+        ]
+    generations = request.generations_per_prompt or rollouts.DEFAULT_GENERATIONS
+    batch = request.batch_size  # left out, the default is whole groups (workload.global_batch)
+    if batch is not None and batch % generations:
+        return [
+            (
+                "batch_size",
+                f"GRPO's batch counts completions in whole groups: {batch:,} is not a multiple of "
+                f"the {generations} completions per prompt. Use a multiple of {generations}.",
+            )
+        ]
+    return []
 
 
 def _kto_errors(request: EstimateRequest) -> list[tuple[str, str]]:
@@ -295,7 +342,7 @@ def _compile_errors(request: EstimateRequest) -> list[tuple[str, str]]:
                 "run captured CUDA graphs. Leave it empty.",
             )
         ]
-    profile = framework_for(request.framework, True, is_preference(request))[0]
+    profile = framework_for(request.framework, True, needs_trl_trainer(request))[0]
     if profile.kind == "training" and not profile.compile_switch:
         return [
             (
@@ -403,7 +450,7 @@ def _tensor_parallel_errors(request: EstimateRequest) -> list[tuple[str, str]]:
 def _library_refuses(request: EstimateRequest, field: str, words: str) -> list[tuple[str, str]]:
     """The error for a parallel layout (`field`: pipeline_parallel or tensor_parallel) that the
     request's training library does not run, naming the libraries that do."""
-    profile, _ = framework_for(request.framework, True, is_preference(request))
+    profile, _ = framework_for(request.framework, True, needs_trl_trainer(request))
     capability = f"{field}_training"
     if getattr(profile, capability):
         return []

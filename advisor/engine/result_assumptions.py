@@ -39,14 +39,19 @@ def assumptions(
     # Audio in (Whisper): the sequence length is the text's, which inference generates.
     if seq_len_assumed and (wl.reads_text or wl.training):
         default = default_seq_len(request)
-        limited = wl.seq_len < default.value
-        if not limited:
+        length = wl.rollout_prompt_tokens if wl.generates else wl.seq_len
+        limited = length < default.value
+        if wl.generates:
+            how = " per prompt" + (
+                ": with its completion, as many as the model's positions hold" if limited else ""
+            )
+        elif not limited:
             how = " per sequence"
         elif wl.new_tokens and not shape.is_encoder_decoder:
             how = " per prompt: with the tokens it generates, as many as the model's positions hold"
         else:
             how = " per sequence, the longest the model takes"
-        out.append(default.assumption(plural(wl.seq_len, "token") + how))
+        out.append(default.assumption(plural(length, "token") + how))
     if wl.encoder_len:
         out.append(_encoder_decoder_assumption(request, shape, wl))
     out.extend(_batch_assumptions(request, wl, framework, best))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from advisor.engine import constants as c
-from advisor.engine import preference, scale_cost
+from advisor.engine import preference, rollouts, scale_cost
 from advisor.engine.compute import (
     micro_batch_efficiency,
     peak_tflops,
@@ -28,17 +28,31 @@ def training_assumptions(
 ) -> list[Assumption]:
     """Activations, logits, training state and the speed of a training job."""
     out = [c.KORTHIKANTI.assumption(_activations_words(wl, best))]
-    out.append(
-        c.PACKED_SEQUENCES.assumption(
-            f"every sequence {wl.seq_len:,} tokens long: the tokens you gave fill whole "
-            "sequences (short examples packed together); batches padded to their longest "
-            "example take more GPU hours, by the share of padding, and batches whose length "
-            "changes every step can leave PyTorch holding far more memory than the peak "
-            "(ms-swift's unpacked Qwen-7B LoRA runs reserved 12-47 % more than estimated; "
-            "the sbatch script for NVIDIA GPUs sets expandable segments, which reuse it)"
+    if wl.generates:
+        out.append(
+            c.PACKED_SEQUENCES.assumption(
+                f"every sequence {wl.seq_len:,} tokens long: a prompt of "
+                f"{wl.rollout_prompt_tokens:,} and a completion of the full "
+                f"{wl.rollout_completion_tokens:,} (max_completion_length), an upper bound: "
+                "completions that stop earlier at their end-of-sequence token cost less to "
+                "generate and to train on"
+            )
         )
-    )
-    if wl.objective != "sft":
+    else:
+        out.append(
+            c.PACKED_SEQUENCES.assumption(
+                f"every sequence {wl.seq_len:,} tokens long: the tokens you gave fill whole "
+                "sequences (short examples packed together); batches padded to their longest "
+                "example take more GPU hours, by the share of padding, and batches whose "
+                "length changes every step can leave PyTorch holding far more memory than the "
+                "peak (ms-swift's unpacked Qwen-7B LoRA runs reserved 12-47 % more than "
+                "estimated; the sbatch script for NVIDIA GPUs sets expandable segments, which "
+                "reuse it)"
+            )
+        )
+    if wl.generates:
+        out.append(rollouts.assumption(wl, *_engine_on(best)))
+    elif wl.objective != "sft":
         out.append(preference.assumption(wl, framework, _reference_bytes(shape, wl, best)))
     out.append(_logits_assumption(request, shape, wl, framework))
     out.append(c.MICROBATCH_SATURATION_TOKENS.assumption())
@@ -65,6 +79,15 @@ def training_assumptions(
     out.append(c.DDP_BUCKET_COPY.assumption())
     out.append(c.ZERO3_LIVE_LAYERS.assumption())
     return out
+
+
+def _engine_on(best) -> tuple[float | None, float | None]:
+    """(vllm_gpu_memory_utilization, vLLM's bytes per GPU) on the recommended option."""
+    if best is None:
+        return None, None
+    option = best.option
+    need = option.memory.rollout_engine
+    return rollouts.memory_share(need, option.capacity_bytes), need
 
 
 def _reference_bytes(shape: ModelShape, wl: Workload, best) -> float | None:
@@ -99,6 +122,13 @@ def _logits_assumption(
     request: EstimateRequest, shape: ModelShape, wl: Workload, framework
 ) -> Assumption:
     """The bytes per token and vocabulary entry the loss keeps, and why."""
+    if wl.generates:
+        return built(
+            Assumption,
+            name=c.LOGITS_TRAINING_BYTES.name,
+            value=rollouts.logits_words(wl, bool(request.fused_loss)),
+            source=rollouts.SOURCE,
+        )
     if wl.objective != "sft":
         return built(
             Assumption,

@@ -11,14 +11,14 @@ from dataclasses import replace
 from typing import Any
 
 from advisor.engine import constants as c
-from advisor.engine import preference
+from advisor.engine import preference, rollouts
 from advisor.engine.constants.base import Constant
 from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import framework_for
 from advisor.engine.memory import Workload
 from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES, masked_lm_head
 from advisor.engine.models import EstimateRequest
-from advisor.engine.preference import is_preference
+from advisor.engine.preference import is_preference, needs_trl_trainer
 from advisor.engine.request_checks import LIMITS, NO_FP8_WEIGHTS, RequestError
 from advisor.engine.shape import ModelShape, shape_from_architecture, sliding_window_of
 
@@ -225,12 +225,16 @@ def sequence_length(request: EstimateRequest, shape: ModelShape) -> int:
         return default
     if request.task == "inference" and not shape.is_encoder_decoder:
         limit -= _new_tokens(request, shape, "inference")
+    elif rollouts.is_grpo(request):  # the prompt leaves room for its completion
+        limit -= rollouts.completion_tokens(request)
     return max(min(default, limit), 1)
 
 
 def default_seq_len(request: EstimateRequest) -> Constant:
     """The length assumed when none is given: TRL's preference trainers truncate a prompt and
     its answer at DPOConfig's max_length; anything else gets DEFAULT_SEQ_LEN."""
+    if rollouts.is_grpo(request):
+        return c.DEFAULT_GRPO_PROMPT_LEN
     if is_preference(request):
         library, _ = framework_for(request.framework, True, True)
         if library.key in preference.TRL_PREFERENCE_TRAINERS:
@@ -250,7 +254,7 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
     task, precision, weight_format, compute = _formats(request)
     rank = _lora_rank(request, shape, task)
     training = task != "inference"
-    framework, _ = framework_for(request.framework, training, is_preference(request))
+    framework, _ = framework_for(request.framework, training, needs_trl_trainer(request))
     loss = _loss_fields(request, shape, framework, task) if training else {}
     # Not said: 16-bit in the type each GPU has, as Unsloth's notebooks pick it
     # (is_bfloat16_supported()); the sbatch script passes fp16 where it is chosen (vLLM refuses
@@ -263,6 +267,11 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
     if mixed is None:
         mixed = not (framework.pure_bf16 and training)
     new_tokens = _new_tokens(request, shape, task)
+    seq_len = request.seq_len
+    if rollouts.is_grpo(request) and training:
+        # GRPO trains on prompt + completion; its new_tokens are the completion's, not a
+        # decoder's target.
+        new_tokens, seq_len = 0, request.seq_len + loss["rollout_completion_tokens"]
     encoder_len, decoder_len = encoder_decoder_lengths(request, shape, new_tokens)
     return Workload(
         task=task,
@@ -270,7 +279,7 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         weight_format=weight_format,
         compute_dtype=compute,
         batch_size=request.micro_batch or global_batch(request),
-        seq_len=request.seq_len,
+        seq_len=seq_len,
         new_tokens=new_tokens,
         gradient_checkpointing=bool(checkpointing) and training,
         flash_attention=request.flash_attention,
@@ -351,7 +360,11 @@ def global_batch(request: EstimateRequest) -> int:
         return request.batch_size
     default, _ = batch_default(request)
     # A pinned micro-batch is part of one step: the default batch holds at least one of it.
-    return max(default, request.micro_batch or 1)
+    batch = max(default, request.micro_batch or 1)
+    if rollouts.is_grpo(request):  # and GRPO's whole groups of completions
+        group = rollouts.generations(request)
+        batch = group * math.ceil(batch / group)
+    return batch
 
 
 def batch_default(request: EstimateRequest) -> tuple[int, Constant]:
@@ -398,7 +411,7 @@ def _loss_fields(request: EstimateRequest, shape: ModelShape, framework, task: s
             0.0 if request.fused_loss else preference.logits_bytes(framework, in_step, objective)
         )
         loss_chunk_tokens = None
-    return {
+    fields = {
         "logits_per_entry": logits_per_entry,
         "loss_chunk_tokens": loss_chunk_tokens,
         "objective": request.training_objective or "sft",
@@ -408,6 +421,22 @@ def _loss_fields(request: EstimateRequest, shape: ModelShape, framework, task: s
         "reference_precomputed": precomputed,
         "policy_passes": preference.policy_passes(request),
     }
+    if rollouts.is_grpo(request):
+        prompt, completion = request.seq_len, rollouts.completion_tokens(request)
+        fields.update(
+            # The completion's log-probabilities only (rollouts.py); a fused loss (Liger's
+            # GRPO loss, use_liger_kernel) keeps none.
+            logits_per_entry=0.0
+            if request.fused_loss
+            else rollouts.logits_per_entry(prompt, completion),
+            loss_chunk_tokens=None,
+            policy_passes=rollouts.IS_CORRECTION_PASSES,
+            rollout_prompt_tokens=prompt,
+            rollout_completion_tokens=completion,
+            generations_per_prompt=rollouts.generations(request),
+            rollout_batch=global_batch(request),
+        )
+    return fields
 
 
 def _loss_terms(fused_loss: bool | None, framework) -> tuple[float | None, int | None]:

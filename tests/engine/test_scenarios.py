@@ -511,7 +511,8 @@ def test_a_library_of_the_other_kind_is_a_400(client, db, task, framework, said)
     ("body", "field"),
     [
         ({"task": "inference", "training_objective": "dpo"}, "training_objective"),
-        ({"task": "lora", "training_objective": "grpo"}, "training_objective"),
+        ({"task": "lora", "training_objective": "ppo"}, "training_objective"),
+        ({"task": "lora", "training_objective": "grpo", "framework": "torchtune"}, "framework"),
         ({"config": config(BERT_BASE), "task": "lora", "training_objective": "dpo"},
          "training_objective"),
     ],

@@ -113,6 +113,15 @@ DEFAULT_PREFERENCE_SEQ_LEN = Constant(
     "Unsloth's, which runs them",
     "you did not give a sequence length",
 )
+DEFAULT_GRPO_PROMPT_LEN = Constant(
+    "Sequence length (not given)",
+    512,
+    "tokens per prompt",
+    "512 tokens for a GRPO prompt, before the completion it generates: GRPOConfig's "
+    "max_prompt_length default while TRL had one (trl/trainer/grpo_config.py, TRL 0.14 to "
+    "0.2x)",
+    "you did not give a prompt length",
+)
 DEFAULT_LORA_RANK = 16
 DEFAULT_INFERENCE_NEW_TOKENS = 256
 MAX_GPUS_SEARCHED = 512

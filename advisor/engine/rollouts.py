@@ -1,0 +1,213 @@
+"""Online reinforcement learning with group sampling (GRPO and its loss variants: DAPO, Dr.
+GRPO, GSPO, CISPO), as TRL's GRPOTrainer runs it with vLLM colocated on the training GPUs.
+
+A step of GRPO does two things on every GPU:
+
+- **Generates.** Each GPU's share of the step's completions (its generation batch: the
+  per-device batch x `steps_per_generation`, which defaults to the gradient accumulation, so
+  one generation per optimizer step) is sampled by a vLLM engine living in the same process
+  (`use_vllm=True, vllm_mode="colocate"`): a prefill of the prompts and `max_completion_length`
+  decoding steps, at the speed the engine gives vLLM (decode_speed.py), in 16-bit weights
+  whatever the training format (vLLM loads the base checkpoint; TRL merges the adapters into it
+  before each generation). Prompts are repeated `num_generations` times; vLLM's prefix cache
+  is not credited. TRL caps vLLM's batch at the generation batch (`max_num_seqs`) and its
+  tokens per pass at 4,096 (`max_num_batched_tokens`). With vLLM's importance-sampling
+  correction (`vllm_importance_sampling_correction`, on by default since TRL 0.23) the trainer
+  recomputes the old policy's log-probabilities with a forward pass without gradients over the
+  whole generation batch (`Workload.policy_passes` 1).
+- **Trains** on prompt + completion sequences as supervised fine-tuning would, except that the
+  loss needs only the completion's log-probabilities: TRL asks the model for the logits of the
+  completion positions alone (`logits_to_keep`), divides them by the temperature (a copy) and
+  keeps selective_log_softmax's rows for backward: 6 bytes per completion token and vocabulary
+  entry (`_get_per_token_logps_and_entropies`; the entropies are computed without gradients).
+
+Memory: vLLM reserves `vllm_gpu_memory_utilization` of the GPU for itself (TRL's default 0.3)
+beside the trainer's own peak: its 16-bit copy of the weights, the KV cache of the generation
+batch at full length, and its profile pass's activations for 4,096 tokens. The engine sizes
+that need (`engine_bytes`) and the script sets the fraction to cover it.
+
+Assumed from GRPOConfig: beta 0 (no reference model, the default since TRL 0.19),
+num_iterations 1, every completion running to `max_completion_length` (an upper bound: most
+stop earlier at EOS), the reward computed by functions whose time is not counted. Not
+modelled: TRL's default generation through `model.generate()` (use_vllm=False), which is far
+slower; vLLM in server mode on GPUs of its own; a reward model on the GPUs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from advisor.engine import constants as c
+from advisor.engine.activations import inference_activations
+from advisor.engine.compute import inference_gpu_hours
+from advisor.engine.memory_terms import Workload, kv_cache_bytes
+from advisor.engine.models import Assumption, EstimateRequest, built
+from advisor.engine.shape import ModelShape
+from advisor.engine.words import plural
+
+# GRPOConfig's defaults (trl/trainer/grpo_config.py): completions per prompt and the longest
+# completion. The prompt has no default length since TRL dropped max_prompt_length; 512 was
+# its default before (GRPOConfig max_prompt_length, TRL 0.14-0.2x).
+DEFAULT_GENERATIONS = 8
+DEFAULT_COMPLETION_TOKENS = 256
+DEFAULT_PROMPT_TOKENS = 512
+# TRL's colocated LLM(max_num_batched_tokens=4096): vLLM's tokens per forward pass, which its
+# start-up profile runs once to size the memory it keeps beside the KV cache.
+VLLM_BATCHED_TOKENS = 4096
+# GRPOConfig vllm_gpu_memory_utilization: the share of the GPU vLLM takes when not told.
+TRL_VLLM_MEMORY_SHARE = 0.3
+# Bytes per completion token and vocabulary entry of the loss (module docstring).
+LOGITS_BYTES_PER_COMPLETION_ENTRY = 6.0
+# TRL's importance-sampling correction's forward pass without gradients per token trained.
+IS_CORRECTION_PASSES = 1.0
+
+SOURCE = (
+    "huggingface/trl trl/trainer/grpo_trainer.py (_generate_and_score_completions, "
+    "_get_per_token_logps_and_entropies, the colocated LLM(...) arguments) and grpo_config.py; "
+    "Shao et al. 2024 (DeepSeekMath), arXiv:2402.03300; Hugging Face blog 'No GPU left behind: "
+    "co-located vLLM in TRL', 2025-06-03"
+)
+
+
+def is_grpo(request: EstimateRequest) -> bool:
+    return request.training_objective == "grpo"
+
+
+def generations(request: EstimateRequest) -> int:
+    return request.generations_per_prompt or DEFAULT_GENERATIONS
+
+
+def completion_tokens(request: EstimateRequest) -> int:
+    return request.new_tokens or DEFAULT_COMPLETION_TOKENS
+
+
+def logits_per_entry(prompt: int, completion: int) -> float:
+    """The loss's bytes per token of the whole sequence and vocabulary entry: TRL keeps them for
+    the completion's positions only."""
+    return LOGITS_BYTES_PER_COMPLETION_ENTRY * completion / max(prompt + completion, 1)
+
+
+def rollout_workload(wl: Workload, sequences: int) -> Workload:
+    """What vLLM runs for one GPU's generation batch: `sequences` prompts (each repeated
+    completion counted) of the prompt's length, generating the completion, in 16-bit."""
+    sixteen = wl.compute_dtype if wl.compute_dtype in ("bf16", "fp16") else "bf16"
+    return replace(
+        wl,
+        task="inference",
+        precision=sixteen,
+        weight_format=sixteen,
+        compute_dtype=sixteen,
+        batch_size=max(sequences, 1),
+        seq_len=wl.rollout_prompt_tokens,
+        new_tokens=wl.rollout_completion_tokens,
+        gradient_checkpointing=False,
+        mixed_precision=False,
+        logits_per_entry=None,
+        loss_chunk_tokens=None,
+        checkpoint_offload=False,
+        optimizer_in_backward=False,
+        selective_recompute=False,
+        fp32_unquantised=False,
+        sixteen_bit_adapters=False,
+        keeps_gradients=False,
+        clips_gradients=False,
+        compiled=False,
+        decode_framework="vllm",
+        prefill_chunk_tokens=VLLM_BATCHED_TOKENS,
+        tuple_kv_cache=False,
+        quant_method="bitsandbytes",
+        fills_kv_cache=False,
+        objective="sft",
+        sequences_per_sample=1,
+        reference_copy=False,
+        reference_passes=0.0,
+        reference_precomputed=False,
+        policy_passes=0.0,
+        rollout_prompt_tokens=0,
+        rollout_completion_tokens=0,
+        generations_per_prompt=0,
+        rollout_batch=0,
+    )
+
+
+def engine_bytes(shape: ModelShape, wl: Workload, sequences: int) -> float:
+    """What the colocated vLLM engine needs on one GPU for `sequences` completions at once:
+    its 16-bit weights, their KV cache at full length, and its profile pass's activations."""
+    gen = rollout_workload(wl, sequences)
+    weights = shape.params_total * c.BYTES[gen.compute_dtype]
+    profile = replace(gen, batch_size=1, seq_len=VLLM_BATCHED_TOKENS, new_tokens=0)
+    return weights + kv_cache_bytes(shape, gen) + inference_activations(shape, profile)
+
+
+def memory_share(need_bytes: float, capacity_bytes: float) -> float:
+    """vllm_gpu_memory_utilization covering `need_bytes` on a GPU of `capacity_bytes`, rounded
+    up to a twentieth."""
+    if capacity_bytes <= 0:
+        return TRL_VLLM_MEMORY_SHARE
+    return min(math.ceil(need_bytes / capacity_bytes * 20) / 20, 0.95)
+
+
+def generation_gpu_hours(
+    shape: ModelShape,
+    wl: Workload,
+    acc,
+    tokens: float,
+    global_batch: int,
+    per_gpu: int,
+    n: int,
+    peak: float,
+    util: float,
+) -> float:
+    """GPU hours of every generation round of a job of `tokens` trained tokens: one round per
+    optimizer step of `global_batch` sequences, each GPU generating its `per_gpu` at once."""
+    rounds = max(tokens / max(global_batch * wl.seq_len, 1), 1.0)
+    gen = rollout_workload(wl, per_gpu)
+    one_round = inference_gpu_hours(
+        shape, gen, acc, per_gpu * gen.tokens_per_request, peak, util, 1, 1.0
+    )
+    return rounds * one_round * n
+
+
+def assumption(wl: Workload, share: float | None, need_bytes: float | None) -> Assumption:
+    """What GRPO adds, for the result's assumptions. `share`/`need_bytes`: vLLM's on the
+    recommended option (None: no option)."""
+    prompt, completion = wl.rollout_prompt_tokens, wl.rollout_completion_tokens
+    parts = [
+        "GRPO with TRL's GRPOTrainer and vLLM colocated on the training GPUs (use_vllm=True, "
+        f"vllm_mode='colocate'): {plural(wl.generations_per_prompt, 'completion')} per "
+        f"prompt, each a {prompt:,}-token prompt and up to {completion:,} generated tokens, "
+        "counted at full length; every optimizer step first generates its batch (vLLM's "
+        "prefill and one decoding step per token, in 16-bit weights), recomputes the "
+        "log-probabilities without gradients for vLLM's importance-sampling correction (2 FLOPs "
+        "per parameter and token), then trains on prompt + completion with the loss over the "
+        "completion only; beta 0 (no reference model, TRL's default)"
+    ]
+    if share is not None and need_bytes is not None:
+        parts.append(
+            f"vLLM needs {need_bytes / 1e9:.1f} GB per GPU on the recommended option (its weights, "
+            f"the generation batch's KV cache, its profile pass): vllm_gpu_memory_utilization "
+            f"{share:.2f}"
+        )
+    parts.append(
+        "not counted: the reward functions' time, vLLM's start-up and weight synchronisation; "
+        "TRL's default generation through model.generate() (use_vllm=False) is many times "
+        "slower and is not estimated"
+    )
+    return built(Assumption, name="Training objective", value="; ".join(parts), source=SOURCE)
+
+
+def logits_words(wl: Workload, fused: bool) -> str:
+    """The logits assumption's text for GRPO."""
+    if fused:
+        return (
+            "0 bytes per token x vocabulary entry: Liger Kernel's fused GRPO loss (you said so; "
+            "use_liger_kernel=True in GRPOConfig) computes the completion's log-probabilities "
+            "from the hidden states one chunk at a time"
+        )
+    return (
+        f"{LOGITS_BYTES_PER_COMPLETION_ENTRY:g} bytes per completion token x vocabulary entry: "
+        "TRL asks the model for the logits of the completion's positions only (logits_to_keep), "
+        "divides them by the sampling temperature (a copy) and keeps selective_log_softmax's "
+        f"rows for backward; the prompt's {wl.rollout_prompt_tokens:,} positions keep none"
+    )

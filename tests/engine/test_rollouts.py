@@ -1,0 +1,123 @@
+"""GRPO sized as TRL's GRPOTrainer runs it with vLLM colocated (rollouts.py): a generation
+round before every optimizer step, vLLM's own share of each GPU, the importance-sampling
+forward pass, and the loss over the completion's logits only."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.engine import estimate
+from advisor.engine.models import EstimateRequest
+from advisor.engine.request_checks import RequestError, check_request
+from advisor.model_configs import find_bundled
+from tests.engine.inputs import default_catalog, on_one_a100_80gb
+
+QWEN_05B = find_bundled("Qwen/Qwen2.5-0.5B").config
+QWEN_7B = find_bundled("Qwen/Qwen2.5-7B-Instruct").config
+QWEN_7B_KV_PER_TOKEN = 28 * 2 * 4 * 128 * 2  # layers x (K, V) x KV heads x head dim x bf16
+
+
+def one_gpu(objective: str | None, *, config=QWEN_05B, task="full_finetune", **fields):
+    """The single-A100-80GB option with the recipe pinned, so only the objective differs:
+    64 completions a step, prompts of 768 tokens and completions of 256."""
+    fields = {
+        "framework": "trl",
+        "seq_len": 768,
+        "new_tokens": 256,
+        "batch_size": 64,
+        "micro_batch": 4,
+        "gradient_checkpointing": True,
+        "optimizer": "adamw",
+        **fields,
+    }
+    if objective != "grpo":  # the same 1,024-token sequences, given whole
+        fields["seq_len"] += fields.pop("new_tokens")
+    return on_one_a100_80gb(
+        config=config, task=task, tokens=10**8, training_objective=objective, **fields
+    )
+
+
+def test_vllm_holds_its_own_weights_and_the_steps_kv_cache_beside_training():
+    """Qwen2.5-7B LoRA: 15.2 GB of 16-bit weights for vLLM (TRL's base checkpoint) and the KV
+    cache of 64 sequences of 1,024 tokens (3.8 GB), on top of what supervised fine-tuning on
+    the same sequences holds."""
+    _, sft = one_gpu("sft", config=QWEN_7B, task="lora")
+    _, grpo = one_gpu("grpo", config=QWEN_7B, task="lora")
+    engine = grpo.memory.rollout_engine
+    kv = 64 * 1024 * QWEN_7B_KV_PER_TOKEN
+    assert engine > 7_615_616_512 * 2 + kv
+    assert engine < 7_615_616_512 * 2 + kv + 1.5e9  # its profile pass's activations
+    assert grpo.memory.weights == sft.memory.weights
+    assert sft.memory.rollout_engine == 0
+
+
+def test_the_loss_keeps_the_completions_logits_only():
+    """6 bytes per completion token and vocabulary entry: 4 sequences x 256 completion tokens
+    x 151,936 entries, against the SFT loss's over all 1,024 positions."""
+    _, grpo = one_gpu("grpo")
+    assert grpo.memory.logits == pytest.approx(4 * 256 * 151_936 * 6, rel=0.02)
+
+
+def test_every_step_generates_before_it_trains():
+    """Generation and the importance-sampling pass make GRPO cost more than SFT on the same
+    tokens; longer completions at the same trained tokens cost more generation per token."""
+    _, sft = one_gpu("sft")
+    _, grpo = one_gpu("grpo")
+    assert grpo.gpu_hours > 1.2 * sft.gpu_hours
+    _, long = one_gpu("grpo", seq_len=256, new_tokens=768)
+    assert long.gpu_hours > grpo.gpu_hours
+
+
+def test_defaults_are_trls():
+    """GRPOConfig: 8 completions a prompt, up to 256 tokens each; a 512-token prompt (its
+    max_prompt_length while it had one); the batch rounded up to whole groups."""
+    request = EstimateRequest(
+        config=QWEN_7B, task="lora", training_objective="grpo", tokens=10**7,
+        generations_per_prompt=16,
+    )  # fmt: skip
+    result = estimate(request, default_catalog())
+    option = result.options[0]
+    assert option.recipe.global_batch == 16
+    length = next(a for a in result.assumptions if a.name == "Sequence length (not given)")
+    assert length.value.startswith("512 tokens per prompt")
+    assert "--num_generations 16 --max_completion_length 256" in result.slurm_script
+    assert "--use_vllm True --vllm_mode colocate" in result.slurm_script
+    assert result.framework.key == "trl"
+
+
+def test_the_script_gives_vllm_the_share_it_needs():
+    result, option = one_gpu("grpo", config=QWEN_7B, task="lora")
+    share = option.memory.rollout_engine / option.capacity_bytes
+    assert f"--vllm_gpu_memory_utilization {(int(share * 20) + 1) / 20:.2f}" in (
+        result.slurm_script
+    )
+    objective = next(a for a in result.assumptions if a.name == "Training objective")
+    assert "vllm_gpu_memory_utilization" in objective.value
+    assert "GRPOTrainer" in objective.source or "grpo_trainer.py" in objective.source
+    assert "with vLLM generating every step's completions first" in result.justification
+    assert "vLLM's generation engine" in result.justification
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "words"),
+    [
+        ({"framework": "unsloth"}, "framework", "shares one copy of the weights"),
+        ({"framework": "llama_factory"}, "framework", "TRL's GRPOTrainer"),
+        ({"batch_size": 12}, "batch_size", "not a multiple of the 8"),
+        ({"batch_size": 32, "generations_per_prompt": 6}, "batch_size", "multiple of 6"),
+        ({"task": "pretrain"}, "training_objective", "pre-training"),
+    ],
+)
+def test_grpo_requests_it_cannot_size_are_refused(fields, field, words):
+    request = EstimateRequest(
+        config=QWEN_05B, tokens=10**6, **{"task": "lora", "training_objective": "grpo", **fields}
+    )
+    with pytest.raises(RequestError) as caught:
+        check_request(request)
+    assert caught.value.errors[0][0] == field
+    assert words in caught.value.errors[0][1]
+
+
+def test_generations_without_grpo_are_ignored_with_a_warning():
+    request = EstimateRequest(config=QWEN_05B, task="lora", tokens=10**6, generations_per_prompt=4)
+    assert any("generations_per_prompt applies to GRPO" in w for w in check_request(request))
