@@ -218,6 +218,13 @@ def trial_measurement_calibration_problem(measurement: TrialMeasurement) -> str:
             "training_objective": workload.training_objective,
             "precompute_reference": workload.precompute_reference,
         }
+    if request.get("training_objective") == "grpo":
+        return (
+            "This request trains with GRPO, whose steps also generate their completions with "
+            "vLLM and recompute their log-probabilities: its tokens per second do not measure "
+            "the GPU as the catalog's training benchmarks do. A trial run of supervised "
+            "fine-tuning calibrates it."
+        )
     if request.get("training_objective") == "kto":
         return (
             "This request trains with KTO, whose model also runs a forward pass over its KL "

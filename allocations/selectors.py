@@ -266,6 +266,7 @@ OBJECTIVE_LABELS = {
     "dpo": "Preference pairs with a reference model (DPO)",
     "reference_free_preference": "Preference pairs without a reference model (ORPO, SimPO)",
     "kto": "Single answers marked good or bad, with a reference model (KTO)",
+    "grpo": "Answers it writes itself, scored by reward functions (GRPO)",
 }
 
 
@@ -316,9 +317,11 @@ def estimate_inputs(request: dict[str, Any]) -> list[tuple[str, str]]:
             if objective in ("dpo", "reference_free_preference")
             else "Global batch (labelled examples)"
             if objective == "kto"
+            else "Global batch (completions)"
+            if objective == "grpo"
             else "Global batch (sequences)",
         ),
-        ("seq_len", "Sequence length"),
+        ("seq_len", "Prompt length" if objective == "grpo" else "Sequence length"),
     ):
         if request.get(key) is not None:
             rows.append((label, _count(request[key])))
@@ -326,7 +329,10 @@ def estimate_inputs(request: dict[str, Any]) -> list[tuple[str, str]]:
         label = "Tokens in total" if task == "inference" else "Tokens per epoch"
         rows.append((label, _count(request["tokens"])))
     if request.get("new_tokens") is not None:
-        rows.append(("Tokens generated per request", _count(request["new_tokens"])))
+        label = "Longest answer written" if objective == "grpo" else "Tokens generated per request"
+        rows.append((label, _count(request["new_tokens"])))
+    if objective == "grpo" and request.get("generations_per_prompt") is not None:
+        rows.append(("Answers per prompt", _count(request["generations_per_prompt"])))
     if task != "inference" and request.get("epochs") is not None:
         rows.append(("Epochs", f"{request['epochs']:g}"))
     if task in ("lora", "qlora") and request.get("lora_rank"):

@@ -65,8 +65,10 @@ class Workload(_Strict):
     world_size: int = Field(default=1, ge=1, le=1_000_000)
     # Helper 1.1 and later: what the run learned from, and whether DPO's reference
     # log-probabilities were computed before it (the estimate's fields of the same names);
-    # "kto" from helper 1.2.
-    training_objective: Literal["sft", "dpo", "reference_free_preference", "kto"] | None = None
+    # "kto" and "grpo" from helper 1.2.
+    training_objective: Literal["sft", "dpo", "reference_free_preference", "kto", "grpo"] | None = (
+        None
+    )
     precompute_reference: bool | None = None
 
 

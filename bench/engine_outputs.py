@@ -114,6 +114,9 @@ def _varied_libraries() -> dict[str, EstimateRequest]:
             config=llama7, task="full_finetune", training_objective="dpo", tokens=10**8
         ),
         "7B lora kto trl": req(config=llama7, task="lora", training_objective="kto", tokens=10**8),
+        "7B lora grpo trl": req(
+            config=llama7, task="lora", training_objective="grpo", tokens=10**8, batch_size=64
+        ),
         "13B qlora llama-factory 2 GPUs zero3": req(
             config=llama13,
             task="qlora",

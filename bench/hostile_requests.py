@@ -29,13 +29,13 @@ STEPS = [
     "work_kind", "model", "model_params", "precision", "batch_size", "seq_len",
     "inference_tokens", "dataset_tokens", "epochs", "num_gpus", "timeline", "data_sensitivity",
     "hpc_experience", "azure", "who_pays", "notebooks", "cpu_data_size", "training_objective",
-    "no_such_step",
+    "completion_tokens", "generations_per_prompt", "no_such_step",
 ]  # fmt: skip
 FIELDS = [
     "model_id", "config", "params", "task", "precision", "batch_size", "seq_len", "tokens",
     "epochs", "gradient_checkpointing", "flash_attention", "mixed_precision", "optimizer",
     "lora_rank", "strategy", "num_gpus", "system", "accelerator", "training_objective",
-    "precompute_reference",
+    "precompute_reference", "generations_per_prompt", "new_tokens",
 ]  # fmt: skip
 CONFIG_KEYS = [
     "model_type", "architectures", "vocab_size", "hidden_size", "num_hidden_layers",

@@ -24,7 +24,8 @@ For preference training (DPO, ORPO, SimPO, KTO) pass training_objective="dpo" (o
 "reference_free_preference", or "kto") and precompute_reference=True where the reference's
 log-probabilities were computed before training; give micro_batch_size in pairs, as TRL's
 per_device_train_batch_size counts them, and count the tokens of both sequences of each pair
-(KTO: in examples, counting each example's sequence once).
+(KTO: in examples, counting each example's sequence once; GRPO: in completions, each with
+its prompt).
 
 `python trial_run.py` prints what the helper can see on this machine (GPU, versions).
 """
@@ -47,7 +48,7 @@ HELPER_VERSION = "1.2.0"
 
 TASKS = ("inference", "full_finetune", "lora", "qlora", "pretrain")
 # What fine-tuning learns from (the estimate's training_objective).
-OBJECTIVES = ("sft", "dpo", "reference_free_preference", "kto")
+OBJECTIVES = ("sft", "dpo", "reference_free_preference", "kto", "grpo")
 PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")  # catalog_schema.Precision
 # The first steps compile kernels, fill the allocator's cache and warm the data loader; timing
 # them would make the run look slower than it is.

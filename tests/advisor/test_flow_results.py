@@ -135,6 +135,23 @@ def test_a_kto_walk_counts_examples_and_keeps_two_a_pass(client, default_catalog
     assert "TRL's KTOTrainer" in result["slurm_script"]
 
 
+def test_a_grpo_walk_is_estimated_with_vllm_beside_the_training(client, default_catalog):
+    """Answering "Answers it writes itself, scored by reward functions" reaches the engine as
+    GRPO with the answers' length and group size: the result page draws vLLM's share of the GPU
+    and the justification counts completions in groups."""
+    advisor_session, page = walk_to_result(client, walks.GRPO_LORA_7B)
+    request = advisor_session.estimate_request
+    assert request["training_objective"] == "grpo"
+    assert (request["new_tokens"], request["generations_per_prompt"]) == (512, 8)
+    assertContains(page, "Generation engine (vLLM)")
+    result = advisor_session.estimate_result
+    assert result["recommendation"]["memory"]["rollout_engine"] > 14e9  # 7B in 16-bit and more
+    assert (
+        "a global batch of 64 completions (8 prompts x 8 sampled each)" in (result["justification"])
+    )
+    assert "--use_vllm True --vllm_mode colocate" in result["slurm_script"]
+
+
 def test_public_web_service_on_azure_is_estimated_for_the_cloud(client, default_catalog):
     answers = LORA_7B[:-2] + [("azure", "yes"), ("who_pays", "project")]
     answers[0] = ("work_kind", "inference")

@@ -253,6 +253,19 @@ def test_fine_tuning_asks_what_it_learns_from(key):
     free = answer_fields(chart, {"training_objective": "reference_free_preference"})
     assert free["training_objective"] == "reference_free_preference"
     assert answer_fields(chart, {"training_objective": "kto"})["training_objective"] == "kto"
+    objective = chart.by_id["training_objective"]
+    assert next(e.to for e in objective.next if e.taken({"training_objective": "grpo"})) == (
+        "completion_tokens"
+    )
+    assert next(e.to for e in objective.next if e.taken({"training_objective": "dpo"})) == (
+        "batch_size"
+    )
+    grpo = answer_fields(
+        chart,
+        {"training_objective": "grpo", "completion_tokens": "1024", "generations_per_prompt": "16"},
+    )
+    assert (grpo["training_objective"], grpo["new_tokens"]) == ("grpo", 1024)
+    assert grpo["generations_per_prompt"] == 16
     assert (
         answer_fields(chart, {"training_objective": "not_sure"}).get("training_objective") is None
     )

@@ -589,12 +589,13 @@ def test_a_run_that_says_it_trained_with_dpo_is_kept_out_whatever_its_request_sa
     admin_client, default_catalog, cpu_run_json
 ):
     """Helper 1.1 records the objective: a DPO run uploaded against a supervised request is
-    refused all the same, and a precomputed reference lets it in. A KTO run never calibrates
-    (helper 1.2): its KL pass runs every step, precomputed reference or not."""
+    refused all the same, and a precomputed reference lets it in. KTO and GRPO runs never
+    calibrate (helper 1.2): a KL pass, or generation, runs in every step."""
     allocation_request = make_request(status=Status.SUBMITTED)
     for objective, precomputed, accepted in (
         ("dpo", None, False),
         ("kto", True, False),
+        ("grpo", None, False),
         ("dpo", True, True),
     ):
         raw = gpu_run(

@@ -125,6 +125,16 @@ def test_the_workload_rows_say_a_preference_job_counts_pairs():
     kto = dict(estimate_inputs({**request, "training_objective": "kto"}))
     assert kto["Learns from"] == "Single answers marked good or bad, with a reference model (KTO)"
     assert kto["Global batch (labelled examples)"] == "64"
+    grpo = dict(
+        estimate_inputs(
+            {**request, "training_objective": "grpo", "new_tokens": 1024,
+             "generations_per_prompt": 8, "seq_len": 300}
+        )
+    )  # fmt: skip
+    assert grpo["Learns from"] == "Answers it writes itself, scored by reward functions (GRPO)"
+    assert grpo["Global batch (completions)"] == "64"
+    assert (grpo["Prompt length"], grpo["Longest answer written"]) == ("300", "1,024")
+    assert grpo["Answers per prompt"] == "8"
     sft = dict(estimate_inputs(request))
     assert "Learns from" not in sft
     assert sft["Global batch (sequences)"] == "64"

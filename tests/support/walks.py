@@ -31,6 +31,19 @@ LORA_7B: Answers = [
     ("notebooks", "no"),
 ]
 
+# GRPO of the same 7B model with LoRA: answers of up to 512 tokens, 8 per prompt.
+GRPO_LORA_7B: Answers = (
+    LORA_7B[: LORA_7B.index(("training_objective", "not_sure"))]
+    + [
+        ("training_objective", "grpo"),
+        ("completion_tokens", "512"),
+        ("generations_per_prompt", "8"),
+        ("batch_size", "64"),
+        ("seq_len", "256"),
+    ]
+    + LORA_7B[LORA_7B.index(("dataset_tokens", "20")) :]
+)
+
 # Serving a 110M-parameter model (BERT-base size) in fp16: small enough for a V100.
 INFERENCE_110M: Answers = [
     ("work_kind", "inference"),
