@@ -123,6 +123,13 @@ def check_request(request: EstimateRequest, catalog: CatalogSpec | None = None) 
             f"The Transformers Trainer has no {'GRPO' if objective_is_grpo else 'preference'} "
             f"loss: estimated as TRL's {trainer}, which runs on it (framework trl)."
         )
+    if request.training_objective == "grpo" and task == "qlora":
+        warnings.append(
+            "GRPO over a 4-bit base (QLoRA): vLLM still holds the 16-bit model, which TRL loads "
+            "from the base checkpoint and updates by merging the adapters into the 4-bit layers "
+            "before each generation; check that your TRL and PEFT versions support that "
+            "merge, or train LoRA on the 16-bit model."
+        )
     if request.generations_per_prompt is not None and request.training_objective != "grpo":
         warnings.append(
             "generations_per_prompt applies to GRPO (training_objective grpo) only; ignored."

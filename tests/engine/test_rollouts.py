@@ -88,7 +88,7 @@ def test_defaults_are_trls():
 def test_the_script_gives_vllm_the_share_it_needs():
     result, option = one_gpu("grpo", config=QWEN_7B, task="lora")
     share = option.memory.rollout_engine / option.capacity_bytes
-    assert f"--vllm_gpu_memory_utilization {(int(share * 20) + 1) / 20:.2f}" in (
+    assert f"--vllm_gpu_memory_utilization {(int(share * 100) + 1) / 100:.2f}" in (
         result.slurm_script
     )
     objective = next(a for a in result.assumptions if a.name == "Training objective")
@@ -121,3 +121,8 @@ def test_grpo_requests_it_cannot_size_are_refused(fields, field, words):
 def test_generations_without_grpo_are_ignored_with_a_warning():
     request = EstimateRequest(config=QWEN_05B, task="lora", tokens=10**6, generations_per_prompt=4)
     assert any("generations_per_prompt applies to GRPO" in w for w in check_request(request))
+
+
+def test_qlora_grpo_says_vllm_still_holds_the_16_bit_model():
+    request = EstimateRequest(config=QWEN_7B, task="qlora", training_objective="grpo", tokens=10**6)
+    assert any("vLLM still holds the 16-bit model" in w for w in check_request(request))
