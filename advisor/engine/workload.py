@@ -266,12 +266,7 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
     mixed = request.mixed_precision
     if mixed is None:
         mixed = not (framework.pure_bf16 and training)
-    new_tokens = _new_tokens(request, shape, task)
-    seq_len = request.seq_len
-    if rollouts.is_grpo(request) and training:
-        # GRPO trains on prompt + completion; its new_tokens are the completion's, not a
-        # decoder's target.
-        new_tokens, seq_len = 0, request.seq_len + loss["rollout_completion_tokens"]
+    new_tokens, seq_len = _trained_lengths(request, shape, task, loss)
     encoder_len, decoder_len = encoder_decoder_lengths(request, shape, new_tokens)
     return Workload(
         task=task,
@@ -329,6 +324,16 @@ def build_workload(request: EstimateRequest, shape: ModelShape) -> Workload:
         reads_text=not shape.encoder_positions or shape.family in ENCODER_ONLY_FAMILIES,
         **loss,
     )
+
+
+def _trained_lengths(
+    request: EstimateRequest, shape: ModelShape, task: str, loss: dict
+) -> tuple[int, int]:
+    """(tokens generated per request, tokens per sequence). GRPO trains on prompt +
+    completion: its new_tokens are the completion's, not a decoder's target."""
+    if rollouts.is_grpo(request) and task != "inference":
+        return 0, request.seq_len + loss["rollout_completion_tokens"]
+    return _new_tokens(request, shape, task), request.seq_len
 
 
 def encoder_decoder_lengths(
