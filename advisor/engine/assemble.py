@@ -34,7 +34,7 @@ from advisor.engine.models import (
     built,
 )
 from advisor.engine.options import rank
-from advisor.engine.outcome import leaner_recipe_hint, memory_when_nothing_fits, recommended
+from advisor.engine.outcome import memory_when_nothing_fits, recipe_hints, recommended
 from advisor.engine.preference import needs_trl_trainer
 from advisor.engine.recommend import evaluate
 from advisor.engine.request_checks import check_request
@@ -101,9 +101,7 @@ def estimate_shape(
         )
         memory = best.option.memory
         warnings.extend(_far_cheaper_hints(request, catalog, shape, wl, best))
-        leaner = leaner_recipe_hint(request, shape, wl, best, framework)
-        if leaner is not None:
-            warnings.append(leaner)
+        warnings.extend(recipe_hints(request, shape, wl, best, framework))
     else:
         memory = memory_when_nothing_fits(request, catalog, shape, wl, framework, warnings)
     uncertainty = stated_uncertainty(

@@ -218,6 +218,40 @@ _LEANER_FACTOR = 1.6
 _LEAN_LAYOUTS = frozenset({"single", "ddp", "zero1", "zero2", "zero3", "fsdp"})
 
 
+def recipe_hints(
+    request: EstimateRequest, shape: ModelShape, wl: Workload, best, framework: Framework
+) -> list[str]:
+    """What the recommended recipe could change, said rather than assumed: a leaner recipe
+    for a smaller GPU, GRPO's vLLM copy split over a node."""
+    hints = [
+        leaner_recipe_hint(request, shape, wl, best, framework),
+        generation_engine_hint(shape, wl, best.option),
+    ]
+    return [hint for hint in hints if hint is not None]
+
+
+# vLLM's 16-bit weights take at least this share of a GPU: worth saying how to split them.
+_VLLM_COPY_WORTH_A_HINT = 0.5
+
+
+def generation_engine_hint(shape: ModelShape, wl: Workload, option) -> str | None:
+    """GRPO with vLLM colocated keeps a whole 16-bit copy of the model on every GPU
+    (rollouts.py); where that is half the GPU or more, TRL's vllm_tensor_parallel_size would
+    split it over a node's GPUs, which the estimate does not model."""
+    if not wl.generates or not option.capacity_bytes:
+        return None
+    weights = shape.params_total * 2
+    if weights < _VLLM_COPY_WORTH_A_HINT * option.capacity_bytes:
+        return None
+    return (
+        f"vLLM's 16-bit copy of the model takes {weights / 1e9:.0f} of the "
+        f"{option.capacity_bytes / 1e9:.0f} GB on each GPU beside the training. TRL's "
+        "vllm_tensor_parallel_size splits it over the GPUs of a node (and vLLM in server mode "
+        "puts it on GPUs of its own); neither is modelled here, so the recommended option may "
+        "not be the cheapest way to run this job."
+    )
+
+
 def leaner_recipe_hint(
     request: EstimateRequest, shape: ModelShape, wl: Workload, best, framework: Framework
 ) -> str | None:

@@ -126,3 +126,16 @@ def test_generations_without_grpo_are_ignored_with_a_warning():
 def test_qlora_grpo_says_vllm_still_holds_the_16_bit_model():
     request = EstimateRequest(config=QWEN_7B, task="qlora", training_objective="grpo", tokens=10**6)
     assert any("vLLM still holds the 16-bit model" in w for w in check_request(request))
+
+
+def test_a_model_whose_vllm_copy_fills_half_a_gpu_says_what_would_split_it():
+    """Llama-2-70B: 138 GB of 16-bit weights in vLLM on every GPU; TRL's
+    vllm_tensor_parallel_size is named, not assumed. A 7B model's 15 GB is not worth it."""
+    llama70 = find_bundled("meta-llama/Llama-2-70b-hf").config
+    big = estimate(
+        EstimateRequest(config=llama70, task="lora", training_objective="grpo", tokens=10**7),
+        default_catalog(),
+    )
+    assert any("vllm_tensor_parallel_size" in w for w in big.warnings)
+    small, _ = one_gpu("grpo", config=QWEN_7B, task="lora")
+    assert not any("vllm_tensor_parallel_size" in w for w in small.warnings)
