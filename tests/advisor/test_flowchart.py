@@ -262,7 +262,7 @@ def test_fine_tuning_asks_what_it_learns_from(key):
     )
     grpo = answer_fields(
         chart,
-        {"training_objective": "grpo", "completion_tokens": "1024", "generations_per_prompt": "16"},
+        {"training_objective": "grpo", "completion_tokens": 1024, "generations_per_prompt": 16},
     )
     assert (grpo["training_objective"], grpo["new_tokens"]) == ("grpo", 1024)
     assert grpo["generations_per_prompt"] == 16
