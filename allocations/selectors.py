@@ -333,6 +333,13 @@ def estimate_inputs(request: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append((label, _count(request["new_tokens"])))
     if objective == "grpo" and request.get("generations_per_prompt") is not None:
         rows.append(("Answers per prompt", _count(request["generations_per_prompt"])))
+    if objective == "grpo" and request.get("kl_penalty") is not None:
+        rows.append(
+            (
+                "KL penalty",
+                "yes: a frozen reference model" if request["kl_penalty"] else "no (beta 0)",
+            )
+        )
     if task != "inference" and request.get("epochs") is not None:
         rows.append(("Epochs", f"{request['epochs']:g}"))
     if task in ("lora", "qlora") and request.get("lora_rank"):

@@ -15,13 +15,15 @@ from advisor.engine.words import plural
 class PreferenceLaunch(NamedTuple):
     """The training objective as the script needs it: its name (models.TrainingObjective),
     whether DPO's reference log-probabilities are computed before training, and for GRPO the
-    completions per prompt, the longest completion and vLLM's share of each GPU."""
+    completions per prompt, the longest completion, vLLM's share of each GPU and whether a KL
+    penalty brings a reference model."""
 
     name: str = "sft"
     precomputed: bool = False
     generations: int = 0
     completion_tokens: int = 0
     vllm_share: float = 0.0
+    kl_penalty: bool = False
 
 
 SFT = PreferenceLaunch()
@@ -213,6 +215,8 @@ def train_args(
     if objective.precomputed:
         args.append("--precompute_ref_log_probs True")  # DPOConfig
     if objective.name == "grpo":  # GRPOConfig
+        if objective.kl_penalty:  # a reference model; beta is the researcher's coefficient
+            args.append("--beta 0.001")  # DeepSeek-R1's, as GRPOConfig's docs cite it
         args += [
             f"--num_generations {objective.generations}",
             f"--max_completion_length {objective.completion_tokens}",

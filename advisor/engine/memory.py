@@ -108,9 +108,10 @@ _AMP_STRATEGIES = ("single", "ddp", "tensor_parallel")
 
 
 def reference_copy_bytes(shape: ModelShape, wl: Workload, strategy: str, n: int) -> float:
-    """DPO's frozen reference copy per GPU (preference.py; 0 without one). TRL's
-    create_reference_model deep-copies the policy as it is held, so an fp32 model under
-    autocast copies fp32 and a 16-bit one 16 bits. Sharded as the policy's weights are: TRL
+    """DPO's, KTO's or GRPO's frozen reference copy per GPU (preference.py; 0 without one).
+    TRL's create_reference_model deep-copies the policy as it is held, so an fp32 model under
+    autocast copies fp32 and a 16-bit one 16 bits; GRPOTrainer loads the reference afresh in the
+    checkpoint's dtype (`Workload.reference_param_bytes`). Sharded as the policy's weights are: TRL
     prepares the reference with the policy's ZeRO-3 settings (its CPU offload included) and
     with stage 0, a whole copy, under ZeRO-1/2 and DDP; a Megatron-style layout holds its
     fullest pipeline stage's share over its tensor-parallel degree."""
@@ -118,6 +119,8 @@ def reference_copy_bytes(shape: ModelShape, wl: Workload, strategy: str, n: int)
         return 0.0
     amp = wl.state_mode == "mixed" and not wl.adapters and strategy in _AMP_STRATEGIES
     per_param = 4.0 if amp or wl.state_mode == "fp32" else c.BYTES[wl.compute_dtype]
+    if wl.reference_param_bytes:
+        per_param = wl.reference_param_bytes
     whole = shape.params_total * per_param
     if strategy in ("zero3", "fsdp", "tensor_parallel"):
         return whole / n

@@ -125,6 +125,10 @@ class Workload:
     generations_per_prompt: int = 0
     # The completions of one optimizer step over all GPUs (TRL's generation batch).
     rollout_batch: int = 0
+    # Bytes per parameter of the reference copy where the library loads it afresh rather than
+    # copying the policy as held (GRPO's from_pretrained in the checkpoint's 16-bit dtype);
+    # 0: as held (memory.reference_copy_bytes).
+    reference_param_bytes: float = 0.0
 
     @property
     def training(self) -> bool:

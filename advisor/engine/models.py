@@ -160,6 +160,9 @@ class EstimateRequest(_Frozen):
     # 256), batch_size and micro_batch count completions, and tokens count every completion's
     # prompt and generated tokens.
     generations_per_prompt: int | None = Field(default=None, ge=2, le=1024)
+    # GRPO: a KL penalty against the starting model (GRPOConfig beta > 0), which brings a
+    # frozen reference model and its forward pass every step; None: TRL's default, beta 0.
+    kl_penalty: bool | None = None
     # DPO and KTO: the reference model's log-probabilities computed once before training
     # (DPOConfig / KTOConfig precompute_ref_log_probs), so no reference copy stays on the GPU;
     # None: the library's default (computed alongside every step).

@@ -192,6 +192,7 @@ def _launch_objective(wl: Workload, option) -> PreferenceLaunch:
         generations=wl.generations_per_prompt,
         completion_tokens=wl.rollout_completion_tokens,
         vllm_share=memory_share(option.memory.rollout_engine, option.capacity_bytes),
+        kl_penalty=wl.reference_passes > 0,
     )
 
 

@@ -158,6 +158,10 @@ def reference_terms(request: EstimateRequest, task: str) -> tuple[bool, float, b
     """(a frozen reference copy on the GPUs, reference forward passes per token trained on,
     whether its log-probabilities are computed once before training)."""
     per_step = REFERENCE_PASSES.get(request.training_objective or "sft")
+    if request.training_objective == "grpo" and request.kl_penalty:
+        # GRPO's KL penalty (beta > 0): the reference's log-probabilities over every
+        # completion, computed with the generation batch (grpo_trainer.py).
+        per_step = 1.0
     if per_step is None:
         return False, 0.0, False
     precomputed = bool(request.precompute_reference)

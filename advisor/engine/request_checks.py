@@ -130,6 +130,8 @@ def check_request(request: EstimateRequest, catalog: CatalogSpec | None = None) 
             "before each generation; check that your TRL and PEFT versions support that "
             "merge, or train LoRA on the 16-bit model."
         )
+    if request.kl_penalty is not None and request.training_objective != "grpo":
+        warnings.append("kl_penalty applies to GRPO (training_objective grpo) only; ignored.")
     if request.generations_per_prompt is not None and request.training_objective != "grpo":
         warnings.append(
             "generations_per_prompt applies to GRPO (training_objective grpo) only; ignored."

@@ -26,7 +26,9 @@ beside the trainer's own peak: its 16-bit copy of the weights, the KV cache of t
 batch at full length, and its profile pass's activations for 4,096 tokens. The engine sizes
 that need (`engine_bytes`) and the script sets the fraction to cover it.
 
-Assumed from GRPOConfig: beta 0 (no reference model, the default since TRL 0.19),
+Assumed from GRPOConfig: beta 0 (no reference model, the default since TRL 0.19) unless the
+request asks for a KL penalty (`kl_penalty`: a frozen reference loaded afresh in 16 bits for
+full fine-tuning, the adapters switched off otherwise, and its forward pass every step),
 num_iterations 1, every completion running to `max_completion_length` (an upper bound: most
 stop earlier at EOS), the reward computed by functions whose time is not counted. Not
 modelled: TRL's default generation through `model.generate()` (use_vllm=False), which is far
@@ -128,6 +130,7 @@ def rollout_workload(wl: Workload, sequences: int) -> Workload:
         rollout_completion_tokens=0,
         generations_per_prompt=0,
         rollout_batch=0,
+        reference_param_bytes=0.0,
     )
 
 
@@ -182,8 +185,21 @@ def assumption(wl: Workload, share: float | None, need_bytes: float | None) -> A
         "prefill and one decoding step per token, in 16-bit weights), recomputes the "
         "log-probabilities without gradients for vLLM's importance-sampling correction (2 FLOPs "
         "per parameter and token), then trains on prompt + completion with the loss over the "
-        "completion only; beta 0 (no reference model, TRL's default)"
+        "completion only"
     ]
+    if wl.reference_passes:
+        where = (
+            "a frozen 16-bit copy of the model loaded beside the policy (from_pretrained)"
+            if wl.reference_copy
+            else "the same model with its adapters switched off"
+        )
+        parts.append(
+            f"a KL penalty (beta > 0, you said so): the reference is {where}, and its forward "
+            "pass over every completion with the generation batch adds 2 FLOPs per parameter "
+            "and token"
+        )
+    else:
+        parts.append("beta 0: no reference model (TRL's default)")
     if share is not None and need_bytes is not None:
         parts.append(
             f"vLLM needs {need_bytes / 1e9:.1f} GB per GPU on the recommended option (its weights, "

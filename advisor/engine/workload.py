@@ -440,6 +440,8 @@ def _loss_fields(request: EstimateRequest, shape: ModelShape, framework, task: s
             rollout_completion_tokens=completion,
             generations_per_prompt=rollouts.generations(request),
             rollout_batch=global_batch(request),
+            # GRPOTrainer loads its reference with from_pretrained (the checkpoint's 16 bits).
+            reference_param_bytes=2.0 if copy else 0.0,
         )
     return fields
 

@@ -266,6 +266,10 @@ def test_fine_tuning_asks_what_it_learns_from(key):
     )
     assert (grpo["training_objective"], grpo["new_tokens"]) == ("grpo", 1024)
     assert grpo["generations_per_prompt"] == 16
+    assert "kl_penalty" not in grpo  # not answered, or "Not sure": TRL's beta 0
+    for answer, expected in (("yes", True), ("no", False)):
+        assert answer_fields(chart, {"kl_penalty": answer})["kl_penalty"] is expected
+    assert "kl_penalty" not in answer_fields(chart, {"kl_penalty": "not_sure"})
     assert (
         answer_fields(chart, {"training_objective": "not_sure"}).get("training_objective") is None
     )

@@ -128,13 +128,14 @@ def test_the_workload_rows_say_a_preference_job_counts_pairs():
     grpo = dict(
         estimate_inputs(
             {**request, "training_objective": "grpo", "new_tokens": 1024,
-             "generations_per_prompt": 8, "seq_len": 300}
+             "generations_per_prompt": 8, "seq_len": 300, "kl_penalty": True}
         )
     )  # fmt: skip
     assert grpo["Learns from"] == "Answers it writes itself, scored by reward functions (GRPO)"
     assert grpo["Global batch (completions)"] == "64"
     assert (grpo["Prompt length"], grpo["Longest answer written"]) == ("300", "1,024")
     assert grpo["Answers per prompt"] == "8"
+    assert grpo["KL penalty"] == "yes: a frozen reference model"
     sft = dict(estimate_inputs(request))
     assert "Learns from" not in sft
     assert sft["Global batch (sequences)"] == "64"

@@ -139,3 +139,23 @@ def test_a_model_whose_vllm_copy_fills_half_a_gpu_says_what_would_split_it():
     assert any("vllm_tensor_parallel_size" in w for w in big.warnings)
     small, _ = one_gpu("grpo", config=QWEN_7B, task="lora")
     assert not any("vllm_tensor_parallel_size" in w for w in small.warnings)
+
+
+def test_a_kl_penalty_brings_a_16_bit_reference_and_its_forward_pass():
+    """beta > 0: GRPOTrainer loads the reference with from_pretrained, 2 bytes a parameter
+    (not the policy's fp32 copy under AMP, as DPO's deep copy is), and runs it over every
+    completion; adapters switch themselves off instead. The script passes a beta."""
+    _, plain = one_gpu("grpo")
+    result, kl = one_gpu("grpo", kl_penalty=True)
+    assert kl.memory.weights - plain.memory.weights == pytest.approx(494_032_768 * 2, rel=0.01)
+    assert kl.gpu_hours > plain.gpu_hours
+    assert "--beta" in result.slurm_script
+    objective = next(a for a in result.assumptions if a.name == "Training objective")
+    assert "a frozen 16-bit copy" in objective.value
+    _, lora_plain = one_gpu("grpo", config=QWEN_7B, task="lora")
+    _, lora_kl = one_gpu("grpo", config=QWEN_7B, task="lora", kl_penalty=True)
+    assert lora_kl.memory.weights == lora_plain.memory.weights
+    warned = check_request(
+        EstimateRequest(config=QWEN_05B, task="lora", tokens=10**6, kl_penalty=True)
+    )
+    assert any("kl_penalty applies to GRPO" in w for w in warned)

@@ -38,6 +38,7 @@ GRPO_LORA_7B: Answers = (
         ("training_objective", "grpo"),
         ("completion_tokens", "512"),
         ("generations_per_prompt", "8"),
+        ("kl_penalty", "not_sure"),
         ("batch_size", "64"),
         ("seq_len", "256"),
     ]
