@@ -64,8 +64,8 @@ def _setup_sentence(
         + f") in {precision}, with "
         + _batch_words(request, wl)
         + (
-            f" of {wl.rollout_prompt_tokens:,}-token prompts and up to "
-            f"{plural(wl.rollout_completion_tokens, 'generated token')} each"
+            f" of {wl.rollout.prompt_tokens:,}-token prompts and up to "
+            f"{plural(wl.rollout.completion_tokens, 'generated token')} each"
             if wl.generates
             else f" of {plural(wl.seq_len, 'token')}"
         )
@@ -81,10 +81,10 @@ def _batch_words(request: EstimateRequest, wl: Workload) -> str:
         return f"a global batch of {plural(global_batch(request), 'labelled example')}"
     if wl.generates:
         batch = global_batch(request)
-        prompts = plural(batch // max(wl.generations_per_prompt, 1), "prompt")
+        prompts = plural(batch // max(wl.rollout.generations, 1), "prompt")
         return (
             f"a global batch of {plural(batch, 'completion')} ({prompts} x "
-            f"{wl.generations_per_prompt} sampled each)"
+            f"{wl.rollout.generations} sampled each)"
         )
     if wl.training:
         return f"a global batch of {plural(global_batch(request), 'sequence')}"

@@ -393,17 +393,19 @@ class MemoryModel:
         the step's completions; 0 for a job that does not generate. vLLM reserves it once at
         start-up, outside PyTorch's caching allocator."""
         wl = self.wl
-        if not wl.generates:
+        if wl.rollout is None:
             return 0.0
         _, _, dp = split_layout(strategy, n)
-        per_gpu = math.ceil(max(wl.rollout_batch, 1) / max(dp, 1))
+        per_gpu = math.ceil(max(wl.rollout.batch, 1) / max(dp, 1))
         return rollouts.engine_bytes(self.shape, wl, per_gpu)
 
     def _linear_of(self, key: tuple, layout: tuple) -> tuple[float, float]:
         weights, grads, optim, constants, workspace, flow, context = layout
         frag = 1 + c.ALLOCATOR_FRAGMENTATION.value
         static = (weights + optim + constants) * (1 + c.ALLOCATOR_STATIC_ROUNDING.value)
-        fixed = context + static + (grads + workspace) * frag + self.rollout_bytes(*key[:2])
+        fixed = context + static + (grads + workspace) * frag
+        if self.wl.rollout is not None:
+            fixed += self.rollout_bytes(key[0], key[1])
         found = self._linear[key] = (fixed, (flow[0] + flow[1] + flow[2]) * frag)
         return found
 
@@ -477,7 +479,7 @@ class MemoryModel:
             "activations": int(activations),
             "logits": int(logits + chunk),
             "kv_cache": int(kv),
-            "rollout_engine": int(self.rollout_bytes(strategy, n)),
+            "rollout_engine": int(self.rollout_bytes(strategy, n)) if wl.rollout else 0,
             "quantization": int(constants + workspace - chunk),
             "cuda_context": int(context),
             "allocator_reserve": int(reserve),

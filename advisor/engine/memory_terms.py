@@ -26,6 +26,18 @@ ENCODER_ONLY_FAMILIES = frozenset(
 
 
 @dataclass(frozen=True, slots=True)
+class Rollout:
+    """What a GRPO step generates before it trains (rollouts.py): prompts of `prompt_tokens`,
+    completions of up to `completion_tokens`, `generations` completions a prompt, and `batch`
+    completions per optimizer step over all GPUs (TRL's generation batch)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    generations: int
+    batch: int
+
+
+@dataclass(frozen=True, slots=True)
 class Workload:
     """The request reduced to what the formulas need (built and validated in workload.py)."""
 
@@ -117,14 +129,9 @@ class Workload:
     reference_passes: float = 0.0
     reference_precomputed: bool = False
     policy_passes: float = 0.0
-    # GRPO (rollouts.py): every step first generates its completions with vLLM, each a prompt
-    # of `rollout_prompt_tokens` and `rollout_completion_tokens` generated, then trains on the
-    # whole sequence (`seq_len` is their sum); `generations_per_prompt` completions a prompt.
-    rollout_prompt_tokens: int = 0
-    rollout_completion_tokens: int = 0
-    generations_per_prompt: int = 0
-    # The completions of one optimizer step over all GPUs (TRL's generation batch).
-    rollout_batch: int = 0
+    # GRPO (rollouts.py): every step first generates its completions with vLLM, then trains on
+    # prompt + completion (`seq_len` is their sum); None for a job that does not generate.
+    rollout: Rollout | None = None
     # Bytes per parameter of the reference copy where the library loads it afresh rather than
     # copying the policy as held (GRPO's from_pretrained in the checkpoint's 16-bit dtype);
     # 0: as held (memory.reference_copy_bytes).
@@ -167,7 +174,7 @@ class Workload:
     @property
     def generates(self) -> bool:
         """Each training step generates its own data first (GRPO)."""
-        return self.rollout_completion_tokens > 0
+        return self.rollout is not None
 
     @property
     def adapters(self) -> bool:

@@ -189,8 +189,8 @@ def _launch_objective(wl: Workload, option) -> PreferenceLaunch:
         return PreferenceLaunch(wl.objective, wl.reference_precomputed)
     return PreferenceLaunch(
         wl.objective,
-        generations=wl.generations_per_prompt,
-        completion_tokens=wl.rollout_completion_tokens,
+        generations=wl.rollout.generations,
+        completion_tokens=wl.rollout.completion_tokens,
         vllm_share=memory_share(option.memory.rollout_engine, option.capacity_bytes),
         kl_penalty=wl.reference_passes > 0,
     )

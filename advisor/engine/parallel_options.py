@@ -77,7 +77,7 @@ class ParallelPlanning:
         )
         if self.wl.adapters:
             hours += self.adapter_hours(f.acc.memory_bandwidth_gb_s, choice)
-        if self.wl.generates:
+        if self.wl.rollout is not None:
             hours += self.generation_hours(f, k, strategy, choice)
         if strategy == "zero3_offload":
             hours += self.offload_hours(f, k, choice)

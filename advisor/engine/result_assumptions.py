@@ -39,7 +39,7 @@ def assumptions(
     # Audio in (Whisper): the sequence length is the text's, which inference generates.
     if seq_len_assumed and (wl.reads_text or wl.training):
         default = default_seq_len(request)
-        length = wl.rollout_prompt_tokens if wl.generates else wl.seq_len
+        length = wl.rollout.prompt_tokens if wl.rollout else wl.seq_len
         limited = length < default.value
         if wl.generates:
             how = " per prompt" + (

@@ -101,8 +101,8 @@ def rollout_workload(wl: Workload, sequences: int) -> Workload:
         weight_format=sixteen,
         compute_dtype=sixteen,
         batch_size=max(sequences, 1),
-        seq_len=wl.rollout_prompt_tokens,
-        new_tokens=wl.rollout_completion_tokens,
+        seq_len=wl.rollout.prompt_tokens,
+        new_tokens=wl.rollout.completion_tokens,
         gradient_checkpointing=False,
         mixed_precision=False,
         logits_per_entry=None,
@@ -126,10 +126,7 @@ def rollout_workload(wl: Workload, sequences: int) -> Workload:
         reference_passes=0.0,
         reference_precomputed=False,
         policy_passes=0.0,
-        rollout_prompt_tokens=0,
-        rollout_completion_tokens=0,
-        generations_per_prompt=0,
-        rollout_batch=0,
+        rollout=None,
         reference_param_bytes=0.0,
     )
 
@@ -176,10 +173,10 @@ def generation_gpu_hours(
 def assumption(wl: Workload, share: float | None, need_bytes: float | None) -> Assumption:
     """What GRPO adds, for the result's assumptions. `share`/`need_bytes`: vLLM's on the
     recommended option (None: no option)."""
-    prompt, completion = wl.rollout_prompt_tokens, wl.rollout_completion_tokens
+    prompt, completion = wl.rollout.prompt_tokens, wl.rollout.completion_tokens
     parts = [
         "GRPO with TRL's GRPOTrainer and vLLM colocated on the training GPUs (use_vllm=True, "
-        f"vllm_mode='colocate'): {plural(wl.generations_per_prompt, 'completion')} per "
+        f"vllm_mode='colocate'): {plural(wl.rollout.generations, 'completion')} per "
         f"prompt, each a {prompt:,}-token prompt and up to {completion:,} generated tokens, "
         "counted at full length; every optimizer step first generates its batch (vLLM's "
         "prefill and one decoding step per token, in 16-bit weights), recomputes the "
@@ -227,5 +224,5 @@ def logits_words(wl: Workload, fused: bool) -> str:
         f"{LOGITS_BYTES_PER_COMPLETION_ENTRY:g} bytes per completion token x vocabulary entry: "
         "TRL asks the model for the logits of the completion's positions only (logits_to_keep), "
         "divides them by the sampling temperature (a copy) and keeps selective_log_softmax's "
-        f"rows for backward; the prompt's {wl.rollout_prompt_tokens:,} positions keep none"
+        f"rows for backward; the prompt's {wl.rollout.prompt_tokens:,} positions keep none"
     )

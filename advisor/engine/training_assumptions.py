@@ -32,8 +32,8 @@ def training_assumptions(
         out.append(
             c.PACKED_SEQUENCES.assumption(
                 f"every sequence {wl.seq_len:,} tokens long: a prompt of "
-                f"{wl.rollout_prompt_tokens:,} and a completion of the full "
-                f"{wl.rollout_completion_tokens:,} (max_completion_length), an upper bound: "
+                f"{wl.rollout.prompt_tokens:,} and a completion of the full "
+                f"{wl.rollout.completion_tokens:,} (max_completion_length), an upper bound: "
                 "completions that stop earlier at their end-of-sequence token cost less to "
                 "generate and to train on"
             )

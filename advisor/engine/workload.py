@@ -16,7 +16,7 @@ from advisor.engine.constants.base import Constant
 from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import framework_for
 from advisor.engine.memory import Workload
-from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES, masked_lm_head
+from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES, Rollout, masked_lm_head
 from advisor.engine.models import EstimateRequest
 from advisor.engine.preference import is_preference, needs_trl_trainer
 from advisor.engine.request_checks import LIMITS, NO_FP8_WEIGHTS, RequestError
@@ -332,7 +332,7 @@ def _trained_lengths(
     """(tokens generated per request, tokens per sequence). GRPO trains on prompt +
     completion: its new_tokens are the completion's, not a decoder's target."""
     if rollouts.is_grpo(request) and task != "inference":
-        return 0, request.seq_len + loss["rollout_completion_tokens"]
+        return 0, request.seq_len + loss["rollout"].completion_tokens
     return _new_tokens(request, shape, task), request.seq_len
 
 
@@ -436,10 +436,12 @@ def _loss_fields(request: EstimateRequest, shape: ModelShape, framework, task: s
             else rollouts.logits_per_entry(prompt, completion),
             loss_chunk_tokens=None,
             policy_passes=rollouts.IS_CORRECTION_PASSES,
-            rollout_prompt_tokens=prompt,
-            rollout_completion_tokens=completion,
-            generations_per_prompt=rollouts.generations(request),
-            rollout_batch=global_batch(request),
+            rollout=Rollout(
+                prompt_tokens=prompt,
+                completion_tokens=completion,
+                generations=rollouts.generations(request),
+                batch=global_batch(request),
+            ),
             # GRPOTrainer loads its reference with from_pretrained (the checkpoint's 16 bits).
             reference_param_bytes=2.0 if copy else 0.0,
         )
