@@ -395,8 +395,7 @@ class MemoryModel:
         wl = self.wl
         if wl.rollout is None:
             return 0.0
-        _, _, dp = split_layout(strategy, n)
-        per_gpu = math.ceil(max(wl.rollout.batch, 1) / max(dp, 1))
+        per_gpu = rollouts.per_gpu_sequences(wl.rollout.batch, strategy, n)
         return rollouts.engine_bytes(self.shape, wl, per_gpu)
 
     def _linear_of(self, key: tuple, layout: tuple) -> tuple[float, float]:

@@ -17,7 +17,7 @@ from advisor.engine.models import CatalogSpec, EstimateRequest, MemoryBreakdown,
 from advisor.engine.options import inference_shards, wall_target
 from advisor.engine.preference import fused_switch, min_micro_batch
 from advisor.engine.recommend import trusted
-from advisor.engine.rollouts import memory_share
+from advisor.engine.rollouts import memory_share, vllm_weight_bytes
 from advisor.engine.shape import ModelShape
 from advisor.engine.slurm import sbatch_script
 from advisor.engine.words import plural
@@ -200,7 +200,7 @@ def preference_loss_hint(opt, framework, wl: Workload) -> str | None:
     """A preference job's log-softmax over the vocabulary, where it is as large a share as
     _fused_loss_hint's and the library has a fused preference loss (preference.py): said,
     not assumed."""
-    switch = fused_switch(framework, wl.objective)
+    switch = fused_switch(framework.key, wl.objective)
     logits = opt.memory.logits
     if switch is None or logits < _LOGITS_WORTH_A_HINT * opt.memory_per_gpu_bytes:
         return None
@@ -241,7 +241,7 @@ def generation_engine_hint(shape: ModelShape, wl: Workload, option) -> str | Non
     split it over a node's GPUs, which the estimate does not model."""
     if not wl.generates or not option.capacity_bytes:
         return None
-    weights = shape.params_total * 2
+    weights = vllm_weight_bytes(shape)
     if weights < _VLLM_COPY_WORTH_A_HINT * option.capacity_bytes:
         return None
     return (

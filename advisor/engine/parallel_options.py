@@ -89,8 +89,7 @@ class ParallelPlanning:
         """GRPO's generation rounds (rollouts.py): each data-parallel rank's vLLM samples its
         share of every step's completions, its prompt passes at the chip's prompt-pass
         utilisation; once per GPU, count and batch."""
-        _, _, dp = tp_layout.split(strategy, k)
-        per_gpu = math.ceil(choice.global_batch / max(dp, 1))
+        per_gpu = rollouts.per_gpu_sequences(choice.global_batch, strategy, k)
         util = prefill_utilisation(f.util).value
         key = (f.acc.name, f.peak, util, k, per_gpu, choice.global_batch)
         found = self.generation_memo.get(key)

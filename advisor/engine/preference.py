@@ -103,16 +103,15 @@ PREFERENCE_LOGITS_BYTES = {
 #   the reference's two, each holding `.logits.to(torch.float32)` (4) and its fp32
 #   log-softmax (4) at once: 12 with or without a precomputed reference (it has none).
 # torchtune has no KTO recipe (request_checks refuses it).
-_TRL_KTO = (8.0, 6.0)
-KTO_LOGITS_BYTES = {
-    "trl": _TRL_KTO,
-    "unsloth": _TRL_KTO,
-    "axolotl": _TRL_KTO,
-    "llama_factory": (12.0, 12.0),
-}
+# Libraries whose KTO is TRL's KTOTrainer.
+TRL_KTO_TRAINERS = frozenset({"trl", "unsloth", "axolotl"})
 _FP32_KTO = (12.0, 12.0)
+KTO_LOGITS_BYTES = {
+    **dict.fromkeys(TRL_KTO_TRAINERS, (8.0, 6.0)),
+    "llama_factory": _FP32_KTO,
+}
 # Libraries that run KTO (a preference trainer of their own, or TRL's).
-KTO_LIBRARIES = frozenset({"trl", "unsloth", "axolotl", "llama_factory"})
+KTO_LIBRARIES = frozenset(KTO_LOGITS_BYTES)
 
 
 def is_preference(request: EstimateRequest) -> bool:
@@ -149,7 +148,7 @@ def policy_passes(request: EstimateRequest) -> float:
 def min_micro_batch(framework: Framework, objective: str) -> int:
     """The smallest per-GPU micro-batch the library accepts for the objective: TRL's
     KTOTrainer estimates the KL term within a device's batch and refuses one example."""
-    if objective == "kto" and framework.key in TRL_PREFERENCE_TRAINERS | {"axolotl"}:
+    if objective == "kto" and framework.key in TRL_KTO_TRAINERS:
         return 2
     return 1
 
@@ -315,14 +314,10 @@ def assumption(wl, framework: Framework, reference_bytes: float | None) -> Assum
 FUSED_PREFERENCE_SWITCH = {"trl": "use_liger_kernel=True in DPOConfig"}
 
 
-_TRL = "trl"
-
-
-def fused_switch(library: Framework | str, objective: str) -> str | None:
-    """FUSED_PREFERENCE_SWITCH in the objective's own config (TRL's KTOConfig has the same
-    use_liger_kernel switch, LigerFusedLinearKTOLoss)."""
-    key = library if isinstance(library, str) else library.key
-    switch = FUSED_PREFERENCE_SWITCH.get(key)
+def fused_switch(library: str, objective: str) -> str | None:
+    """FUSED_PREFERENCE_SWITCH of library `library` (a framework key) in the objective's own
+    config (TRL's KTOConfig has the same use_liger_kernel switch, LigerFusedLinearKTOLoss)."""
+    switch = FUSED_PREFERENCE_SWITCH.get(library)
     if switch and objective in ("kto", "grpo"):
         return switch.replace("DPOConfig", f"{objective.upper()}Config")
     return switch
@@ -333,7 +328,7 @@ def logits_words(wl, framework: Framework, fused: bool) -> str:
     if fused:
         return (
             "0 bytes per token x vocabulary entry: a fused preference loss (you said so; "
-            f"Liger Kernel's, {fused_switch(_TRL, wl.objective)} under TRL) computes the "
+            f"Liger Kernel's, {fused_switch('trl', wl.objective)} under TRL) computes the "
             "policy's and the reference's log-probabilities from the hidden states one chunk "
             "at a time"
         )
@@ -344,7 +339,7 @@ def logits_words(wl, framework: Framework, fused: bool) -> str:
         + (", the reference's on top of the policy's" if wl.reference_in_step else "")
         + (
             "; TRL also keeps index_select copies of the desirable and undesirable logits"
-            if wl.objective == "kto" and framework.key in KTO_LIBRARIES - {"llama_factory"}
+            if wl.objective == "kto" and framework.key in TRL_KTO_TRAINERS
             else ""
         )
         + "; the SFT loss's chunking or fusion does not apply"

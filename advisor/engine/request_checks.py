@@ -282,7 +282,7 @@ def _grpo_errors(request: EstimateRequest) -> list[tuple[str, str]]:
                 f"not_sure); {why}.",
             )
         ]
-    generations = request.generations_per_prompt or rollouts.DEFAULT_GENERATIONS
+    generations = rollouts.generations(request)
     batch = request.batch_size  # left out, the default is whole groups (workload.global_batch)
     if batch is not None and batch % generations:
         return [

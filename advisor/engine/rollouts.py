@@ -40,12 +40,12 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from advisor.engine import constants as c
 from advisor.engine.activations import inference_activations
 from advisor.engine.compute import inference_gpu_hours
 from advisor.engine.memory_terms import Workload, kv_cache_bytes
 from advisor.engine.models import Assumption, EstimateRequest, built
 from advisor.engine.shape import ModelShape
+from advisor.engine.tensor_parallel import split as split_layout
 from advisor.engine.words import plural
 
 # GRPOConfig's defaults (trl/trainer/grpo_config.py): completions per prompt and the longest
@@ -92,10 +92,11 @@ def logits_per_entry(prompt: int, completion: int) -> float:
 
 def rollout_workload(wl: Workload, sequences: int) -> Workload:
     """What vLLM runs for one GPU's generation batch: `sequences` prompts (each repeated
-    completion counted) of the prompt's length, generating the completion, in 16-bit."""
+    completion counted) of the prompt's length, generating the completion, in 16-bit. A new
+    inference workload, so nothing of the training (its format, loss or objective) carries
+    over."""
     sixteen = wl.compute_dtype if wl.compute_dtype in ("bf16", "fp16") else "bf16"
-    return replace(
-        wl,
+    return Workload(
         task="inference",
         precision=sixteen,
         weight_format=sixteen,
@@ -104,40 +105,37 @@ def rollout_workload(wl: Workload, sequences: int) -> Workload:
         seq_len=wl.rollout.prompt_tokens,
         new_tokens=wl.rollout.completion_tokens,
         gradient_checkpointing=False,
+        flash_attention=wl.flash_attention,
         mixed_precision=False,
-        logits_per_entry=None,
-        loss_chunk_tokens=None,
-        checkpoint_offload=False,
-        optimizer_in_backward=False,
-        selective_recompute=False,
-        fp32_unquantised=False,
-        sixteen_bit_adapters=False,
-        keeps_gradients=False,
-        clips_gradients=False,
-        compiled=False,
+        optimizer=wl.optimizer,
+        lora_rank=0,
         decode_framework="vllm",
         prefill_chunk_tokens=VLLM_BATCHED_TOKENS,
-        tuple_kv_cache=False,
-        quant_method="bitsandbytes",
-        fills_kv_cache=False,
-        objective="sft",
-        sequences_per_sample=1,
-        reference_copy=False,
-        reference_passes=0.0,
-        reference_precomputed=False,
-        policy_passes=0.0,
-        rollout=None,
-        reference_param_bytes=0.0,
     )
+
+
+def per_gpu_sequences(batch: int, strategy: str, n: int) -> int:
+    """Completions each GPU's vLLM generates at once: its data-parallel rank's share of the
+    step's `batch`."""
+    _, _, dp = split_layout(strategy, n)
+    return math.ceil(max(batch, 1) / max(dp, 1))
+
+
+def vllm_weight_bytes(shape: ModelShape) -> int:
+    """vLLM's copy of the weights on each GPU: the base checkpoint in 16 bits."""
+    return shape.params_total * 2
 
 
 def engine_bytes(shape: ModelShape, wl: Workload, sequences: int) -> float:
     """What the colocated vLLM engine needs on one GPU for `sequences` completions at once:
     its 16-bit weights, their KV cache at full length, and its profile pass's activations."""
     gen = rollout_workload(wl, sequences)
-    weights = shape.params_total * c.BYTES[gen.compute_dtype]
     profile = replace(gen, batch_size=1, seq_len=VLLM_BATCHED_TOKENS, new_tokens=0)
-    return weights + kv_cache_bytes(shape, gen) + inference_activations(shape, profile)
+    return (
+        vllm_weight_bytes(shape)
+        + kv_cache_bytes(shape, gen)
+        + inference_activations(shape, profile)
+    )
 
 
 def memory_share(need_bytes: float, capacity_bytes: float) -> float:
