@@ -93,6 +93,7 @@ def _tools_needed(request: EstimateRequest, shape: ModelShape, wl: Workload) -> 
         quantization=request.quantization,
         experts=shape.num_experts > 1,
         compiled=wl.compiled,
+        generates=wl.generates,
     )
 
 

@@ -51,7 +51,7 @@ WHY = {
     FLASH: "flash attention needs a fused attention kernel",
     DEEPSPEED: "ZeRO needs DeepSpeed",
     FSDP: "fsdp needs PyTorch FSDP",
-    VLLM: "serving with vLLM needs a vLLM build for the GPU",
+    VLLM: "vLLM (serving, or GRPO's generation) needs a vLLM build for the GPU",
     COMPILE: "Unsloth's kernels and torch.compile need Triton for the GPU",
     FP8_VLLM: "fp8 weights with vLLM need its FP8 kernels (W8A8, or the W8A16 Marlin kernel)",
     FP8_TGI: "fp8 weights with TGI need its FP8 kernels (fbgemm on Hopper, Marlin below)",
@@ -220,11 +220,13 @@ def needs(
     quantization: str | None = None,
     experts: bool = False,
     compiled: bool = False,
+    generates: bool = False,
 ) -> tuple[str, ...]:
     """The tools a job needs whatever the strategy (strategies add DeepSpeed/FSDP); the
     library the request names (`framework`) adds its own. A GPTQ checkpoint needs its own
     kernels, not bitsandbytes; fp8 mixture-of-experts layers (`experts`) their own MoE kernels;
-    torch.compile (`compiled`) Triton for its generated kernels."""
+    torch.compile (`compiled`) Triton for its generated kernels; GRPO (`generates`) vLLM for its
+    colocated generation (rollouts.py)."""
     out = []
     if task == "qlora" or (weight_format == "int4" and quantization != "gptq"):
         out.append(BNB_4BIT)
@@ -232,7 +234,7 @@ def needs(
         out.append(BNB_8BIT)
     if flash_attention and training:
         out.append(FLASH)
-    if framework == "vllm" and not training:
+    if (framework == "vllm" and not training) or generates:
         out.append(VLLM)
     if weight_format == "mxfp4":
         out.append(MXFP4_VLLM if framework == "vllm" else MXFP4_HF)

@@ -47,13 +47,29 @@ def serve(accelerator: str, framework: str):
     return estimate(request, catalog_with_v100s())
 
 
+def test_grpo_is_not_placed_where_vllm_cannot_generate():
+    """GRPO's completions come from vLLM colocated on the training GPUs (rollouts.py): V100s,
+    which current vLLM releases do not support, are ruled out for it as for serving."""
+    request = EstimateRequest(
+        config=LLAMA_2_7B, task="lora", training_objective="grpo", precision="fp16",
+        tokens=10**7, accelerator="v100-32-sxm2",
+    )  # fmt: skip
+    result = estimate(request, catalog_with_v100s())
+    options = [o for o in result.options if o.accelerator == "v100-32-sxm2"]
+    assert options
+    assert not any(o.supported or o.eligible for o in options)
+    assert any("GRPO's generation" in r for r in options[0].software_reasons)
+
+
 def test_vllm_is_not_placed_on_v100s_and_says_why_with_its_source():
     result = serve("v100-32-sxm2", "vllm")
     options = [o for o in result.options if o.accelerator == "v100-32-sxm2"]
     assert options
     assert not any(o.supported for o in options)
     reason = next(r for r in options[0].software_reasons if "vLLM" in r)
-    assert reason.startswith("serving with vLLM needs a vLLM build for the GPU; not supported on")
+    assert reason.startswith(
+        "vLLM (serving, or GRPO's generation) needs a vLLM build for the GPU; not supported on"
+    )
     assert "compute capability 7.5 or higher" in reason
     assert "as of 2026-11" in reason
 
