@@ -35,7 +35,7 @@ FIELDS = [
     "model_id", "config", "params", "task", "precision", "batch_size", "seq_len", "tokens",
     "epochs", "gradient_checkpointing", "flash_attention", "mixed_precision", "optimizer",
     "lora_rank", "strategy", "num_gpus", "system", "accelerator", "training_objective",
-    "precompute_reference", "generations_per_prompt", "new_tokens",
+    "precompute_reference", "generations_per_prompt", "new_tokens", "generation_tensor_parallel",
 ]  # fmt: skip
 CONFIG_KEYS = [
     "model_type", "architectures", "vocab_size", "hidden_size", "num_hidden_layers",

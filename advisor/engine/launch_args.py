@@ -15,8 +15,8 @@ from advisor.engine.words import plural
 class PreferenceLaunch(NamedTuple):
     """The training objective as the script needs it: its name (models.TrainingObjective),
     whether DPO's reference log-probabilities are computed before training, and for GRPO the
-    completions per prompt, the longest completion, vLLM's share of each GPU and whether a KL
-    penalty brings a reference model."""
+    completions per prompt, the longest completion, vLLM's share of each GPU, whether a KL
+    penalty brings a reference model and how many GPUs each vLLM engine spans."""
 
     name: str = "sft"
     precomputed: bool = False
@@ -24,6 +24,7 @@ class PreferenceLaunch(NamedTuple):
     completion_tokens: int = 0
     vllm_share: float = 0.0
     kl_penalty: bool = False
+    generation_tp: int = 1  # vllm_tensor_parallel_size
 
 
 SFT = PreferenceLaunch()
@@ -223,6 +224,8 @@ def train_args(
             "--use_vllm True --vllm_mode colocate",
             f"--vllm_gpu_memory_utilization {objective.vllm_share:.2f}",
         ]
+        if objective.generation_tp > 1:
+            args.append(f"--vllm_tensor_parallel_size {objective.generation_tp}")
     return " " + " ".join(args)
 
 

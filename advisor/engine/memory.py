@@ -149,6 +149,7 @@ class MemoryModel:
         "base",
         "context",
         "gathered",
+        "generation_tp",
         "loss_chunk",
         "shape",
         "wl",
@@ -162,12 +163,15 @@ class MemoryModel:
         like: MemoryModel | None = None,
         *,
         same_activations: bool = True,
+        generation_tp: int = 1,
     ):
         """`like`: a model of the same request that differs only in whether gradients are
-        kept between steps, or (`same_activations` False) in its attention kernel; the
-        weights and per-optimizer states do not depend on either, nor the per-sample tensors
-        on the first, so they are shared instead of computed again."""
+        kept between steps, or (`same_activations` False) in its attention kernel, or in
+        GRPO's vLLM tensor-parallel degree (`generation_tp`); the weights and per-optimizer
+        states do not depend on any of them, nor the per-sample tensors on the first and the
+        last, so they are shared instead of computed again."""
         self.shape, self.wl = shape, wl
+        self.generation_tp = generation_tp
         self.context = c.CUDA_CONTEXT.value if context_bytes is None else context_bytes
         if like is not None:
             self.base, self.gathered = like.base, like.gathered
@@ -390,13 +394,13 @@ class MemoryModel:
 
     def rollout_bytes(self, strategy: str, n: int) -> float:
         """GRPO's colocated vLLM engine on each GPU (rollouts.py), sized for the GPU's share of
-        the step's completions; 0 for a job that does not generate. vLLM reserves it once at
-        start-up, outside PyTorch's caching allocator."""
+        the step's completions and split over `generation_tp` GPUs; 0 for a job that does not
+        generate. vLLM reserves it once at start-up, outside PyTorch's caching allocator."""
         wl = self.wl
         if wl.rollout is None:
             return 0.0
         per_gpu = rollouts.per_gpu_sequences(wl.rollout.batch, strategy, n)
-        return rollouts.engine_bytes(self.shape, wl, per_gpu)
+        return rollouts.engine_bytes(self.shape, wl, per_gpu, self.generation_tp)
 
     def _linear_of(self, key: tuple, layout: tuple) -> tuple[float, float]:
         weights, grads, optim, constants, workspace, flow, context = layout

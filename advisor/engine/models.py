@@ -163,6 +163,9 @@ class EstimateRequest(_Frozen):
     # GRPO: a KL penalty against the starting model (GRPOConfig beta > 0), which brings a
     # frozen reference model and its forward pass every step; None: TRL's default, beta 0.
     kl_penalty: bool | None = None
+    # GRPO: how many GPUs of a node each colocated vLLM engine spans (GRPOConfig
+    # vllm_tensor_parallel_size); None: the recipe search decides per option.
+    generation_tensor_parallel: int | None = Field(default=None, ge=1, le=8)
     # DPO and KTO: the reference model's log-probabilities computed once before training
     # (DPOConfig / KTOConfig precompute_ref_log_probs), so no reference copy stays on the GPU;
     # None: the library's default (computed alongside every step).
@@ -265,6 +268,9 @@ class Recipe(_Frozen):
     # What micro_batch and global_batch count: "pair" for a preference objective (chosen and
     # rejected run together), else "sequence".
     sample: Literal["sequence", "pair"] = "sequence"
+    # GRPO: how many GPUs each colocated vLLM engine spans (GRPOConfig
+    # vllm_tensor_parallel_size); None for a job that does not generate.
+    generation_tp: int | None = None
 
 
 class FrameworkInfo(_Frozen):

@@ -164,6 +164,9 @@ class Stack(NamedTuple):
     # A fused attention kernel runs: False sizes eager attention, which keeps each layer's
     # scores (software.FLASH is then not needed, node_facts.attention_fallback).
     flash: bool = True
+    # GRPO's vLLM tensor-parallel degree (rollouts.degrees): the generation engine's share of
+    # each GPU, which the recipe search sizes the training around (ParallelPlanning).
+    generation_tp: int = 1
 
 
 FULL_STACK = Stack()  # every tool the recipe search may choose

@@ -193,6 +193,7 @@ def _launch_objective(wl: Workload, option) -> PreferenceLaunch:
         completion_tokens=wl.rollout.completion_tokens,
         vllm_share=memory_share(option.memory.rollout_engine, option.capacity_bytes),
         kl_penalty=wl.reference_passes > 0,
+        generation_tp=(option.recipe and option.recipe.generation_tp) or 1,
     )
 
 
@@ -236,20 +237,23 @@ _VLLM_COPY_WORTH_A_HINT = 0.5
 
 
 def generation_engine_hint(shape: ModelShape, wl: Workload, option) -> str | None:
-    """GRPO with vLLM colocated keeps a whole 16-bit copy of the model on every GPU
-    (rollouts.py); where that is half the GPU or more, TRL's vllm_tensor_parallel_size would
-    split it over a node's GPUs, which the estimate does not model."""
-    if not wl.generates or not option.capacity_bytes:
+    """GRPO with vLLM colocated keeps its copy of the model on the training GPUs, split over
+    vLLM's tensor-parallel group at most (rollouts.py); where that is still half the GPU or
+    more, vLLM in server mode on GPUs of its own may cost less, which the estimate does not
+    model."""
+    if not wl.generates or not option.capacity_bytes or option.recipe is None:
         return None
-    weights = vllm_weight_bytes(shape)
+    degree = option.recipe.generation_tp or 1
+    weights = vllm_weight_bytes(shape) / degree
     if weights < _VLLM_COPY_WORTH_A_HINT * option.capacity_bytes:
         return None
+    split = f", split over {degree} GPUs," if degree > 1 else ""
     return (
-        f"vLLM's 16-bit copy of the model takes {weights / 1e9:.0f} of the "
-        f"{option.capacity_bytes / 1e9:.0f} GB on each GPU beside the training. TRL's "
-        "vllm_tensor_parallel_size splits it over the GPUs of a node (and vLLM in server mode "
-        "puts it on GPUs of its own); neither is modelled here, so the recommended option may "
-        "not be the cheapest way to run this job."
+        f"vLLM's 16-bit copy of the model{split} takes {weights / 1e9:.0f} of the "
+        f"{option.capacity_bytes / 1e9:.0f} GB on each GPU beside the training. vLLM in "
+        "server mode puts it on GPUs of its own instead (trl vllm-serve, vllm_mode='server'); "
+        "that layout is not modelled here, so the recommended option may not be the cheapest "
+        "way to run this job."
     )
 
 

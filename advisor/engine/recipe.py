@@ -354,6 +354,7 @@ class RecipeSearch:
             "compute_factor": round(choice.time_factor, 3),
             "reasons": reasons,
             "sample": "pair" if self.wl.sequences_per_sample == 2 else "sequence",
+            "generation_tp": self.model.generation_tp if self.wl.generates else None,
         }
 
     # --- words ---

@@ -199,7 +199,18 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         if found is not None:
             return found
         base = self.searches[(0.0, FULL_STACK)]
-        if not stack.flash and self.training and self.wl.flash_attention:
+        if stack.generation_tp > 1:
+            # GRPO's vLLM split over more GPUs: the same search but for its share of each GPU.
+            whole = self.search_for(extra, stack._replace(generation_tp=1))
+            model = MemoryModel(
+                self.shape, whole.wl, whole.model.context, like=whole.model,
+                generation_tp=stack.generation_tp,
+            )  # fmt: skip
+            found = RecipeSearch(
+                self.shape, whole.wl, self.request, self.framework, model,
+                eight_bit=stack.eight_bit,
+            )  # fmt: skip
+        elif not stack.flash and self.training and self.wl.flash_attention:
             fused = self.search_for(extra, Stack(stack.eight_bit, True))
             eager = replace(fused.wl, flash_attention=False)
             model = MemoryModel(
@@ -392,6 +403,9 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
             )
         planned = self.plan_layout(f, strategy, allowed, reasons)  # parallel_options.py
         n, choice, gpu_hours, n_fit, n_head, breakdown, recipe, recipe_reasons, ruled_out = planned
+        if recipe is not None and (recipe.generation_tp or 1) > 1:
+            # GRPO's vLLM spans GPUs (plan_generation): its hours, here too, are that layout's.
+            f = replace(f, stack=f.stack._replace(generation_tp=recipe.generation_tp))
         hard = hard or ruled_out
         need = breakdown.total_bytes
         reasons.extend(recipe_reasons)

@@ -132,10 +132,9 @@ def check_request(request: EstimateRequest, catalog: CatalogSpec | None = None) 
         )
     if request.kl_penalty is not None and request.training_objective != "grpo":
         warnings.append("kl_penalty applies to GRPO (training_objective grpo) only; ignored.")
-    if request.generations_per_prompt is not None and request.training_objective != "grpo":
-        warnings.append(
-            "generations_per_prompt applies to GRPO (training_objective grpo) only; ignored."
-        )
+    for field in ("generations_per_prompt", "generation_tensor_parallel"):
+        if getattr(request, field) is not None and request.training_objective != "grpo":
+            warnings.append(f"{field} applies to GRPO (training_objective grpo) only; ignored.")
     if request.precompute_reference is not None and request.training_objective not in (
         "dpo",
         "kto",
@@ -280,6 +279,15 @@ def _grpo_errors(request: EstimateRequest) -> list[tuple[str, str]]:
                 "framework",
                 f"GRPO is estimated for TRL's GRPOTrainer with vLLM colocated (framework trl or "
                 f"not_sure); {why}.",
+            )
+        ]
+    degree = request.generation_tensor_parallel
+    if degree is not None and request.num_gpus is not None and request.num_gpus % degree:
+        return [
+            (
+                "generation_tensor_parallel",
+                f"TRL groups the GPUs into vLLM engines of {degree}: it must divide num_gpus "
+                f"({request.num_gpus}).",
             )
         ]
     generations = rollouts.generations(request)

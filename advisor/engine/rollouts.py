@@ -26,13 +26,25 @@ beside the trainer's own peak: its 16-bit copy of the weights, the KV cache of t
 batch at full length, and its profile pass's activations for 4,096 tokens. The engine sizes
 that need (`engine_bytes`) and the script sets the fraction to cover it.
 
+Tensor parallelism (`vllm_tensor_parallel_size`, a recipe knob: `degrees`): TRL groups
+consecutive ranks, gathers the group's prompts, and each engine generates for the whole group
+with its weights split over the group's GPUs, then hands each rank its own completions. Each
+GPU then holds 1/t of the weights and of the key/value heads (but at least one head) for t
+times the sequences, and a decoding step reads 1/t of the weights for t GPUs' completions: the
+weight reads, which bound small generation batches, are shared. Every forward pass pays two
+all-reduces of the hidden states per layer (`collective_seconds`), timed from vLLM's own
+kernel as measured (tensor_parallel.VLLM_ALL_REDUCE_US); for a small model they cost more than
+the shared reads save, as the TRL team measured (Hugging Face blog 'No GPU left behind',
+2025-06-03: tensor parallelism slowed a 1.5B model and sped up a 7B one).
+
 Assumed from GRPOConfig: beta 0 (no reference model, the default since TRL 0.19) unless the
 request asks for a KL penalty (`kl_penalty`: a frozen reference loaded afresh in 16 bits for
 full fine-tuning, the adapters switched off otherwise, and its forward pass every step),
 num_iterations 1, every completion running to `max_completion_length` (an upper bound: most
 stop earlier at EOS), the reward computed by functions whose time is not counted. Not
 modelled: TRL's default generation through `model.generate()` (use_vllm=False), which is far
-slower; vLLM in server mode on GPUs of its own; a reward model on the GPUs.
+slower; vLLM in server mode on GPUs of its own; vLLM's sleep mode (`vllm_enable_sleep_mode`),
+which frees its memory while the model trains; a reward model on the GPUs.
 """
 
 from __future__ import annotations
@@ -41,10 +53,18 @@ import math
 from dataclasses import replace
 
 from advisor.engine.activations import inference_activations
-from advisor.engine.compute import inference_gpu_hours
+from advisor.engine.compute import decode_steps, inference_gpu_hours
 from advisor.engine.memory_terms import Workload, kv_cache_bytes
-from advisor.engine.models import Assumption, EstimateRequest, built
+from advisor.engine.models import (
+    AcceleratorSpec,
+    Assumption,
+    EstimateRequest,
+    NodeTypeSpec,
+    built,
+)
 from advisor.engine.shape import ModelShape
+from advisor.engine.tensor_parallel import degrees as tp_degrees
+from advisor.engine.tensor_parallel import generation_all_reduce_seconds as all_reduce
 from advisor.engine.tensor_parallel import split as split_layout
 from advisor.engine.words import plural
 
@@ -126,15 +146,35 @@ def vllm_weight_bytes(shape: ModelShape) -> int:
     return shape.params_total * 2
 
 
-def engine_bytes(shape: ModelShape, wl: Workload, sequences: int) -> float:
+def engine_bytes(shape: ModelShape, wl: Workload, sequences: int, degree: int = 1) -> float:
     """What the colocated vLLM engine needs on one GPU for `sequences` completions at once:
-    its 16-bit weights, their KV cache at full length, and its profile pass's activations."""
-    gen = rollout_workload(wl, sequences)
+    its 16-bit weights, their KV cache at full length, and its profile pass's activations.
+    With vLLM's tensor parallelism over `degree` GPUs (vllm_tensor_parallel_size) the group
+    generates its GPUs' completions together: the weights (the vocabulary-parallel embedding
+    and head included) and the projections' activations are split `degree` ways, and so are
+    the key/value heads, each GPU keeping at least one (vLLM replicates them where there are
+    fewer heads than GPUs)."""
+    gen = rollout_workload(wl, sequences * degree)
     profile = replace(gen, batch_size=1, seq_len=VLLM_BATCHED_TOKENS, new_tokens=0)
     return (
-        vllm_weight_bytes(shape)
-        + kv_cache_bytes(shape, gen)
-        + inference_activations(shape, profile)
+        vllm_weight_bytes(shape) / degree
+        + kv_cache_bytes(shape, gen, tp=degree)
+        + inference_activations(shape, profile, tp=degree)
+    )
+
+
+def degrees(shape: ModelShape, gpus_per_node: int) -> tuple[int, ...]:
+    """vllm_tensor_parallel_size values open on a node: 1, and each degree the node's GPUs
+    split into (tensor_parallel.degrees, at most 8) that splits the attention heads (vLLM
+    splits the query heads evenly, and the key/value heads evenly or replicated whole). TRL
+    refuses a degree that does not divide the world size, and its groups are consecutive
+    ranks, so a group stays within a node (ParallelPlanning.plan_generation keeps the GPU
+    counts the degree divides)."""
+    heads, kv_heads = shape.num_attention_heads, max(shape.num_kv_heads, 1)
+    return (1,) + tuple(
+        t
+        for t in tp_degrees(gpus_per_node)
+        if not heads % t and (not kv_heads % t if kv_heads >= t else not t % kv_heads)
     )
 
 
@@ -150,27 +190,54 @@ def memory_share(need_bytes: float, capacity_bytes: float) -> float:
 def generation_gpu_hours(
     shape: ModelShape,
     wl: Workload,
-    acc,
+    acc: AcceleratorSpec,
+    node: NodeTypeSpec,
     tokens: float,
     global_batch: int,
     per_gpu: int,
     n: int,
-    peak: float,
-    util: float,
+    speed: tuple[float, float],
+    degree: int = 1,
 ) -> float:
     """GPU hours of every generation round of a job of `tokens` trained tokens: one round per
-    optimizer step of `global_batch` sequences, each GPU generating its `per_gpu` at once."""
+    optimizer step of `global_batch` sequences, each GPU generating its `per_gpu` at once, or
+    each group of `degree` GPUs their completions together over vLLM's tensor parallelism,
+    whose all-reduces every GPU of the group waits for (`collective_seconds`). `speed`: the
+    chip's peak TFLOP/s and the prompt pass's utilisation."""
     rounds = max(tokens / max(global_batch * wl.seq_len, 1), 1.0)
-    gen = rollout_workload(wl, per_gpu)
+    group = per_gpu * degree
+    gen = rollout_workload(wl, group)
+    peak, util = speed
     one_round = inference_gpu_hours(
-        shape, gen, acc, per_gpu * gen.tokens_per_request, peak, util, 1, 1.0
+        shape, gen, acc, group * gen.tokens_per_request, peak, util, degree, 1.0
     )
-    return rounds * one_round * n
+    if degree > 1:
+        one_round += collective_seconds(shape, gen, degree, node, acc) * degree / 3600
+    return rounds * one_round * n / degree
 
 
-def assumption(wl: Workload, share: float | None, need_bytes: float | None) -> Assumption:
-    """What GRPO adds, for the result's assumptions. `share`/`need_bytes`: vLLM's on the
-    recommended option (None: no option)."""
+def collective_seconds(
+    shape: ModelShape, gen: Workload, degree: int, node: NodeTypeSpec, acc: AcceleratorSpec
+) -> float:
+    """Seconds a tensor-parallel group spends in all-reduces for one generation round: every
+    forward pass all-reduces the hidden states twice per layer (after attention and after the
+    MLP; Shoeybi et al. 2019), over the tokens of the pass: the prompts in passes of
+    VLLM_BATCHED_TOKENS, then one token per sequence for each decoding step."""
+    per_token = shape.hidden_size * gen.act_bytes
+    calls = 2 * shape.num_layers
+    prompt = gen.batch_size * gen.seq_len
+    full, rest = divmod(prompt, VLLM_BATCHED_TOKENS)
+    chunk = all_reduce(degree, VLLM_BATCHED_TOKENS * per_token, node, acc) if full else 0.0
+    seconds = full * chunk + (all_reduce(degree, rest * per_token, node, acc) if rest else 0.0)
+    step = all_reduce(degree, gen.batch_size * per_token, node, acc)
+    return calls * (seconds + decode_steps(gen) * step)
+
+
+def assumption(
+    wl: Workload, share: float | None, need_bytes: float | None, degree: int = 1
+) -> Assumption:
+    """What GRPO adds, for the result's assumptions. `share`/`need_bytes`/`degree`: vLLM's on
+    the recommended option (None: no option)."""
     prompt, completion = wl.rollout.prompt_tokens, wl.rollout.completion_tokens
     parts = [
         "GRPO with TRL's GRPOTrainer and vLLM colocated on the training GPUs (use_vllm=True, "
@@ -196,10 +263,17 @@ def assumption(wl: Workload, share: float | None, need_bytes: float | None) -> A
     else:
         parts.append("beta 0: no reference model (TRL's default)")
     if share is not None and need_bytes is not None:
+        spans = (
+            f", each engine tensor parallel over {degree} GPUs (vllm_tensor_parallel_size "
+            f"{degree}: every decoding step all-reduces the hidden states twice per layer, "
+            "timed from vLLM's all-reduce measured on H100)"
+            if degree > 1
+            else ", one engine per GPU"
+        )
         parts.append(
             f"vLLM needs {need_bytes / 1e9:.1f} GB per GPU on the recommended option (its weights, "
-            f"the generation batch's KV cache, its profile pass): vllm_gpu_memory_utilization "
-            f"{share:.2f}"
+            f"the generation batch's KV cache, its profile pass{spans}): "
+            f"vllm_gpu_memory_utilization {share:.2f}"
         )
     parts.append(
         "not counted: the reward functions' time, vLLM's start-up, its CUDA graphs' capture "

@@ -22,6 +22,7 @@ bandwidth comes from the table below, per link kind and, for NVLink, per GPU gen
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from advisor.engine.constants import Constant
@@ -209,3 +210,46 @@ def without_measured_layout(job_efficiency: float, job_width: float, measured_wi
         return job_efficiency
     ratio = (1 / job_efficiency - 1) * job_width / measured_width
     return min(job_efficiency * (1 + ratio), 1.0)
+
+
+# vLLM's own all-reduce for the small messages of generation (its custom all-reduce kernel,
+# vllm/distributed/device_communicators/custom_all_reduce.py), measured on H100 SXM without
+# CUDA graphs: microseconds per call by message bytes, for 2, 4 and 8 GPUs (sgl-project/sglang
+# pull request 2904, its "vllm" table). Below 32 KB the time is latency alone (about 9 us);
+# from 256 KB the bytes count.
+VLLM_ALL_REDUCE_US = {
+    2: ((512, 9.5), (4096, 8.8), (32768, 8.7), (262144, 12.9), (524288, 17.7), (1048576, 26.6)),
+    4: ((512, 9.1), (4096, 8.5), (32768, 9.2), (262144, 20.6), (524288, 26.9), (1048576, 40.2)),
+    8: ((512, 10.1), (4096, 9.3), (32768, 11.8), (262144, 24.1), (524288, 30.4), (1048576, 45.0)),
+}
+VLLM_ALL_REDUCE_SOURCE = (
+    "vLLM's custom all-reduce on H100 SXM, 512 B to 1 MB at 2, 4 and 8 GPUs (sgl-project/sglang "
+    "pull request 2904); larger messages add their bytes at the NCCL bus bandwidth"
+)
+
+
+def generation_all_reduce_seconds(
+    tp: int, message_bytes: float, node: NodeTypeSpec, acc: AcceleratorSpec
+) -> float:
+    """One all-reduce of `message_bytes` over `tp` GPUs of the node during generation: the
+    measured time of vLLM's kernel at that size (log-log between the measured sizes, the
+    smallest's below them), and beyond 1 MB the rest at the node's bus bandwidth. On PCIe
+    the bytes cross at PCIe's bus bandwidth whatever the size (vLLM's kernel needs NVLink for
+    more than two GPUs and NCCL takes over)."""
+    if tp <= 1:
+        return 0.0
+    rows = VLLM_ALL_REDUCE_US[min((d for d in VLLM_ALL_REDUCE_US if d >= tp), default=8)]
+    bandwidth, _ = bus_bandwidth(node, acc)
+    ring = 2 * (tp - 1) / tp
+    size = max(message_bytes, rows[0][0])
+    if size >= rows[-1][0]:
+        measured = rows[-1][1] * 1e-6 + ring * (size - rows[-1][0]) / bandwidth
+    else:
+        for (low, low_us), (high, high_us) in zip(rows, rows[1:], strict=False):
+            if size <= high:
+                share = math.log(size / low) / math.log(high / low)
+                measured = low_us * (high_us / low_us) ** share * 1e-6
+                break
+    if node.intra_node_interconnect == "pcie":
+        return max(measured, rows[0][1] * 1e-6 + ring * message_bytes / bandwidth)
+    return measured

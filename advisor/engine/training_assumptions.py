@@ -81,13 +81,15 @@ def training_assumptions(
     return out
 
 
-def _engine_on(best) -> tuple[float | None, float | None]:
-    """(vllm_gpu_memory_utilization, vLLM's bytes per GPU) on the recommended option."""
+def _engine_on(best) -> tuple[float | None, float | None, int]:
+    """(vllm_gpu_memory_utilization, vLLM's bytes per GPU, GPUs per engine) on the
+    recommended option."""
     if best is None:
-        return None, None
+        return None, None, 1
     option = best.option
     need = option.memory.rollout_engine
-    return rollouts.memory_share(need, option.capacity_bytes), need
+    degree = (option.recipe and option.recipe.generation_tp) or 1
+    return rollouts.memory_share(need, option.capacity_bytes), need, degree
 
 
 def _reference_bytes(shape: ModelShape, wl: Workload, best) -> float | None:

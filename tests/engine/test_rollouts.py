@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.engine import estimate
+from advisor.engine import estimate, rollouts
+from advisor.engine.architecture import architecture_from_config
 from advisor.engine.models import EstimateRequest
 from advisor.engine.request_checks import RequestError, check_request
+from advisor.engine.shape import shape_from_architecture
+from advisor.engine.workload import build_workload
 from advisor.model_configs import find_bundled
 from tests.engine.inputs import default_catalog, on_one_a100_80gb
 
 QWEN_05B = find_bundled("Qwen/Qwen2.5-0.5B").config
 QWEN_7B = find_bundled("Qwen/Qwen2.5-7B-Instruct").config
 QWEN_7B_KV_PER_TOKEN = 28 * 2 * 4 * 128 * 2  # layers x (K, V) x KV heads x head dim x bf16
+LLAMA_70B = find_bundled("meta-llama/Llama-2-70b-hf").config
+LLAMA_70B_VLLM_BYTES = 68_976_648_192 * 2  # its parameters in 16 bits
 
 
 def one_gpu(objective: str | None, *, config=QWEN_05B, task="full_finetune", **fields):
@@ -128,17 +133,107 @@ def test_qlora_grpo_says_vllm_still_holds_the_16_bit_model():
     assert any("vLLM still holds the 16-bit model" in w for w in check_request(request))
 
 
-def test_a_model_whose_vllm_copy_fills_half_a_gpu_says_what_would_split_it():
-    """Llama-2-70B: 138 GB of 16-bit weights in vLLM on every GPU; TRL's
-    vllm_tensor_parallel_size is named, not assumed. A 7B model's 15 GB is not worth it."""
-    llama70 = find_bundled("meta-llama/Llama-2-70b-hf").config
-    big = estimate(
-        EstimateRequest(config=llama70, task="lora", training_objective="grpo", tokens=10**7),
+def test_a_70b_model_splits_vllm_over_a_node_instead_of_a_copy_per_gpu():
+    """Llama-2-70B: a 138 GB vLLM copy on every GPU leaves no room to train beside it; vLLM's
+    tensor parallelism splits it over the GPUs of a node, and the script says how."""
+    result = estimate(
+        EstimateRequest(config=LLAMA_70B, task="lora", training_objective="grpo", tokens=10**7),
         default_catalog(),
     )
-    assert any("vllm_tensor_parallel_size" in w for w in big.warnings)
+    best = result.options[0]
+    degree = best.recipe.generation_tp
+    assert degree > 1
+    assert best.num_gpus % degree == 0
+    assert LLAMA_70B_VLLM_BYTES / degree < best.memory.rollout_engine
+    assert best.memory.rollout_engine < LLAMA_70B_VLLM_BYTES / degree + 5e9
+    assert f"--vllm_tensor_parallel_size {degree}" in result.slurm_script
+    said = next(r for r in best.recipe.reasons if "vllm_tensor_parallel_size" in r)
+    assert "with one engine per GPU" in said
+    assert not any("server mode" in w for w in result.warnings)
+
+
+def test_a_vllm_copy_that_still_fills_half_the_gpu_names_server_mode():
+    """Pinned to one H200, vLLM's whole 16-bit Llama-2-70B (138 of 151 GB) sits beside the
+    training: vLLM in server mode on GPUs of its own is named, not assumed."""
+    result = estimate(
+        EstimateRequest(
+            config=LLAMA_70B, task="lora", training_objective="grpo", tokens=10**7,
+            accelerator="h200-141-sxm", num_gpus=1,
+        ),
+        default_catalog(),
+    )  # fmt: skip
+    assert any("server mode" in w and "138 of the 151 GB" in w for w in result.warnings)
     small, _ = one_gpu("grpo", config=QWEN_7B, task="lora")
-    assert not any("vllm_tensor_parallel_size" in w for w in small.warnings)
+    assert not any("server mode" in w for w in small.warnings)
+
+
+@pytest.mark.parametrize(("config", "splits"), [(QWEN_05B, False), (QWEN_7B, True)])
+def test_vllm_spans_gpus_where_the_shared_weight_reads_outweigh_its_all_reduces(config, splits):
+    """Four A100s of one node, 16 completions each. A decoding step of a small generation
+    batch reads every weight: split over the node, one read serves four GPUs' completions,
+    but each step also waits for two all-reduces per layer. For Qwen2.5-0.5B the all-reduces
+    cost more than the reads save; for Qwen2.5-7B the reads dominate, so vLLM spans the GPUs
+    and the job takes fewer GPU hours (the TRL team measured the same turn between a 1.5B and
+    a 7B model: Hugging Face blog 'No GPU left behind', 2025-06-03)."""
+    request = EstimateRequest(
+        config=config, task="lora", training_objective="grpo", tokens=10**7, batch_size=64,
+        accelerator="a100-80-sxm4", num_gpus=4, system="stanage",
+    )  # fmt: skip
+    best = estimate(request, default_catalog()).options[0]
+    assert (best.recipe.generation_tp > 1) is splits
+    if splits:
+        said = next(r for r in best.recipe.reasons if "vllm_tensor_parallel_size" in r)
+        assert "fewer GPU hours" in said
+
+
+def test_a_pinned_vllm_degree_is_kept_or_the_option_says_why_not():
+    """generation_tensor_parallel pins vllm_tensor_parallel_size: kept where the node and the
+    heads allow it (Qwen2.5-7B's 28 heads split over 4 GPUs, not 8), with the key/value heads
+    replicated when there are fewer than GPUs (4 over 8 would keep one on each)."""
+    fields = {
+        "config": QWEN_7B, "task": "lora", "training_objective": "grpo", "tokens": 10**7,
+        "batch_size": 64, "accelerator": "a100-80-sxm4", "num_gpus": 4, "system": "stanage",
+    }  # fmt: skip
+    for degree in (1, 2):
+        best = estimate(
+            EstimateRequest(**fields, generation_tensor_parallel=degree), default_catalog()
+        ).options[0]
+        assert best.recipe.generation_tp == degree
+    fields.update(system="azure", accelerator="a100-40-sxm4", num_gpus=8)
+    result = estimate(EstimateRequest(**fields, generation_tensor_parallel=8), default_catalog())
+    assert result.recommendation is None
+    eight = next(o for o in result.options if o.accelerator == "a100-40-sxm4")
+    assert any(
+        "vllm_tensor_parallel_size 8, which you asked for: vLLM cannot split 28 attention heads"
+        in r
+        for r in eight.reasons
+    )
+    with pytest.raises(RequestError) as caught:
+        check_request(EstimateRequest(**{**fields, "num_gpus": 6}, generation_tensor_parallel=4))
+    assert caught.value.errors[0][0] == "generation_tensor_parallel"
+
+
+def test_vllm_keeps_one_key_value_head_per_gpu_when_there_are_fewer_heads_than_gpus():
+    """Qwen2.5-7B has 4 key/value heads: over 2 or 4 GPUs each keeps its share of them for the
+    group's completions (the KV cache per GPU is unchanged), over 8 each keeps one head for
+    twice as many completions as 4 would give it (vLLM replicates heads it cannot split)."""
+    shape = shape_from_architecture(architecture_from_config(QWEN_7B))
+    wl = build_workload(
+        EstimateRequest(
+            config=QWEN_7B, task="lora", training_objective="grpo", tokens=10**7,
+            new_tokens=4096, seq_len=4096, batch_size=64,
+        ),
+        shape,
+    )  # fmt: skip
+    per_gpu = 8
+    kv = {
+        degree: rollouts.engine_bytes(shape, wl, per_gpu, degree)
+        - rollouts.vllm_weight_bytes(shape) / degree
+        for degree in (1, 4, 8)
+    }
+    one_gpu_kv = per_gpu * 8192 * QWEN_7B_KV_PER_TOKEN
+    assert kv[4] == pytest.approx(kv[1], rel=0.1)
+    assert kv[8] - kv[4] == pytest.approx(one_gpu_kv, rel=0.05)
 
 
 def test_a_kl_penalty_brings_a_16_bit_reference_and_its_forward_pass():
