@@ -333,6 +333,8 @@ def estimate_inputs(request: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append((label, _count(request["new_tokens"])))
     if objective == "grpo" and request.get("generations_per_prompt") is not None:
         rows.append(("Answers per prompt", _count(request["generations_per_prompt"])))
+    if objective == "grpo" and request.get("generation_tensor_parallel") is not None:
+        rows.append(("GPUs per vLLM engine", _count(request["generation_tensor_parallel"])))
     if objective == "grpo" and request.get("kl_penalty") is not None:
         rows.append(
             (

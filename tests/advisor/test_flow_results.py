@@ -144,6 +144,7 @@ def test_a_grpo_walk_is_estimated_with_vllm_beside_the_training(client, default_
     assert request["training_objective"] == "grpo"
     assert (request["new_tokens"], request["generations_per_prompt"]) == (512, 8)
     assertContains(page, "Generation engine (vLLM)")
+    assertContains(page, 'id="recipe-generation"')  # how many GPUs each vLLM engine spans
     result = advisor_session.estimate_result
     assert result["recommendation"]["memory"]["rollout_engine"] > 14e9  # 7B in 16-bit and more
     assert (

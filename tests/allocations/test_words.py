@@ -128,7 +128,8 @@ def test_the_workload_rows_say_a_preference_job_counts_pairs():
     grpo = dict(
         estimate_inputs(
             {**request, "training_objective": "grpo", "new_tokens": 1024,
-             "generations_per_prompt": 8, "seq_len": 300, "kl_penalty": True}
+             "generations_per_prompt": 8, "seq_len": 300, "kl_penalty": True,
+             "generation_tensor_parallel": 4}
         )
     )  # fmt: skip
     assert grpo["Learns from"] == "Answers it writes itself, scored by reward functions (GRPO)"
@@ -136,6 +137,7 @@ def test_the_workload_rows_say_a_preference_job_counts_pairs():
     assert (grpo["Prompt length"], grpo["Longest answer written"]) == ("300", "1,024")
     assert grpo["Answers per prompt"] == "8"
     assert grpo["KL penalty"] == "yes: a frozen reference model"
+    assert grpo["GPUs per vLLM engine"] == "4"
     sft = dict(estimate_inputs(request))
     assert "Learns from" not in sft
     assert sft["Global batch (sequences)"] == "64"
