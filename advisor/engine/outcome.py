@@ -287,19 +287,33 @@ def leaner_recipe_hint(
     )["total_bytes"]  # fmt: skip
     if need * _LEANER_FACTOR > opt.memory_per_gpu_bytes:
         return None
+    # Against the recommended recipe's own recomputation, not the request's default.
+    chosen_wl = replace(
+        wl,
+        gradient_checkpointing=recipe.checkpointing == "full",
+        selective_recompute=recipe.checkpointing == "selective",
+    )
     slower = (
         training_flops_per_token(shape, lean_wl)
-        / training_flops_per_token(shape, wl)
+        / training_flops_per_token(shape, chosen_wl)
         * micro_batch_efficiency(recipe.micro_batch * wl.sample_tokens)
         / micro_batch_efficiency(least * wl.sample_tokens)
     )
+    chosen = f"micro-batch {recipe.micro_batch}, activation checkpointing {recipe.checkpointing}"
+    if slower - 1 < 0.005:
+        # Already fully recomputed, and one sequence keeps the GPU busy: the larger
+        # micro-batch buys fewer accumulation steps, not speed.
+        return (
+            f"The recommended recipe uses {opt.memory_per_gpu_bytes / 1e9:.1f} GB per GPU "
+            f"({chosen}); at micro-batch {least} the same job needs about "
+            f"{need / 1e9:.1f} GB per GPU at the same compute ({wl.sample_tokens:,} tokens "
+            "per pass already keep the GPU busy): the figure for a smaller GPU."
+        )
     return (
         f"The recommended recipe uses {opt.memory_per_gpu_bytes / 1e9:.1f} GB per GPU to run "
-        f"fastest (micro-batch {recipe.micro_batch}, activation checkpointing "
-        f"{recipe.checkpointing}); at micro-batch {least} with full activation checkpointing "
-        "the same "
-        f"job needs about {need / 1e9:.1f} GB per GPU, for about {slower - 1:+.0%} compute: the "
-        "figure for a smaller GPU."
+        f"fastest ({chosen}); at micro-batch {least} with full activation checkpointing the "
+        f"same job needs about {need / 1e9:.1f} GB per GPU, for about {slower - 1:+.0%} "
+        "compute: the figure for a smaller GPU."
     )
 
 

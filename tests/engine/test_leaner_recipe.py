@@ -37,3 +37,18 @@ def test_no_hint_where_the_researcher_pinned_the_knobs_or_for_inference():
     assert lean_hints(task="qlora", precision="int4", gradient_checkpointing=False)[0] == []
     assert lean_hints(task="qlora", precision="int4", micro_batch=2)[0] == []
     assert lean_hints(task="inference")[0] == []
+
+
+def test_a_fully_recomputed_recipe_is_not_said_to_run_faster_than_micro_batch_1():
+    """Mixtral QLoRA is recommended with full checkpointing at micro-batch 8 of 2,048-token
+    sequences; one such sequence already keeps the GPU busy, so micro-batch 1 costs no more
+    compute: the hint gives the smaller figure without claiming the larger batch is faster
+    (it compares with the recipe's own recomputation, not the request's default)."""
+    mixtral = find_bundled("mistralai/Mixtral-8x7B-v0.1").config
+    request = EstimateRequest(config=mixtral, task="qlora", tokens=10**8)
+    result = estimate(request, default_catalog())
+    assert result.recommendation.recipe.checkpointing == "full"
+    assert result.recommendation.recipe.micro_batch > 1
+    hint = next(w for w in result.warnings if w.startswith("The recommended recipe uses"))
+    assert "at the same compute" in hint
+    assert "to run fastest" not in hint
