@@ -215,18 +215,26 @@ def train_args(
         args.append("--torch_compile")
     if objective.precomputed:
         args.append("--precompute_ref_log_probs True")  # DPOConfig
-    if objective.name == "grpo":  # GRPOConfig
-        if objective.kl_penalty:  # a reference model; beta is the researcher's coefficient
-            args.append("--beta 0.001")  # DeepSeek-R1's, as GRPOConfig's docs cite it
-        args += [
-            f"--num_generations {objective.generations}",
-            f"--max_completion_length {objective.completion_tokens}",
-            "--use_vllm True --vllm_mode colocate",
-            f"--vllm_gpu_memory_utilization {objective.vllm_share:.2f}",
-        ]
-        if objective.generation_tp > 1:
-            args.append(f"--vllm_tensor_parallel_size {objective.generation_tp}")
+    if objective.name == "grpo":
+        args += _grpo_args(objective)
     return " " + " ".join(args)
+
+
+def _grpo_args(objective: PreferenceLaunch) -> list[str]:
+    """GRPOConfig's arguments: the group, the completion, vLLM colocated with its share of
+    each GPU and its tensor-parallel size, and a beta where a KL penalty brings a reference."""
+    args = []
+    if objective.kl_penalty:  # a reference model; beta is the researcher's coefficient
+        args.append("--beta 0.001")  # DeepSeek-R1's, as GRPOConfig's docs cite it
+    args += [
+        f"--num_generations {objective.generations}",
+        f"--max_completion_length {objective.completion_tokens}",
+        "--use_vllm True --vllm_mode colocate",
+        f"--vllm_gpu_memory_utilization {objective.vllm_share:.2f}",
+    ]
+    if objective.generation_tp > 1:
+        args.append(f"--vllm_tensor_parallel_size {objective.generation_tp}")
+    return args
 
 
 def _llama_factory_overrides(

@@ -81,22 +81,6 @@ def _distances_by_generation(measured: tuple, shape: ModelShape, wl: Workload) -
     return by_generation
 
 
-def _tools_needed(request: EstimateRequest, shape: ModelShape, wl: Workload) -> tuple[str, ...]:
-    """The software the job's recipe needs, for the support matrix (software.py)."""
-    return software.needs(
-        task=wl.task,
-        weight_format=wl.weight_format,
-        optimizer=request.optimizer,
-        flash_attention=wl.flash_attention,
-        training=wl.training,
-        framework=request.framework,
-        quantization=request.quantization,
-        experts=shape.num_experts > 1,
-        compiled=wl.compiled,
-        generates=wl.generates,
-    )
-
-
 def _gpu_limit(request: EstimateRequest) -> int | None:
     """The most GPUs an option may use: the constraint and a pinned count, the smaller."""
     limit = request.constraints.max_gpus
@@ -136,7 +120,7 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         self.accelerators = accelerators
         self.generations = {name: generation(acc) for name, acc in accelerators.items()}
         self.distances_by_generation = _distances_by_generation(measured, shape, wl)
-        self.tools_needed = _tools_needed(request, shape, wl)
+        self.tools_needed = software.job_needs(request, shape, wl)
         self.tokens = None
         if request.tokens is not None:
             self.tokens = request.tokens * (request.epochs if training else 1)

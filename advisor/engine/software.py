@@ -19,9 +19,14 @@ Non-NVIDIA options also say what the researcher must change (container, build, l
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from advisor.engine.generations import Generation
-from advisor.engine.models import AcceleratorSpec, SystemSpec
+from advisor.engine.models import AcceleratorSpec, EstimateRequest, SystemSpec
+
+if TYPE_CHECKING:
+    from advisor.engine.memory_terms import Workload
+    from advisor.engine.shape import ModelShape
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +250,22 @@ def needs(
     if training and (framework == "unsloth" or compiled):
         out.append(COMPILE)
     return tuple(out)
+
+
+def job_needs(request: EstimateRequest, shape: ModelShape, wl: Workload) -> tuple[str, ...]:
+    """`needs` for an estimate: the software its recipe needs, for the support matrix."""
+    return needs(
+        task=wl.task,
+        weight_format=wl.weight_format,
+        optimizer=request.optimizer,
+        flash_attention=wl.flash_attention,
+        training=wl.training,
+        framework=request.framework,
+        quantization=request.quantization,
+        experts=shape.num_experts > 1,
+        compiled=wl.compiled,
+        generates=wl.generates,
+    )
 
 
 def eight_bit_optimizers(system: SystemSpec, acc: AcceleratorSpec, gen: Generation) -> bool:
