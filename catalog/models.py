@@ -17,12 +17,18 @@ loaded. The advisor and the /catalog/ page show the active profile's systems.
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import F, Q
 
 import catalog_schema
+
+# Re-exported: the migrations name the validators by their path in catalog.models.
+from catalog.validators import (  # noqa: F401
+    validate_json_has_no_nul,
+    validate_sensitivity_levels,
+    validate_tie_breakers,
+)
 from catalog.versioning import (  # noqa: F401 - re-exported: Django finds models in catalog.models
     CatalogManager,
     CatalogQuerySet,
@@ -44,35 +50,6 @@ def text_choices(name: str, labels: dict[str, str]) -> type[models.TextChoices]:
     there, once; members are the values upper-cased (`SystemStatus.RETIRED == "retired"`)."""
     members = [(value.upper(), (value, label)) for value, label in labels.items()]
     return models.TextChoices(name, members, module=__name__)
-
-
-def _holds_nul(value) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_holds_nul(item) for item in value)
-    return False
-
-
-def validate_json_has_no_nul(value) -> None:
-    """PostgreSQL's jsonb refuses \\u0000, so a NUL typed into the admin would be a 500."""
-    if _holds_nul(value):
-        raise ValidationError("Remove the NUL character (\\u0000): it cannot be stored.")
-
-
-TIE_BREAKERS = catalog_schema.DEFAULT_TIE_BREAKERS
-
-
-def validate_tie_breakers(value) -> None:
-    if not isinstance(value, list) or not all(v in TIE_BREAKERS for v in value):
-        raise ValidationError(
-            "Give a list of tie-breakers from: %(names)s.",
-            params={"names": ", ".join(TIE_BREAKERS)},
-        )
-    if len(set(value)) != len(value):
-        raise ValidationError("Name each tie-breaker once.")
 
 
 class Profile(models.Model):
@@ -167,15 +144,6 @@ SystemKind = text_choices("SystemKind", catalog_schema.SYSTEM_KIND_LABELS)
 SystemStatus = text_choices("SystemStatus", catalog_schema.SYSTEM_STATUS_LABELS)
 # Shared by the catalog (what a system allows) and allocation requests (what the data is).
 DataSensitivity = text_choices("DataSensitivity", catalog_schema.DATA_SENSITIVITY_LABELS)
-
-
-def validate_sensitivity_levels(value) -> None:
-    allowed = set(DataSensitivity.values)
-    if not isinstance(value, list) or not all(level in allowed for level in value):
-        raise ValidationError(
-            "Give a list of levels from: %(levels)s.",
-            params={"levels": ", ".join(DataSensitivity.values)},
-        )
 
 
 class System(models.Model):
