@@ -158,7 +158,7 @@ def draft(
         parts.append(
             f"Compute is about {quantity(flops_per_token, 'FLOPs')} per token at "
             f"{(option.utilisation or 0):.0%} of the {option.compute_dtype} dense peak"
-            + (", with vLLM generating every step's completions first" if wl.generates else "")
+            + (_generation_words(recipe) if wl.generates else "")
             + f", {_hours(option.gpu_hours)}, plus {_hours(option.contingency_gpu_hours)} of "
             f"contingency for debugging, evaluation and restarts: "
             f"{whole_hours(option.requested_gpu_hours)} in total, "
@@ -170,3 +170,10 @@ def draft(
     why += f" and is approved for {request.constraints.data_sensitivity} data."
     parts.append(why)
     return " ".join(parts)
+
+
+def _generation_words(recipe) -> str:
+    """GRPO's generation in the compute sentence, with how many GPUs each vLLM engine spans."""
+    degree = (recipe and recipe.generation_tp) or 1
+    spans = f" (one engine across every {degree} GPUs)" if degree > 1 else ""
+    return f", with vLLM generating every step's completions first{spans}"

@@ -263,17 +263,17 @@ def assumption(
     else:
         parts.append("beta 0: no reference model (TRL's default)")
     if share is not None and need_bytes is not None:
-        spans = (
-            f", each engine tensor parallel over {degree} GPUs (vllm_tensor_parallel_size "
-            f"{degree}: every decoding step all-reduces the hidden states twice per layer, "
-            "timed from vLLM's all-reduce measured on H100)"
-            if degree > 1
-            else ", one engine per GPU"
-        )
         parts.append(
             f"vLLM needs {need_bytes / 1e9:.1f} GB per GPU on the recommended option (its weights, "
-            f"the generation batch's KV cache, its profile pass{spans}): "
-            f"vllm_gpu_memory_utilization {share:.2f}"
+            f"the generation batch's KV cache, its profile pass): vllm_gpu_memory_utilization "
+            f"{share:.2f}"
+        )
+        parts.append(
+            f"each vLLM engine spans {degree} GPUs (vllm_tensor_parallel_size {degree}), and "
+            "every forward pass all-reduces the hidden states twice per layer, timed from "
+            "vLLM's all-reduce as measured on H100"
+            if degree > 1
+            else "one vLLM engine per GPU"
         )
     parts.append(
         "not counted: the reward functions' time, vLLM's start-up, its CUDA graphs' capture "
