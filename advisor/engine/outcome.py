@@ -244,12 +244,12 @@ def generation_engine_hint(shape: ModelShape, wl: Workload, option) -> str | Non
     if not wl.generates or not option.capacity_bytes or option.recipe is None:
         return None
     degree = option.recipe.generation_tp or 1
-    weights = vllm_weight_bytes(shape) / degree
+    weights = vllm_weight_bytes(shape, wl) / degree
     if weights < _VLLM_COPY_WORTH_A_HINT * option.capacity_bytes:
         return None
     split = f", split over {degree} GPUs," if degree > 1 else ""
     return (
-        f"vLLM's 16-bit copy of the model{split} takes {weights / 1e9:.0f} of the "
+        f"vLLM's copy of the model{split} takes {weights / 1e9:.0f} of the "
         f"{option.capacity_bytes / 1e9:.0f} GB on each GPU beside the training. vLLM in "
         "server mode puts it on GPUs of its own instead (trl vllm-serve, vllm_mode='server'); "
         "that layout is not modelled here, so the recommended option may not be the cheapest "

@@ -125,10 +125,12 @@ def check_request(request: EstimateRequest, catalog: CatalogSpec | None = None) 
         )
     if request.training_objective == "grpo" and task == "qlora":
         warnings.append(
-            "GRPO over a 4-bit base (QLoRA): vLLM still holds the 16-bit model, which TRL loads "
-            "from the base checkpoint and updates by merging the adapters into the 4-bit layers "
-            "before each generation; check that your TRL and PEFT versions support that "
-            "merge, or train LoRA on the 16-bit model."
+            "GRPO over a 4-bit base (QLoRA): TRL loads the colocated vLLM with "
+            "quantization='bitsandbytes', so vLLM holds its copy in 4-bit too and generates "
+            "with bitsandbytes' kernels, slower than 16-bit ones; before each generation TRL "
+            "merges the adapters into the 4-bit layers and loads them into vLLM. Check that "
+            "your TRL, PEFT and vLLM versions support that sync, or train LoRA on the 16-bit "
+            "model."
         )
     if request.kl_penalty is not None and request.training_objective != "grpo":
         warnings.append("kl_penalty applies to GRPO (training_objective grpo) only; ignored.")
@@ -279,6 +281,14 @@ def _grpo_errors(request: EstimateRequest) -> list[tuple[str, str]]:
                 "framework",
                 f"GRPO is estimated for TRL's GRPOTrainer with vLLM colocated (framework trl or "
                 f"not_sure); {why}.",
+            )
+        ]
+    if request.precision == "int8":
+        return [
+            (
+                "precision",
+                "TRL cannot colocate vLLM with an 8-bit base ('vLLM does not support in-flight "
+                "8-bit quantization'): train LoRA on the 16-bit model, or QLoRA (int4).",
             )
         ]
     degree = request.generation_tensor_parallel

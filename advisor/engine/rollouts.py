@@ -4,17 +4,18 @@ GRPO, GSPO, CISPO), as TRL's GRPOTrainer runs it with vLLM colocated on the trai
 A step of GRPO does two things on every GPU:
 
 - **Generates.** Each GPU's share of the step's completions (its generation batch: the
-  per-device batch x `steps_per_generation`, which defaults to the gradient accumulation, so
-  one generation per optimizer step) is sampled by a vLLM engine living in the same process
+  per-device batch x `steps_per_generation`, which defaults to the gradient accumulation, so one
+  generation per optimizer step) is sampled by a vLLM engine living in the same process
   (`use_vllm=True, vllm_mode="colocate"`): a prefill of the prompts and `max_completion_length`
-  decoding steps, at the speed the engine gives vLLM (decode_speed.py), in 16-bit weights
-  whatever the training format (vLLM loads the base checkpoint; TRL merges the adapters into it
-  before each generation). Prompts are repeated `num_generations` times; vLLM's prefix cache
-  is not credited. TRL caps vLLM's batch at the generation batch (`max_num_seqs`) and its
-  tokens per pass at 4,096 (`max_num_batched_tokens`). With vLLM's importance-sampling
-  correction (`vllm_importance_sampling_correction`, on by default since TRL 0.23) the trainer
-  recomputes the old policy's log-probabilities with a forward pass without gradients over the
-  whole generation batch (`Workload.policy_passes` 1).
+  decoding steps, at the speed the engine gives vLLM (decode_speed.py), in 16-bit weights (vLLM
+  loads the base checkpoint; TRL merges the adapters into it before each generation), or in
+  bitsandbytes 4-bit over a QLoRA base, which TRL asks vLLM to quantise as it loads
+  (`vllm_holds_4bit`; an 8-bit base TRL refuses). Prompts are repeated `num_generations` times;
+  vLLM's prefix cache is not credited. TRL caps vLLM's batch at the generation batch
+  (`max_num_seqs`) and its tokens per pass at 4,096 (`max_num_batched_tokens`). With vLLM's
+  importance-sampling correction (`vllm_importance_sampling_correction`, on by default since TRL
+  0.23) the trainer recomputes the old policy's log-probabilities with a forward pass without
+  gradients over the whole generation batch (`Workload.policy_passes` 1).
 - **Trains** on prompt + completion sequences as supervised fine-tuning would, except that the
   loss needs only the completion's log-probabilities: TRL asks the model for the logits of the
   completion positions alone (`logits_to_keep`), divides them by the temperature (a copy) and
@@ -22,7 +23,7 @@ A step of GRPO does two things on every GPU:
   entry (`_get_per_token_logps_and_entropies`; the entropies are computed without gradients).
 
 Memory: vLLM reserves `vllm_gpu_memory_utilization` of the GPU for itself (TRL's default 0.3)
-beside the trainer's own peak: its 16-bit copy of the weights, the KV cache of the generation
+beside the trainer's own peak: its copy of the weights, the KV cache of the generation
 batch at full length, and its profile pass's activations for 4,096 tokens. The engine sizes
 that need (`engine_bytes`) and the script sets the fraction to cover it.
 
@@ -54,7 +55,7 @@ from dataclasses import replace
 
 from advisor.engine.activations import inference_activations
 from advisor.engine.compute import decode_steps, inference_gpu_hours
-from advisor.engine.memory_terms import Workload, kv_cache_bytes
+from advisor.engine.memory_terms import Workload, kv_cache_bytes, quantised_base_bytes
 from advisor.engine.models import (
     AcceleratorSpec,
     Assumption,
@@ -110,17 +111,28 @@ def logits_per_entry(prompt: int, completion: int) -> float:
     return LOGITS_BYTES_PER_COMPLETION_ENTRY * completion / max(prompt + completion, 1)
 
 
+def vllm_holds_4bit(wl: Workload) -> bool:
+    """A QLoRA base: TRL loads the colocated vLLM with quantization="bitsandbytes" when the
+    model has bitsandbytes 4-bit layers (trl/generation/vllm_generation.py, and GRPOTrainer
+    before it), so vLLM quantises its copy to 4-bit as it loads."""
+    return wl.weight_format == "int4" and wl.quant_method == "bitsandbytes"
+
+
 def rollout_workload(wl: Workload, sequences: int) -> Workload:
     """What vLLM runs for one GPU's generation batch: `sequences` prompts (each repeated
-    completion counted) of the prompt's length, generating the completion, in 16-bit. A new
-    inference workload, so nothing of the training (its format, loss or objective) carries
+    completion counted) of the prompt's length, generating the completion, in 16-bit (4-bit
+    bitsandbytes over a QLoRA base, its LM head kept 16-bit as vLLM's loader does). A new
+    inference workload, so nothing else of the training (its loss or objective) carries
     over."""
     sixteen = wl.compute_dtype if wl.compute_dtype in ("bf16", "fp16") else "bf16"
+    stored = "int4" if vllm_holds_4bit(wl) else sixteen
     return Workload(
         task="inference",
-        precision=sixteen,
-        weight_format=sixteen,
+        precision=stored,
+        weight_format=stored,
         compute_dtype=sixteen,
+        quant_method="bitsandbytes",
+        quantises_head=False,
         batch_size=max(sequences, 1),
         seq_len=wl.rollout.prompt_tokens,
         new_tokens=wl.rollout.completion_tokens,
@@ -141,14 +153,19 @@ def per_gpu_sequences(batch: int, strategy: str, n: int) -> int:
     return math.ceil(max(batch, 1) / max(dp, 1))
 
 
-def vllm_weight_bytes(shape: ModelShape) -> int:
-    """vLLM's copy of the weights on each GPU: the base checkpoint in 16 bits."""
-    return shape.params_total * 2
+def vllm_weight_bytes(shape: ModelShape, wl: Workload) -> float:
+    """vLLM's copy of the weights, whole: the base checkpoint in 16 bits, or in bitsandbytes
+    4-bit with its constants over a QLoRA base (`vllm_holds_4bit`)."""
+    if not vllm_holds_4bit(wl):
+        return shape.params_total * 2
+    weights, constants, _ = quantised_base_bytes(shape, rollout_workload(wl, 1))
+    return weights + constants
 
 
 def engine_bytes(shape: ModelShape, wl: Workload, sequences: int, degree: int = 1) -> float:
     """What the colocated vLLM engine needs on one GPU for `sequences` completions at once:
-    its 16-bit weights, their KV cache at full length, and its profile pass's activations.
+    its weights (`vllm_weight_bytes`), their KV cache at full length, and its profile pass's
+    activations.
     With vLLM's tensor parallelism over `degree` GPUs (vllm_tensor_parallel_size) the group
     generates its GPUs' completions together: the weights (the vocabulary-parallel embedding
     and head included) and the projections' activations are split `degree` ways, and so are
@@ -157,7 +174,7 @@ def engine_bytes(shape: ModelShape, wl: Workload, sequences: int, degree: int = 
     gen = rollout_workload(wl, sequences * degree)
     profile = replace(gen, batch_size=1, seq_len=VLLM_BATCHED_TOKENS, new_tokens=0)
     return (
-        vllm_weight_bytes(shape) / degree
+        vllm_weight_bytes(shape, wl) / degree
         + kv_cache_bytes(shape, gen, tp=degree)
         + inference_activations(shape, profile, tp=degree)
     )
@@ -244,7 +261,13 @@ def assumption(
         f"vllm_mode='colocate'): {plural(wl.rollout.generations, 'completion')} per "
         f"prompt, each a {prompt:,}-token prompt and up to {completion:,} generated tokens, "
         "counted at full length; every optimizer step first generates its batch (vLLM's "
-        "prefill and one decoding step per token, in 16-bit weights), recomputes the "
+        "prefill and one decoding step per token, in "
+        + (
+            "bitsandbytes 4-bit weights, as TRL loads vLLM over a 4-bit base"
+            if vllm_holds_4bit(wl)
+            else "16-bit weights"
+        )
+        + "), recomputes the "
         "log-probabilities without gradients for vLLM's importance-sampling correction (2 FLOPs "
         "per parameter and token), then trains on prompt + completion with the loss over the "
         "completion only"

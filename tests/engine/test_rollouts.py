@@ -128,9 +128,31 @@ def test_generations_without_grpo_are_ignored_with_a_warning():
     assert any("generations_per_prompt applies to GRPO" in w for w in check_request(request))
 
 
-def test_qlora_grpo_says_vllm_still_holds_the_16_bit_model():
+def test_over_a_4_bit_base_vllm_holds_its_copy_in_4_bit_too():
+    """TRL loads the colocated vLLM with quantization="bitsandbytes" when the model has 4-bit
+    layers: Qwen2.5-7B's vLLM copy is its 4-bit weights and constants (about 5 GB with the
+    16-bit embeddings and head), not 15 GB; the result says how it generates and what to
+    check. An 8-bit base TRL refuses to colocate."""
     request = EstimateRequest(config=QWEN_7B, task="qlora", training_objective="grpo", tokens=10**6)
-    assert any("vLLM still holds the 16-bit model" in w for w in check_request(request))
+    assert any("quantization='bitsandbytes'" in w for w in check_request(request))
+    shape = shape_from_architecture(architecture_from_config(QWEN_7B))
+    qlora = build_workload(request, shape)
+    lora = build_workload(request.model_copy(update={"task": "lora"}), shape)
+    assert rollouts.vllm_weight_bytes(shape, lora) == 7_615_616_512 * 2
+    assert 4.5e9 < rollouts.vllm_weight_bytes(shape, qlora) < 6e9
+    result, option = one_gpu("grpo", config=QWEN_7B, task="qlora")
+    assert option.memory.rollout_engine < 6e9 + 64 * 1024 * QWEN_7B_KV_PER_TOKEN + 1.5e9
+    objective = next(a for a in result.assumptions if a.name == "Training objective")
+    assert "bitsandbytes 4-bit weights" in objective.value
+    with pytest.raises(RequestError) as caught:
+        check_request(
+            EstimateRequest(
+                config=QWEN_7B, task="lora", precision="int8", training_objective="grpo",
+                tokens=10**6,
+            )
+        )  # fmt: skip
+    assert caught.value.errors[0][0] == "precision"
+    assert "in-flight 8-bit" in caught.value.errors[0][1]
 
 
 def test_a_70b_model_splits_vllm_over_a_node_instead_of_a_copy_per_gpu():
@@ -231,7 +253,7 @@ def test_vllm_keeps_one_key_value_head_per_gpu_when_there_are_fewer_heads_than_g
     per_gpu = 8
     kv = {
         degree: rollouts.engine_bytes(shape, wl, per_gpu, degree)
-        - rollouts.vllm_weight_bytes(shape) / degree
+        - rollouts.vllm_weight_bytes(shape, wl) / degree
         for degree in (1, 4, 8)
     }
     one_gpu_kv = per_gpu * 8192 * QWEN_7B_KV_PER_TOKEN
