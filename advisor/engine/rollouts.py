@@ -195,6 +195,27 @@ def degrees(shape: ModelShape, gpus_per_node: int) -> tuple[int, ...]:
     )
 
 
+def model_errors(request: EstimateRequest, shape: ModelShape) -> list[tuple[str, str]]:
+    """A pinned vLLM degree (generation_tensor_parallel) that the model's heads do not allow
+    on any node: vLLM refuses to start with it."""
+    pinned = request.generation_tensor_parallel
+    if pinned is None or pinned in degrees(shape, pinned):
+        return []
+    heads, kv_heads = shape.num_attention_heads, shape.num_kv_heads
+    fits = [t for t in degrees(shape, 8) if t > 1]
+    split = f"{heads} attention heads" + (
+        f" and {plural(kv_heads, 'key/value head')}" if kv_heads != heads else ""
+    )
+    could = f" (up to 8 GPUs: {', '.join(map(str, fits))})" if fits else ""
+    return [
+        (
+            "generation_tensor_parallel",
+            f"vLLM cannot split the model's {split} over {pinned} GPUs; choose a degree that "
+            f"divides them{could}, or leave generation_tensor_parallel empty.",
+        )
+    ]
+
+
 def memory_share(need_bytes: float, capacity_bytes: float) -> float:
     """vllm_gpu_memory_utilization covering `need_bytes` on a GPU of `capacity_bytes`, rounded
     up to a hundredth (what the rounding adds, under 1 % of the GPU, comes out of the training's

@@ -427,6 +427,9 @@ def _loss_fields(request: EstimateRequest, shape: ModelShape, framework, task: s
         "policy_passes": preference.policy_passes(request),
     }
     if rollouts.is_grpo(request):
+        errors = rollouts.model_errors(request, shape)
+        if errors:
+            raise RequestError(errors)
         prompt, completion = request.seq_len, rollouts.completion_tokens(request)
         fields.update(
             # The completion's log-probabilities only (rollouts.py); a fused loss (Liger's

@@ -212,9 +212,9 @@ def test_vllm_spans_gpus_where_the_shared_weight_reads_outweigh_its_all_reduces(
 
 
 def test_a_pinned_vllm_degree_is_kept_or_the_option_says_why_not():
-    """generation_tensor_parallel pins vllm_tensor_parallel_size: kept where the node and the
-    heads allow it (Qwen2.5-7B's 28 heads split over 4 GPUs, not 8), with the key/value heads
-    replicated when there are fewer than GPUs (4 over 8 would keep one on each)."""
+    """generation_tensor_parallel pins vllm_tensor_parallel_size: kept where the node allows
+    it, an option whose nodes it does not fill says so, and a degree the model's heads do not
+    split (Qwen2.5-7B's 28 over 8) or that does not divide a pinned GPU count is a 400."""
     fields = {
         "config": QWEN_7B, "task": "lora", "training_objective": "grpo", "tokens": 10**7,
         "batch_size": 64, "accelerator": "a100-80-sxm4", "num_gpus": 4, "system": "stanage",
@@ -224,18 +224,27 @@ def test_a_pinned_vllm_degree_is_kept_or_the_option_says_why_not():
             EstimateRequest(**fields, generation_tensor_parallel=degree), default_catalog()
         ).options[0]
         assert best.recipe.generation_tp == degree
-    fields.update(system="azure", accelerator="a100-40-sxm4", num_gpus=8)
-    result = estimate(EstimateRequest(**fields, generation_tensor_parallel=8), default_catalog())
-    assert result.recommendation is None
-    eight = next(o for o in result.options if o.accelerator == "a100-40-sxm4")
+    result = estimate(
+        EstimateRequest(**{**fields, "system": None, "accelerator": None},
+                        generation_tensor_parallel=4),
+        default_catalog(),
+    )  # fmt: skip
+    two_per_node = next(o for o in result.options if o.accelerator == "mi210-64")
+    assert not two_per_node.eligible
     assert any(
-        "vllm_tensor_parallel_size 8, which you asked for: vLLM cannot split 28 attention heads"
-        in r
-        for r in eight.reasons
+        "vllm_tensor_parallel_size 4, which you asked for" in r and "2 GPUs per node" in r
+        for r in two_per_node.reasons
     )
-    with pytest.raises(RequestError) as caught:
-        check_request(EstimateRequest(**{**fields, "num_gpus": 6}, generation_tensor_parallel=4))
-    assert caught.value.errors[0][0] == "generation_tensor_parallel"
+    for pinned, gpus, words in ((8, 8, "cannot split the model's 28 attention heads"),
+                                (4, 6, "must divide num_gpus")):  # fmt: skip
+        with pytest.raises(RequestError) as caught:
+            estimate(
+                EstimateRequest(**{**fields, "num_gpus": gpus},
+                                generation_tensor_parallel=pinned),
+                default_catalog(),
+            )  # fmt: skip
+        assert caught.value.errors[0][0] == "generation_tensor_parallel"
+        assert words in caught.value.errors[0][1]
 
 
 def test_vllm_keeps_one_key_value_head_per_gpu_when_there_are_fewer_heads_than_gpus():
