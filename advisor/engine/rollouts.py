@@ -64,6 +64,7 @@ from advisor.engine.models import (
     built,
 )
 from advisor.engine.shape import ModelShape
+from advisor.engine.tensor_parallel import VLLM_ALL_REDUCE_SOURCE
 from advisor.engine.tensor_parallel import degrees as tp_degrees
 from advisor.engine.tensor_parallel import generation_all_reduce_seconds as all_reduce
 from advisor.engine.tensor_parallel import split as split_layout
@@ -325,7 +326,8 @@ def assumption(
         "TRL's default generation through model.generate() (use_vllm=False) is many times "
         "slower and is not estimated"
     )
-    return built(Assumption, name="Training objective", value="; ".join(parts), source=SOURCE)
+    source = SOURCE + (f"; {VLLM_ALL_REDUCE_SOURCE}" if degree > 1 else "")
+    return built(Assumption, name="Training objective", value="; ".join(parts), source=source)
 
 
 def logits_words(wl: Workload, fused: bool) -> str:

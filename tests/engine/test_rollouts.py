@@ -172,6 +172,7 @@ def test_a_70b_model_splits_vllm_over_a_node_instead_of_a_copy_per_gpu():
     assert f"(one engine across every {degree} GPUs)" in result.justification
     objective = next(a for a in result.assumptions if a.name == "Training objective")
     assert f"each vLLM engine spans {degree} GPUs" in objective.value
+    assert "sglang pull request 2904" in objective.source
     said = next(r for r in best.recipe.reasons if "vllm_tensor_parallel_size" in r)
     assert "with one engine per GPU" in said
     assert not any("server mode" in w for w in result.warnings)
