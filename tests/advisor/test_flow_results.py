@@ -153,6 +153,21 @@ def test_a_grpo_walk_is_estimated_with_vllm_beside_the_training(client, default_
     assert "--use_vllm True --vllm_mode colocate" in result["slurm_script"]
 
 
+def test_a_70b_grpo_walk_shows_vllm_split_over_the_node(client, default_catalog):
+    """A 70B model's vLLM copy fits no GPU beside the training: the recipe panel says one
+    engine spans several GPUs, as the script's --vllm_tensor_parallel_size does."""
+    advisor_session, page = walk_to_result(
+        client, walks.changed(walks.GRPO_LORA_7B, model_params="70")
+    )
+    recipe = advisor_session.estimate_result["recommendation"]["recipe"]
+    degree = recipe["generation_tp"]
+    assert degree > 1
+    assertContains(page, f"one engine across {degree} GPUs (tensor parallel)")
+    assert (
+        f"--vllm_tensor_parallel_size {degree}" in (advisor_session.estimate_result["slurm_script"])
+    )
+
+
 def test_public_web_service_on_azure_is_estimated_for_the_cloud(client, default_catalog):
     answers = LORA_7B[:-2] + [("azure", "yes"), ("who_pays", "project")]
     answers[0] = ("work_kind", "inference")
