@@ -117,6 +117,22 @@ def _varied_libraries() -> dict[str, EstimateRequest]:
         "7B lora grpo trl": req(
             config=llama7, task="lora", training_objective="grpo", tokens=10**8, batch_size=64
         ),
+        # vLLM split over a node (its degree chosen per option) and a 4-bit vLLM copy.
+        "70B lora grpo trl": req(
+            config=config("meta-llama__Llama-2-70b-hf"),
+            task="lora",
+            training_objective="grpo",
+            tokens=10**8,
+        ),
+        "7B qlora grpo trl 4 GPUs": req(
+            config=llama7,
+            task="qlora",
+            precision="int4",
+            training_objective="grpo",
+            tokens=10**8,
+            batch_size=64,
+            num_gpus=4,
+        ),
         "13B qlora llama-factory 2 GPUs zero3": req(
             config=llama13,
             task="qlora",
