@@ -29,14 +29,14 @@ that need (`engine_bytes`) and the script sets the fraction to cover it.
 
 Tensor parallelism (`vllm_tensor_parallel_size`, a recipe knob: `degrees`): TRL groups
 consecutive ranks, gathers the group's prompts, and each engine generates for the whole group
-with its weights split over the group's GPUs, then hands each rank its own completions. Each
-GPU then holds 1/t of the weights and of the key/value heads (but at least one head) for t
-times the sequences, and a decoding step reads 1/t of the weights for t GPUs' completions: the
-weight reads, which bound small generation batches, are shared. Every forward pass pays two
-all-reduces of the hidden states per layer (`collective_seconds`), timed from vLLM's own
-kernel as measured (tensor_parallel.VLLM_ALL_REDUCE_US); for a small model they cost more than
-the shared reads save, as the TRL team measured (Hugging Face blog 'No GPU left behind',
-2025-06-03: tensor parallelism slowed a 1.5B model and sped up a 7B one).
+with its weights split over the group's GPUs, then hands each rank its own completions. Each GPU
+then holds 1/t of the weights and of the key/value heads (but at least one head) for t times the
+sequences, and a decoding step reads 1/t of the weights for t GPUs' completions: the weight
+reads, which bound small generation batches, are shared. Every forward pass pays two all-reduces
+of the hidden states per layer (tensor_parallel.generation_collectives_seconds), timed from
+vLLM's own kernel as measured (tensor_parallel.VLLM_ALL_REDUCE_US); for a small model they cost
+more than the shared reads save, as the TRL team measured (Hugging Face blog 'No GPU left
+behind', 2025-06-03: tensor parallelism slowed a 1.5B model and sped up a 7B one).
 
 Assumed from GRPOConfig: beta 0 (no reference model, the default since TRL 0.19) unless the
 request asks for a KL penalty (`kl_penalty`: a frozen reference loaded afresh in 16 bits for
@@ -66,7 +66,7 @@ from advisor.engine.models import (
 from advisor.engine.shape import ModelShape
 from advisor.engine.tensor_parallel import VLLM_ALL_REDUCE_SOURCE
 from advisor.engine.tensor_parallel import degrees as tp_degrees
-from advisor.engine.tensor_parallel import generation_all_reduce_seconds as all_reduce
+from advisor.engine.tensor_parallel import generation_collectives_seconds as collectives_seconds
 from advisor.engine.tensor_parallel import split as split_layout
 from advisor.engine.words import plural
 
@@ -241,7 +241,8 @@ def generation_gpu_hours(
     """GPU hours of every generation round of a job of `tokens` trained tokens: one round per
     optimizer step of `global_batch` sequences, each GPU generating its `per_gpu` at once, or
     each group of `degree` GPUs their completions together over vLLM's tensor parallelism,
-    whose all-reduces every GPU of the group waits for (`collective_seconds`). `speed`: the
+    whose all-reduces every GPU of the group waits for
+    (tensor_parallel.generation_collectives_seconds). `speed`: the
     chip's peak TFLOP/s and the prompt pass's utilisation."""
     rounds = max(tokens / max(global_batch * wl.seq_len, 1), 1.0)
     group = per_gpu * degree
@@ -251,25 +252,9 @@ def generation_gpu_hours(
         shape, gen, acc, group * gen.tokens_per_request, peak, util, degree, 1.0
     )
     if degree > 1:
-        one_round += collective_seconds(shape, gen, degree, node, acc) * degree / 3600
+        waits = collectives_seconds(shape, gen, degree, decode_steps(gen), node, acc)
+        one_round += waits * degree / 3600
     return rounds * one_round * n / degree
-
-
-def collective_seconds(
-    shape: ModelShape, gen: Workload, degree: int, node: NodeTypeSpec, acc: AcceleratorSpec
-) -> float:
-    """Seconds a tensor-parallel group spends in all-reduces for one generation round: every
-    forward pass all-reduces the hidden states twice per layer (after attention and after the
-    MLP; Shoeybi et al. 2019), over the tokens of the pass: the prompts in passes of
-    VLLM_BATCHED_TOKENS, then one token per sequence for each decoding step."""
-    per_token = shape.hidden_size * gen.act_bytes
-    calls = 2 * shape.num_layers
-    prompt = gen.batch_size * gen.seq_len
-    full, rest = divmod(prompt, VLLM_BATCHED_TOKENS)
-    chunk = all_reduce(degree, VLLM_BATCHED_TOKENS * per_token, node, acc) if full else 0.0
-    seconds = full * chunk + (all_reduce(degree, rest * per_token, node, acc) if rest else 0.0)
-    step = all_reduce(degree, gen.batch_size * per_token, node, acc)
-    return calls * (seconds + decode_steps(gen) * step)
 
 
 def assumption(

@@ -253,3 +253,32 @@ def generation_all_reduce_seconds(
     if node.intra_node_interconnect == "pcie":
         return max(measured, rows[0][1] * 1e-6 + ring * message_bytes / bandwidth)
     return measured
+
+
+def generation_collectives_seconds(
+    shape: ModelShape,
+    wl: Workload,
+    tp: int,
+    steps: int,
+    node: NodeTypeSpec,
+    acc: AcceleratorSpec,
+    stages: int = 1,
+) -> float:
+    """Seconds a tensor-parallel group of `tp` GPUs waits in all-reduces while it serves one
+    batch of `wl`: every forward pass all-reduces the hidden states twice per layer (after
+    attention and after the MLP; Shoeybi et al. 2019), over the tokens of the pass: the
+    prompts, in passes of the library's chunk where it chunks prefill (vLLM), then one token
+    per sequence for each of the `steps` decoding steps. Each GPU of a pipeline of `stages`
+    holds, and all-reduces for, its stage's layers only."""
+    if tp <= 1:
+        return 0.0
+    per_token = shape.hidden_size * wl.act_bytes
+    calls = 2 * shape.num_layers / max(stages, 1)
+    prompt = wl.batch_size * (wl.encoder_len or wl.seq_len)
+    chunk = wl.prefill_chunk_tokens or prompt
+    full, rest = divmod(prompt, chunk) if chunk else (0, 0)
+    seconds = full * generation_all_reduce_seconds(tp, chunk * per_token, node, acc)
+    if rest:
+        seconds += generation_all_reduce_seconds(tp, rest * per_token, node, acc)
+    step = generation_all_reduce_seconds(tp, wl.batch_size * per_token, node, acc)
+    return calls * (seconds + steps * step)
