@@ -425,7 +425,9 @@ def lowest_gpu_hours(point: Point, result: EstimateResult) -> Option | None:
     """The cheapest option on the measured GPU that fits (any size), to separate the compute
     model from the recommender's choice of size and strategy."""
     on_gpu = [o for o in result.options if o.accelerator == point.gpu.accelerator and o.gpu_hours]
-    return min((o for o in on_gpu if o.fits), key=lambda o: o.gpu_hours, default=None)
+    # A one-GPU layout on a pinned larger count is an option that says it cannot run.
+    runnable = (o for o in on_gpu if o.fits and not (o.strategy == "single" and o.num_gpus > 1))
+    return min(runnable, key=lambda o: o.gpu_hours, default=None)
 
 
 def _params_from_config(point: Point) -> int | None:

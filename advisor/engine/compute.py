@@ -371,8 +371,10 @@ def inference_gpu_hours(
     util: float,
     n: int,
     eff: float,
+    collectives: float = 0.0,
 ) -> float:
-    """Prefill is compute-bound; each decoding step reads all weights and the KV cache."""
+    """Prefill is compute-bound; each decoding step reads all weights and the KV cache.
+    `collectives`: seconds per batch the `n` GPUs wait in tensor-parallel all-reduces."""
     requests = max(tokens / wl.tokens_per_request, 1)
     batches = math.ceil(requests / wl.batch_size)
     rate = peak * 1e12 * util * n * eff
@@ -424,7 +426,7 @@ def inference_gpu_hours(
         decode = decode_steps(wl) * decode_step_seconds(
             library, shape.num_layers, max(step_memory, step_compute)
         )
-    return batches * (prefill + decode) * n / 3600
+    return batches * (prefill + decode + collectives) * n / 3600
 
 
 def decode_cache_seconds(

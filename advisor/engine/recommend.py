@@ -18,6 +18,7 @@ from advisor.engine import constants as c
 from advisor.engine import ranking, software
 from advisor.engine import tensor_parallel as tp_layout
 from advisor.engine.compute import (
+    decode_steps,
     filled_batch,
     inference_gpu_hours,
     scaling_efficiency,
@@ -59,6 +60,7 @@ from advisor.engine.preference import needs_trl_trainer
 from advisor.engine.recipe import Choice, RecipeSearch
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import job_distances
+from advisor.engine.tensor_parallel import generation_collectives_seconds
 from advisor.engine.widening import widen
 from advisor.engine.words import STRATEGY_NAMES, plural
 
@@ -252,8 +254,13 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
             return self.training_hours(f, k, strategy, choice)  # parallel_options.py
         stages = pipeline_stages(f.node, k, strategy)
         # Pipeline stages on different nodes pass one hidden state per token between them, far
-        # below any link's bandwidth: only each node's tensor-parallel group pays its link.
-        eff = scaling_efficiency(f.node, k // stages, strategy)
+        # below any link's bandwidth: only each node's tensor-parallel group pays its link, in
+        # all-reduces timed per pass (tensor_parallel.py).
+        tp = k // stages if strategy == "tensor_parallel" else 1
+        sequential = self.framework.sequential_multi_gpu and k > 1
+        eff = (
+            1.0 if tp > 1 and not sequential else scaling_efficiency(f.node, k // stages, strategy)
+        )
         wl = self.wl
         if wl.fills_kv_cache:
             wl = self.filled_workload(f, k, strategy, choice)
@@ -261,18 +268,22 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
             # vLLM keeps a pipeline busy with one batch per stage in flight; fewer sequences
             # than stages leave the others waiting.
             eff *= wl.batch_size / stages
-        key = (f.acc.name, k, eff, wl.batch_size)
+        key = (f.acc.name, k, eff, wl.batch_size, stages, tp, f.node.intra_node_interconnect)
         found = self.hours_memo.get(key)
         if found is None:
-            if self.framework.sequential_multi_gpu and k > 1:
+            if sequential:
                 # device_map="auto": one GPU works at a time, the others hold their layers.
                 one = inference_gpu_hours(self.shape, wl, f.acc, self.timing_tokens, f.peak,
                                           f.util.value, 1, 1.0)  # fmt: skip
                 found = self.hours_memo[key] = one * k
             else:
-                found = self.hours_memo[key] = inference_gpu_hours(
-                    self.shape, wl, f.acc, self.timing_tokens, f.peak, f.util.value, k, eff
+                waits = generation_collectives_seconds(
+                    self.shape, wl, tp, decode_steps(wl), f.node, f.acc, stages
                 )
+                found = self.hours_memo[key] = inference_gpu_hours(
+                    self.shape, wl, f.acc, self.timing_tokens, f.peak, f.util.value, k, eff,
+                    collectives=waits,
+                )  # fmt: skip
         return found
 
     def idle_stages_reason(self, f: NodeFacts, n: int, strategy: str) -> str | None:

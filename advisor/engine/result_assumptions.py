@@ -11,7 +11,7 @@ from advisor.engine.inference_assumptions import inference_assumptions
 from advisor.engine.memory import PHASES, Workload
 from advisor.engine.memory_terms import kv_cache_copies, routed_expert_params
 from advisor.engine.models import Assumption, EstimateRequest, built
-from advisor.engine.parallel_options import layout_assumptions
+from advisor.engine.parallel_options import layout_assumptions, serving_layout_assumptions
 from advisor.engine.shape import ModelShape
 from advisor.engine.training_assumptions import layout_detail, training_assumptions
 from advisor.engine.uncertainty import (
@@ -220,6 +220,8 @@ def _memory_assumptions(
         out.append(_peak_of_a_step(best))
     if wl.training and best is not None:
         out.extend(layout_assumptions(best.option, best.node, best.accelerator))
+    elif best is not None:
+        out.extend(serving_layout_assumptions(best.option, best.node, best.accelerator, framework))
     if not wl.training and kv_cache_copies(shape, wl) > 1:
         out.append(_legacy_kv_cache_copies(wl))
     out.extend(_weight_format_assumptions(request, shape, wl))

@@ -393,3 +393,41 @@ def test_a_reference_forward_pass_adds_its_own_all_reduces():
     sft = per_token("sft")
     assert per_token("dpo") == pytest.approx(sft * 6 / 4)
     assert per_token("kto") == pytest.approx(sft * 10 / 4)
+
+
+def test_generation_all_reduces_are_timed_from_the_measured_kernel():
+    """A small all-reduce during generation costs vLLM's measured latency (about 9 us at 2, 4
+    or 8 GPUs), the same call on more bytes costs more, beyond the measured 1 MB the bytes
+    cross at the node's bus bandwidth, and a PCIe node pays more than NVLink for the same
+    message. One GPU has nothing to all-reduce."""
+    from advisor.engine.tensor_parallel import generation_all_reduce_seconds as all_reduce
+
+    catalog = default_catalog()
+    nodes = {n.intra_node_interconnect: n for s in catalog.systems for n in s.node_types}
+    acc = next(a for a in catalog.accelerators if a.name == "a100-80-sxm4")
+    nvlink, pcie = nodes["nvlink"], nodes["pcie"]
+    assert all_reduce(1, 1e6, nvlink, acc) == 0.0
+    for tp in (2, 4, 8):
+        assert 8e-6 < all_reduce(tp, 512, nvlink, acc) < 11e-6
+    sizes = (512, 32_768, 262_144, 1_048_576, 4_194_304)
+    times = [all_reduce(8, size, nvlink, acc) for size in sizes]
+    assert times == sorted(times)
+    assert times[3] == pytest.approx(45e-6)
+    assert times[4] == pytest.approx(45e-6 + 2 * 7 / 8 * 3_145_728 / 200e9)
+    assert all_reduce(4, 1_048_576, pcie, acc) > 2 * all_reduce(4, 1_048_576, nvlink, acc)
+
+
+def test_tensor_parallel_serving_pays_its_all_reduces_and_says_so():
+    """Serving a 70B model over two GPUs with vLLM: every decoding step waits for 2 x 80
+    all-reduces, which the GPU hours count and an assumption states with its source; one GPU
+    has none to state."""
+    result = run(task="inference", framework="vllm", batch_size=1, seq_len=512, new_tokens=512)
+    best = result.options[0]
+    assert best.strategy == "tensor_parallel"
+    assert best.recipe.tp > 1
+    said = next(a for a in result.assumptions if a.name == "Tensor-parallel all-reduces")
+    assert "twice per layer" in said.value
+    assert "sglang pull request 2904" in said.source
+    single = run(task="inference", framework="vllm", batch_size=1, seq_len=512, new_tokens=512,
+                 accelerator="h200-141-sxm", num_gpus=1)  # fmt: skip
+    assert not any(a.name == "Tensor-parallel all-reduces" for a in single.assumptions)
