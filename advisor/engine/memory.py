@@ -96,11 +96,12 @@ _SHARDED_GRADIENTS = frozenset({"zero2", "zero3", "fsdp", "zero3_offload"})
 
 
 def memory_per_gpu(
-    shape: ModelShape, wl: Workload, strategy: str, n: int, **recipe
+    shape: ModelShape, wl: Workload, strategy: str, n: int, generation_tp: int = 1, **recipe
 ) -> dict[str, int]:
     """Peak bytes per GPU by component for `n` GPUs under `strategy` (`recipe`: per_gpu's
-    micro, level, optimizer and accumulation, where not the workload's own)."""
-    return MemoryModel(shape, wl).per_gpu(strategy, n, **recipe)
+    micro, level, optimizer and accumulation, where not the workload's own; `generation_tp`:
+    GRPO's vLLM degree)."""
+    return MemoryModel(shape, wl, generation_tp=generation_tp).per_gpu(strategy, n, **recipe)
 
 
 # PyTorch AMP's fp32 parameters stay as they are where no DeepSpeed / FSDP engine casts them.

@@ -282,8 +282,8 @@ def leaner_recipe_hint(
     lean_wl = replace(wl, batch_size=least, gradient_checkpointing=True, selective_recompute=False)
     per_rank = recipe.micro_batch * recipe.grad_accumulation
     need = memory_per_gpu(
-        shape, lean_wl, opt.strategy, opt.num_gpus, optimizer=recipe.optimizer,
-        accumulation=per_rank,
+        shape, lean_wl, opt.strategy, opt.num_gpus, recipe.generation_tp or 1,
+        optimizer=recipe.optimizer, accumulation=per_rank,
     )["total_bytes"]  # fmt: skip
     if need * _LEANER_FACTOR > opt.memory_per_gpu_bytes:
         return None

@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 
-from advisor.engine import offload, optimizer_step, rollouts, scale_cost
+from advisor.engine import offload, optimizer_step, scale_cost
 from advisor.engine import tensor_parallel as tp_layout
 from advisor.engine.compute import (
     lora_adapter_gpu_hours,
@@ -36,7 +36,6 @@ from advisor.engine.models import (
 from advisor.engine.options import NodeFacts, Planned, gb, nodes_for, trusted
 from advisor.engine.recipe import Choice
 from advisor.engine.recipe_reasons import LEVEL_WORDS
-from advisor.engine.speed import prefill_utilisation
 from advisor.engine.words import plural
 
 
@@ -84,24 +83,6 @@ class ParallelPlanning:
         else:
             hours += self.optimizer_hours(f.acc.memory_bandwidth_gb_s, k, strategy, choice)
         return hours
-
-    def generation_hours(self, f: NodeFacts, k: int, strategy: str, choice: Choice) -> float:
-        """GRPO's generation rounds (rollouts.py): each data-parallel rank's vLLM samples its
-        share of every step's completions, or each group of the node's GPUs theirs together
-        over vLLM's tensor parallelism (`f.stack.generation_tp`), its prompt passes at the
-        chip's prompt-pass utilisation; once per GPU, count, batch, degree and link."""
-        per_gpu = rollouts.per_gpu_sequences(choice.global_batch, strategy, k)
-        util = prefill_utilisation(f.util).value
-        degree = f.stack.generation_tp
-        link = f.node.intra_node_interconnect
-        key = (f.acc.name, f.peak, util, k, per_gpu, choice.global_batch, degree, link)
-        found = self.generation_memo.get(key)
-        if found is None:
-            found = self.generation_memo[key] = rollouts.generation_gpu_hours(
-                self.shape, self.wl, f.acc, f.node, self.timing_tokens, choice.global_batch,
-                per_gpu, k, (f.peak, util), degree,
-            )  # fmt: skip
-        return found
 
     def optimizer_hours(
         self, bandwidth_gb_s: float, k: int, strategy: str, choice: Choice
@@ -230,97 +211,6 @@ class ParallelPlanning:
             strategy, sized.n, sized.choice, f.extra, *f.limits_for_recipe, f.stack
         )
         return Planned(*sized, breakdown, recipe, recipe_reasons, False)
-
-    def plan_generation(
-        self, f: NodeFacts, strategy: str, allowed: tuple[int, ...], reasons: list[str]
-    ) -> Planned:
-        """`plan_layout` for GRPO: the option sized for each vLLM tensor-parallel degree the
-        node allows (rollouts.degrees) on the counts it divides, and the degree that fits,
-        then with headroom, in the fewest GPU hours wins (then fewest GPUs, smallest degree).
-        A larger degree shrinks vLLM's share of each GPU and reads the weights once for more
-        completions, but every decoding step waits for its all-reduces: for small models one
-        engine per GPU stays faster."""
-        open_here = rollouts.degrees(self.shape, f.node.gpus_per_node)
-        pinned = self.request.generation_tensor_parallel
-        if pinned is not None:
-            if pinned not in open_here or not any(k % pinned == 0 for k in allowed):
-                return self.ruled_out_generation(f, strategy, pinned, allowed, reasons)
-            open_here = (pinned,)
-        planned: dict[int, tuple] = {}
-        for degree in open_here:
-            counts = tuple(k for k in allowed if k % degree == 0)
-            if not counts:
-                continue
-            at = replace(f, stack=f.stack._replace(generation_tp=degree))
-            why: list[str] = []
-            found = self.plan_sized(at, strategy, counts, why)
-            need = found.breakdown.total_bytes
-            cost = (found.gpu_hours or 0.0) if need <= f.capacity else float(need)
-            rank = (need > f.capacity, need > f.headroom_limit, cost, found.n, degree)
-            planned[degree] = (rank, why, found)
-        degree = min(planned, key=lambda d: planned[d][0])
-        _, why, found = planned[degree]
-        reasons.extend(why)
-        if degree == 1 or 1 not in planned:  # one engine per GPU, or a pinned degree
-            return found
-        said = self.generation_tp_reason(f, degree, found, planned[1][2])
-        recipe_why = [said, *found.recipe_reasons]
-        recipe = trusted(Recipe, {**found.recipe.__dict__, "reasons": recipe_why})
-        return found._replace(recipe=recipe, recipe_reasons=recipe_why)
-
-    def ruled_out_generation(
-        self,
-        f: NodeFacts,
-        strategy: str,
-        degree: int,
-        allowed: tuple[int, ...],
-        reasons: list[str],
-    ) -> Planned:
-        """`plan_generation` where the pinned vLLM degree cannot run: the option says why and
-        carries no recipe or GPU hours (sized with one engine per GPU for its memory)."""
-        heads = self.shape.num_attention_heads
-        kv_heads = self.shape.num_kv_heads
-        gpn = f.node.gpus_per_node
-        if degree > gpn or gpn % degree:
-            why = (
-                f"{f.node.name} has {plural(gpn, 'GPU')} per node, which groups of {degree} "
-                "do not fill"
-            )
-        elif degree not in rollouts.degrees(self.shape, gpn):
-            why = (
-                f"vLLM cannot split {heads} attention heads"
-                + (f" and {plural(kv_heads, 'key/value head')}" if kv_heads != heads else "")
-                + f" over {degree} GPUs"
-            )
-        else:
-            why = f"no GPU count allowed here ({', '.join(map(str, allowed))}) is a multiple of it"
-        reasons.append(f"vllm_tensor_parallel_size {degree}, which you asked for: {why}.")
-        untimed = replace(f, timed=False, assumes=None)
-        n, choice, _, n_fit, n_head = self.plan(untimed, strategy, allowed, [])
-        breakdown, _, _ = self.breakdown(strategy, n, choice, f.extra, stack=f.stack)
-        return Planned(n, choice, None, n_fit, n_head, breakdown, None, [], True)
-
-    def generation_tp_reason(
-        self, f: NodeFacts, degree: int, split: Planned, whole: Planned
-    ) -> str:
-        """Why vLLM spans `degree` GPUs: what one engine per GPU would hold or cost."""
-        engine = split.breakdown.rollout_engine
-        alone = whole.breakdown.rollout_engine
-        said = (
-            f"vLLM generates with tensor parallel {degree} (vllm_tensor_parallel_size "
-            f"{degree}): it takes {gb(engine)} of each GPU against {gb(alone)} with one engine "
-            "per GPU"
-        )
-        if whole.breakdown.total_bytes > f.capacity:
-            said += f", which would need {gb(whole.breakdown.total_bytes)} per GPU in all"
-        elif split.gpu_hours and whole.gpu_hours and whole.n == split.n:
-            saved = 1 - split.gpu_hours / whole.gpu_hours
-            said += (
-                f", and the job takes {saved:.0%} fewer GPU hours: each decoding step reads "
-                f"1/{degree} of the weights for {degree} GPUs' completions at once and waits "
-                f"for {2 * self.shape.num_layers} all-reduces (in the GPU hours)"
-            )
-        return said + "."
 
     def ruled_out_tensor_parallel(self, f: NodeFacts, reasons: list[str]) -> Planned:
         """`plan_layout` for a node that allows no tensor-parallel degree: the option says

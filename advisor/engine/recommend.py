@@ -25,6 +25,7 @@ from advisor.engine.compute import (
     training_step_model,
 )
 from advisor.engine.frameworks import cuda_context_bytes, framework_for
+from advisor.engine.generation_options import GenerationPlanning
 from advisor.engine.generations import generation
 from advisor.engine.layouts import (
     partitions_by_node,
@@ -91,7 +92,7 @@ def _gpu_limit(request: EstimateRequest) -> int | None:
     return limit
 
 
-class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
+class Evaluation(FactGathering, OptionWriting, ParallelPlanning, GenerationPlanning):
     """One estimate's pass over the catalog: what the request fixes, worked out once, and the
     caches that live for this estimate only (so nothing carries over to the next one;
     tests/engine/test_ranking_caches.py). The options are generated per system, node type and
@@ -169,7 +170,7 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning):
         # (strategy, allowed counts, capacity, extra context) -> RecipeSearch.plan's answer
         self.sized: dict[tuple, tuple] = {}
         self.per_accelerator: dict[tuple[str, bool], AcceleratorFacts] = {}
-        self.hours_memo: dict[tuple[str, int, float, int], float] = {}
+        self.hours_memo: dict[tuple, float] = {}  # Evaluation.hours for inference
         self.filled: dict[int, Workload] = {}  # sequences at once -> the workload with them
         # The data-parallel exchange per optimizer step (scale_cost.py), for training_hours.
         self.step_model = training_step_model(shape, wl) if self.training else None

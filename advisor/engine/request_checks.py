@@ -292,14 +292,20 @@ def _grpo_errors(request: EstimateRequest) -> list[tuple[str, str]]:
             )
         ]
     degree = request.generation_tensor_parallel
-    if degree is not None and request.num_gpus is not None and request.num_gpus % degree:
-        return [
-            (
-                "generation_tensor_parallel",
-                f"TRL groups the GPUs into vLLM engines of {degree}: it must divide num_gpus "
-                f"({request.num_gpus}).",
-            )
-        ]
+    if degree is not None and degree > 1:
+        most = request.constraints.max_gpus
+        why = None
+        if request.num_gpus is not None and request.num_gpus % degree:
+            why = f"it must divide num_gpus ({request.num_gpus})"
+        elif most is not None and degree > most:
+            why = f"it needs {degree} GPUs and max_gpus is {most}"
+        if why is not None:
+            return [
+                (
+                    "generation_tensor_parallel",
+                    f"TRL groups the GPUs into vLLM engines of {degree}: {why}.",
+                )
+            ]
     generations = rollouts.generations(request)
     batch = request.batch_size  # left out, the default is whole groups (workload.global_batch)
     if batch is not None and batch % generations:

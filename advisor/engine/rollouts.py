@@ -34,9 +34,10 @@ then holds 1/t of the weights and of the key/value heads (but at least one head)
 sequences, and a decoding step reads 1/t of the weights for t GPUs' completions: the weight
 reads, which bound small generation batches, are shared. Every forward pass pays two all-reduces
 of the hidden states per layer (tensor_parallel.generation_collectives_seconds), timed from
-vLLM's own kernel as measured (tensor_parallel.VLLM_ALL_REDUCE_US); for a small model they cost
-more than the shared reads save, as the TRL team measured (Hugging Face blog 'No GPU left
-behind', 2025-06-03: tensor parallelism slowed a 1.5B model and sped up a 7B one).
+vLLM's own kernel as measured (tensor_parallel.VLLM_ALL_REDUCE_US); for the smallest models at
+small batches they cost more than the shared reads save, as the TRL team measured (Hugging Face
+blog 'No GPU left behind', 2025-06-03: tensor parallelism slowed a 1.5B model and sped up a 7B
+one).
 
 Assumed from GRPOConfig: beta 0 (no reference model, the default since TRL 0.19) unless the
 request asks for a KL penalty (`kl_penalty`: a frozen reference loaded afresh in 16 bits for
@@ -203,7 +204,7 @@ def model_errors(request: EstimateRequest, shape: ModelShape) -> list[tuple[str,
     if pinned is None or pinned in degrees(shape, pinned):
         return []
     heads, kv_heads = shape.num_attention_heads, shape.num_kv_heads
-    fits = [t for t in degrees(shape, 8) if t > 1]
+    fits = [t for t in range(2, 9) if t in degrees(shape, t)]
     split = f"{heads} attention heads" + (
         f" and {plural(kv_heads, 'key/value head')}" if kv_heads != heads else ""
     )
@@ -248,12 +249,11 @@ def generation_gpu_hours(
     group = per_gpu * degree
     gen = rollout_workload(wl, group)
     peak, util = speed
+    waits = collectives_seconds(shape, gen, degree, decode_steps(gen), node, acc)
     one_round = inference_gpu_hours(
-        shape, gen, acc, group * gen.tokens_per_request, peak, util, degree, 1.0
-    )
-    if degree > 1:
-        waits = collectives_seconds(shape, gen, degree, decode_steps(gen), node, acc)
-        one_round += waits * degree / 3600
+        shape, gen, acc, group * gen.tokens_per_request, peak, util, degree, 1.0,
+        collectives=waits,
+    )  # fmt: skip
     return rounds * one_round * n / degree
 
 

@@ -268,12 +268,15 @@ def generation_collectives_seconds(
     batch of `wl`: every forward pass all-reduces the hidden states twice per layer (after
     attention and after the MLP; Shoeybi et al. 2019), over the tokens of the pass: the
     prompts, in passes of the library's chunk where it chunks prefill (vLLM), then one token
-    per sequence for each of the `steps` decoding steps. Each GPU of a pipeline of `stages`
-    holds, and all-reduces for, its stage's layers only."""
+    per sequence for each of the `steps` decoding steps (an encoder-decoder's encoder layers
+    read the prompt, its decoder layers decode). Each GPU of a pipeline of `stages` holds, and
+    all-reduces for, its stage's layers only."""
     if tp <= 1:
         return 0.0
     per_token = shape.hidden_size * wl.act_bytes
-    calls = 2 * shape.num_layers / max(stages, 1)
+    share = 1 / max(stages, 1)
+    # An encoder-decoder's encoder layers read the prompt; its decoder layers generate.
+    prompt_layers = shape.encoder_layers if wl.encoder_len else shape.num_layers
     prompt = wl.batch_size * (wl.encoder_len or wl.seq_len)
     chunk = wl.prefill_chunk_tokens or prompt
     full, rest = divmod(prompt, chunk) if chunk else (0, 0)
@@ -281,4 +284,4 @@ def generation_collectives_seconds(
     if rest:
         seconds += generation_all_reduce_seconds(tp, rest * per_token, node, acc)
     step = generation_all_reduce_seconds(tp, wl.batch_size * per_token, node, acc)
-    return calls * (seconds + steps * step)
+    return 2 * share * (prompt_layers * seconds + shape.num_layers * steps * step)

@@ -249,14 +249,17 @@ def test_a_pinned_vllm_degree_is_kept_or_the_option_says_why_not():
 
 
 def test_vllm_keeps_one_key_value_head_per_gpu_when_there_are_fewer_heads_than_gpus():
-    """Qwen2.5-7B has 4 key/value heads: over 2 or 4 GPUs each keeps its share of them for the
-    group's completions (the KV cache per GPU is unchanged), over 8 each keeps one head for
-    twice as many completions as 4 would give it (vLLM replicates heads it cannot split)."""
-    shape = shape_from_architecture(architecture_from_config(QWEN_7B))
+    """TinyLlama has 32 query heads and 4 key/value heads: over 2 or 4 GPUs each keeps its
+    share of the key/value heads for the group's completions (the KV cache per GPU is
+    unchanged), over 8 each keeps one head for twice as many completions as 4 would give it
+    (vLLM replicates heads it cannot split)."""
+    tinyllama = find_bundled("TinyLlama/TinyLlama-1.1B-Chat-v1.0").config
+    shape = shape_from_architecture(architecture_from_config(tinyllama))
+    assert 8 in rollouts.degrees(shape, 8)
     wl = build_workload(
         EstimateRequest(
-            config=QWEN_7B, task="lora", training_objective="grpo", tokens=10**7,
-            new_tokens=4096, seq_len=4096, batch_size=64,
+            config=tinyllama, task="lora", training_objective="grpo", tokens=10**7,
+            new_tokens=4096, seq_len=1024, batch_size=64,
         ),
         shape,
     )  # fmt: skip
@@ -266,7 +269,7 @@ def test_vllm_keeps_one_key_value_head_per_gpu_when_there_are_fewer_heads_than_g
         - rollouts.vllm_weight_bytes(shape, wl) / degree
         for degree in (1, 4, 8)
     }
-    one_gpu_kv = per_gpu * 8192 * QWEN_7B_KV_PER_TOKEN
+    one_gpu_kv = per_gpu * 5120 * 22 * 2 * 4 * 64 * 2  # tokens x layers x (K, V) x heads x dim
     assert kv[4] == pytest.approx(kv[1], rel=0.1)
     assert kv[8] - kv[4] == pytest.approx(one_gpu_kv, rel=0.05)
 
@@ -289,3 +292,71 @@ def test_a_kl_penalty_brings_a_16_bit_reference_and_its_forward_pass():
         EstimateRequest(config=QWEN_05B, task="lora", tokens=10**6, kl_penalty=True)
     )
     assert any("kl_penalty applies to GRPO" in w for w in warned)
+
+
+def test_the_vllm_degree_does_not_depend_on_whether_tokens_were_given():
+    """Without a token count the options are ranked by a nominal job's GPU hours; the vLLM
+    degree is chosen on the same footing, so the script does not change with it."""
+    fields = {
+        "config": find_bundled("meta-llama/Llama-2-7b-hf").config, "task": "lora",
+        "training_objective": "grpo", "num_gpus": 8, "strategy": "ddp",
+        "accelerator": "h100-80-sxm5",
+    }  # fmt: skip
+    timed = estimate(EstimateRequest(**fields, tokens=10**7), default_catalog()).options[0]
+    untimed = estimate(EstimateRequest(**fields), default_catalog()).options[0]
+    assert timed.recipe.generation_tp > 1
+    assert untimed.recipe.generation_tp == timed.recipe.generation_tp
+
+
+def test_the_split_is_explained_by_what_one_engine_per_gpu_would_cost():
+    """phi-2, 8 GPUs, 8,192-token prompts: where one engine per GPU would leave no headroom the
+    reason says so instead of a saving, and a saving is never negative."""
+    result = estimate(
+        EstimateRequest(
+            config=find_bundled("microsoft/phi-2").config, task="full_finetune",
+            training_objective="grpo", tokens=10**7, seq_len=8192, batch_size=64, num_gpus=8,
+            strategy="ddp",
+        ),
+        default_catalog(),
+    )  # fmt: skip
+    said = [
+        r for o in result.options for r in (o.recipe.reasons if o.recipe else [])
+        if "vllm_tensor_parallel_size" in r
+    ]  # fmt: skip
+    assert any("headroom" in r for r in said)
+    assert not any("-" in r.split("fewer GPU hours")[0][-5:] for r in said if "fewer" in r)
+
+
+def test_the_leaner_recipe_hint_sizes_vllm_split_as_the_recommendation_runs_it():
+    """Llama-2-13B QLoRA GRPO is recommended with vLLM over two GPUs; the micro-batch 1 figure
+    keeps the same split engine, so it is well below the recommended recipe's."""
+    result = estimate(
+        EstimateRequest(
+            config=find_bundled("meta-llama/Llama-2-13b-hf").config, task="qlora",
+            precision="int4", training_objective="grpo", tokens=10**7, batch_size=64,
+        ),
+        default_catalog(),
+    )  # fmt: skip
+    best = result.options[0]
+    assert best.recipe.generation_tp > 1
+    hint = next(w for w in result.warnings if w.startswith("The recommended recipe uses"))
+    lean = float(hint.split("needs about ")[1].split(" GB")[0])
+    assert lean * 1.6 <= best.memory_per_gpu_bytes / 1e9
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"constraints": {"max_gpus": 2}}, "max_gpus is 2"),
+        ({"num_gpus": 1}, "must divide num_gpus (1)"),
+    ],
+)
+def test_a_pinned_vllm_degree_no_option_could_run_is_a_400(fields, words):
+    request = EstimateRequest(
+        config=QWEN_7B, task="lora", training_objective="grpo", tokens=10**6,
+        generation_tensor_parallel=4, **fields,
+    )  # fmt: skip
+    with pytest.raises(RequestError) as caught:
+        check_request(request)
+    assert caught.value.errors[0][0] == "generation_tensor_parallel"
+    assert words in caught.value.errors[0][1]
