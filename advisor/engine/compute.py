@@ -18,6 +18,7 @@ from advisor.engine.activations import frontend_trained
 from advisor.engine.decode_speed import DecodeSpeed, decode_speed
 from advisor.engine.frameworks import batch_limit
 from advisor.engine.inference_reads import (
+    decode_cache_seconds,
     decode_weight_bytes,
     expert_read_share,
     prefill_dequant_bytes,
@@ -27,11 +28,8 @@ from advisor.engine.memory_terms import (
     Workload,
     base_weight_bytes,
     copies_per_token,
-    kv_held_bytes,
-    kv_read_bytes,
     lora_targeted_linears,
     lora_trainable_params,
-    recurrent_state_bytes,
 )
 from advisor.engine.models import AcceleratorSpec, NodeTypeSpec
 from advisor.engine.scale_cost import LayoutCost, StepModel, training_layout_cost
@@ -372,9 +370,11 @@ def inference_gpu_hours(
     n: int,
     eff: float,
     collectives: float = 0.0,
+    tp: int = 1,
 ) -> float:
     """Prefill is compute-bound; each decoding step reads all weights and the KV cache.
-    `collectives`: seconds per batch the `n` GPUs wait in tensor-parallel all-reduces."""
+    `collectives`: seconds per batch the `n` GPUs wait in tensor-parallel all-reduces; `tp`:
+    the tensor-parallel degree, whose GPUs each read the key/value heads they hold."""
     requests = max(tokens / wl.tokens_per_request, 1)
     batches = math.ceil(requests / wl.batch_size)
     rate = peak * 1e12 * util * n * eff
@@ -419,7 +419,8 @@ def inference_gpu_hours(
     if wl.new_tokens:
         weights = decode_weight_bytes(shape, wl) * decoder_share
         peak_bytes = acc.memory_bandwidth_gb_s * 1e9 * n * eff
-        step_memory = weights / bandwidth + decode_cache_seconds(library, shape, wl, peak_bytes)
+        cache = decode_cache_seconds(library, shape, wl, peak_bytes, tp)
+        step_memory = weights / bandwidth + cache
         # The language model alone multiplies in a step (decode_weight_bytes).
         step_flop = max(n_flop - shape.params_input_towers, 1)
         step_compute = 2 * step_flop * wl.batch_size / rate
@@ -427,23 +428,6 @@ def inference_gpu_hours(
             library, shape.num_layers, max(step_memory, step_compute)
         )
     return batches * (prefill + decode + collectives) * n / 3600
-
-
-def decode_cache_seconds(
-    library: DecodeSpeed, shape: ModelShape, wl: Workload, peak_bytes_s: float
-) -> float:
-    """The KV cache's share of the average decoding step: the attention's reads (once per
-    query head where the library repeats keys and values or parallelises over query heads,
-    at the share of the bandwidth its one-query attention reaches) and, where the library
-    grows the cache by concatenation, reading the old cache and writing the new one."""
-    average = wl.new_tokens // 2
-    state = recurrent_state_bytes(shape, wl)
-    attention = kv_read_bytes(shape, wl, new_tokens=average)
-    if library.attention_per_query_head and not shape.kv_cache_width:
-        attention *= shape.num_attention_heads / max(shape.num_kv_heads, 1)
-    copied = 2 * kv_held_bytes(shape, wl, new_tokens=average) if library.grows_cache_by_copy else 0
-    at_bandwidth = (copied + state) / (peak_bytes_s * library.bandwidth_fraction)
-    return at_bandwidth + attention / (peak_bytes_s * library.attention_bandwidth_fraction)
 
 
 def decode_step_seconds(library: DecodeSpeed, layers: int, gpu_seconds: float) -> float:

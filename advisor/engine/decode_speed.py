@@ -1,7 +1,7 @@
 """How fast each inference library generates token by token: the share of the memory
 bandwidth its decoding steps reach, the host's time per layer and per step, and how its
 attention reads the KV cache, each from a measurement (compute.decode_step_seconds and
-compute.decode_cache_seconds read them)."""
+inference_reads.decode_cache_seconds read them)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,15 @@ multiplying (compute.inference_gpu_hours times them)."""
 from __future__ import annotations
 
 from advisor.engine import constants as c
-from advisor.engine.memory_terms import Workload, base_weight_bytes, routed_expert_params
+from advisor.engine.decode_speed import DecodeSpeed
+from advisor.engine.memory_terms import (
+    Workload,
+    base_weight_bytes,
+    kv_held_bytes,
+    kv_read_bytes,
+    recurrent_state_bytes,
+    routed_expert_params,
+)
 from advisor.engine.shape import ModelShape
 
 
@@ -130,3 +138,25 @@ def prefill_dequant_bytes(shape: ModelShape, wl: Workload, rows: int) -> float:
         return 0.0
     weights = shape.params_quantisable * expert_read_share(shape, rows)
     return weights * c.QLORA_DEQUANT_BYTES_PER_PARAM.value
+
+
+def decode_cache_seconds(
+    library: DecodeSpeed, shape: ModelShape, wl: Workload, peak_bytes_s: float, tp: int = 1
+) -> float:
+    """The KV cache's share of the average decoding step: the attention's reads (once per
+    query head where the library repeats keys and values or parallelises over query heads,
+    at the share of the bandwidth its one-query attention reaches; once per GPU that holds a
+    head where `tp` GPUs share fewer key/value heads than themselves, each keeping a copy, or
+    a latent cache, which every GPU keeps whole) and, where the library grows the cache by
+    concatenation, reading the old cache and writing the new one."""
+    average = wl.new_tokens // 2
+    state = recurrent_state_bytes(shape, wl)
+    attention = kv_read_bytes(shape, wl, new_tokens=average)
+    if library.attention_per_query_head and not shape.kv_cache_width:
+        attention *= shape.num_attention_heads / max(shape.num_kv_heads, 1)
+    elif tp > 1:
+        kv_heads = max(shape.num_kv_heads, 1)
+        attention *= tp if shape.kv_cache_width else tp / min(tp, kv_heads)
+    copied = 2 * kv_held_bytes(shape, wl, new_tokens=average) if library.grows_cache_by_copy else 0
+    at_bandwidth = (copied + state) / (peak_bytes_s * library.bandwidth_fraction)
+    return at_bandwidth + attention / (peak_bytes_s * library.attention_bandwidth_fraction)

@@ -440,7 +440,7 @@ def kv_read_bytes(
     reads the cache it shares: each group reads its own width over the tokens it attends to.
     A hybrid's recurrent state is not a cache the attention reads (recurrent_state_bytes).
     What the library moves besides (a cache grown by concatenation, keys repeated per query
-    head) is compute.decode_cache_seconds'."""
+    head) is inference_reads.decode_cache_seconds'."""
     if wl.training or shape.family in ENCODER_ONLY_FAMILIES:
         return 0.0
     generated = wl.new_tokens if new_tokens is None else new_tokens

@@ -283,7 +283,7 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning, GenerationPlann
                 )
                 found = self.hours_memo[key] = inference_gpu_hours(
                     self.shape, wl, f.acc, self.timing_tokens, f.peak, f.util.value, k, eff,
-                    collectives=waits,
+                    collectives=waits, tp=tp,
                 )  # fmt: skip
         return found
 

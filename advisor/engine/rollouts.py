@@ -252,7 +252,7 @@ def generation_gpu_hours(
     waits = collectives_seconds(shape, gen, degree, decode_steps(gen), node, acc)
     one_round = inference_gpu_hours(
         shape, gen, acc, group * gen.tokens_per_request, peak, util, degree, 1.0,
-        collectives=waits,
+        collectives=waits, tp=degree,
     )  # fmt: skip
     return rounds * one_round * n / degree
 

@@ -451,3 +451,23 @@ def test_tensor_parallel_serving_pays_its_all_reduces_and_says_so():
         a.name == "Tensor-parallel all-reduces"
         for a in estimate(EstimateRequest(**single), catalog).assumptions
     )
+
+
+def test_key_value_heads_replicated_over_a_tensor_parallel_group_are_read_on_every_gpu():
+    """StarCoder has one key/value head (multi-query attention): over four GPUs vLLM keeps a
+    copy on each and every GPU reads it, so a decoding step's cache reads take four times the
+    bytes of one GPU's; Llama-2-7B's 32 heads split four ways and read once."""
+    from advisor.engine.decode_speed import decode_speed
+    from advisor.engine.inference_reads import decode_cache_seconds
+
+    vllm = decode_speed("vllm")
+    for name, copies in (("bigcode__starcoder", 4), (LLAMA2_7B, 1)):
+        request = EstimateRequest(
+            config=config(name), task="inference", framework="vllm", batch_size=8,
+            seq_len=2048, new_tokens=512, tokens=10**7,
+        )  # fmt: skip
+        shape = resolve_shape(request)
+        wl = build_workload(request, shape)
+        one = decode_cache_seconds(vllm, shape, wl, 2e12)
+        four = decode_cache_seconds(vllm, shape, wl, 2e12, tp=4)
+        assert four == pytest.approx(one * copies)
