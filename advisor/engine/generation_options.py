@@ -90,19 +90,12 @@ class GenerationPlanning:
     ) -> Planned:
         """`plan_generation` where the pinned vLLM degree cannot run: the option says why and
         carries no recipe or GPU hours (sized with one engine per GPU for its memory)."""
-        heads = self.shape.num_attention_heads
-        kv_heads = self.shape.num_kv_heads
+        # Heads that do not split are a 400 (rollouts.model_errors): the node or the counts.
         gpn = f.node.gpus_per_node
         if degree > gpn or gpn % degree:
             why = (
                 f"{f.node.name} has {plural(gpn, 'GPU')} per node, which groups of {degree} "
                 "do not fill"
-            )
-        elif degree not in rollouts.degrees(self.shape, gpn):
-            why = (
-                f"vLLM cannot split {heads} attention heads"
-                + (f" and {plural(kv_heads, 'key/value head')}" if kv_heads != heads else "")
-                + f" over {degree} GPUs"
             )
         else:
             why = f"no GPU count allowed here ({', '.join(map(str, allowed))}) is a multiple of it"

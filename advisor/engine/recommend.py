@@ -422,11 +422,12 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning, GenerationPlann
             # Over nodes the heads split within each node; each node holds a pipeline stage.
             stages = pipeline_stages(f.node, n, strategy)
             tp = n // stages
-            heads, kv_heads = self.shape.num_attention_heads, self.shape.num_kv_heads
-            if heads % tp or kv_heads % tp and kv_heads > tp:
+            if not tp_layout.vllm_splits_heads(self.shape, tp):
                 hard = True
                 what = "attention heads" if self.shape.softmax_layers else "SSM heads"
-                reasons.append(f"{heads} {what} do not split over {tp} GPUs.")
+                reasons.append(
+                    f"{self.shape.num_attention_heads} {what} do not split over {tp} GPUs."
+                )
             elif stages > 1:
                 reasons.append(
                     f"The model is split over {stages} nodes as vLLM serves one larger than a "

@@ -65,7 +65,7 @@ from advisor.engine.models import (
     built,
 )
 from advisor.engine.shape import ModelShape
-from advisor.engine.tensor_parallel import VLLM_ALL_REDUCE_SOURCE
+from advisor.engine.tensor_parallel import VLLM_ALL_REDUCE_SOURCE, vllm_splits_heads
 from advisor.engine.tensor_parallel import degrees as tp_degrees
 from advisor.engine.tensor_parallel import generation_collectives_seconds as collectives_seconds
 from advisor.engine.tensor_parallel import split as split_layout
@@ -189,22 +189,17 @@ def degrees(shape: ModelShape, gpus_per_node: int) -> tuple[int, ...]:
     refuses a degree that does not divide the world size, and its groups are consecutive
     ranks, so a group stays within a node (ParallelPlanning.plan_generation keeps the GPU
     counts the degree divides)."""
-    heads, kv_heads = shape.num_attention_heads, max(shape.num_kv_heads, 1)
-    return (1,) + tuple(
-        t
-        for t in tp_degrees(gpus_per_node)
-        if not heads % t and (not kv_heads % t if kv_heads >= t else not t % kv_heads)
-    )
+    return (1,) + tuple(t for t in tp_degrees(gpus_per_node) if vllm_splits_heads(shape, t))
 
 
 def model_errors(request: EstimateRequest, shape: ModelShape) -> list[tuple[str, str]]:
     """A pinned vLLM degree (generation_tensor_parallel) that the model's heads do not allow
     on any node: vLLM refuses to start with it."""
     pinned = request.generation_tensor_parallel
-    if pinned is None or pinned in degrees(shape, pinned):
+    if pinned is None or vllm_splits_heads(shape, pinned):
         return []
     heads, kv_heads = shape.num_attention_heads, shape.num_kv_heads
-    fits = [t for t in range(2, 9) if t in degrees(shape, t)]
+    fits = [t for t in range(2, 9) if vllm_splits_heads(shape, t)]
     split = f"{heads} attention heads" + (
         f" and {plural(kv_heads, 'key/value head')}" if kv_heads != heads else ""
     )

@@ -150,6 +150,14 @@ def degrees(gpus_per_node: int, pinned: int | None = None) -> tuple[int, ...]:
     return found
 
 
+def vllm_splits_heads(shape: ModelShape, tp: int) -> bool:
+    """Whether vLLM can serve the model tensor parallel over `tp` GPUs: the query heads split
+    evenly, and the key/value heads split evenly or, fewer than the GPUs, each is replicated
+    on a whole number of them (vLLM's model config checks)."""
+    heads, kv_heads = shape.num_attention_heads, max(shape.num_kv_heads, 1)
+    return not heads % tp and (not kv_heads % tp if kv_heads >= tp else not tp % kv_heads)
+
+
 def bus_bandwidth(node: NodeTypeSpec, acc: AcceleratorSpec) -> tuple[float, str]:
     """(all-reduce bytes/s per GPU within the node, where the figure comes from)."""
     link = node.intra_node_interconnect
