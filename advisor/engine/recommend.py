@@ -19,7 +19,6 @@ from advisor.engine import ranking, software
 from advisor.engine import tensor_parallel as tp_layout
 from advisor.engine.compute import (
     decode_steps,
-    filled_batch,
     inference_gpu_hours,
     scaling_efficiency,
     training_step_model,
@@ -59,6 +58,7 @@ from advisor.engine.options import (
 from advisor.engine.parallel_options import ParallelPlanning
 from advisor.engine.preference import needs_trl_trainer
 from advisor.engine.recipe import Choice, RecipeSearch
+from advisor.engine.serving_options import Served, ServingPlanning
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import job_distances
 from advisor.engine.tensor_parallel import generation_collectives_seconds
@@ -92,7 +92,9 @@ def _gpu_limit(request: EstimateRequest) -> int | None:
     return limit
 
 
-class Evaluation(FactGathering, OptionWriting, ParallelPlanning, GenerationPlanning):
+class Evaluation(
+    FactGathering, OptionWriting, ParallelPlanning, GenerationPlanning, ServingPlanning
+):
     """One estimate's pass over the catalog: what the request fixes, worked out once, and the
     caches that live for this estimate only (so nothing carries over to the next one;
     tests/engine/test_ranking_caches.py). The options are generated per system, node type and
@@ -172,6 +174,8 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning, GenerationPlann
         self.per_accelerator: dict[tuple[str, bool], AcceleratorFacts] = {}
         self.hours_memo: dict[tuple, float] = {}  # Evaluation.hours for inference
         self.filled: dict[int, Workload] = {}  # sequences at once -> the workload with them
+        # The node's single-GPU layout where it runs short of KV cache (serving_options.py).
+        self.alone_short: Served | None = None
         # The data-parallel exchange per optimizer step (scale_cost.py), for training_hours.
         self.step_model = training_step_model(shape, wl) if self.training else None
         self.layouts: dict[tuple, tuple] = {}
@@ -287,28 +291,6 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning, GenerationPlann
                 )  # fmt: skip
         return found
 
-    def idle_stages_reason(self, f: NodeFacts, n: int, strategy: str) -> str | None:
-        """What a pipeline over nodes loses when fewer sequences are in flight than stages."""
-        stages = pipeline_stages(f.node, n, strategy)
-        batch = self.wl.batch_size
-        if self.training or self.wl.fills_kv_cache or batch >= stages:
-            return None
-        return (
-            f"With {plural(batch, 'sequence')} in flight, {stages - batch} of the {stages} "
-            "pipeline stages wait at any moment (vLLM keeps a pipeline busy with a batch per "
-            "stage): the GPU hours count that; more concurrent requests would use them."
-        )
-
-    def filled_workload(self, f: NodeFacts, k: int, strategy: str, choice: Choice) -> Workload:
-        """The workload with as many sequences at once as this layout's KV cache holds
-        (compute.kv_filled_batch): vLLM fills what its reservation leaves after the model."""
-        memory = self.breakdown(strategy, k, choice, f.extra, stack=f.stack)[0]
-        batch = filled_batch(self.framework, f.acc, f.capacity, memory, self.wl, self.tokens)
-        found = self.filled.get(batch)
-        if found is None:
-            found = self.filled[batch] = replace(self.wl, batch_size=batch)
-        return found
-
     # --- candidate generation ---
 
     def candidates(self, systems: list[SystemSpec]) -> list[Candidate]:
@@ -334,6 +316,7 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning, GenerationPlann
         """The options on one node type, one per strategy worth trying."""
         out = []
         single_fits = fits_elsewhere = False
+        self.alone_short = None
         for strategy, unavailable in strategies:
             # Training's tensor parallelism combines with data parallel across nodes.
             tp_training = self.training and strategy == "tensor_parallel"
@@ -344,8 +327,10 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning, GenerationPlann
                 continue  # e.g. multi-GPU strategies where a job gets one GPU: not tried
             # Tensor parallelism when one GPU is enough, and CPU offload when an on-GPU
             # strategy fits, would never rank first: not tried unless asked for.
+            # A server short of KV cache on one GPU may cost less over several
+            # (serving_options.py).
             if self.free_choice and (
-                (strategy == "tensor_parallel" and single_fits)
+                (strategy == "tensor_parallel" and single_fits and not self.alone_short)
                 or (strategy == "zero3_offload" and fits_elsewhere)
                 or (strategy == "tensor_parallel" and fits_elsewhere and self.tp_last_resort)
             ):
@@ -362,7 +347,9 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning, GenerationPlann
                 and not spans_without_network(f.node, cand.fields["nodes"])
             )
             fits_elsewhere = fits_elsewhere or fits
-            single_fits = single_fits or (strategy == "single" and usable and cand.headroom)
+            if strategy == "single" and usable and cand.headroom:
+                single_fits = True
+                self.alone_short = self.single_is_short(f)
             if f.reasons and cand.headroom:
                 # Ruled out whatever the strategy (retired, a constraint, no bf16): one
                 # option with its numbers says why; the other strategies add nothing.
@@ -475,10 +462,14 @@ class Evaluation(FactGathering, OptionWriting, ParallelPlanning, GenerationPlann
             reasons.append(utilisation_reason(f, choice.level if choice is not None else "full"))
         if f.timed:
             gpu_hours = self.hours(f, n, strategy, choice)
-            # Inference is not widened: its requests are independent, so a long job is split
-            # into shards at the same GPU hours (options.inference_shards), which more
-            # tensor-parallel GPUs would not match.
-            if self.training and gpu_hours / n > self.target and n_fit is not None:
+            # A long inference job is split into shards at the same GPU hours
+            # (options.inference_shards) rather than widened; a server short of KV cache
+            # takes more GPUs where they cost fewer GPU hours (serving_options.py).
+            if not self.training and strategy == "tensor_parallel" and n_fit is not None:
+                n, choice, gpu_hours = self.serving_degree(
+                    f, allowed, n, choice, gpu_hours, recipe_at, reasons
+                )
+            elif self.training and gpu_hours / n > self.target and n_fit is not None:
                 n, choice, gpu_hours, said = widen(
                     f.node, allowed, n, choice, gpu_hours, target=self.target,
                     deadline=self.max_wall is not None, recipe_at=recipe_at,

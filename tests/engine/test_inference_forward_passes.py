@@ -93,6 +93,7 @@ def test_vllm_prefills_a_long_prompt_in_chunks_while_generate_holds_it_whole():
             tokens=10**7,
             framework=framework,
             accelerator="h100-80-sxm5",
+            num_gpus=1,  # one GPU's share for both: vLLM would take more where they pay
         )
         result = estimate(request, default_catalog())
         return result.recommendation.memory.activations, [a.name for a in result.assumptions]

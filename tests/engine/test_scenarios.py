@@ -335,12 +335,16 @@ def test_llama2_7b_bf16_inference_fits_one_gpu(api):
 def test_gpt_oss_120b_is_served_on_one_80gb_gpu(api):
     """OpenAI's model card: 'gpt-oss-120b runs on a single 80GB GPU' (its experts in MXFP4);
     vLLM's recipe: it fits a single A100 (80GB). A researcher who says nothing of precision
-    gets the checkpoint as published."""
+    gets the checkpoint as published. (The recommendation may spread a batch job over two:
+    test_a_server_short_of_kv_cache_takes_more_gpus_where_they_pay.)"""
     body = {"config": model_configs.find_bundled("openai/gpt-oss-120b").config}
     result = api(None, **body, task="inference", framework="vllm", tokens=10_000_000)
-    rec = result["recommendation"]
-    assert rec["num_gpus"] == 1
-    assert 60 * GB <= rec["memory"]["weights"] + rec["memory"]["quantization"] <= 70 * GB
+    for accelerator in ("a100-80-sxm4", "h100-80-sxm5"):
+        alone = single(result, accelerator)
+        assert alone["fits"]
+        assert alone["headroom"]
+        assert 60 * GB <= alone["memory"]["weights"] + alone["memory"]["quantization"] <= 70 * GB
+    assert result["recommendation"]["num_gpus"] <= 2
 
 
 def test_mixtral_bf16_needs_more_than_one_80gb_gpu(api):
