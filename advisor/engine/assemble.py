@@ -207,17 +207,34 @@ def _continuous_batching_hint(
     less than half the GPU hours, say how many: the researcher may not know the difference
     is an order of magnitude. Decoder-only models that generate only (vLLM's offline LLM
     class); the same request with framework vllm is sized on the recommended system, so it
-    carries every rule the engine applies to vLLM (software support, memory reservation)."""
+    carries every rule the engine applies to vLLM (software support, memory reservation).
+    TGI batches only what its client sends at once (one prompt per request): without a batch
+    size it runs one at a time, and the hint says what concurrency would save."""
     if request.task != "inference" or not wl.new_tokens or request.tokens is None:
         return None
-    if request.framework not in (None, "transformers", "transformers_legacy"):
+    if request.framework not in (None, "transformers", "transformers_legacy", "tgi"):
         return None
     if shape.encoder_layers or shape.is_encoder_decoder or best.option.gpu_hours is None:
         return None
+    if request.framework == "tgi" and request.batch_size is not None:
+        return None  # the concurrency its client sends is stated
     other = _far_cheaper_on_the_same_gpus({"framework": "vllm"}, request, shape, catalog, best)
     if other is None:
         return None
     batch = plural(wl.batch_size, "request")
+    if request.framework == "tgi":
+        return (
+            f"TGI batches the requests in flight together (up to --max-concurrent-requests, "
+            f"128 by default), but its API takes one prompt per request: a client that sends "
+            f"them one after another, as assumed without a batch size, gets "
+            f"{plural(wl.batch_size, 'sequence')} at a time and "
+            f"{words.hours(best.option.gpu_hours)}. Sent concurrently, they share each "
+            f"decoding step: vLLM, which schedules every prompt of a batch job itself, would "
+            f"take {_about_hours(other.gpu_hours)} on {plural(other.num_gpus, 'GPU')} of the "
+            "same kind. Give the concurrency your client sends as the batch size to estimate "
+            "TGI with it, or choose vLLM (TGI launcher docs; TGI issue 1900: no batch "
+            "endpoint)."
+        )
     return (
         f"vLLM would generate this job in {_about_hours(other.gpu_hours)} on "
         f"{plural(other.num_gpus, 'GPU')} of the same kind, against "

@@ -1,6 +1,6 @@
-"""How many GPUs one replica of a continuously batching server (vLLM, TGI) spans.
+"""How many GPUs one replica of a library that batches a job's prompts itself (vLLM) spans.
 
-A serving library that batches by itself runs as many sequences at once as its KV cache
+Such a library runs as many sequences at once as its KV cache
 holds (compute.kv_filled_batch). On the fewest GPUs that hold the weights that can be very
 few: Llama-2-70B in 16 bits over two 80 GB GPUs leaves each about 3 GB for the cache, a
 handful of sequences, so every decoding step reads the whole model for almost nothing. More
@@ -15,8 +15,8 @@ not short a larger group only costs more.
 the tensor-parallel option's count, and `node_options` asks `single_is_short` whether a model
 that one GPU holds is worth a tensor-parallel option too. A larger group is taken only where
 it saves more than FEWER_GPUS_COST_BAND of the GPU hours, the ranking's own rule for more
-GPUs of one kind against fewer (options.rank). Training, GRPO's generation and libraries that
-do not batch by themselves keep the fewest GPUs that fit.
+GPUs of one kind against fewer (options.rank). Training, GRPO's generation, a stated batch (TGI's
+concurrency is its client's) and libraries that do not batch keep the fewest GPUs that fit.
 """
 
 from __future__ import annotations

@@ -67,3 +67,20 @@ def test_an_encoder_embedding_short_sequences_one_at_a_time_is_told_to_batch():
 def test_no_encoder_hint_when_a_batch_is_given_or_batching_saves_little():
     assert not _encoder_hint(seq_len=64, batch_size=8)
     assert not _encoder_hint(seq_len=512)  # long sequences already keep the GPU busy
+
+
+def test_tgi_sent_one_request_at_a_time_says_what_concurrency_would_save():
+    """TGI batches what is in flight, but its API takes one prompt per request: without a
+    batch size the engine assumes one at a time, and says what sending them together
+    (vLLM's figure for the same GPUs) would need."""
+    request = EstimateRequest(
+        config=LLAMA3_8B, task="inference", tokens=50_000_000, seq_len=1024, new_tokens=256,
+        framework="tgi",
+    )  # fmt: skip
+    result = estimate(request, default_catalog())
+    (said,) = [w for w in result.warnings if w.startswith("TGI batches")]
+    assert "1 sequence at a time" in said
+    assert "--max-concurrent-requests, 128 by default" in said
+    assert "Give the concurrency your client sends as the batch size" in said
+    stated = EstimateRequest(**{**request.model_dump(), "batch_size": 64})
+    assert not [w for w in estimate(stated, default_catalog()).warnings if "TGI batches" in w]
