@@ -89,7 +89,7 @@ class RecipeSearch:
             optimizers: tuple[str, ...] = (wl.optimizer,)
         elif request.optimizer is not None:
             optimizers = (request.optimizer,)
-        elif eight_bit:
+        elif eight_bit and framework.eight_bit_optimizers:
             optimizers = ("adamw", "adamw_8bit")
         else:
             optimizers = ("adamw",)

@@ -92,6 +92,7 @@ def check_request(request: EstimateRequest, catalog: CatalogSpec | None = None) 
     errors.extend(_combination_errors(request))
     errors.extend(_tensor_parallel_errors(request))
     errors.extend(_pipeline_parallel_errors(request))
+    errors.extend(_optimizer_errors(request))
     if (
         request.batch_size is not None
         and request.micro_batch is not None
@@ -478,6 +479,26 @@ def _tensor_parallel_errors(request: EstimateRequest) -> list[tuple[str, str]]:
             )
         ]
     return []
+
+
+# bitsandbytes' optimizers (8-bit states, or paged to host memory).
+BITSANDBYTES_OPTIMIZERS = ("adamw_8bit", "paged_adamw", "paged_adamw_8bit")
+
+
+def _optimizer_errors(request: EstimateRequest) -> list[tuple[str, str]]:
+    """A bitsandbytes optimizer pinned for a library that cannot step one (Megatron-LM)."""
+    if request.task == "inference" or request.optimizer not in BITSANDBYTES_OPTIMIZERS:
+        return []
+    profile, _ = framework_for(request.framework, True, needs_trl_trainer(request))
+    if profile.eight_bit_optimizers:
+        return []
+    return [
+        (
+            "optimizer",
+            f"{profile.name} steps its own Adam or SGD, not bitsandbytes' {request.optimizer}; "
+            "choose adamw or sgd, or a library that takes bitsandbytes optimizers.",
+        )
+    ]
 
 
 def _library_refuses(request: EstimateRequest, field: str, words: str) -> list[tuple[str, str]]:

@@ -4,7 +4,9 @@ enable_activation_offloading), and what a sharded layout keeps whole."""
 
 from dataclasses import replace
 
-from advisor.engine import estimate
+import pytest
+
+from advisor.engine import RequestError, estimate
 from advisor.engine.architecture import architecture_from_config
 from advisor.engine.compute import training_flops_per_token
 from advisor.engine.memory import MemoryModel
@@ -12,7 +14,7 @@ from advisor.engine.models import EstimateRequest
 from advisor.engine.shape import shape_from_architecture
 from advisor.engine.workload import build_workload
 from tests.engine.catalog_fixture import catalog
-from tests.engine.inputs import config
+from tests.engine.inputs import config, default_catalog
 
 LLAMA32_1B = config("meta-llama__Llama-3.2-1B")
 LLAMA2_7B = config("meta-llama__Llama-2-7b-hf")
@@ -295,3 +297,26 @@ def test_checkpointing_recomputes_the_blocks_not_the_lm_head():
     (Llama 2 70B: 0.2 % of its matmuls). Engine 1.11 charged +33 % for both."""
     assert round(_recompute_cost("meta-llama__Llama-3.2-1B"), 2) == 0.27
     assert round(_recompute_cost("meta-llama__Llama-2-70b-hf"), 2) == 0.33
+
+
+def test_megatron_never_plans_or_accepts_a_bitsandbytes_optimizer():
+    """Megatron-LM's optimizer is Adam or SGD (megatron/core/optimizer/optimizer_config.py),
+    sharded by its distributed optimizer: 8-bit AdamW is not a knob it has."""
+    mixtral = config("mistralai__Mixtral-8x7B-v0.1")
+    result = estimate(
+        EstimateRequest(config=mixtral, task="pretrain", tokens=10**10, framework="megatron"),
+        default_catalog(),
+    )
+    recipes = [o.recipe for o in result.options if o.recipe is not None]
+    assert recipes
+    assert {r.optimizer for r in recipes} == {"adamw"}
+    with pytest.raises(RequestError) as refused:
+        estimate(
+            EstimateRequest(
+                config=mixtral, task="pretrain", tokens=10**10, framework="megatron",
+                optimizer="adamw_8bit",
+            ),
+            default_catalog(),
+        )  # fmt: skip
+    assert "optimizer" in str(refused.value)
+    assert "not bitsandbytes' adamw_8bit" in str(refused.value)
