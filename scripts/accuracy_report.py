@@ -307,6 +307,7 @@ class Outcome(BaseModel):
     point: Point
     error: str | None = None  # why the engine gave no estimate
     params: int | None = None
+    params_active: int | None = None  # per token (a mixture of experts' routed share)
     params_source: str = ""
     option: Option | None = None
     memory: MemoryBreakdown | None = None
@@ -490,6 +491,7 @@ def evaluate(
     params = point.model.params
     if result is not None:
         params = result.params_total
+        outcome.params_active = result.params_active
         outcome.params_source = result.params_source + (
             " (config rejected, typed count)" if used_params else ""
         )
@@ -1419,12 +1421,20 @@ def _breakdown(o: Outcome) -> str:
 
 
 def _implied_throughput(o: Outcome) -> str:
-    """The throughput the published total implies, to compare with the engine's assumption."""
+    """The throughput the published total implies, to compare with the engine's assumption:
+    6 N D for training, 2 N D (a forward pass) for inference, N the parameters each token
+    uses (a mixture of experts' active ones)."""
     tokens = o.point.request.get("tokens")
-    if o.params is None or not tokens:
+    params = o.params_active or o.params
+    if params is None or not tokens:
         return ""
-    per_gpu = 6 * o.params * tokens / (o.point.measured.value * 3600) / 1e12
-    return f" The published total implies {per_gpu:.0f} TFLOP/s per GPU (6 N D)."
+    passes, formula = (2, "2 N D") if o.point.request.get("task") == "inference" else (6, "6 N D")
+    # measured.value is GPU hours: the FLOPs over them are per GPU already.
+    per_gpu = passes * params * tokens / (o.point.measured.value * 3600) / 1e12
+    return (
+        f" The published total implies {per_gpu:.0f} TFLOP/s per GPU ({formula}, N the "
+        "parameters a token uses, attention not counted)."
+    )
 
 
 # --- Entry point ---------------------------------------------------------------------------------
