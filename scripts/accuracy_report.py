@@ -1091,7 +1091,8 @@ def _hours(value: float | None) -> str:
 
 def _settings(point: Point) -> str:
     r = point.request
-    parts = [r["task"], r.get("precision", "bf16")]
+    # No precision given: the checkpoint as published (gpt-oss's MXFP4 experts, an fp8 model).
+    parts = [r["task"], r.get("precision", "as published")]
     if r["task"] != "inference" and r["task"] != "pretrain":
         parts.append("AMP" if r.get("mixed_precision", True) else "pure")
     parts.append(f"b{r.get('batch_size', 1)}")
