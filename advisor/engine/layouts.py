@@ -24,6 +24,7 @@ STRATEGY_COMPLEXITY = {
     "fsdp": 4,
     "zero3": 4,
     "tensor_parallel": 5,
+    "pipeline_parallel": 6,
     "zero3_offload": 6,
 }
 
@@ -66,6 +67,10 @@ def strategies_for(
     library; one without ZeRO / FSDP (Megatron-LM, `Framework.data_parallel`) is not offered
     them, and says so when one is asked for."""
     if wl.task == "inference":
+        # vLLM also splits a model into pipeline stages within a node: where its GPUs talk over
+        # PCIe that skips the all-reduces (serving_options.py; node_options tries it there).
+        if request.framework == "vllm":
+            return [("single", None), ("tensor_parallel", None), ("pipeline_parallel", None)]
         return [("single", None), ("tensor_parallel", None)]
     tooling = system.tooling
     deepspeed = tooling.get("deepspeed", tooling.get("DeepSpeed"))
@@ -147,7 +152,10 @@ def system_rejections(request: EstimateRequest, system: SystemSpec) -> list[str]
 
 def pipeline_stages(node: NodeTypeSpec, n: int, strategy: str) -> int:
     """Pipeline stages of an inference replica over `n` GPUs: one per whole node when it spans
-    nodes (vLLM's tensor parallel within a node, pipeline parallel across), else 1."""
+    nodes (vLLM's tensor parallel within a node, pipeline parallel across), one per GPU under
+    "pipeline_parallel" (vLLM within a node whose GPUs talk over PCIe), else 1."""
+    if strategy == "pipeline_parallel":
+        return n
     per_node = node.gpus_per_node
     if strategy == "tensor_parallel" and n > per_node and n % per_node == 0:
         return n // per_node

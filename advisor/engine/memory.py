@@ -297,7 +297,7 @@ class MemoryModel:
         if strategy.startswith(TP_LAYOUT):
             return self._tensor_parallel_layout(strategy, n, level, optimizer)
         tp = n if strategy == "tensor_parallel" else 1
-        dp = n if strategy not in ("single", "tensor_parallel") else 1
+        dp = n if strategy not in ("single", "tensor_parallel", "pipeline_parallel") else 1
         weights, grads, optim, amp_states = self._state(optimizer)
         _, constants, workspace = self.base
         gathered = self.gathered
@@ -308,6 +308,15 @@ class MemoryModel:
         if strategy == "tensor_parallel":
             weights, grads, optim = weights / tp, grads / tp, optim / tp
             constants, workspace = constants / tp, workspace / tp
+        elif strategy == "pipeline_parallel":
+            # vLLM's stages within a node (inference): each GPU holds its share of the layers
+            # (the fullest: the LM head's or the embedding's stage) and their KV cache; a
+            # layer's working set and the logits are as on one GPU.
+            embedding = self.shape.params_embedding or self.shape.params_lm_head
+            share = stage_share(self.shape.params_total, embedding, n)
+            weights, constants = weights * share, constants * share
+            activations, logits, kv = flow
+            flow = (activations, logits, kv / n)
         elif strategy == "ddp" and dp > 1:
             grads *= 1 + c.DDP_BUCKET_COPY.value
         elif strategy == "zero1":

@@ -67,11 +67,20 @@ FrameworkName = Literal[
 # trains on them every step (GRPO and its loss variants, TRL's GRPOTrainer with vLLM colocated).
 TrainingObjective = Literal["sft", "dpo", "reference_free_preference", "kto", "grpo"]
 Checkpointing = Literal["none", "selective", "full"]
-# What a researcher may ask for; the engine may also choose "single" (one GPU) or
-# "tensor_parallel" (within a node) for an option.
+# What a researcher may ask for; the engine may also choose "single" (one GPU),
+# "tensor_parallel" (within a node) or, for vLLM on GPUs linked by PCIe, "pipeline_parallel"
+# (a stage of the layers per GPU of a node) for an option.
 RequestStrategy = Literal["ddp", "fsdp", "zero1", "zero2", "zero3", "zero3_offload"]
 Strategy = Literal[
-    "single", "ddp", "fsdp", "zero1", "zero2", "zero3", "zero3_offload", "tensor_parallel"
+    "single",
+    "ddp",
+    "fsdp",
+    "zero1",
+    "zero2",
+    "zero3",
+    "zero3_offload",
+    "tensor_parallel",
+    "pipeline_parallel",
 ]
 
 

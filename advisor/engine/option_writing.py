@@ -217,10 +217,10 @@ class OptionWriting:
             costs.wall,
         )
         acc, system, level = f.acc, f.system, recipe.checkpointing if recipe else "full"
-        if not self.training and recipe.tp > 1:
+        if not self.training and (recipe.tp > 1 or strategy == "pipeline_parallel"):
             stages = pipeline_stages(f.node, n, strategy)
-            if stages > 1:  # vLLM over nodes: tensor parallel within each, a stage per node
-                recipe = recipe.model_copy(update={"tp": recipe.tp // stages, "pp": stages})
+            if stages > 1:  # vLLM over nodes (tensor parallel within each), or over a node
+                recipe = recipe.model_copy(update={"tp": n // stages, "pp": stages})
         fields = {
             "system": system.name,
             "accelerator": acc.name,

@@ -224,7 +224,7 @@ class NodeFacts:
     def allowed(self, strategy: str) -> tuple[int, ...]:
         if strategy == "single":
             return self.one
-        if strategy == "tensor_parallel":
+        if strategy in ("tensor_parallel", "pipeline_parallel"):
             return self.within_node
         if strategy == "zero3_offload":
             # Offload serves one GPU too: states that no GPU holds live in CPU memory

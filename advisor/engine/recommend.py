@@ -58,7 +58,7 @@ from advisor.engine.options import (
 from advisor.engine.parallel_options import ParallelPlanning
 from advisor.engine.preference import needs_trl_trainer
 from advisor.engine.recipe import Choice, RecipeSearch
-from advisor.engine.serving_options import Served, ServingPlanning
+from advisor.engine.serving_options import SPLIT_SERVING, Served, ServingPlanning
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import job_distances
 from advisor.engine.tensor_parallel import generation_collectives_seconds
@@ -273,6 +273,10 @@ class Evaluation(
             # vLLM keeps a pipeline busy with one batch per stage in flight; fewer sequences
             # than stages leave the others waiting.
             eff *= wl.batch_size / stages
+        elif stages > 1:
+            # Each stage's read of its weights serves the one batch on it: a stage's share of
+            # the sequences in flight (serving_options.py).
+            wl = self.micro_batch_workload(wl, stages)
         key = (f.acc.name, k, eff, wl.batch_size, stages, tp, f.node.intra_node_interconnect)
         found = self.hours_memo.get(key)
         if found is None:
@@ -329,8 +333,10 @@ class Evaluation(
             # strategy fits, would never rank first: not tried unless asked for.
             # A server short of KV cache on one GPU may cost less over several
             # (serving_options.py).
+            if strategy == "pipeline_parallel" and f.node.intra_node_interconnect != "pcie":
+                continue  # over NVLink and the like tensor parallelism's all-reduces are cheap
             if self.free_choice and (
-                (strategy == "tensor_parallel" and single_fits and not self.alone_short)
+                (strategy in SPLIT_SERVING and single_fits and not self.alone_short)
                 or (strategy == "zero3_offload" and fits_elsewhere)
                 or (strategy == "tensor_parallel" and fits_elsewhere and self.tp_last_resort)
             ):
@@ -424,6 +430,8 @@ class Evaluation(
                 idle = self.idle_stages_reason(f, n, strategy)
                 if idle:
                     reasons.append(idle)
+        elif strategy == "pipeline_parallel":
+            reasons.extend(self.pipeline_reasons(f, n))
         rank_hours = None
         if gpu_hours is None and self.tokens is None and f.peak and recipe is not None:
             # No token count: the option's hours for a nominal one, to rank by cost per token.
@@ -465,9 +473,9 @@ class Evaluation(
             # A long inference job is split into shards at the same GPU hours
             # (options.inference_shards) rather than widened; a server short of KV cache
             # takes more GPUs where they cost fewer GPU hours (serving_options.py).
-            if not self.training and strategy == "tensor_parallel" and n_fit is not None:
+            if not self.training and strategy in SPLIT_SERVING and n_fit is not None:
                 n, choice, gpu_hours = self.serving_degree(
-                    f, allowed, n, choice, gpu_hours, recipe_at, reasons
+                    f, strategy, allowed, n, choice, gpu_hours, recipe_at, reasons
                 )
             elif self.training and gpu_hours / n > self.target and n_fit is not None:
                 n, choice, gpu_hours, said = widen(

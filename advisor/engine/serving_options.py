@@ -34,6 +34,10 @@ from advisor.engine.recipe import Choice
 from advisor.engine.tensor_parallel import vllm_splits_heads
 from advisor.engine.words import plural
 
+# The layouts that split one replica over GPUs: tensor parallel, or (vLLM within a node whose
+# GPUs talk over PCIe) a pipeline stage per GPU.
+SPLIT_SERVING = ("tensor_parallel", "pipeline_parallel")
+
 VLLM_TUNING_SOURCE = (
     "vLLM's tuning guide: a larger tensor_parallel_size leaves each GPU more memory for the KV "
     "cache (docs.vllm.ai, 'Optimization and Tuning')"
@@ -62,6 +66,17 @@ class ServingPlanning:
             found = self.filled[batch] = replace(self.wl, batch_size=batch)
         return found
 
+    def micro_batch_workload(self, wl: Workload, stages: int) -> Workload:
+        """`wl` as one of the `stages` batches a vLLM pipeline keeps in flight (one per stage):
+        a decoding step on a stage reads that stage's weights for its batch alone, so a
+        pipeline amortises each read over 1/stages of the sequences a tensor-parallel group
+        of the same GPUs would (its price for skipping the all-reduces)."""
+        batch = max(1, wl.batch_size // stages)
+        found = self.filled.get(batch)
+        if found is None:
+            found = self.filled[batch] = replace(wl, batch_size=batch)
+        return found
+
     def short_of_cache(self, f: NodeFacts, batch: int) -> bool:
         """Fewer sequences at once than the library would run and the job has: the KV cache,
         not max_num_seqs or the job's size, sets the batch."""
@@ -87,6 +102,7 @@ class ServingPlanning:
     def serving_degree(
         self,
         f: NodeFacts,
+        strategy: str,
         allowed: tuple[int, ...],
         n: int,
         choice: Choice,
@@ -103,36 +119,54 @@ class ServingPlanning:
         per_node = f.node.gpus_per_node
         if n > per_node:
             return n, choice, gpu_hours
-        batch = self.filled_workload(f, n, "tensor_parallel", choice).batch_size
+        batch = self.filled_workload(f, n, strategy, choice).batch_size
         fitted = best = Served(n, choice, gpu_hours, batch)
         band = 1 + c.FEWER_GPUS_COST_BAND.value
         if self.short_of_cache(f, batch):
             for k in allowed:
                 if k <= n or k > per_node:
                     continue
-                if self.splits_heads and not vllm_splits_heads(self.shape, k):
+                heads = strategy == "tensor_parallel" and self.splits_heads
+                if heads and not vllm_splits_heads(self.shape, k):
                     continue
                 recipe = recipe_at(k)
-                hours = self.hours(f, k, "tensor_parallel", recipe)
+                hours = self.hours(f, k, strategy, recipe)
                 if hours * band < best.gpu_hours:
-                    filled = self.filled_workload(f, k, "tensor_parallel", recipe).batch_size
+                    filled = self.filled_workload(f, k, strategy, recipe).batch_size
                     best = Served(k, recipe, hours, filled)
         base = self.alone_short or fitted
         if best.n != base.n and best.gpu_hours * band < base.gpu_hours:
-            reasons.append(self.serving_degree_reason(base, best))
+            reasons.append(self.serving_degree_reason(strategy, base, best))
         return best.n, best.choice, best.gpu_hours
 
-    def serving_degree_reason(self, base: Served, best: Served) -> str:
+    def serving_degree_reason(self, strategy: str, base: Served, best: Served) -> str:
         saved = 1 - best.gpu_hours / base.gpu_hours
         holds = "holds" if base.n == 1 else "hold"
+        how = "pipeline stages" if strategy == "pipeline_parallel" else ""
         return (
-            f"{self.framework.name} over {plural(best.n, 'GPU')}, not the {base.n} that "
+            f"{self.framework.name} over {plural(best.n, 'GPU')}{' in ' + how if how else ''}, "
+            f"not the {base.n} that "
             f"{holds} the model: each GPU keeps a smaller share of the weights and more memory "
             f"for the KV cache, about {plural(best.batch, 'sequence')} at once instead of "
             f"{base.batch}, so each decoding step's read of the weights serves more of them: "
             f"{saved:.0%} fewer GPU hours ({best.gpu_hours:,.1f} against "
             f"{base.gpu_hours:,.1f}; {VLLM_TUNING_SOURCE})."
         )
+
+    def pipeline_reasons(self, f: NodeFacts, n: int) -> list[str]:
+        """Why vLLM splits the layers, not the matrices, over a node's PCIe-linked GPUs, and
+        what a stated batch smaller than the stages leaves idle."""
+        said = [
+            f"vLLM splits the model's layers into {n} pipeline stages, one per GPU "
+            f"(pipeline_parallel_size {n}): these GPUs talk over PCIe, where tensor "
+            "parallelism would wait for two all-reduces of every layer in every forward pass; "
+            "stages pass one hidden state per sequence to the next. GitLab's vLLM deployment "
+            "guide advises pipeline parallelism where GPUs talk over PCIe (docs.gitlab.com, "
+            "'vLLM GPT OSS 120B'); vLLM runs it within a node with tensor_parallel_size 1 "
+            "(docs.vllm.ai, 'Distributed inference and serving')."
+        ]
+        idle = self.idle_stages_reason(f, n, "pipeline_parallel")
+        return said + ([idle] if idle else [])
 
     def idle_stages_reason(self, f: NodeFacts, n: int, strategy: str) -> str | None:
         """What a pipeline over nodes loses when fewer sequences are in flight than stages."""

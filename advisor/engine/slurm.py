@@ -33,6 +33,7 @@ LAUNCHER_NOTE = {
     "zero3_offload": "torchrun + DeepSpeed ZeRO stage 3 with CPU offload of optimizer and weights",
     "tensor_parallel": "tensor parallelism within the node (training: one process per GPU in "
     "tensor-parallel groups, data parallel across them)",
+    "pipeline_parallel": "vLLM pipeline stages over the node's GPUs, a share of the layers each",
 }
 
 
@@ -300,6 +301,8 @@ def _inference_launcher(
     its client, or the researcher's own generate() script."""
     strategy = option.strategy
     tp = gpus_per_node if strategy == "tensor_parallel" else 1
+    # Stages: one per node over nodes, one per GPU within a node (pipeline_parallel).
+    pp = option.num_gpus if strategy == "pipeline_parallel" else nodes
     # fp8 as the estimate assumes: a checkpoint stored in fp8 loads as it is; a 16-bit one
     # is quantised at load.
     vllm_kwargs = ', quantization="fp8"' if fp8 else ""
@@ -310,7 +313,7 @@ def _inference_launcher(
     if framework.key == "vllm":
         # A batch job, not a server: the offline LLM class batches every prompt itself
         # (a `vllm serve` alone would wait for a client).
-        stages = f", pipeline_parallel_size={nodes}" if nodes > 1 else ""
+        stages = f", pipeline_parallel_size={pp}" if pp > 1 else ""
         ray = ', distributed_executor_backend="ray"' if nodes > 1 else ""
         return [
             *(_ray_cluster(nodes) if nodes > 1 else []),
@@ -321,7 +324,7 @@ def _inference_launcher(
             "# It reserves --gpu-memory-utilization of each GPU at start-up (nvidia-smi "
             "shows that much).",
             f"python generate.py --tensor-parallel-size {tp}"
-            + (f" --pipeline-parallel-size {nodes}" if nodes > 1 else "")
+            + (f" --pipeline-parallel-size {pp}" if pp > 1 else "")
             + (" --dtype half" if half else "")
             + " --gpu-memory-utilization 0.9  # your script",
         ]

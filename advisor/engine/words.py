@@ -14,6 +14,7 @@ STRATEGY_WORDS = {
     "zero3": "with ZeRO stage 3",
     "zero3_offload": "with ZeRO stage 3 and CPU offload",
     "tensor_parallel": "with tensor parallelism",
+    "pipeline_parallel": "with vLLM's pipeline parallelism (a stage of the layers per GPU)",
 }
 STRATEGY_NAMES = {
     "single": "one GPU",
@@ -24,6 +25,7 @@ STRATEGY_NAMES = {
     "zero3": "ZeRO stage 3",
     "zero3_offload": "ZeRO stage 3 with CPU offload",
     "tensor_parallel": "tensor parallel",
+    "pipeline_parallel": "pipeline parallel",
 }
 # Acronyms read letter by letter that start with a vowel sound: "an NVIDIA", "an HPC", "an MI210".
 _VOWEL_SOUND_LETTERS = set("AEFHILMNORSX")

@@ -80,9 +80,10 @@ def test_one_sequence_leaves_pipeline_stages_waiting():
     assert first.nodes == busy.nodes == 3
     assert any("2 of the 3 pipeline stages wait" in r for r in first.reasons)
     assert not any("pipeline stages wait" in r for r in busy.reasons)
-    # Decoding is bandwidth-bound: three sequences take about the time of one per step, and
-    # one sequence leaves two stages idle, so one at a time costs about 3 x 3 = 9 times more.
-    assert first.gpu_hours > 6 * busy.gpu_hours
+    # One sequence leaves two of three stages idle: about 3 times the GPU hours. Three in
+    # flight are three batches of one, each on its own stage, so a stage's read of its weights
+    # still serves one sequence: no cheaper per token than one at a time with no idle stages.
+    assert 2.4 * busy.gpu_hours < first.gpu_hours < 3.4 * busy.gpu_hours
 
 
 def test_pipeline_stages_over_ethernet_cost_no_more_than_over_infiniband():

@@ -82,3 +82,68 @@ def test_gpt_oss_120b_on_h100s_turns_where_gpustack_measured_it(prompt, new, gpu
     alone = [o for o in here if o.num_gpus == 1]
     assert alone
     assert alone[0].fits
+
+
+# --- Pipeline stages over a node's PCIe-linked GPUs ------------------------------------------
+
+
+def test_vllm_pipelines_a_70b_model_over_pcie_gpus_instead_of_all_reducing():
+    """Azure's NC96ads_A100_v4 links its four A100s by PCIe only: tensor parallelism would
+    all-reduce every layer's hidden states over it (twice per layer and pass, prompts included),
+    which costs more than the larger KV cache of four GPUs saves. A stage of the layers per GPU
+    passes one hidden state per sequence instead: about 32 GPU hours for the job against 53 for
+    the two-GPU tensor-parallel replica the same VMs offer."""
+    result = served(
+        config(LLAMA2_70B), tokens=10**8, new_tokens=256, system="azure",
+        accelerator="a100-80-pcie",
+    )  # fmt: skip
+    piped = [o for o in result.options if o.strategy == "pipeline_parallel" and o.eligible]
+    split = [o for o in result.options if o.strategy == "tensor_parallel" and o.eligible]
+    best = min(piped, key=lambda o: o.gpu_hours)
+    assert (best.num_gpus, best.recipe.tp, best.recipe.pp) == (4, 1, 4)
+    assert best.gpu_hours < 0.7 * min(o.gpu_hours for o in split)
+    assert result.recommendation.strategy == "pipeline_parallel"
+    said = " ".join(best.reasons)
+    assert "talk over PCIe" in said
+    assert "pipeline_parallel_size 4" in said
+    # Each GPU holds about a quarter of the 138 GB of weights (the LM head's stage a little more).
+    assert 34e9 < best.memory.weights < 37e9
+
+
+def test_pipeline_stages_are_offered_only_to_vllm_and_only_over_pcie():
+    nvlink = served(config(LLAMA2_70B), tokens=10**8, new_tokens=256, system="stanage")
+    assert all(
+        o.strategy != "pipeline_parallel" for o in nvlink.options if o.accelerator == "a100-80-sxm4"
+    )
+    tgi = estimate(
+        EstimateRequest(
+            config=config(LLAMA2_70B), task="inference", tokens=10**8, new_tokens=256,
+            framework="tgi", system="azure",
+        ),
+        default_catalog(),
+    )  # fmt: skip
+    assert all(o.strategy != "pipeline_parallel" for o in tgi.options)
+
+
+def test_one_request_at_a_time_keeps_tensor_parallelism_over_pcie():
+    """One sequence in flight leaves all but one stage waiting: the pipeline costs about as
+    many times more as it has stages, and the option says so."""
+    result = served(
+        config(LLAMA2_70B), tokens=10**6, new_tokens=256, batch_size=1, system="azure",
+        accelerator="a100-80-pcie",
+    )  # fmt: skip
+    piped = [o for o in result.options if o.strategy == "pipeline_parallel" and o.eligible]
+    assert piped
+    assert any("pipeline stages wait" in r for o in piped for r in o.reasons)
+    assert result.recommendation.strategy == "tensor_parallel"
+
+
+def test_the_script_starts_vllm_with_one_stage_per_gpu():
+    result = served(
+        config("meta-llama__Llama-2-13b-hf"), tokens=10**8, new_tokens=256, system="stanage",
+        accelerator="h100-80-pcie", num_gpus=2,
+    )  # fmt: skip
+    assert result.recommendation.strategy == "pipeline_parallel"
+    script = result.slurm_script
+    assert "tensor_parallel_size=1, pipeline_parallel_size=2" in script
+    assert "--tensor-parallel-size 1 --pipeline-parallel-size 2" in script
