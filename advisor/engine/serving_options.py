@@ -11,9 +11,15 @@ short (docs.vllm.ai, "Optimization and Tuning", Preemption). Each larger group a
 for its all-reduces (tensor_parallel.generation_collectives_seconds), so where the cache is
 not short a larger group only costs more.
 
+On a node whose GPUs talk over PCIe only, vLLM can also split the layers rather than the
+matrices: a pipeline stage per GPU (`pipeline_parallel`) passes one hidden state per sequence to
+the next stage where tensor parallelism all-reduces every layer's. It keeps one batch per stage
+in flight, and a stage's read of its weights serves only the batch on it
+(`micro_batch_workload`): the price of skipping the all-reduces, which the ranking weighs.
+
 `ServingPlanning` is a mixin for recommend.Evaluation: its `plan` asks `serving_degree` for
-the tensor-parallel option's count, and `node_options` asks `single_is_short` whether a model
-that one GPU holds is worth a tensor-parallel option too. A larger group is taken only where
+the count of a split option, and `node_options` asks `single_is_short` whether a model that
+one GPU holds is worth a split option too. A larger group is taken only where
 it saves more than FEWER_GPUS_COST_BAND of the GPU hours, the ranking's own rule for more
 GPUs of one kind against fewer (options.rank). Training, GRPO's generation, a stated batch (TGI's
 concurrency is its client's) and libraries that do not batch keep the fewest GPUs that fit.
@@ -39,8 +45,8 @@ from advisor.engine.words import plural
 SPLIT_SERVING = ("tensor_parallel", "pipeline_parallel")
 
 VLLM_TUNING_SOURCE = (
-    "vLLM's tuning guide: a larger tensor_parallel_size leaves each GPU more memory for the KV "
-    "cache (docs.vllm.ai, 'Optimization and Tuning')"
+    "vLLM's tuning guide: a larger tensor_parallel_size (or pipeline_parallel_size) leaves each "
+    "GPU more memory for the KV cache (docs.vllm.ai, 'Optimization and Tuning')"
 )
 
 
@@ -110,10 +116,11 @@ class ServingPlanning:
         recipe_at,
         reasons: list[str],
     ) -> tuple[int, Choice, float]:
-        """The tensor-parallel count for a replica: `n` (the fewest GPUs that hold it) or a
-        larger count within the node whose heads split and whose larger KV cache saves more
-        than the band of GPU hours; the option says why when it ends up on more GPUs than the
-        fewest that hold the model (one, where node_options tried it beside one GPU)."""
+        """The count for a replica split over GPUs: `n` (the fewest that hold it) or a larger
+        count within the node (whose heads split, under tensor parallelism) whose larger KV
+        cache saves more than the band of GPU hours; the option says why when it ends up on
+        more GPUs than the fewest that hold the model (one, where node_options tried it beside
+        one GPU)."""
         if not self.wl.fills_kv_cache or self.framework.sequential_multi_gpu:
             return n, choice, gpu_hours
         per_node = f.node.gpus_per_node
