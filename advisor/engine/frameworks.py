@@ -80,8 +80,7 @@ class Framework:
     # Tensor parallelism is another code base for this library's users (DeepSpeed with the
     # HF Trainer -> Megatron-DeepSpeed): offered only where no ZeRO stage fits on the GPUs.
     tensor_parallel_last_resort: bool = False
-    # The library can step bitsandbytes' 8-bit (or paged) optimizers: the recipe search may
-    # choose 8-bit AdamW, and a pinned one is accepted.
+    # Steps bitsandbytes' 8-bit and paged optimizers (the recipe search may choose them).
     eight_bit_optimizers: bool = True
     # Trains with pipeline stages as well (1F1B; tensor_parallel.py's bubble): Megatron-LM and
     # Megatron-DeepSpeed.
@@ -356,8 +355,7 @@ TRAINING_FRAMEWORKS = {
         launcher="torchrun",
         tensor_parallel_training=True,
         pipeline_parallel_training=True,
-        # Its optimizer is Adam or SGD (megatron/core/optimizer/optimizer_config.py,
-        # OptimizerConfig.optimizer), sharded by the distributed optimizer: no bitsandbytes.
+        # Adam or SGD only (megatron/core/optimizer/optimizer_config.py): no bitsandbytes.
         eight_bit_optimizers=False,
         # No ZeRO-3 / FSDP: data-parallel ranks keep whole (tensor- and pipeline-split)
         # weights and share the optimizer state (--use-distributed-optimizer).
@@ -370,7 +368,7 @@ TRAINING_FRAMEWORKS = {
         "--recompute-granularity selective|full; Korthikanti et al. 2022, arXiv:2205.05198 "
         "section 4 for selective recomputation); "
         "megatron/core/tensor_parallel/cross_entropy.py (vocab-parallel cross-entropy); "
-        "megatron/core/optimizer/optimizer_config.py (optimizer: adam or sgd); "
+        "megatron/core/optimizer/optimizer_config.py (adam or sgd); "
         "megatron/core/distributed/distributed_data_parallel.py (contiguous grad buffer)",
     ),
 }

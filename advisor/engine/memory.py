@@ -309,9 +309,8 @@ class MemoryModel:
             weights, grads, optim = weights / tp, grads / tp, optim / tp
             constants, workspace = constants / tp, workspace / tp
         elif strategy == "pipeline_parallel":
-            # vLLM's stages within a node (inference): each GPU holds its share of the layers
-            # (the fullest: the LM head's or the embedding's stage) and their KV cache; a
-            # layer's working set and the logits are as on one GPU.
+            # vLLM's stages in a node: the fullest stage's layers and their KV cache per GPU; a
+            # layer's working set and the logits as on one GPU.
             embedding = self.shape.params_embedding or self.shape.params_lm_head
             share = stage_share(self.shape.params_total, embedding, n)
             weights, constants = weights * share, constants * share
