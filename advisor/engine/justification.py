@@ -4,6 +4,7 @@ and compute calculation, and why this system."""
 from __future__ import annotations
 
 from advisor.engine.device_memory import capacity_text
+from advisor.engine.frameworks import FRAMEWORKS
 from advisor.engine.memory import Workload
 from advisor.engine.models import AcceleratorSpec, EstimateRequest, Option, SystemSpec
 from advisor.engine.preference import OBJECTIVE_NAMES
@@ -140,6 +141,8 @@ def draft(
         return " ".join(parts)
     if option.memory is not None:
         parts.append(_memory_sentence(option, accelerator, serving=not wl.training))
+        if wl.fills_kv_cache:
+            parts.append(_reservation_sentence(wl, option))
     recipe = option.recipe
     if recipe is not None and wl.training:
         optimizer = OPTIMIZER_WORDS.get(recipe.optimizer or "", recipe.optimizer)
@@ -170,6 +173,19 @@ def draft(
     why += f" and is approved for {request.constraints.data_sensitivity} data."
     parts.append(why)
     return " ".join(parts)
+
+
+def _reservation_sentence(wl: Workload, option: Option) -> str:
+    """What a library that reserves a share of each GPU at start-up (vLLM) shows in
+    nvidia-smi, beside what the job needs: the KV cache fills the rest."""
+    library = FRAMEWORKS[wl.decode_framework]
+    share = library.preallocates or 1.0
+    return (
+        f"{library.name} reserves {share:.0%} of each GPU when it starts "
+        f"({gigabytes(option.capacity_bytes * share)}, what nvidia-smi will show): the figure "
+        "above is what the job needs (the model and one sequence's KV cache), and the cache "
+        "fills the rest."
+    )
 
 
 def _generation_words(recipe) -> str:

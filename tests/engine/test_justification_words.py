@@ -7,6 +7,7 @@ import pytest
 from advisor.engine import estimate
 from advisor.engine.models import EstimateRequest
 from tests.engine.catalog_fixture import catalog
+from tests.engine.inputs import config, default_catalog
 
 ZERO = re.compile(r"(?<![\d.,])0(\.0+)?( ?B-parameter| GB| GPU hours?| hours)")
 
@@ -48,3 +49,19 @@ def test_one_byte_formatter_for_the_justification_and_hosting(n_bytes, text):
     from advisor.engine.words import gigabytes
 
     assert gigabytes(n_bytes) == text
+
+
+def test_a_vllm_batch_job_says_what_vllm_reserves_beside_what_it_needs():
+    """Staff compare the memory with nvidia-smi: vLLM shows its whole reservation (90 % of
+    each GPU), not the model and one sequence the estimate lists."""
+    request = EstimateRequest(
+        config=config("meta-llama__Llama-2-70b-hf"), task="inference", tokens=10**8,
+        new_tokens=256, framework="vllm", system="stanage", accelerator="a100-80-sxm4",
+    )  # fmt: skip
+    said = estimate(request, default_catalog()).justification
+    assert "vLLM reserves 90% of each GPU when it starts (77.3 GB" in said
+    assert "the cache fills the rest" in said
+    generate = estimate(
+        request.model_copy(update={"framework": "transformers"}), default_catalog()
+    ).justification
+    assert "reserves" not in generate
