@@ -67,6 +67,10 @@ class ServingPlanning:
         (compute.kv_filled_batch): vLLM fills what its reservation leaves after the model."""
         memory = self.breakdown(strategy, k, choice, f.extra, stack=f.stack)[0]
         batch = filled_batch(self.framework, f.acc, f.capacity, memory, self.wl, self.tokens)
+        return self.with_batch(batch)
+
+    def with_batch(self, batch: int) -> Workload:
+        """The estimate's workload with `batch` sequences at once, one copy per batch size."""
         found = self.filled.get(batch)
         if found is None:
             found = self.filled[batch] = replace(self.wl, batch_size=batch)
@@ -77,11 +81,7 @@ class ServingPlanning:
         a decoding step on a stage reads that stage's weights for its batch alone, so a
         pipeline amortises each read over 1/stages of the sequences a tensor-parallel group
         of the same GPUs would (its price for skipping the all-reduces)."""
-        batch = max(1, wl.batch_size // stages)
-        found = self.filled.get(batch)
-        if found is None:
-            found = self.filled[batch] = replace(wl, batch_size=batch)
-        return found
+        return self.with_batch(max(1, wl.batch_size // stages))
 
     def short_of_cache(self, f: NodeFacts, batch: int) -> bool:
         """Fewer sequences at once than the library would run and the job has: the KV cache,

@@ -300,9 +300,13 @@ def _inference_launcher(
     """The library's command for a batch of prompts: vLLM's offline LLM class, a TGI server and
     its client, or the researcher's own generate() script."""
     strategy = option.strategy
-    tp = gpus_per_node if strategy == "tensor_parallel" else 1
-    # Stages: one per node over nodes, one per GPU within a node (pipeline_parallel).
-    pp = option.num_gpus if strategy == "pipeline_parallel" else nodes
+    # The replica's layout as the option's recipe records it (option_writing): tensor parallel
+    # within a node, a pipeline stage per node or, on PCIe nodes, per GPU.
+    recipe = option.recipe
+    if recipe is not None:
+        tp, pp = recipe.tp, recipe.pp
+    else:
+        tp, pp = (gpus_per_node if strategy == "tensor_parallel" else 1), nodes
     # fp8 as the estimate assumes: a checkpoint stored in fp8 loads as it is; a 16-bit one
     # is quantised at load.
     vllm_kwargs = ', quantization="fp8"' if fp8 else ""
