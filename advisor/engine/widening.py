@@ -64,6 +64,7 @@ def widen(
     floor = c.WIDENING_EFFICIENCY_FLOOR.value
     best = paying = Widened(n, choice, gpu_hours, "")
     costly = None  # (count, GPU hours) of the first count past the floor
+    slower = None  # (count, wall hours) of the first count that would not shorten the run
     for k in reach:
         if k <= n:
             continue
@@ -73,6 +74,11 @@ def widen(
             costly = costly or (k, hours)
             if not deadline:
                 break
+        if hours / k >= best.gpu_hours / best.n:
+            # What the extra GPUs add, the exchange between them takes back (a batch too
+            # small to split, a slow network): never more GPUs for a longer run.
+            slower = slower or (k, hours / k)
+            continue
         best = Widened(k, recipe, hours, "")
         if costly is None:
             paying = best
@@ -81,12 +87,21 @@ def widen(
             if costly is not None:  # past the floor, for the researcher's own deadline
                 said += f", at {hours / gpu_hours:.1f} x the GPU hours of {plural(n, 'GPU')}"
             return best._replace(reason=f"{said} (target {_hours(target)} h).")
-    if costly is not None:
-        k, hours = costly
-        why = (
-            f"{plural(k, 'GPU')} would cost {hours / gpu_hours:.1f} x the GPU hours of {n} "
-            f"(parallel efficiency below {floor:.0%}), more than a shorter run is worth"
-        )
+    if costly is not None or slower is not None:
+        if slower is not None and (costly is None or slower[0] < costly[0]):
+            k, wall = slower
+            why = (
+                f"{plural(k, 'GPU')} would take longer (about {wall:,.0f} h): the exchange "
+                "between them grows faster than the work they share"
+            )
+        else:
+            k, hours = costly
+            why = (
+                f"{plural(k, 'GPU')} would cost {hours / gpu_hours:.1f} x the GPU hours of {n} "
+                f"(parallel efficiency below {floor:.0%}), more than a shorter run is worth"
+            )
+        if costly is None:
+            return best._replace(reason=_short(best, n, target, why))
         if deadline:  # widened past the floor and still too slow: the count that pays
             why += f"; even {best.n} would take about {best.gpu_hours / best.n:,.0f} h"
         return paying._replace(reason=_short(paying, n, target, why))

@@ -5,7 +5,8 @@ half the parallel efficiency of the fitting count unless the researcher's deadli
 from __future__ import annotations
 
 from advisor.engine import estimate
-from advisor.engine.models import EstimateRequest
+from advisor.engine.models import EstimateRequest, NodeTypeSpec
+from advisor.engine.widening import widen
 from tests.engine.inputs import default_catalog
 
 # Batch 1 (one sequence per step per GPU): the exchange after every sample makes extra GPUs pay
@@ -98,6 +99,34 @@ def test_the_default_week_does_not_buy_twice_the_gpu_hours():
         "8 GPUs would cost 2.0 x the GPU hours of 2 (parallel efficiency below 50%), more than "
         "a shorter run is worth."
     )
+
+
+def test_more_gpus_that_would_take_longer_are_never_taken():
+    """A count whose exchange outgrows the work it shares is skipped, even where it stays
+    within the efficiency floor; a later count that is faster again is still taken."""
+    node = NodeTypeSpec(
+        name="n", count=8, accelerator="a", gpus_per_node=4, inter_node_interconnect="infiniband"
+    )
+    # 2 GPUs fit (100 h); 4 need no recomputation (40 h); 8 exchange more than they add.
+    walls = {4: 40.0, 8: 45.0, 16: 30.0}  # wall hours per count
+
+    def run(target, deadline=False):
+        return widen(
+            node,
+            (2, 4, 8, 16),
+            2,
+            "recipe",
+            2 * 100.0,
+            target=target,
+            deadline=deadline,
+            recipe_at=lambda k: "recipe",
+            hours_at=lambda k, recipe: walls[k] * k,
+        )
+
+    week = run(target=35)
+    assert week.n == 4  # 16 cost 2.4 x the GPU hours of 2: past the floor, not a deadline
+    assert "8 GPUs would take longer (about 45 h)" in week.reason
+    assert run(target=35, deadline=True).n == 16  # the researcher's deadline: 16 meets it
 
 
 def test_a_researchers_deadline_gets_more_gpus_where_the_network_allows():
