@@ -12,7 +12,7 @@ from advisor.engine.device_memory import capacity_text, device_bytes
 from advisor.engine.layouts import counts_for
 from advisor.engine.models import AcceleratorSpec, NodeTypeSpec, PartitionSpec, SystemSpec
 from advisor.engine.options import AcceleratorFacts, NodeFacts, Stack
-from advisor.engine.roofline import eager_score_bytes
+from advisor.engine.roofline import eager_score_bytes, loss_traffic
 from advisor.engine.speed import prefill_utilisation, training_utilisation
 
 
@@ -50,6 +50,7 @@ class FactGathering:
             compiled=wl.compiled,
             matmul_peak_tflops=peak_tflops(acc, dtype) if dtype == "fp32" else None,
             score_bytes=0.0 if fused else self.eager_score_bytes(dtype),
+            loss_bytes=self.loss_bytes(dtype),
         )
         if not self.training:
             util = prefill_utilisation(util)
@@ -180,6 +181,12 @@ class FactGathering:
         return eager_score_bytes(
             self.shape, wl.seq_len, element, dropout=dropout, training=self.training
         )
+
+    def loss_bytes(self, dtype: str | None) -> float:
+        """What this training job's loss moves per token and layer beyond a fused one
+        (roofline.LossTraffic.beyond_fused)."""
+        traffic = loss_traffic(self.shape, self.wl, dtype)
+        return traffic.beyond_fused(self.shape) if traffic is not None else 0.0
 
     def attention_fallback(self, system: SystemSpec, acc: AcceleratorSpec, gen) -> str | None:
         """Why a training job without a fused attention kernel on this node runs with eager

@@ -4,11 +4,15 @@ memory bandwidth (c.ELEMENTWISE_BYTES_PER_WIDTH, set from llm-foundry's 125M and
 layer spends `1 / (1 + E x h x peak / (6 x p_layer x bandwidth))` of its time in matmuls; under
 torch.compile the elementwise bytes shrink to c.COMPILE_ELEMENTWISE_SHARE of the eager ones
 (speed.py reads both). Attention without a fused kernel adds its scores' traffic
-(eager_score_bytes), and an fp32 job's matmuls run at the fp32 peak."""
+(eager_score_bytes), an unfused loss its logits' (loss_traffic), and an fp32 job's
+matmuls run at the fp32 peak."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from advisor.engine import constants as c
+from advisor.engine.memory_terms import Workload
 from advisor.engine.models import AcceleratorSpec
 from advisor.engine.shape import ModelShape
 
@@ -41,18 +45,72 @@ def eager_score_bytes(
     return passes * element_bytes * shape.num_attention_heads * seq_len * share
 
 
+# The fp32 cast of 16-bit logits and its backward (c.LOSS_TRAFFIC_BYTES): read 2, write 4 bytes
+# per entry, then read 4, write 2; fp32 logits skip both.
+_CAST_BYTES = 12.0
+
+
+@dataclass(frozen=True, slots=True)
+class LossTraffic:
+    """What a training job's loss moves over its logits, per token (loss_traffic)."""
+
+    per_entry: float  # bytes per scored token and vocabulary entry, forward + backward
+    scored_share: float  # of the tokens, those whose logits are formed
+
+    def bytes_per_token(self, shape: ModelShape) -> float:
+        return self.per_entry * shape.vocab_size * self.scored_share
+
+    def beyond_fused(self, shape: ModelShape) -> float:
+        """Bytes per token and layer beyond the fused loss of the calibration runs
+        (c.FUSED_LOSS_TRAFFIC_BYTES), spread over the layers as `layer_params` spreads the LM
+        head's matmul: what the per-layer roofline adds. Next to a layer's own elementwise
+        traffic it is small for a 7B model (Llama 2's 32,000 entries add about 3 %) and large
+        for a small one with a large vocabulary (GPT-2 124M's 50,257 add about half)."""
+        extra = self.per_entry - c.FUSED_LOSS_TRAFFIC_BYTES.value
+        if extra <= 0 or shape.vocab_size <= 0:
+            return 0.0
+        return extra * shape.vocab_size * self.scored_share / max(shape.total_layers, 1)
+
+
+def loss_traffic(shape: ModelShape, wl: Workload, dtype: str | None) -> LossTraffic | None:
+    """What a training job's loss moves over its logits: the fp32 loss of 16-bit logits
+    (c.LOSS_TRAFFIC_BYTES), without the two casts where the logits are fp32 already; None
+    where nothing is moved beyond a fused loss (inference, a model without a vocabulary head,
+    a loss that never forms the logits whole: Liger's fused linear cross-entropy, Unsloth's
+    Cut Cross-Entropy). Only a GRPO completion's tokens are scored, and an encoder-decoder's
+    target."""
+    never_formed = wl.logits_per_entry == 0.0 and not wl.loss_chunk_tokens
+    if not wl.training or not shape.vocab_head or never_formed:
+        return None
+    per_entry = c.LOSS_TRAFFIC_BYTES.value
+    if dtype == "fp32" or wl.act_bytes != 2:
+        per_entry -= _CAST_BYTES
+    scored = 1.0
+    if wl.rollout is not None:
+        scored = wl.rollout.completion_tokens / max(wl.seq_len, 1)
+    elif wl.decoder_len and wl.encoder_len:
+        scored = min(wl.decoder_len / max(wl.seq_len, 1), 1.0)
+    return LossTraffic(per_entry, scored)
+
+
 COMPILE_WHY = "torch.compile fusing the elementwise kernels between matmuls"
 
 
 def compile_gain(
-    shape: ModelShape, acc: AcceleratorSpec, peak_tflops: float | None = None
+    shape: ModelShape,
+    acc: AcceleratorSpec,
+    peak_tflops: float | None = None,
+    loss_bytes: float = 0.0,
 ) -> float:
     """How much faster a layer runs when torch.compile fuses its elementwise work: the per-layer
     roofline with c.COMPILE_ELEMENTWISE_SHARE of the eager elementwise bytes, over the eager
     one (the catalog's measurements ran eager). Most for small models on chips with little
     bandwidth per FLOP: about 1.10 for Llama 3.2 3B on an A100, 1.16 for Llama 3.1 8B on an
-    H100 with 2.4 TB/s, the pair the constant was set from."""
-    eager = roofline_factor(shape, acc, peak_tflops)
+    H100 with 2.4 TB/s, the pair the constant was set from. `loss_bytes`: an unfused loss's
+    traffic (LossTraffic.beyond_fused), whose cast and log-softmax chain Inductor fuses the same way
+    (the loss is compiled with the model where the model's forward computes it, and torchtune
+    compiles its loss function too)."""
+    eager = roofline_factor(shape, acc, peak_tflops, loss_bytes)
     ratio = 1 / eager - 1
     return (1 + ratio) / (1 + ratio * c.COMPILE_ELEMENTWISE_SHARE.value)
 

@@ -8,13 +8,10 @@ estimate, in three steps:
 2. **Nearest measurement.** Among the catalog's benchmarks on the same accelerator (or, one
    step further away, the same generation) the nearest to the job in task, precision, model
    size, sequence length, micro-batch and strategy is chosen (`_distance`).
-3. **Transfer by a roofline per layer.** Each layer's matmuls run at the generation's matmul
-   efficiency and its elementwise work moves bytes at the memory bandwidth, so a layer's
-   efficiency is `1 / (1 + E x h x peak / (6 x p_layer x bandwidth))` with h the hidden size,
-   p_layer the matmul parameters per layer and E the elementwise bytes per token and layer per
-   unit of width. The measurement's MFU is divided by its own model's factor and multiplied by
-   the job's: a 125M model on an A100 reaches about 70 % of what a 7B model does (llm-foundry),
-   a 124M nanoGPT about 28 % of the peak.
+3. **Transfer by a roofline per layer** (roofline.py: matmuls at the peak, elementwise
+   work, eager attention's scores and an unfused loss's logits at the memory bandwidth). The
+   measurement's MFU is divided by its own model's factor and multiplied by the job's: a 125M
+   model on an A100 reaches about 70 % of what a 7B model does (llm-foundry).
 
 Without a measurement the job gets the generation's documented default (at its reference
 model width), transferred the same way, and the option says it is a default. Mixture-of-experts
@@ -244,6 +241,7 @@ def training_utilisation(
     compiled: bool = False,
     matmul_peak_tflops: float | None = None,
     score_bytes: float = 0.0,
+    loss_bytes: float = 0.0,
 ) -> Utilisation:
     """Utilisation of the dense peak for training `shape` on `acc` (see the module docstring).
     `compiled`: the job runs under torch.compile, which the measurements did not
@@ -252,10 +250,11 @@ def training_utilisation(
     set it (else c.FP32_MATMUL_EFFICIENCY of that peak, never the tensor-core runs' share), and
     its elementwise bytes cost a smaller part of the slower layer. `score_bytes`: eager
     attention's traffic over its scores per token and layer (roofline.eager_score_bytes), which
-    the measurements, run with fused attention kernels, did not move. The long `source` text
-    is written only when asked for (the recommended option's)."""
+    the measurements, run with fused attention kernels, did not move; `loss_bytes` likewise
+    an unfused loss's beyond their fused one (roofline.LossTraffic.beyond_fused). The long
+    `source` text is written only when asked for (the recommended option's)."""
     gen = generation(acc)
-    job = roofline_factor(shape, acc, matmul_peak_tflops, score_bytes)
+    job = roofline_factor(shape, acc, matmul_peak_tflops, score_bytes + loss_bytes)
     fp32 = matmul_peak_tflops is not None
     found, nearest = _candidates(distances, acc.name, gen.key, fp32)
     if found:
@@ -281,7 +280,7 @@ def training_utilisation(
     if shape.num_experts > 0 and shape.params_active < shape.params_total:
         factors.append((c.MOE_UTILISATION_FACTOR.value, "mixture-of-experts"))
     if compiled:
-        factors.append((compile_gain(shape, acc, matmul_peak_tflops), COMPILE_WHY))
+        factors.append((compile_gain(shape, acc, matmul_peak_tflops, loss_bytes), COMPILE_WHY))
     return _with_factors(base, tuple(factors), compiled)
 
 

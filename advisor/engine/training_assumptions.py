@@ -19,6 +19,7 @@ from advisor.engine.memory_terms import loss_chunk_bytes
 from advisor.engine.models import Assumption, EstimateRequest, built
 from advisor.engine.optimizer_step import step_bytes_per_param
 from advisor.engine.recipe_reasons import OPTIMIZER_WORDS
+from advisor.engine.roofline import LossTraffic, loss_traffic
 from advisor.engine.shape import ModelShape
 from advisor.engine.tensor_parallel import layout_key
 
@@ -55,6 +56,9 @@ def training_assumptions(
     elif wl.objective != "sft":
         out.append(preference.assumption(wl, framework, _reference_bytes(shape, wl, best)))
     out.append(_logits_assumption(request, shape, wl, framework))
+    traffic = loss_traffic(shape, wl, wl.compute_dtype)
+    if traffic is not None:
+        out.append(_loss_traffic_assumption(shape, traffic, framework))
     out.append(c.MICROBATCH_SATURATION_TOKENS.assumption())
     if wl.compiled:
         out.append(
@@ -165,6 +169,24 @@ def _logits_assumption(
     return c.LOGITS_TRAINING_BYTES.assumption(
         f"{wl.logits_per_entry:g} bytes per token x vocabulary entry: "
         f"{framework.name} computes the loss without full fp32 logits"
+    )
+
+
+def _loss_traffic_assumption(shape: ModelShape, traffic: LossTraffic, framework) -> Assumption:
+    """What the loss moves over the logits each step, and what the speed assumes of it."""
+    scored = "" if traffic.scored_share >= 1 else f" for {traffic.scored_share:.0%} of the tokens"
+    fused = (
+        f"; a fused loss ({framework.fused_loss_switch}) moves about "
+        f"{c.FUSED_LOSS_TRAFFIC_BYTES.value:g}"
+        if framework.fused_loss_switch
+        else ""
+    )
+    return c.LOSS_TRAFFIC_BYTES.assumption(
+        f"{traffic.per_entry:g} bytes per token x vocabulary entry{scored}: "
+        f"{traffic.bytes_per_token(shape) / 1e6:.1f} MB per token over {shape.vocab_size:,} "
+        "entries, timed at the memory bandwidth beside each layer's own elementwise work, "
+        f"less the {c.FUSED_LOSS_TRAFFIC_BYTES.value:g} the calibration runs' fused loss "
+        f"moved{fused}"
     )
 
 

@@ -69,7 +69,7 @@ def test_an_infiniband_system_still_widens_to_meet_the_week():
     assert (option.num_gpus, option.nodes) == (64, 8)
     assert option.wall_hours <= 168
     assert said(option, "wall time") == (
-        "uses 64 GPUs to bring the wall time to about 97 h (target 168 h)."
+        "uses 64 GPUs to bring the wall time to about 98 h (target 168 h)."
     )
     fewer = pick(
         options(**PRETRAIN_7B, tokens=10**11, num_gpus=32), "azure", "a100-80-sxm4", "zero2"
@@ -87,18 +87,20 @@ def test_each_count_is_priced_with_its_own_recipe():
     assert fewer.wall_hours > 168
 
 
-def test_the_default_week_does_not_buy_twice_the_gpu_hours():
+def test_the_default_week_does_not_buy_gpus_that_slow_the_run():
     """Baskerville's A100-80 nodes over 200 Gbit/s InfiniBand: beyond one node, batch-1 ZeRO-2
-    spends more than twice the GPU hours of the 2 GPUs that fit, so the week is missed
-    and the option says why instead of doubling the allocation."""
+    exchanges more than the second node adds, so 8 GPUs would take longer than 4: the week is
+    missed and the option says why instead of doubling the allocation."""
     option = pick(options(**PRETRAIN_7B, tokens=10**11), "baskerville", "a100-80-sxm4", "zero2")
     assert option.num_gpus == 4
     assert option.wall_hours > 168
     assert option.eligible  # the week is a target; the ranking's deadline tie-breaker judges it
-    assert said(option, "above the target").endswith(
-        "8 GPUs would cost 2.0 x the GPU hours of 2 (parallel efficiency below 50%), more than "
-        "a shorter run is worth."
+    reason = said(option, "above the target")
+    assert "8 GPUs would take longer (about " in reason
+    wall = float(
+        reason.split("8 GPUs would take longer (about ")[1].split(" h")[0].replace(",", "")
     )
+    assert wall > option.wall_hours
 
 
 def test_more_gpus_that_would_take_longer_are_never_taken():

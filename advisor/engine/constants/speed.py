@@ -111,6 +111,38 @@ EAGER_SCORE_PASSES = Constant(
     "without a fused attention kernel a long sequence's scores cost more memory traffic than "
     "the rest of the layer's elementwise work",
 )
+LOSS_TRAFFIC_BYTES = Constant(
+    "Memory traffic of an unfused language-model loss",
+    44,
+    "bytes per (token x vocabulary entry) per training step, forward + backward, for 16-bit "
+    "logits and a loss in fp32 (32 where the logits are fp32 already)",
+    "counted from the kernels of F.cross_entropy after `logits.float()` (transformers' "
+    "ForCausalLMLoss; torch.autocast casts cross_entropy to fp32 the same way): the cast reads "
+    "2 and writes 4 bytes; log_softmax (PyTorch's cunn_SoftMaxForward) reads the fp32 row for "
+    "its max and its sum of exponentials and again to write the 4-byte result (12-16); "
+    "nll_loss's backward writes a zero-filled fp32 gradient (4); log_softmax_backward reads "
+    "that gradient and the saved output for its sum and again for the result it writes "
+    "(12-20); the cast's backward reads 4 and writes 2. 36-52 bytes, depending on how many of "
+    "the repeated reads a row finds in L2; the middle is used. The calibration runs "
+    "(llm-foundry's MPT tables, flash-attention's GPT tables) trained with flash-attention's "
+    "fused cross-entropy instead, which reads the 16-bit logits once in the forward pass and "
+    "once in the backward, writing the gradient in place (FUSED_LOSS_TRAFFIC_BYTES): the "
+    "roofline (ELEMENTWISE_BYTES_PER_WIDTH) already holds that much",
+    "a small model with a large vocabulary spends a noticeable part of each step moving its "
+    "logits through an unfused loss",
+)
+FUSED_LOSS_TRAFFIC_BYTES = Constant(
+    "Memory traffic of a fused language-model loss",
+    6,
+    "bytes per (token x vocabulary entry) per training step",
+    "flash-attention's Triton cross-entropy (flash_attn/ops/triton/cross_entropy.py), the "
+    "default loss of llm-foundry's MPT models (ComposerMPTCausalLM loss_fn "
+    "'fused_crossentropy') and of flash-attention's GPT training configs: one read of the "
+    "16-bit logits for the log-sum-exp, one read and one in-place write of their gradient. "
+    "Liger Kernel's fused linear cross-entropy and Apple's Cut Cross-Entropy never write the "
+    "whole logits and move no more",
+    "what the calibration runs' loss moved, so only the excess of an unfused loss is added",
+)
 COMPILE_ELEMENTWISE_SHARE = Constant(
     "Elementwise traffic left by torch.compile",
     0.55,

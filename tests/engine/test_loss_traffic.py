@@ -1,0 +1,55 @@
+"""An unfused loss moves the logits through memory several times a step (engine 1.43.0): the
+fp32 cast, log-softmax and their backward cost 44 bytes per token and vocabulary entry, where
+the calibration runs' fused loss moved 6. It shows in small models with large vocabularies
+and hardly in 7B ones; a fused loss or torch.compile takes most of it away."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.engine.inputs import config, on_one_a100_80gb
+
+GPT2 = config("openai-community__gpt2")
+LLAMA2_7B = config("meta-llama__Llama-2-7b-hf")
+BERT = config("google-bert__bert-base-uncased")
+
+
+def hours(cfg, **fields) -> float:
+    fields = {"task": "pretrain", "seq_len": 1024, "batch_size": 64, "tokens": 10**9, **fields}
+    return on_one_a100_80gb(config=cfg, **fields)[1].gpu_hours
+
+
+def test_gpt2_small_pays_for_its_unfused_loss_and_a_7b_model_hardly_does():
+    # GPT-2 124M: 50,257 entries x 38 bytes beyond a fused loss, over 12 layers of width 768.
+    assert hours(GPT2) / hours(GPT2, fused_loss=True) == pytest.approx(1.22, abs=0.05)
+    # Llama-2-7B: 32,000 entries over 32 layers of width 4,096.
+    assert 1.0 < hours(LLAMA2_7B) / hours(LLAMA2_7B, fused_loss=True) < 1.04
+
+
+def test_torch_compile_fuses_the_loss_chain_as_it_does_the_layers():
+    eager = hours(GPT2) / hours(GPT2, fused_loss=True)
+    compiled = hours(GPT2, torch_compile=True) / hours(GPT2, fused_loss=True, torch_compile=True)
+    assert 1.0 < compiled < eager
+
+
+def test_a_classification_head_moves_no_vocabulary_logits():
+    fields = {"task": "full_finetune", "seq_len": 128, "batch_size": 32, "tokens": 10**8}
+    sequence_classification = {**BERT, "architectures": ["BertForSequenceClassification"]}
+    assert hours(sequence_classification, **fields) == hours(
+        sequence_classification, fused_loss=True, **fields
+    )
+
+
+def test_the_result_says_what_the_loss_moves_and_how_to_fuse_it():
+    result, _ = on_one_a100_80gb(
+        config=GPT2, task="pretrain", seq_len=1024, batch_size=64, tokens=10**9
+    )
+    said = next(a for a in result.assumptions if a.name.startswith("Memory traffic of an unfused"))
+    assert said.value.startswith(
+        "44 bytes per token x vocabulary entry: 2.2 MB per token over 50,257 entries"
+    )
+    assert "use_liger_kernel=True" in said.value
+    fused, _ = on_one_a100_80gb(
+        config=GPT2, task="pretrain", seq_len=1024, batch_size=64, tokens=10**9, fused_loss=True
+    )
+    assert not any(a.name.startswith("Memory traffic of an unfused") for a in fused.assumptions)
