@@ -18,6 +18,7 @@ from advisor.engine.options import inference_shards, wall_target
 from advisor.engine.preference import fused_switch, min_micro_batch
 from advisor.engine.recommend import trusted
 from advisor.engine.rollouts import memory_share, vllm_weight_bytes
+from advisor.engine.roofline import loss_traffic, unfused_loss_share
 from advisor.engine.shape import ModelShape
 from advisor.engine.slurm import sbatch_script
 from advisor.engine.words import plural
@@ -228,8 +229,36 @@ def recipe_hints(
     hints = [
         leaner_recipe_hint(request, shape, wl, best, framework),
         generation_engine_hint(shape, wl, best.option),
+        unfused_loss_time_hint(shape, wl, best, framework),
     ]
     return [hint for hint in hints if hint is not None]
+
+
+# An unfused loss takes at least this share of a step's time: worth saying what fusing saves.
+_LOSS_TIME_WORTH_A_HINT = 0.10
+
+
+def unfused_loss_time_hint(shape: ModelShape, wl: Workload, best, framework) -> str | None:
+    """A small model with a large vocabulary spends a good part of each step moving its
+    logits through the library's fp32 loss (roofline.loss_traffic); Liger Kernel's fused linear
+    cross-entropy never forms them. Said, not assumed: the researcher decides whether to add
+    the dependency."""
+    if not framework.fused_loss_switch or wl.objective != "sft":
+        return None
+    traffic = loss_traffic(shape, wl, wl.compute_dtype)
+    if traffic is None:
+        return None
+    share = unfused_loss_share(shape, best.accelerator, traffic.beyond_fused(shape))
+    if share < _LOSS_TIME_WORTH_A_HINT:
+        return None
+    return (
+        f"Moving the logits through the loss takes about {share:.0%} of each step's time on "
+        f"{words.with_article(best.accelerator.display_name)} ({traffic.per_entry:g} bytes per "
+        f"token for each of the {shape.vocab_size:,} vocabulary entries: the fp32 cast, "
+        "log-softmax and their backward). Liger Kernel's fused linear cross-entropy "
+        f"({framework.fused_loss_switch}) never forms them and would save about that share of "
+        f"the GPU hours; not assumed here ({_how_to_estimate_fused(framework)}, to estimate it)."
+    )
 
 
 # vLLM's 16-bit weights take at least this share of a GPU: worth saying how to split them.

@@ -93,6 +93,14 @@ def loss_traffic(shape: ModelShape, wl: Workload, dtype: str | None) -> LossTraf
     return LossTraffic(per_entry, scored)
 
 
+def unfused_loss_share(shape: ModelShape, acc: AcceleratorSpec, loss_bytes: float) -> float:
+    """The share of a layer's time (and so of the GPU hours) that `loss_bytes` of an unfused
+    loss (LossTraffic.beyond_fused) take on `acc`: what a fused loss would save."""
+    if loss_bytes <= 0:
+        return 0.0
+    return 1 - roofline_factor(shape, acc, None, loss_bytes) / roofline_factor(shape, acc)
+
+
 COMPILE_WHY = "torch.compile fusing the elementwise kernels between matmuls"
 
 
