@@ -12,6 +12,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from advisor.engine import run_loss_facts
+from advisor.engine.models import EstimateRequest
 from allocations.models import (
     AllocationRequest,
     MeasurementReview,
@@ -116,6 +118,7 @@ def trial_measurement_benchmark_values(
         system = None  # measured elsewhere than the facility asked for
     packages = ", ".join(f"{k} {v}" for k, v in sorted(report.software.packages.items()))
     memory = report.memory.max_reserved_bytes
+    vocab_size, fused_loss = _snapshot_loss(snapshot)
     return {
         "accelerator": accelerator,
         "system": system,
@@ -129,6 +132,8 @@ def trial_measurement_benchmark_values(
         "seq_len": report.workload.seq_len,
         "tokens_per_second": report.measurement.tokens_per_second,
         "peak_memory_gb": memory / 1e9 if memory else None,
+        "vocab_size": vocab_size,
+        "fused_loss": fused_loss,
         "notes": (
             f"Trial run measured with the trial-run helper {report.helper_version}: "
             f"{report.measurement.steady_steps} steady steps after "
@@ -240,6 +245,18 @@ def trial_measurement_calibration_problem(measurement: TrialMeasurement) -> str:
             "fine-tuning, calibrates it."
         )
     return ""
+
+
+def _snapshot_loss(snapshot: dict) -> tuple[int | None, bool | None]:
+    """The vocabulary and the fused-or-not loss the request's estimate assumed (the library it
+    named, or the one it assumed), which the trial run ran: its benchmark then transfers its
+    speed without charging an unfused loss twice. Unknown where the frozen inputs no longer
+    parse."""
+    try:
+        request = EstimateRequest.model_validate((snapshot or {}).get("request") or {})
+    except ValueError:
+        return None, None
+    return run_loss_facts(request)
 
 
 def _snapshot_params(allocation_request: AllocationRequest) -> int | None:

@@ -62,9 +62,17 @@ def _rows_from_json(path: Path, text: str) -> list[tuple[str, dict]]:
     return out
 
 
-_INTS = {"params", "num_gpus", "batch_size", "seq_len", "hidden_size", "num_layers"}
+_INTS = {
+    "params",
+    "num_gpus",
+    "batch_size",
+    "seq_len",
+    "hidden_size",
+    "num_layers",
+    "vocab_size",
+}
 _FLOATS = {"tokens_per_second", "peak_memory_gb", "mfu"}
-_BOOLS = {"gradient_checkpointing"}
+_BOOLS = {"gradient_checkpointing", "fused_loss"}
 
 
 def _rows_from_csv(path: Path, text: str) -> list[tuple[str, dict]]:

@@ -247,6 +247,7 @@ class BenchmarkIn(_In, BenchmarkSpec):
     mfu: float | None = Field(default=None, gt=0, le=1)
     hidden_size: int | None = Field(default=None, ge=1)
     num_layers: int | None = Field(default=None, ge=1)
+    vocab_size: int | None = Field(default=None, ge=1)
     source: Source
 
 

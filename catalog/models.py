@@ -423,6 +423,16 @@ class Benchmark(models.Model):
     hidden_size = models.PositiveIntegerField(null=True, blank=True)
     num_layers = models.PositiveIntegerField(null=True, blank=True)
     gradient_checkpointing = models.BooleanField(null=True, blank=True)
+    vocab_size = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The model's vocabulary (entries of its LM head)."
+    )
+    fused_loss = models.BooleanField(
+        null=True,
+        blank=True,
+        help_text="Whether the run's loss was fused (flash-attention's or Liger's "
+        "cross-entropy, Unsloth): an unfused loss's traffic over the logits is part of its "
+        "speed. Unknown is read as fused.",
+    )
     outcome = models.CharField(
         max_length=20, choices=BenchmarkOutcome.choices, default=BenchmarkOutcome.COMPLETED
     )

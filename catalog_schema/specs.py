@@ -153,6 +153,11 @@ class BenchmarkSpec(Frozen):
     hidden_size: int | None = None
     num_layers: int | None = None
     gradient_checkpointing: bool | None = None
+    # The run's vocabulary and whether its loss was fused (flash-attention's or Liger's
+    # cross-entropy, which never moves fp32 logits): an unfused loss's traffic is part of the
+    # run's speed (advisor/engine/roofline.py, loss_traffic). Unknown reads as fused.
+    vocab_size: int | None = None
+    fused_loss: bool | None = None
     outcome: BenchmarkOutcome = "completed"
     notes: str = ""
     source: str

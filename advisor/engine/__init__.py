@@ -12,7 +12,7 @@ from advisor.engine.errors import EstimateError
 from advisor.engine.request_checks import RequestError, parse_request
 from advisor.engine.uncertainty import memory_uncertainty
 from advisor.engine.version import ENGINE_VERSION
-from advisor.engine.workload import resolve_model
+from advisor.engine.workload import resolve_model, run_loss_facts
 
 __all__ = [
     "ENGINE_VERSION",
@@ -23,4 +23,5 @@ __all__ = [
     "memory_uncertainty",
     "parse_request",
     "resolve_model",
+    "run_loss_facts",
 ]

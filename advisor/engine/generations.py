@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from advisor.engine import constants as c
 from advisor.engine.models import AcceleratorSpec
 
 
@@ -58,3 +59,19 @@ def generation_of(name: str, vendor: str = "") -> Generation:
     vendor = vendor.lower() or "unknown"
     platform = {"nvidia": "cuda", "amd": "rocm", "intel": "xpu"}.get(vendor, "other")
     return Generation(f"{vendor}-other", f"{vendor} (other)", vendor, platform)
+
+
+def default_for(gen: Generation, acc: AcceleratorSpec, flash_attention: bool):
+    """(the documented default constant, the model width it was measured at)."""
+    if gen.key == "nvidia-ampere-dc" and flash_attention:
+        return c.MFU_TRAINING_FLASH, c.MFU_TRAINING_FLASH_WIDTH
+    found = c.MFU_BY_GENERATION.get(gen.key)
+    if found is not None:
+        return found
+    # Unknown generation: by the dense 16-bit peak, as engine 1.x did.
+    peak = acc.bf16_tflops or acc.fp16_tflops or 0
+    if peak >= c.HOPPER_CLASS_TFLOPS:
+        return c.MFU_BY_GENERATION["nvidia-hopper"]
+    if peak and peak < c.OLDER_CLASS_TFLOPS:
+        return c.MFU_BY_GENERATION["nvidia-volta"]
+    return c.MFU_BY_GENERATION["nvidia-ampere-dc"]

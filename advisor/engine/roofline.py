@@ -93,6 +93,20 @@ def loss_traffic(shape: ModelShape, wl: Workload, dtype: str | None) -> LossTraf
     return LossTraffic(per_entry, scored)
 
 
+def run_loss_bytes(
+    vocab_size: int | None, layers: float, fused: bool | None, *, fp32: bool = False
+) -> float:
+    """What a measured run's own loss moved per token and layer beyond a fused one
+    (LossTraffic.beyond_fused for the run): none unless its benchmark says the loss was not
+    fused and gives the vocabulary (an institute's trial run under the Transformers Trainer;
+    Megatron-LM 2019's fp32 vocab-parallel cross-entropy), so that a job with the same loss
+    is not charged it twice."""
+    if fused is not False or not vocab_size:
+        return 0.0
+    per_entry = c.LOSS_TRAFFIC_BYTES.value - (_CAST_BYTES if fp32 else 0.0)
+    return (per_entry - c.FUSED_LOSS_TRAFFIC_BYTES.value) * vocab_size / max(layers, 1)
+
+
 def unfused_loss_share(shape: ModelShape, acc: AcceleratorSpec, loss_bytes: float) -> float:
     """The share of a layer's time (and so of the GPU hours) that `loss_bytes` of an unfused
     loss (LossTraffic.beyond_fused) take on `acc`: what a fused loss would save."""

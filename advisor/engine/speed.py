@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, replace
 
 from advisor.engine import constants as c
-from advisor.engine.generations import Generation, generation, generation_of
+from advisor.engine.generations import default_for, generation, generation_of
 from advisor.engine.models import AcceleratorSpec, BenchmarkSpec
 from advisor.engine.roofline import (
     COMPILE_WHY,
@@ -32,6 +32,7 @@ from advisor.engine.roofline import (
     reference_roofline,
     roofline,
     roofline_factor,
+    run_loss_bytes,
 )
 from advisor.engine.shape import ModelShape
 
@@ -141,6 +142,8 @@ class _Measured:
     # An fp32 run: its matmuls ran on the CUDA cores and its MFU is of the fp32 peak. Such a
     # run sets fp32 jobs' utilisation and no other; tensor-core runs set no fp32 job's.
     fp32: bool = False
+    # What the run's own unfused loss moved per token and layer (roofline.run_loss_bytes).
+    loss_bytes: float = 0.0
 
 
 _INDEX: dict[int, tuple[list[BenchmarkSpec], tuple[_Measured, ...]]] = {}
@@ -173,6 +176,8 @@ def measured(
         acc = accelerators.get(bench.accelerator)
         gen = generation(acc) if acc is not None else generation_of(bench.accelerator)
         fp32 = bench.precision == "fp32"
+        layers = bench.num_layers or (bench.params / layer_params if layer_params else 1)
+        loss = run_loss_bytes(bench.vocab_size, layers, bench.fused_loss, fp32=fp32)
         out.append(
             _Measured(
                 bench,
@@ -184,10 +189,11 @@ def measured(
                 math.log(bench.params) if bench.params else None,
                 math.log(bench.seq_len) if bench.seq_len else None,
                 math.log(bench.batch_size) if bench.batch_size else None,
-                roofline(width, layer_params, acc, acc.fp32_tflops if fp32 else None)
+                roofline(width, layer_params, acc, acc.fp32_tflops if fp32 else None, loss)
                 if acc is not None and width is not None and layer_params is not None
                 else None,
                 fp32,
+                loss,
             )
         )
     if len(_INDEX) > 64:
@@ -481,21 +487,6 @@ def _transfer(m: _Measured, job: float, acc: AcceleratorSpec, *, recompute: bool
         return base
     own = m.own_roofline
     if own is None:  # the measured chip is not in the catalog: as if measured on this one
-        own = roofline(m.width, m.layer_params, acc, acc.fp32_tflops if m.fp32 else None)
+        peak = acc.fp32_tflops if m.fp32 else None
+        own = roofline(m.width, m.layer_params, acc, peak, m.loss_bytes)
     return base * job / own
-
-
-def default_for(gen: Generation, acc: AcceleratorSpec, flash_attention: bool):
-    """(the documented default constant, the model width it was measured at)."""
-    if gen.key == "nvidia-ampere-dc" and flash_attention:
-        return c.MFU_TRAINING_FLASH, c.MFU_TRAINING_FLASH_WIDTH
-    found = c.MFU_BY_GENERATION.get(gen.key)
-    if found is not None:
-        return found
-    # Unknown generation: by the dense 16-bit peak, as engine 1.x did.
-    peak = acc.bf16_tflops or acc.fp16_tflops or 0
-    if peak >= c.HOPPER_CLASS_TFLOPS:
-        return c.MFU_BY_GENERATION["nvidia-hopper"]
-    if peak and peak < c.OLDER_CLASS_TFLOPS:
-        return c.MFU_BY_GENERATION["nvidia-volta"]
-    return c.MFU_BY_GENERATION["nvidia-ampere-dc"]

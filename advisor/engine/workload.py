@@ -461,6 +461,24 @@ def _loss_terms(fused_loss: bool | None, framework) -> tuple[float | None, int |
     return (0.0 if fused_loss else None), None
 
 
+def run_loss_facts(request: EstimateRequest) -> tuple[int | None, bool | None]:
+    """(the vocabulary its loss scores, whether the loss never forms the full logits) of a
+    training job as the engine reads the request: what a trial run of it measured with, so
+    that its benchmark transfers its speed without charging an unfused loss twice
+    (BenchmarkSpec.vocab_size, fused_loss). (None, None) for inference; no vocabulary where
+    the model cannot be counted or has no vocabulary head."""
+    if request.task == "inference":
+        return None, None
+    framework, _ = framework_for(request.framework, True, needs_trl_trainer(request))
+    per_entry, chunk = _loss_terms(request.fused_loss, framework)
+    try:
+        shape = resolve_shape(request)
+    except RequestError:
+        return None, per_entry == 0.0 and not chunk
+    vocab = shape.vocab_size if shape.vocab_head and shape.vocab_size > 0 else None
+    return vocab, per_entry == 0.0 and not chunk
+
+
 def _pinned_or(pinned: bool | None, default: bool) -> bool:
     """The researcher's value where given, else the library's default."""
     return default if pinned is None else pinned

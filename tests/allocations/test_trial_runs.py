@@ -447,6 +447,10 @@ def test_an_accepted_measurement_changes_the_next_estimate_for_that_gpu(
         f"allocation-request:{allocation_request.pk}/measurement:{measurement.pk}"
     )
     assert benchmark.system.name == "baskerville"
+    # The estimate assumed the Transformers Trainer ("not sure"): its loss was not fused, so
+    # the run's speed already holds the logits' traffic and is not charged it twice.
+    assert benchmark.fused_loss is False
+    assert benchmark.vocab_size
 
     after, reasons = estimate_hours(client, "a100-40-sxm4")
     # 12 % measured instead of the 50-60 % default (or a published benchmark's): far slower.

@@ -102,6 +102,31 @@ def test_a_csv_row_loads_and_reaches_the_engine(default_catalog, tmp_path):
     assert bench.source == "institute benchmark run 2026-11-20"
 
 
+def test_a_runs_vocabulary_and_unfused_loss_load_and_bad_ones_are_refused(
+    default_catalog, tmp_path
+):
+    """An institute's run under the Transformers Trainer moved its fp32 logits through an
+    unfused loss: the row says so, and the engine reads it."""
+    path = tmp_path / "ours.csv"
+    header = "name,accelerator,model,params,task,num_gpus,mfu,vocab_size,fused_loss,source\n"
+    path.write_text(
+        header + "ours-gpt2,a100-80-sxm4,GPT-2,124439808,pretrain,1,0.3,50257,no,our run\n"
+    )
+    assert "(1 created, 0 unchanged" in load_benchmarks(path)
+    bench = next(b for b in engine_catalog().benchmarks if b.name == "ours-gpt2")
+    assert (bench.vocab_size, bench.fused_loss) == (50257, False)
+    path.write_text(
+        header + "ours-gpt2,a100-80-sxm4,GPT-2,124439808,pretrain,1,0.3,50257,maybe,our run\n"
+    )
+    with pytest.raises(CommandError) as caught:
+        load_benchmarks(path)
+    assert str(caught.value) == f"{path}: row 2 (ours-gpt2).fused_loss: expected true or false"
+    path.write_text(header + "ours-gpt2,a100-80-sxm4,GPT-2,124439808,pretrain,1,0.3,0,no,our run\n")
+    with pytest.raises(CommandError, match=r"row 2 \(ours-gpt2\)\.vocab_size: Input should be"):
+        load_benchmarks(path)
+    assert Benchmark.objects.get(name="ours-gpt2").fused_loss is False
+
+
 def test_staff_edits_are_kept_and_reported_unless_reset(default_catalog):
     load_benchmarks(SHARED)
     Benchmark.objects.filter(name="llmfoundry-mpt-7b-8xa100-80-sxm4").update(mfu=0.5)

@@ -69,3 +69,45 @@ def test_a_fused_loss_is_suggested_where_the_logits_take_a_tenth_of_the_step():
     assert "use_liger_kernel=True in TrainingArguments" in said
     assert not hint(on_one_a100_80gb(config=GPT2, fused_loss=True, **fields)[0])
     assert not hint(on_one_a100_80gb(config=LLAMA2_7B, **fields)[0])
+
+
+def test_a_run_that_says_its_loss_was_unfused_is_not_charged_it_twice():
+    """A measured run moves its job to the same model at its own MFU only when the benchmark
+    says what its loss moved: read as fused, the unfused job would pay the logits on top."""
+    from advisor.engine import estimate
+    from advisor.engine.models import BenchmarkSpec, EstimateRequest
+    from tests.engine.inputs import default_catalog
+
+    def utilisation(**loss) -> float:
+        run = BenchmarkSpec(
+            accelerator="a100-80-sxm4",
+            model="GPT-2 124M, our Trainer run",
+            params=124_439_808,
+            hidden_size=768,
+            num_layers=12,
+            task="pretrain",
+            precision="bf16",
+            num_gpus=1,
+            seq_len=1024,
+            batch_size=64,
+            mfu=0.30,
+            source="institute run",
+            **loss,
+        )
+        catalog = default_catalog().model_copy(update={"benchmarks": [run]})
+        request = EstimateRequest(
+            config=GPT2,
+            task="pretrain",
+            seq_len=1024,
+            batch_size=64,
+            tokens=10**9,
+            accelerator="a100-80-sxm4",
+            num_gpus=1,
+        )
+        option = next(o for o in estimate(request, catalog).options if o.strategy == "single")
+        return option.utilisation
+
+    # GPT-2's own config counts 124,439,808 parameters and its tied head's matmul: the run's
+    # roofline and the job's differ by that alone.
+    assert utilisation(vocab_size=50257, fused_loss=False) == pytest.approx(0.30, rel=0.03)
+    assert utilisation() == pytest.approx(0.30 / 1.22, rel=0.05)
