@@ -158,6 +158,9 @@ else:
 # Rendered advisor pages (web/page_cache.py) are keyed on everything they are rendered from,
 # so an entry is never stale, only unused: the timeout bounds the memory they hold.
 PAGE_CACHE_SECONDS = env_int("PAGE_CACHE_SECONDS", default=60 * 60)
+# Each web process also keeps the pages it served last in its own memory, up to this many
+# bytes (0: none): a reload then skips the cache round trip. Safe for the same reason.
+PAGE_CACHE_LOCAL_BYTES = env_int("PAGE_CACHE_LOCAL_BYTES", default=16 * 1024 * 1024)
 
 # With a shared cache, anonymous visitors' sessions are read from it instead of the database
 # (config/sessions.py: signed-in sessions always come from the database; a copy lives at most

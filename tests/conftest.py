@@ -84,6 +84,17 @@ def _no_rate_limits(settings):
 
 
 @pytest.fixture(autouse=True)
+def _no_local_page_copies():
+    """Each web process keeps the pages it served last (web.page_cache.local_pages); a test
+    starts without the copies an earlier test's requests left."""
+    from web.page_cache import local_pages
+
+    local_pages.clear()
+    yield
+    local_pages.clear()
+
+
+@pytest.fixture(autouse=True)
 def _celery_mode(request):
     """Unit tests run tasks in-process; integration tests send them through the real broker."""
     eager = "integration" not in request.keywords

@@ -289,3 +289,47 @@ def test_a_page_reads_its_session_as_the_orm_does(client, default_catalog, djang
     assert read.project_plan == stored.project_plan
     with pytest.raises(Http404):
         load_page_session(request, uuid.uuid4())
+
+
+def test_a_reload_is_answered_from_the_workers_own_copy(client, default_catalog, monkeypatch):
+    """A worker keeps the pages it served last: a reload needs no cache round trip, and an
+    entry under a key never changes, so the copy is the page the shared cache would give."""
+    from advisor import view_helpers
+    from web.page_cache import local_pages
+
+    advisor_session = _walk(client, _halfway())
+    rendered = []
+    render = view_helpers.page
+    monkeypatch.setattr(
+        view_helpers, "page", lambda *args, **kwargs: rendered.append(1) or render(*args, **kwargs)
+    )
+    first = client.get(_step_url(advisor_session))
+    cache.clear()  # the shared cache loses it (evicted, restarted): the worker still has it
+    again = client.get(_step_url(advisor_session))
+    assert len(rendered) == 1
+    assert _without_tokens(again) == _without_tokens(first)
+    local_pages.clear()
+    cache.clear()
+    assert client.get(_step_url(advisor_session)).status_code == 200
+    assert len(rendered) == 2
+    # An answer changes the session's row, so its key: never the old copy.
+    client.post(_step_url(advisor_session), {"answer": "1000000"})
+    assert client.get(_step_url(advisor_session)).status_code == 200
+    assert len(rendered) == 3
+
+
+def test_the_workers_copies_keep_within_their_budget_and_their_time(settings, monkeypatch):
+    from web import page_cache
+
+    settings.PAGE_CACHE_LOCAL_BYTES = 3_000
+    settings.PAGE_CACHE_SECONDS = 60
+    pages = page_cache._LocalPages()
+    for name in "abc":
+        pages.put(name, ("stamp", name.encode() * 1_000))
+    assert pages.get("a") is None  # the oldest made room
+    assert pages.get("c") == ("stamp", b"c" * 1_000)
+    pages.put("huge", ("stamp", b"x" * 5_000))
+    assert pages.get("huge") is None  # larger than the whole budget: never kept
+    now = page_cache.time.monotonic()
+    monkeypatch.setattr(page_cache.time, "monotonic", lambda: now + 61)
+    assert pages.get("c") is None  # past PAGE_CACHE_SECONDS, as the shared cache forgets it
