@@ -376,6 +376,13 @@ def logits_bytes(shape: ModelShape, wl: Workload, *, tp: int = 1) -> float:
     return b * s * v * (wl.act_bytes + 4) / tp
 
 
+def logits_never_formed(logits_per_entry: float | None, loss_chunk_tokens: int | None) -> bool:
+    """Whether a training loss never holds the whole logits (a fused loss: Liger's, Unsloth's
+    Cut Cross-Entropy), as Workload.logits_per_entry and loss_chunk_tokens say: TRL's chunked
+    loss keeps none per token either, but forms each chunk's in full."""
+    return logits_per_entry == 0.0 and not loss_chunk_tokens
+
+
 def loss_chunk_bytes(shape: ModelShape, wl: Workload) -> float:
     """What one chunk of a chunked loss holds (a fixed buffer, not per sample): the chunk's
     tokens against the vocabulary at the bytes Transformers' fp32 loss keeps, and the fp32 copy

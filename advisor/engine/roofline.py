@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.engine import constants as c
-from advisor.engine.memory_terms import Workload
+from advisor.engine.memory_terms import Workload, logits_never_formed
 from advisor.engine.models import AcceleratorSpec
 from advisor.engine.shape import ModelShape
 
@@ -66,10 +66,21 @@ class LossTraffic:
         head's matmul: what the per-layer roofline adds. Next to a layer's own elementwise
         traffic it is small for a 7B model (Llama 2's 32,000 entries add about 3 %) and large
         for a small one with a large vocabulary (GPT-2 124M's 50,257 add about half)."""
-        extra = self.per_entry - c.FUSED_LOSS_TRAFFIC_BYTES.value
-        if extra <= 0 or shape.vocab_size <= 0:
-            return 0.0
-        return extra * shape.vocab_size * self.scored_share / max(shape.total_layers, 1)
+        per_layer = _beyond_fused(self.per_entry, shape.vocab_size, shape.total_layers)
+        return per_layer * self.scored_share
+
+
+def loss_bytes_per_entry(*, fp32_logits: bool) -> float:
+    """c.LOSS_TRAFFIC_BYTES, less the two casts where the logits are fp32 already."""
+    return c.LOSS_TRAFFIC_BYTES.value - (_CAST_BYTES if fp32_logits else 0.0)
+
+
+def _beyond_fused(per_entry: float, vocab_size: int, layers: float) -> float:
+    """Bytes per token and layer a loss of `per_entry` moves beyond a fused one."""
+    extra = per_entry - c.FUSED_LOSS_TRAFFIC_BYTES.value
+    if extra <= 0 or vocab_size <= 0:
+        return 0.0
+    return extra * vocab_size / max(layers, 1)
 
 
 def loss_traffic(shape: ModelShape, wl: Workload, dtype: str | None) -> LossTraffic | None:
@@ -79,12 +90,10 @@ def loss_traffic(shape: ModelShape, wl: Workload, dtype: str | None) -> LossTraf
     a loss that never forms the logits whole: Liger's fused linear cross-entropy, Unsloth's
     Cut Cross-Entropy). Only a GRPO completion's tokens are scored, and an encoder-decoder's
     target."""
-    never_formed = wl.logits_per_entry == 0.0 and not wl.loss_chunk_tokens
+    never_formed = logits_never_formed(wl.logits_per_entry, wl.loss_chunk_tokens)
     if not wl.training or not shape.vocab_head or never_formed:
         return None
-    per_entry = c.LOSS_TRAFFIC_BYTES.value
-    if dtype == "fp32" or wl.act_bytes != 2:
-        per_entry -= _CAST_BYTES
+    per_entry = loss_bytes_per_entry(fp32_logits=dtype == "fp32" or wl.act_bytes != 2)
     scored = 1.0
     if wl.rollout is not None:
         scored = wl.rollout.completion_tokens / max(wl.seq_len, 1)
@@ -103,8 +112,7 @@ def run_loss_bytes(
     is not charged it twice."""
     if fused is not False or not vocab_size:
         return 0.0
-    per_entry = c.LOSS_TRAFFIC_BYTES.value - (_CAST_BYTES if fp32 else 0.0)
-    return (per_entry - c.FUSED_LOSS_TRAFFIC_BYTES.value) * vocab_size / max(layers, 1)
+    return _beyond_fused(loss_bytes_per_entry(fp32_logits=fp32), vocab_size, layers)
 
 
 def unfused_loss_share(shape: ModelShape, acc: AcceleratorSpec, loss_bytes: float) -> float:

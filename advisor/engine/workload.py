@@ -16,7 +16,12 @@ from advisor.engine.constants.base import Constant
 from advisor.engine.errors import EstimateError
 from advisor.engine.frameworks import framework_for
 from advisor.engine.memory import Workload
-from advisor.engine.memory_terms import ENCODER_ONLY_FAMILIES, Rollout, masked_lm_head
+from advisor.engine.memory_terms import (
+    ENCODER_ONLY_FAMILIES,
+    Rollout,
+    logits_never_formed,
+    masked_lm_head,
+)
 from advisor.engine.models import EstimateRequest
 from advisor.engine.preference import is_preference, needs_trl_trainer
 from advisor.engine.request_checks import LIMITS, NO_FP8_WEIGHTS, RequestError
@@ -470,13 +475,12 @@ def run_loss_facts(request: EstimateRequest) -> tuple[int | None, bool | None]:
     if request.task == "inference":
         return None, None
     framework, _ = framework_for(request.framework, True, needs_trl_trainer(request))
-    per_entry, chunk = _loss_terms(request.fused_loss, framework)
+    fused = logits_never_formed(*_loss_terms(request.fused_loss, framework))
     try:
         shape = resolve_shape(request)
     except RequestError:
-        return None, per_entry == 0.0 and not chunk
-    vocab = shape.vocab_size if shape.vocab_head and shape.vocab_size > 0 else None
-    return vocab, per_entry == 0.0 and not chunk
+        return None, fused
+    return (shape.vocab_size if shape.vocab_head and shape.vocab_size > 0 else None), fused
 
 
 def _pinned_or(pinned: bool | None, default: bool) -> bool:
