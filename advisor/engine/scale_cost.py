@@ -18,6 +18,17 @@ returns the fraction of the step the GPUs compute (`LayoutCost.efficiency`):
   arXiv:2006.15704), so the exchange hides behind the backward pass and only the part longer
   than backward is exposed; ZeRO-3 / FSDP prefetch the next layer's parameters during the
   forward pass as well, so their window is the whole micro-batch.
+- **DeepSpeed ZeRO-2** keeps only its partition of the gradients, so it reduces every
+  micro-batch's gradients, not only the last one's ("ZeRO stage 2 communicates during non
+  gradient accumulation boundaries as well", deepspeed/runtime/engine.py
+  allreduce_gradients), as all-reduces of its gradient buckets from which each rank keeps its
+  part (stage_1_and_2.py average_tensor: allreduce_and_scatter with
+  use_multi_rank_bucket_allreduce, on by default), and all-gathers the updated 16-bit
+  parameters "at the end of each step" (zero_optimization.allgather_partitions, DeepSpeed
+  config docs), after the optimizer step. Below stage 3 `overlap_comm` is off unless the
+  config turns it on (deepspeed/runtime/zero/config.py overlap_comm_valid) and the reduction
+  then runs on the compute stream: the starter script's config (zero_optimization.stage = 2,
+  LLaMA-Factory's ds_z2_config.json too) leaves it off, so none of it is hidden.
 - **Tensor parallelism** (within a node): Megatron-LM all-reduces the activations twice in the
   forward and twice in the backward pass of every layer (Shoeybi et al. 2019,
   arXiv:1909.08053 section 3), b x s x h 16-bit values each, on the critical path.
@@ -81,8 +92,11 @@ SCALE_SOURCES = (
 
 SOURCES = (
     "ring all-reduce 2(N-1)/N x bytes (nccl-tests doc/PERFORMANCE.md); ZeRO-3/FSDP 3 x (N-1)/N "
-    "x the 16-bit parameters per micro-batch (ZeRO, arXiv:1910.02054 section 7.2.2); overlap "
-    "with backward (PyTorch DDP design note; Li et al. 2020, arXiv:2006.15704); tensor "
+    "x the 16-bit parameters per micro-batch (ZeRO, arXiv:1910.02054 section 7.2.2); DeepSpeed "
+    "ZeRO-2 all-reduces each micro-batch's gradient buckets and all-gathers the parameters at "
+    "the end of each step, on the compute stream without overlap_comm (deepspeed/runtime/"
+    "engine.py allreduce_gradients, zero/stage_1_and_2.py average_tensor, zero/config.py); "
+    "overlap with backward (PyTorch DDP design note; Li et al. 2020, arXiv:2006.15704); tensor "
     "parallelism 4 activation all-reduces per layer (Megatron-LM, arXiv:1909.08053 section 3); "
     "pipeline bubble (p-1)/m (arXiv:2104.04473 section 2.2.1); NVLink and PCIe line rates from "
     "the NVIDIA datasheets and PCI-SIG, at 65 % of the line rate (nccl-tests on eight A100s: "
@@ -252,29 +266,46 @@ def exchange_seconds(
     dp: int,
     per_node: int,
     link: Links,
-) -> float:
-    """Data-parallel traffic: per micro-batch for ZeRO-3 / FSDP (gather the weights twice,
-    reduce-scatter the gradients), per optimizer step otherwise (all-reduce the gradients)."""
+) -> tuple[float, float]:
+    """Data-parallel traffic as (seconds per micro-batch, seconds per optimizer step): ZeRO-3 /
+    FSDP gather the weights twice and reduce-scatter the gradients every micro-batch; DeepSpeed
+    ZeRO-2 all-reduces every micro-batch's gradients and all-gathers the parameters (in the
+    gradients' type) once a step; DDP and a tensor-parallel layout's ZeRO-1 all-reduce the
+    gradients once a step."""
     grads = params * grad_bytes_per_param
     if strategy in SHARDED:
         gathered = params * 2 if gathered_bytes is None else gathered_bytes
-        return collective_seconds(2, gathered, dp, per_node, link) + collective_seconds(
+        micro = collective_seconds(2, gathered, dp, per_node, link) + collective_seconds(
             1, grads, dp, per_node, link
         )
-    return collective_seconds(2, grads, dp, per_node, link)
+        return micro, 0.0
+    all_reduce = collective_seconds(2, grads, dp, per_node, link)
+    if strategy == "zero2":
+        return all_reduce, collective_seconds(1, grads, dp, per_node, link)
+    return 0.0, all_reduce
 
 
 def exchange_and_exposed(
-    strategy: str, unit: float, compute: float, micro_batches: int, recompute: bool
+    strategy: str,
+    unit: tuple[float, float],
+    compute: float,
+    micro_batches: int,
+    recompute: bool,
 ) -> tuple[float, float]:
     """(exchange per step, the part of it no computation hides)."""
+    per_micro, per_step = unit
     if strategy in SHARDED:
         # Prefetched during the whole micro-batch, forward and backward.
-        return unit * micro_batches, max(unit - compute / micro_batches, 0.0) * micro_batches
+        exchange = per_micro * micro_batches
+        return exchange, max(per_micro - compute / micro_batches, 0.0) * micro_batches
+    if strategy == "zero2":
+        # On the compute stream (overlap_comm off): every byte waits (module docstring).
+        exchange = per_micro * micro_batches + per_step
+        return exchange, exchange
     # The backward pass is 2/3 of the step's matmul FLOPs (4N of 6N; 6N of 8N with the forward
     # recomputed); only the last micro-batch's backward overlaps (DDP no_sync before it).
     backward = compute * (0.75 if recompute else 2 / 3)
-    return unit, max(unit - backward / micro_batches, 0.0)
+    return per_step, max(per_step - backward / micro_batches, 0.0)
 
 
 class StepModel:
@@ -301,7 +332,7 @@ class StepModel:
         self.split_grad_bytes = grad_bytes if split_grad_bytes is None else split_grad_bytes
         self.weight_bytes, self.seq_len = weight_bytes, seq_len
         self.layers, self.hidden = layers, hidden
-        self.units: dict[tuple, float] = {}
+        self.units: dict[tuple, tuple[float, float]] = {}
 
     def grad_bytes_for(self, strategy: str, tp: int = 1) -> float:
         """Bytes per parameter the data-parallel exchange reduces: a tensor-parallel layout's
@@ -358,8 +389,8 @@ def describe(cost: LayoutCost, strategy: str, n: int) -> str:
     if cost.exchange_s:
         hidden = cost.exchange_s - cost.exposed_s
         parts.append(
-            f"{'parameter and gradient' if strategy in SHARDED else 'gradient'} exchange "
-            f"{cost.exchange_s:.2f} s, {hidden:.2f} s of it hidden behind compute"
+            f"{'parameter and gradient' if strategy in (*SHARDED, 'zero2') else 'gradient'} "
+            f"exchange {cost.exchange_s:.2f} s, {hidden:.2f} s of it hidden behind compute"
         )
     if cost.tensor_parallel_s:
         parts.append(f"tensor-parallel all-reduces {cost.tensor_parallel_s:.2f} s")
@@ -382,7 +413,9 @@ def describe_scale(n: int, measured_n: int) -> str:
 def assumption(detail: str = "") -> Assumption:
     value = (
         "data-parallel exchange against the compute of each optimizer step (global batch), "
-        "hidden behind the backward pass where it fits; tensor-parallel all-reduces and the "
+        "hidden behind the backward pass where it fits (DeepSpeed ZeRO-2: every micro-batch's "
+        "gradients and the step's parameter gather, none of it hidden: overlap_comm off, "
+        "DeepSpeed's default below stage 3); tensor-parallel all-reduces and the "
         "pipeline bubble on top, with the measurement's own tensor-parallel all-reduces "
         "removed when it ran under tensor parallelism; then the wait for the slowest rank "
         "beyond the measurement's GPU count and interruptions with restarts"

@@ -376,6 +376,15 @@ XPU_TORCHRUN_CAVEAT = (
 )
 
 
+# The estimate times DeepSpeed's default, overlap_comm off below stage 3 (scale_cost.py).
+ZERO2_OVERLAP_NOTE = (
+    "# ZeRO-2 reduces every micro-batch's gradients, by default before backward goes on (as "
+    "estimated): zero_optimization.overlap_comm = true hides it for about 4.5 x "
+    "(allgather_bucket_size + reduce_bucket_size) x 2 bytes of GPU memory (Transformers' "
+    "DeepSpeed guide); fewer, larger micro-batches cut it too.",
+)
+
+
 # LLaMA-Factory's example DeepSpeed configs (examples/deepspeed/) per ZeRO layout; it ships no
 # stage-1 config.
 _LLAMA_FACTORY_DS = {
@@ -492,5 +501,6 @@ def _training_launcher(
     return [
         *rdzv,
         f"# ds_config.json: zero_optimization.stage = {stage}{offload}",
+        *(ZERO2_OVERLAP_NOTE if stage == 2 else ()),
         f"{torchrun} train.py --deepspeed ds_config.json{args}",
     ]

@@ -1,3 +1,3 @@
 """The engine's version, which every result carries (EstimateResult.engine_version)."""
 
-ENGINE_VERSION = "1.43.0"
+ENGINE_VERSION = "1.44.0"

@@ -152,7 +152,7 @@ def _admin_form_data(page) -> dict:
 
 def test_staff_set_the_service_units_value_in_the_admin_and_the_ranking_follows(admin_client):
     """Staff remove UVA's conversion: the SU charges are not compared and Rio (priced in USD)
-    ranks first; staff give it back in the admin: UVA HPC's A100 ranks first again. A value in
+    ranks first; staff give it back in the admin: UVA HPC's A100s rank first again. A value in
     the system's own currency is refused with the reason, and nothing changes."""
     load("uva")
     hpc = System.objects.get(name="uva-hpc")
@@ -178,7 +178,7 @@ def test_staff_set_the_service_units_value_in_the_admin_and_the_ranking_follows(
     response = admin_client.post(url, {**data, "currency_value_source": "RC price list"})
     assert response.status_code == 302, response.context and response.context["errors"]
     after = estimate(FINE_TUNE_13B, engine_catalog()).recommendation
-    assert (after.system, after.accelerator) == ("uva-hpc", "a100-80-sxm4")
+    assert (after.system, after.accelerator) == ("uva-hpc", "a100-40-sxm4")
     assert after.charge.comparison == "0.01 USD per SU: RC price list, as of 2026-05-12"
 
 

@@ -82,12 +82,12 @@ def test_an_a100_job_runs_on_uva_hpcs_a100_before_rios_h200_because_a_su_is_a_ce
     assert (h200.charge.currency, h200.charge.compared_total) == ("USD", h200.charge.total)
 
     rec = result.recommendation
-    assert (rec.system, rec.accelerator) == ("uva-hpc", "a100-80-sxm4")
+    assert (rec.system, rec.accelerator) == ("uva-hpc", "a100-40-sxm4")
     runner_up = result.alternatives[0]
     assert result.why_first == (
         f"Cheapest to run: {rec.charge.total:,.2f} SU (about {rec.charge.compared_total:,.2f} "
         f"USD) against {runner_up.charge.total:,.2f} SU (about "
-        f"{runner_up.charge.compared_total:,.2f} USD) on NVIDIA A100 40GB SXM4 on UVA HPC "
+        f"{runner_up.charge.compared_total:,.2f} USD) on NVIDIA RTX A6000 48GB on UVA HPC "
         "(Rivanna and Afton)."
     )
     assert (
@@ -155,7 +155,7 @@ def test_a_known_charge_beats_one_that_is_not_compared_and_says_why():
     assert (rec.system, rec.accelerator) == ("uva-rio", "h200-141-sxm")
     assert result.why_first == (
         f"Its charge is known ({rec.charge.total:,.2f} USD); the next option's (NVIDIA A100 "
-        "80GB SXM4 on UVA HPC (Rivanna and Afton)) is not comparable: charged in SU; no "
+        "40GB SXM4 on UVA HPC (Rivanna and Afton)) is not comparable: charged in SU; no "
         "conversion to USD in the catalog."
     )
 

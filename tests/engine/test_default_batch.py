@@ -72,20 +72,28 @@ def test_pretraining_on_8_gpus_costs_about_the_gpu_hours_of_one():
 
 
 def test_two_single_gpu_vms_no_longer_cost_thirty_times_one():
-    """7B pre-training with ZeRO-2 on two Azure NC24ads_A100_v4 VMs (one A100 each, no
-    cluster network): 23,578 GPU hours at batch 1 against 761 on one NC48ads VM's two GPUs;
-    at the default batch the exchange over Ethernet adds about a tenth."""
-    result = run(params=7_000_000_000, task="pretrain", tokens=10**10)
-    options = [
-        o
-        for o in result.options
-        if o.accelerator == "a100-80-pcie" and o.strategy == "zero2" and o.num_gpus == 2
-    ]
-    one_vm = [o for o in options if o.nodes == 1]
-    two_vms = [o for o in options if o.nodes == 2]
-    assert one_vm
-    assert two_vms
-    assert two_vms[0].gpu_hours < 1.3 * one_vm[0].gpu_hours
+    """1.3B pre-training with DDP on two Azure NC24ads_A100_v4 VMs (one A100 each, no cluster
+    network): at the default batch the one gradient all-reduce a step over Ethernet adds about
+    a quarter to one NC48ads VM's two GPUs (at batch 1 it cost thirty times as much). DeepSpeed
+    ZeRO-2 reduces every micro-batch's gradients (scale_cost.py), so across the same two VMs it
+    costs several times DDP's."""
+    result = run(params=1_300_000_000, task="pretrain", tokens=10**10)
+
+    def on_two_gpus(strategy: str, nodes: int):
+        # Azure's NC48ads and NC96ads VM sizes both hold two of them on one VM.
+        return min(
+            (
+                o
+                for o in result.options
+                if (o.accelerator, o.strategy, o.num_gpus, o.nodes)
+                == ("a100-80-pcie", strategy, 2, nodes)
+            ),
+            key=lambda o: o.gpu_hours,
+        )
+
+    one_vm, two_vms = on_two_gpus("ddp", 1), on_two_gpus("ddp", 2)
+    assert one_vm.gpu_hours < two_vms.gpu_hours < 1.3 * one_vm.gpu_hours
+    assert on_two_gpus("zero2", 2).gpu_hours > 3 * two_vms.gpu_hours
 
 
 def test_inference_without_a_batch_serves_one_request_and_says_so():
