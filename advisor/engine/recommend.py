@@ -484,6 +484,10 @@ class Evaluation(
                     hours_at=lambda k, recipe: self.hours(f, k, strategy, recipe),
                 )  # fmt: skip
                 reasons.append(said)
+        if self.training and f.cloud and f.peak and n_fit is not None:
+            n, choice, gpu_hours = self.fill_vms(
+                f, strategy, allowed, n, choice, gpu_hours, recipe_at, reasons
+            )
         return Sized(n, choice, gpu_hours, n_fit, n_head)
 
 

@@ -21,6 +21,11 @@ target. It stops short of the target, and the option says why, where more GPUs s
 
 An option that stops short keeps its honest wall time; the ranking's deadline tie-breaker
 and the researcher's wall-time limit (options.schedule_reasons) judge it.
+
+A cloud VM is rented whole (option_writing.costs bills every GPU of each VM a job occupies), so
+a training job sized to fewer GPUs than its VMs hold leaves paid GPUs idle: `fill_vms` takes
+all of them where that shortens the run, which makes it cheaper too (the same VMs, rented for
+less time).
 """
 
 from __future__ import annotations
@@ -128,3 +133,43 @@ def _short(best: Widened, n: int, target: float, why: str) -> str:
 def _hours(value: float) -> str:
     """A target in hours as a researcher reads it: 168, 333 (not 333.333), 0.83."""
     return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
+
+
+def fill_vms(
+    node: NodeTypeSpec,
+    allowed: tuple[int, ...],
+    n: int,
+    choice: Choice,
+    gpu_hours: float,
+    *,
+    timed: bool,
+    recipe_at: Callable[[int], Choice],
+    hours_at: Callable[[int, Choice], float],
+) -> Widened | None:
+    """Every GPU of the cloud VMs `n` GPUs occupy, with its own recipe, where the layout may
+    use that count, it trains the same global batch (a batch too small to give every GPU a
+    sample would grow) and the run is shorter on it; else None (module docstring). `timed`
+    False: the hours are for a nominal token count, and the reason gives none."""
+    full = nodes_for(node, n) * max(node.gpus_per_node, 1)
+    if full <= n or full not in allowed:
+        return None
+    recipe = recipe_at(full)
+    if recipe.global_batch > choice.global_batch:
+        return None
+    hours = hours_at(full, recipe)
+    if hours / full >= gpu_hours / n:
+        return None
+    count = nodes_for(node, n)
+    vms = f"{node.name} VM" if count == 1 else f"{count} {node.name} VMs"
+    shorter = (
+        f"about {hours / full:,.0f} h of wall time instead of {gpu_hours / n:,.0f} h on {n}"
+        if timed
+        else f"a shorter run than on {n}"
+    )
+    return Widened(
+        full,
+        recipe,
+        hours,
+        f"uses all {full} GPUs of the {vms} it rents (billed whole): {shorter}, for the same "
+        "VMs rented for less time.",
+    )

@@ -281,7 +281,8 @@ def test_a_batch_left_out_may_grow_with_the_gpus_without_ranking_last():
 def test_staff_charge_rates_and_tie_breaker_order_change_the_ranking():
     request = {"config": GPT3_1_3B, "task": "pretrain", "tokens": 26 * 10**9}
     base = run(**request)
-    assert base.recommendation.accelerator == "a100-80-sxm4"
+    # An A100: Azure's ND96asr VM with all eight of its 40GB cards, or Stanage's 80GB ones.
+    assert base.recommendation.accelerator in ("a100-40-sxm4", "a100-80-sxm4")
     # From here GPT-3 1.3B's own global batch, 1M tokens (Brown et al. 2020, table 2.1): with
     # one sequence per GPU the gradient exchange over Stanage's PCIe H100 nodes, not the rate,
     # would set the time (scale_cost.py). At the default rates an A100 still wins.

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from advisor.engine import estimate
 from advisor.engine.models import EstimateRequest, NodeTypeSpec
-from advisor.engine.widening import widen
+from advisor.engine.recipe import Choice
+from advisor.engine.widening import fill_vms, widen
 from tests.engine.inputs import default_catalog
 
 # Batch 1 (one sequence per step per GPU): the exchange after every sample makes extra GPUs pay
@@ -158,3 +159,41 @@ def test_a_deadline_no_count_meets_keeps_the_count_that_pays():
     assert option.num_gpus == 4
     assert not option.eligible
     assert said(option, "above the target").endswith("; even 32 would take about 1,157 h.")
+
+
+def test_a_job_on_a_cloud_vm_uses_every_gpu_it_rents_where_that_shortens_the_run():
+    """Azure bills an 8-GPU VM whole: a run sized to 4 of its GPUs took twice the wall time for
+    the same bill. With all 8 it is done in half the time at half the charge; a count the
+    researcher pins is kept, and the bill for the idle GPUs said."""
+    gpt3 = {"params": 1_300_000_000, "task": "pretrain", "tokens": 26 * 10**9}
+    option = pick(options(**gpt3), "azure", "a100-40-sxm4", "zero3")
+    assert (option.num_gpus, option.nodes) == (8, 1)
+    assert said(option, "it rents").startswith(
+        "uses all 8 GPUs of the Standard_ND96asr_v4 VM it rents (billed whole): about 44 h of "
+        "wall time instead of 88 h on 4"
+    )
+    pinned = pick(options(**gpt3, num_gpus=4), "azure", "a100-40-sxm4", "zero3")
+    assert pinned.num_gpus == 4
+    assert "billed for the whole Standard_ND96asr_v4 (8 GPUs) while using 4." in pinned.reasons
+    assert option.charge.total < 0.55 * pinned.charge.total
+    # An HPC node is charged per GPU used: nothing to fill.
+    hpc = pick(options(**gpt3), "stanage", "a100-80-sxm4", "zero3")
+    assert not any("it rents" in why for why in hpc.reasons)
+
+
+def test_filling_a_vm_that_would_not_shorten_the_run_keeps_the_count():
+    node = NodeTypeSpec(name="vm", count=4, accelerator="a", gpus_per_node=8)
+
+    def fill(walls, allowed=(2, 4, 8), batch=16):
+        choice = Choice(1, 1, batch, "none", "adamw", 0.0, 1.0, 1.0, 1.0)
+        return fill_vms(
+            node, allowed, 2, choice, walls[2] * 2, timed=True,
+            # Every GPU needs a sample: a batch of 2 grows to 8 on 8 GPUs.
+            recipe_at=lambda k: choice._replace(global_batch=max(batch, k)),
+            hours_at=lambda k, recipe: walls[k] * k,
+        )  # fmt: skip
+
+    assert fill({2: 10.0, 8: 3.0}).n == 8
+    assert fill({2: 10.0, 8: 10.0}) is None  # the exchange takes back what the GPUs add
+    assert fill({2: 10.0, 8: 3.0}, allowed=(2, 4)) is None  # a layout that may not use 8
+    assert fill({2: 10.0, 8: 3.0}, batch=2) is None  # a stated batch of 2 would grow to 8
