@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from advisor.engine import constants as c
 from advisor.engine import offload, ranking
 from advisor.engine.layouts import STRATEGY_COMPLEXITY, pipeline_stages
 from advisor.engine.models import Charge, MemoryBreakdown, Recipe, trusted
@@ -317,7 +318,7 @@ class OptionWriting:
             strategy == "zero3_offload",
             *self.pick_ties(
                 (
-                    wall is not None and wall > self.target,  # misses the deadline
+                    deadline_grade(wall, self.target),
                     larger_batch,  # enlarges the stated global batch (ranking.TIE_BREAKER_SIZE)
                     compared is None,
                     # An unknown or not comparable charge never wins; among those, fewer GPU
@@ -337,3 +338,12 @@ class OptionWriting:
             f.system.name,
             acc.name,
         )
+
+
+def deadline_grade(wall: float | None, target: float) -> int:
+    """The deadline tie-breaker's first value: 0 meets the wall-time target, 1 misses it but
+    finishes within an allocation period (six months), 2 would not even do that: a plan of
+    years ranks after one of weeks, whatever either is charged."""
+    if wall is None or wall <= target:
+        return 0
+    return 1 if wall <= c.ALLOCATION_PERIOD_HOURS.value else 2

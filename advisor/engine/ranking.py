@@ -158,7 +158,8 @@ def order(policy: RankingPolicySpec) -> tuple[str, ...]:
 
 
 WORDS = {
-    "deadline": "those that meet your deadline",
+    "deadline": "those that meet your deadline, or failing that finish within an allocation "
+    "period of six months",
     "cost": "the least charged cost (GPU hours x the system's charge rate, compared in one "
     "currency; more GPUs of the same kind on a system must save more than "
     f"{c.FEWER_GPUS_COST_BAND.value:.0%} to come before fewer)",
@@ -211,7 +212,13 @@ def why_first(best, runner_up, tie_order: tuple[str, ...]) -> str:
                     f"Trains the global batch you asked for ({fa.recipe.global_batch}); the "
                     f"next option ({other}) would train {fb.recipe.global_batch}."
                 )
-            return f"Meets the wall-time target; the next option ({other}) would not."
+            if va[0] == 0:
+                return f"Meets the wall-time target; the next option ({other}) would not."
+            wall = f" (about {fb.wall_hours:,.0f} h)" if fb.wall_hours is not None else ""
+            return (
+                f"Misses the wall-time target but finishes within an allocation period of six "
+                f"months; the next option ({other}) would not{wall}."
+            )
         if name == "cost":
             if fa.gpu_hours is None and va[0] is False:
                 # No token count: ranked by the charge of a nominal one (options.RANKING_TOKENS).

@@ -393,10 +393,11 @@ def test_the_objective_names_the_stated_batch_only_when_there_is_one():
     model = config("meta-llama__Meta-Llama-3-8B")
     stated = run(config=model, task="full_finetune", batch_size=16, tokens=10**8)
     assumed = run(config=model, task="full_finetune", tokens=10**8)
-    words = "those that meet your deadline (and among them those that train the global batch"
+    deadline = "those that meet your deadline, or failing that finish within an allocation "
+    words = deadline + "period of six months (and among them those that train the global batch"
     assert words in stated.objective
     assert words not in assumed.objective
-    assert "those that meet your deadline, then" in assumed.objective
+    assert deadline + "period of six months, then" in assumed.objective
 
 
 def test_more_gpus_of_the_same_kind_must_save_more_than_the_estimates_resolution():
@@ -431,3 +432,33 @@ def test_more_gpus_that_save_more_than_the_band_still_come_first():
     single = next(o for o in l40s if o.num_gpus == 1)
     assert best.num_gpus == 2
     assert best.charge.total < single.charge.total / 1.1
+
+
+def test_a_plan_of_years_ranks_after_one_that_finishes_within_an_allocation_period():
+    """7B pre-training on 10T tokens misses the week everywhere. Stanage's four A100s per node
+    over 100 Gbit/s cannot widen and would take 19 years for the lowest charge; 512 of Azure's
+    A100s take seven weeks for 1 % more. A plan longer than an allocation period (six months)
+    ranks after every one that fits in it, and the result says why."""
+    catalog = default_catalog()
+    systems = []
+    for system in catalog.systems:
+        if system.name == "azure":
+            nodes = [nt for nt in system.node_types if nt.name == "Standard_ND96amsr_A100_v4"]
+            system = system.model_copy(update={"node_types": nodes, "partitions": []})
+        if system.name in ("azure", "stanage"):
+            systems.append(system)
+    result = run(
+        catalog.model_copy(update={"systems": systems}),
+        config=config("meta-llama__Llama-2-7b-hf"),
+        task="pretrain",
+        tokens=10**13,
+    )
+    rec, runner_up = result.recommendation, result.alternatives[0]
+    assert (rec.system, runner_up.system) == ("azure", "stanage")
+    assert 168 < rec.wall_hours <= 4380 < runner_up.wall_hours
+    assert runner_up.charge.compared_total < rec.charge.compared_total
+    assert result.why_first.startswith(
+        "Misses the wall-time target but finishes within an allocation period of six months; "
+        "the next option (NVIDIA A100 80GB SXM4 on Stanage"
+    )
+    assert result.why_first.endswith(f"would not (about {runner_up.wall_hours:,.0f} h).")

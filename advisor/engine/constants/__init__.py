@@ -43,6 +43,7 @@ from advisor.engine.constants.memory import (
     ZERO_MIXED_ADAM,
 )
 from advisor.engine.constants.planning import (
+    ALLOCATION_PERIOD_HOURS,
     CONTINGENCY,
     DEFAULT_FINETUNE_BATCH,
     DEFAULT_GRPO_PROMPT_LEN,
@@ -126,6 +127,7 @@ __all__ = [
     "FP32_MATMUL_EFFICIENCY",
     "FP32_SOFTMAX_FAMILIES",
     "GIB",
+    "ALLOCATION_PERIOD_HOURS",
     "FEWER_GPUS_COST_BAND",
     "GPU_HOURS_MARGIN",
     "HOPPER_CLASS_TFLOPS",

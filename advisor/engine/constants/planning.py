@@ -53,6 +53,18 @@ TARGET_WALL_HOURS = Constant(
     "month-long single jobs impractical",
     "more GPUs rather than an impractically long run",
 )
+ALLOCATION_PERIOD_HOURS = Constant(
+    "Allocation period",
+    4380,
+    "hours of wall time (six months)",
+    "EPSRC's direct access to the national HPC services: 'usage will be restricted to a period "
+    "of six months from the requested start date of award' (epsrc.ac.uk, Access routes to HPC "
+    "facilities, class 1b); UCL's Materials Chemistry Consortium shares out ARCHER2 and Young "
+    "in six-month periods and unused time is lost at each period's end "
+    "(mcc.chem.ucl.ac.uk/guidance.html)",
+    "among options that miss the wall-time target, those that finish within one allocation "
+    "period rank before those that would not, whatever their charge",
+)
 WIDENING_EFFICIENCY_FLOOR = Constant(
     "Widening efficiency floor",
     0.5,
