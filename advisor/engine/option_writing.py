@@ -129,21 +129,32 @@ class OptionWriting:
         nodes = nodes_for(f.node, n)
         # A cloud VM is rented whole: a 2-GPU job on an 8-GPU size pays for 8.
         billed = nodes * f.node.gpus_per_node if f.cloud else n
+        # Inference requests are independent: the rented VMs serve a copy of the model on every
+        # n of their GPUs, each its share of the prompts, at the same GPU hours.
+        copies = billed // n if not self.training and billed > n else 1
+        busy = n * copies  # GPUs at work
         if gpu_hours is None:
             rank_cost = None
             if rank_hours is not None and f.rate.value is not None and f.rate.per_unit is not None:
-                rank_cost = rank_hours / n * billed * f.rate.value * f.rate.per_unit
+                rank_cost = rank_hours / busy * billed * f.rate.value * f.rate.per_unit
             return Costs(nodes, None, None, None, None, None, None, None, rank_cost)
         contingency = gpu_hours * self.contingency_rate
         requested = gpu_hours + contingency
-        if billed > n and f.price is not None:
+        if copies > 1:
+            reasons.append(
+                f"runs {copies} copies of the model on the {billed} GPUs of the {f.node.name} "
+                f"it rents (billed whole), {plural(n, 'GPU')} each, each serving its share of "
+                f"the prompts: about {gpu_hours / busy:,.1f} h of wall time instead of "
+                f"{gpu_hours / n:,.1f} h; the GPU hours stay the same."
+            )
+        elif billed > n and f.price is not None:
             reasons.append(f"billed for the whole {f.node.name} ({billed} GPUs) while using {n}.")
         cost = charged = compared = None
         if f.price is not None:
-            cost = round(requested / n * billed * f.price, 2)
+            cost = round(requested / busy * billed * f.price, 2)
         rate = f.rate
         if rate.value is not None:
-            charged = round(requested / n * billed * rate.value, 2)
+            charged = round(requested / busy * billed * rate.value, 2)
             if rate.per_unit is None:
                 reasons.append(rate.comparison + ".")  # ranked like an unknown charge
             else:
@@ -151,7 +162,7 @@ class OptionWriting:
                 # to 0.09 USD, and the ranking would read the cheaper as a tie.
                 compared = charged * rate.per_unit
         return Costs(
-            nodes, gpu_hours, contingency, requested, gpu_hours / n, cost, charged, compared,
+            nodes, gpu_hours, contingency, requested, gpu_hours / busy, cost, charged, compared,
             compared,
         )  # fmt: skip
 

@@ -2,6 +2,8 @@
 GPU count) within one estimate. These tests pin that the sharing never carries anything from
 one estimate into the next, nor from one node type into another that has the same GPU."""
 
+import pytest
+
 from advisor.engine import estimate
 from advisor.engine.models import (
     CatalogSpec,
@@ -61,7 +63,8 @@ def test_one_request_does_not_leak_into_the_next():
 
 def test_vm_sizes_with_the_same_gpu_keep_their_own_size_and_price():
     """Two sizes of one A100: the same GPU hours on one GPU, but the 4-GPU size is rented
-    whole at its own price (4 GPUs x 2.00 against 1 x 1.00: eight times the cost)."""
+    whole at its own price, serving four copies of the model (2.00 against 1.00 a GPU hour:
+    twice the cost, in a quarter of the time)."""
     cloud = SystemSpec(
         name="cloud",
         display_name="Cloud",
@@ -93,9 +96,11 @@ def test_vm_sizes_with_the_same_gpu_keep_their_own_size_and_price():
     assert [(o.num_gpus, o.nodes) for o in single] == [(1, 1), (1, 1)]
     assert single[0].gpu_hours == single[1].gpu_hours > 0
     cheap, whole = single
-    assert abs(whole.cost - 8 * cheap.cost) <= 0.05
-    assert "billed for the whole four (4 GPUs) while using 1." in whole.reasons
-    assert not any(r.startswith("billed for the whole") for r in cheap.reasons)
+    assert abs(whole.cost - 2 * cheap.cost) <= 0.05
+    assert whole.wall_hours == pytest.approx(cheap.wall_hours / 4, rel=0.01)
+    assert any(r.startswith("runs 4 copies of the model on the 4 GPUs of the four") for r in
+               whole.reasons)  # fmt: skip
+    assert not any(r.startswith("runs") for r in cheap.reasons)
 
 
 def test_a_node_type_in_several_partitions_gets_the_longest_and_the_first_on_a_tie():
