@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 
-from advisor.engine import offload, optimizer_step, scale_cost, widening
+from advisor.engine import offload, optimizer_step, scale_cost
 from advisor.engine import tensor_parallel as tp_layout
 from advisor.engine.compute import (
     lora_adapter_gpu_hours,
@@ -41,40 +41,6 @@ from advisor.engine.words import plural
 
 class ParallelPlanning:
     """Mixin for recommend.Evaluation (see the module docstring)."""
-
-    def fill_vms(
-        self,
-        f: NodeFacts,
-        strategy: str,
-        allowed: tuple[int, ...],
-        n: int,
-        choice: Choice,
-        gpu_hours: float | None,
-        recipe_at: Callable[[int], Choice],
-        reasons: list[str],
-    ) -> tuple[int, Choice, float | None]:
-        """Every GPU of the cloud VMs a training option rents, where that shortens the run
-        (widening.fill_vms); without a token count, judged on the nominal one the ranking
-        uses, and the GPU hours stay unknown."""
-
-        def hours_at(k: int, recipe: Choice) -> float:
-            return self.hours(f, k, strategy, recipe)
-
-        base = gpu_hours if gpu_hours is not None else hours_at(n, choice)
-        filled = widening.fill_vms(
-            f.node,
-            allowed,
-            n,
-            choice,
-            base,
-            timed=f.timed,
-            recipe_at=recipe_at,
-            hours_at=hours_at,
-        )
-        if filled is None:
-            return n, choice, gpu_hours
-        reasons.append(filled.reason)
-        return filled.n, filled.choice, filled.gpu_hours if f.timed else None
 
     def training_hours(self, f: NodeFacts, k: int, strategy: str, choice: Choice) -> float:
         """GPU hours of `k` GPUs with the recipe `choice` under the layout `strategy`."""

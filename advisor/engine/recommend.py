@@ -62,7 +62,7 @@ from advisor.engine.serving_options import SPLIT_SERVING, Served, ServingPlannin
 from advisor.engine.shape import ModelShape
 from advisor.engine.speed import job_distances
 from advisor.engine.tensor_parallel import generation_collectives_seconds
-from advisor.engine.widening import widen
+from advisor.engine.widening import fill_vms, widen
 from advisor.engine.words import STRATEGY_NAMES, plural
 
 
@@ -458,6 +458,10 @@ class Evaluation(
         if found is None:
             found = self.sized[size_key] = search.plan(strategy, allowed, capacity, headroom_limit)
         recipe_at = partial(search.at, strategy, capacity=capacity, headroom_limit=headroom_limit)
+
+        def hours_at(k: int, recipe: Choice) -> float:
+            return self.hours(f, k, strategy, recipe)
+
         n_fit, n_head, n, choice = found
         if strategy == "zero3_offload":  # the nodes' memory must hold the offloaded states too
             n_fit, n_head, n, choice = self.size_for_host(f, allowed, found, recipe_at, reasons)
@@ -480,14 +484,17 @@ class Evaluation(
             elif self.training and gpu_hours / n > self.target and n_fit is not None:
                 n, choice, gpu_hours, said = widen(
                     f.node, allowed, n, choice, gpu_hours, target=self.target,
-                    deadline=self.max_wall is not None, recipe_at=recipe_at,
-                    hours_at=lambda k, recipe: self.hours(f, k, strategy, recipe),
+                    deadline=self.max_wall is not None, recipe_at=recipe_at, hours_at=hours_at,
                 )  # fmt: skip
                 reasons.append(said)
         if self.training and f.cloud and f.peak and n_fit is not None:
-            n, choice, gpu_hours = self.fill_vms(
-                f, strategy, allowed, n, choice, gpu_hours, recipe_at, reasons
+            # Every GPU of the cloud VMs it rents, where that shortens the run (widening.py).
+            filled = fill_vms(
+                f.node, allowed, n, choice, gpu_hours, recipe_at=recipe_at, hours_at=hours_at
             )
+            if filled is not None:
+                n, choice, gpu_hours, said = filled
+                reasons.append(said)
         return Sized(n, choice, gpu_hours, n_fit, n_head)
 
 

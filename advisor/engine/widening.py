@@ -43,7 +43,7 @@ from advisor.engine.words import plural
 class Widened(NamedTuple):
     n: int  # GPUs the option uses
     choice: Choice  # their own recipe
-    gpu_hours: float
+    gpu_hours: float | None  # None: no token count (fill_vms)
     reason: str  # what the widening did, or why it stopped short of the target
 
 
@@ -140,36 +140,37 @@ def fill_vms(
     allowed: tuple[int, ...],
     n: int,
     choice: Choice,
-    gpu_hours: float,
+    gpu_hours: float | None,
     *,
-    timed: bool,
     recipe_at: Callable[[int], Choice],
     hours_at: Callable[[int, Choice], float],
 ) -> Widened | None:
     """Every GPU of the cloud VMs `n` GPUs occupy, with its own recipe, where the layout may
     use that count, it trains the same global batch (a batch too small to give every GPU a
-    sample would grow) and the run is shorter on it; else None (module docstring). `timed`
-    False: the hours are for a nominal token count, and the reason gives none."""
-    full = nodes_for(node, n) * max(node.gpus_per_node, 1)
+    sample would grow) and the run is shorter on it; else None (module docstring).
+    `gpu_hours` None (no token count): judged on `hours_at`'s nominal hours, and the result
+    keeps them unknown and its reason gives none."""
+    vms = nodes_for(node, n)
+    full = vms * max(node.gpus_per_node, 1)
     if full <= n or full not in allowed:
         return None
     recipe = recipe_at(full)
     if recipe.global_batch > choice.global_batch:
         return None
+    base = gpu_hours if gpu_hours is not None else hours_at(n, choice)
     hours = hours_at(full, recipe)
-    if hours / full >= gpu_hours / n:
+    if hours / full >= base / n:
         return None
-    count = nodes_for(node, n)
-    vms = f"{node.name} VM" if count == 1 else f"{count} {node.name} VMs"
+    rented = f"{node.name} VM" if vms == 1 else f"{vms} {node.name} VMs"
     shorter = (
-        f"about {hours / full:,.0f} h of wall time instead of {gpu_hours / n:,.0f} h on {n}"
-        if timed
+        f"about {hours / full:,.0f} h of wall time instead of {base / n:,.0f} h on {n}"
+        if gpu_hours is not None
         else f"a shorter run than on {n}"
     )
     return Widened(
         full,
         recipe,
-        hours,
-        f"uses all {full} GPUs of the {vms} it rents (billed whole): {shorter}, for the same "
-        "VMs rented for less time.",
+        hours if gpu_hours is not None else None,
+        f"uses all {full} GPUs of the {rented} it rents (billed whole): {shorter}, for the "
+        "same VMs rented for less time.",
     )

@@ -187,7 +187,7 @@ def test_filling_a_vm_that_would_not_shorten_the_run_keeps_the_count():
     def fill(walls, allowed=(2, 4, 8), batch=16):
         choice = Choice(1, 1, batch, "none", "adamw", 0.0, 1.0, 1.0, 1.0)
         return fill_vms(
-            node, allowed, 2, choice, walls[2] * 2, timed=True,
+            node, allowed, 2, choice, walls[2] * 2,
             # Every GPU needs a sample: a batch of 2 grows to 8 on 8 GPUs.
             recipe_at=lambda k: choice._replace(global_batch=max(batch, k)),
             hours_at=lambda k, recipe: walls[k] * k,
